@@ -3,5 +3,12 @@
 //! See ARCHITECTURE.md in the shared folder for the map; each module's top
 //! comment says what it owns and which core its values live on.
 
+pub mod cli;
+pub mod cluster;
+pub mod config;
+pub mod partition;
 pub mod protocol;
+pub mod runtime;
+pub mod server;
+pub mod shard;
 pub mod storage;

@@ -1,0 +1,271 @@
+//! Command-line interface: `ringbroker serve` with every setting as a flag
+//! named after Kafka's config where one exists. Start-up only; `anyhow` is
+//! allowed here.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{BrokerConfig, FlushPolicy, TopicDefaults};
+
+/// ringbroker: a Kafka-compatible broker, one shard per core.
+#[derive(Debug, Parser)]
+#[command(name = "ringbroker", version, about)]
+pub struct Cli {
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a broker.
+    Serve(Box<ServeArgs>),
+}
+
+/// Settings of `ringbroker serve`. Kafka's config name is given in brackets.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on for Kafka clients [listeners].
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    pub listen: String,
+    /// host:port given to clients in Metadata; defaults to --listen [advertised.listeners].
+    #[arg(long)]
+    pub advertised_listen: Option<String>,
+    /// Directory holding the partitions' logs and the metadata log [log.dirs].
+    #[arg(long, default_value = "./data")]
+    pub data_dir: PathBuf,
+    /// This broker's id [node.id].
+    #[arg(long, default_value_t = 0)]
+    pub node_id: i32,
+    /// Number of shards (one per core); defaults to every available core.
+    #[arg(long, conflicts_with = "cpuset")]
+    pub cores: Option<usize>,
+    /// CPUs to run shards on, one shard each, e.g. "0-3,6".
+    #[arg(long)]
+    pub cpuset: Option<String>,
+    /// Partitions of an auto-created topic, or of CreateTopics with -1 [num.partitions].
+    #[arg(long, default_value_t = 1)]
+    pub num_partitions: i32,
+    /// Replication factor used when a request gives -1 [default.replication.factor].
+    #[arg(long, default_value_t = 1)]
+    pub default_replication_factor: i16,
+    /// Create unknown topics when clients ask Metadata for them [auto.create.topics.enable].
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub auto_create_topics_enable: bool,
+    /// Allow DeleteTopics [delete.topic.enable].
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub delete_topic_enable: bool,
+    /// Segment file size at which a new segment is rolled [log.segment.bytes].
+    #[arg(long, default_value_t = 1024 * 1024 * 1024)]
+    pub log_segment_bytes: u64,
+    /// Age at which a new segment is rolled [log.roll.ms].
+    #[arg(long, default_value_t = 7 * 24 * 3600 * 1000)]
+    pub log_roll_ms: u64,
+    /// Bytes between entries of the sparse offset index [log.index.interval.bytes].
+    #[arg(long, default_value_t = 4096)]
+    pub log_index_interval_bytes: u32,
+    /// Largest index file; a segment rolls when its index is full [log.index.size.max.bytes].
+    #[arg(long, default_value_t = 10 * 1024 * 1024)]
+    pub log_index_size_max_bytes: u32,
+    /// Largest record batch accepted [message.max.bytes].
+    #[arg(long, default_value_t = 1_048_588)]
+    pub message_max_bytes: i32,
+    /// Retention time shown as the retention.ms default [log.retention.ms].
+    #[arg(long, default_value_t = 7 * 24 * 3600 * 1000)]
+    pub log_retention_ms: i64,
+    /// Retention size shown as the retention.bytes default [log.retention.bytes].
+    #[arg(long, default_value_t = -1)]
+    pub log_retention_bytes: i64,
+    /// Largest request accepted; larger frames close the connection [socket.request.max.bytes].
+    #[arg(long, default_value_t = 100 * 1024 * 1024)]
+    pub socket_request_max_bytes: usize,
+    /// Idle connections are closed after this long [connections.max.idle.ms].
+    #[arg(long, default_value_t = 600_000)]
+    pub connections_max_idle_ms: u64,
+    /// A request must arrive whole within this long of its first byte (stops slow-loris clients).
+    #[arg(long, default_value_t = 30_000)]
+    pub request_read_timeout_ms: u64,
+    /// When produce acknowledgements wait for fdatasync.
+    #[arg(long, value_enum, default_value_t = FlushPolicy::AcksAll)]
+    pub flush_policy: FlushPolicy,
+    /// Aligned DMA write buffer per partition, bytes.
+    #[arg(long, default_value_t = 128 * 1024)]
+    pub write_buffer_bytes: usize,
+    /// DMA writes in flight per partition.
+    #[arg(long, default_value_t = 4)]
+    pub write_behind: usize,
+    /// In-memory tail of recent batches per partition, bytes.
+    #[arg(long, default_value_t = 1024 * 1024)]
+    pub partition_cache_bytes: usize,
+    /// Appended-but-unwritten bytes per partition before producers wait.
+    #[arg(long, default_value_t = 8 * 1024 * 1024)]
+    pub partition_pending_bytes_max: usize,
+    /// io_uring registered I/O memory per shard, bytes. Default: 10 MiB, or
+    /// less where the locked-memory limit (ulimit -l) cannot hold that for
+    /// every shard.
+    #[arg(long)]
+    pub io_memory_bytes: Option<usize>,
+    /// io_uring ring depth per shard.
+    #[arg(long, default_value_t = 128)]
+    pub ring_depth: usize,
+    /// Microseconds a shard spins before parking when idle (0: park at once).
+    #[arg(long, default_value_t = 0)]
+    pub spin_before_park_us: u64,
+    /// Milliseconds SIGTERM waits for in-flight requests before closing.
+    #[arg(long, default_value_t = 10_000)]
+    pub shutdown_timeout_ms: u64,
+}
+
+fn parse_cpuset(list: &str) -> anyhow::Result<Vec<usize>> {
+    let mut cpus = Vec::new();
+    for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        if let Some((a, b)) = part.split_once('-') {
+            let a: usize = a.trim().parse().with_context(|| format!("bad cpu {a:?}"))?;
+            let b: usize = b.trim().parse().with_context(|| format!("bad cpu {b:?}"))?;
+            if b < a {
+                bail!("bad cpu range {part:?}");
+            }
+            cpus.extend(a..=b);
+        } else {
+            cpus.push(part.parse().with_context(|| format!("bad cpu {part:?}"))?);
+        }
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    if cpus.is_empty() {
+        bail!("--cpuset {list:?} names no CPU");
+    }
+    Ok(cpus)
+}
+
+fn allowed_cpus() -> Vec<usize> {
+    match nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
+        Ok(set) => (0..nix::sched::CpuSet::count())
+            .filter(|&cpu| set.is_set(cpu).unwrap_or(false))
+            .collect(),
+        Err(_) => (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect(),
+    }
+}
+
+impl ServeArgs {
+    /// Validates the flags into a [`BrokerConfig`].
+    ///
+    /// # Errors
+    /// A message naming the flag that is wrong.
+    pub fn into_config(self) -> anyhow::Result<BrokerConfig> {
+        let listen: SocketAddr = self
+            .listen
+            .to_socket_addrs()
+            .with_context(|| format!("--listen {:?} is not host:port", self.listen))?
+            .next()
+            .with_context(|| format!("--listen {:?} resolves to nothing", self.listen))?;
+        let advertised = self
+            .advertised_listen
+            .clone()
+            .unwrap_or_else(|| self.listen.clone());
+        let (advertised_host, advertised_port) = advertised
+            .rsplit_once(':')
+            .with_context(|| format!("advertised listener {advertised:?} is not host:port"))?;
+        let mut advertised_port: u16 = advertised_port
+            .parse()
+            .with_context(|| format!("bad port in {advertised:?}"))?;
+        if advertised_port == 0 {
+            advertised_port = listen.port();
+        }
+        let available = allowed_cpus();
+        let cpus = match (&self.cpuset, self.cores) {
+            (Some(list), _) => {
+                let cpus = parse_cpuset(list)?;
+                if let Some(bad) = cpus.iter().find(|c| !available.contains(c)) {
+                    bail!("--cpuset names CPU {bad}, which this process may not use (allowed: {available:?})");
+                }
+                cpus
+            }
+            (None, Some(0)) => bail!("--cores must be at least 1"),
+            (None, Some(n)) if n > available.len() => {
+                bail!(
+                    "--cores {n} exceeds the {} CPUs this process may use",
+                    available.len()
+                )
+            }
+            (None, Some(n)) => available[..n].to_vec(),
+            (None, None) => available,
+        };
+        if self.num_partitions < 1 {
+            bail!("--num-partitions must be at least 1");
+        }
+        if self.default_replication_factor < 1 {
+            bail!("--default-replication-factor must be at least 1");
+        }
+        if self.log_segment_bytes < 14 || self.log_segment_bytes > i32::MAX as u64 {
+            bail!(
+                "--log-segment-bytes must be between 14 and {} (Kafka's range)",
+                i32::MAX
+            );
+        }
+        if self.message_max_bytes < 0 {
+            bail!("--message-max-bytes must not be negative");
+        }
+        if self.write_buffer_bytes < 4096 || !self.write_buffer_bytes.is_power_of_two() {
+            bail!("--write-buffer-bytes must be a power of two of at least 4096");
+        }
+        if self.write_behind == 0 {
+            bail!("--write-behind must be at least 1");
+        }
+        if self.socket_request_max_bytes < 1024 {
+            bail!("--socket-request-max-bytes must be at least 1024");
+        }
+        Ok(BrokerConfig {
+            node_id: self.node_id,
+            listen,
+            advertised_host: advertised_host.trim_matches(['[', ']']).to_string(),
+            advertised_port,
+            data_dir: self.data_dir,
+            cpus,
+            topic_defaults: TopicDefaults {
+                num_partitions: self.num_partitions,
+                default_replication_factor: self.default_replication_factor,
+                log_segment_bytes: self.log_segment_bytes,
+                log_roll_ms: self.log_roll_ms,
+                log_index_interval_bytes: self.log_index_interval_bytes,
+                log_index_size_max_bytes: self.log_index_size_max_bytes,
+                message_max_bytes: self.message_max_bytes,
+                log_retention_ms: self.log_retention_ms,
+                log_retention_bytes: self.log_retention_bytes,
+                ..TopicDefaults::default()
+            },
+            auto_create_topics_enable: self.auto_create_topics_enable,
+            delete_topic_enable: self.delete_topic_enable,
+            socket_request_max_bytes: self.socket_request_max_bytes,
+            connections_max_idle_ms: self.connections_max_idle_ms,
+            request_read_timeout_ms: self.request_read_timeout_ms,
+            flush_policy: self.flush_policy,
+            write_buffer_bytes: self.write_buffer_bytes,
+            write_behind: self.write_behind,
+            partition_cache_bytes: self.partition_cache_bytes,
+            partition_pending_bytes_max: self.partition_pending_bytes_max,
+            io_memory_bytes: self.io_memory_bytes,
+            ring_depth: self.ring_depth,
+            spin_before_park_us: self.spin_before_park_us,
+            shutdown_timeout_ms: self.shutdown_timeout_ms,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpuset_lists_and_ranges_parse() {
+        assert_eq!(parse_cpuset("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+        assert_eq!(parse_cpuset("3,1,1").unwrap(), vec![1, 3]);
+        assert!(parse_cpuset("2-1").is_err());
+        assert!(parse_cpuset("").is_err());
+        assert!(parse_cpuset("x").is_err());
+    }
+}

@@ -1,0 +1,239 @@
+//! The controller: validates admin requests against the image, appends the
+//! resulting records to the metadata log, then has every shard apply them
+//! before answering. Runs on shard 0, one request at a time.
+
+use std::collections::{BTreeMap, HashSet};
+use std::rc::Rc;
+
+use uuid::Uuid;
+
+use super::image::{place_partitions, MetadataRecord};
+use super::metadata_log;
+use crate::config::limits::{TOPIC_NAME_BYTES_MAX, TOPIC_PARTITIONS_MAX};
+use crate::protocol::ErrorCode;
+use crate::shard::messages::{
+    ControllerReply, ControllerRequest, CreateTopicOutcome, CreateTopicSpec, ShardRequest,
+};
+use crate::shard::Shard;
+
+/// The shard the controller runs on.
+pub const CONTROLLER_SHARD: usize = 0;
+
+/// Handles one controller request on shard 0.
+pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> ControllerReply {
+    assert_eq!(
+        shard.id, CONTROLLER_SHARD,
+        "controller requests run on shard 0"
+    );
+    let _permit = shard.controller_lock.acquire_permit(1).await;
+    match request {
+        ControllerRequest::CreateTopics {
+            topics,
+            validate_only,
+        } => ControllerReply::CreateTopics(create_topics(shard, topics, validate_only).await),
+        ControllerRequest::DeleteTopics { names } => {
+            ControllerReply::DeleteTopics(delete_topics(shard, names).await)
+        }
+    }
+}
+
+/// Checks a topic name as Kafka does (`Topic.validate`).
+pub fn validate_topic_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("Topic name is illegal, it can't be empty".into());
+    }
+    if name == "." || name == ".." {
+        return Err("Topic name cannot be \".\" or \"..\"".into());
+    }
+    if name.len() > TOPIC_NAME_BYTES_MAX {
+        return Err(format!(
+            "Topic name is illegal, it can't be longer than {TOPIC_NAME_BYTES_MAX} characters, topic name: {name}"
+        ));
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    {
+        return Err(format!(
+            "Topic name \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+        ));
+    }
+    Ok(())
+}
+
+fn collision_key(name: &str) -> String {
+    name.replace('.', "_")
+}
+
+fn outcome(error: ErrorCode, message: impl Into<String>) -> CreateTopicOutcome {
+    CreateTopicOutcome {
+        error_code: error.code(),
+        error_message: Some(message.into()),
+        topic_id: Uuid::nil(),
+    }
+}
+
+async fn create_topics(
+    shard: &Rc<Shard>,
+    topics: Vec<CreateTopicSpec>,
+    validate_only: bool,
+) -> Vec<CreateTopicOutcome> {
+    let mut scratch = (*shard.image()).clone();
+    let mut seen = HashSet::new();
+    let duplicates: HashSet<String> = topics
+        .iter()
+        .filter(|t| !seen.insert(t.name.clone()))
+        .map(|t| t.name.clone())
+        .collect();
+    let mut outcomes = Vec::with_capacity(topics.len());
+    let mut records = Vec::new();
+    for spec in topics {
+        if duplicates.contains(&spec.name) {
+            outcomes.push(outcome(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "Create topics request from client contains multiple entries for topic {}",
+                    spec.name
+                ),
+            ));
+            continue;
+        }
+        if let Err(message) = validate_topic_name(&spec.name) {
+            outcomes.push(outcome(ErrorCode::InvalidTopicException, message));
+            continue;
+        }
+        if scratch.topic(&spec.name).is_some() {
+            outcomes.push(outcome(
+                ErrorCode::TopicAlreadyExists,
+                format!("Topic '{}' already exists.", spec.name),
+            ));
+            continue;
+        }
+        let key = collision_key(&spec.name);
+        if let Some(other) = scratch.topics.keys().find(|n| collision_key(n) == key) {
+            outcomes.push(outcome(
+                ErrorCode::InvalidTopicException,
+                format!(
+                    "Topic '{}' collides with existing topic: {other}",
+                    spec.name
+                ),
+            ));
+            continue;
+        }
+        if spec.num_partitions <= 0 || spec.num_partitions > TOPIC_PARTITIONS_MAX {
+            outcomes.push(outcome(
+                ErrorCode::InvalidPartitions,
+                format!("Number of partitions must be between 1 and {TOPIC_PARTITIONS_MAX}."),
+            ));
+            continue;
+        }
+        if spec.replication_factor <= 0 {
+            outcomes.push(outcome(
+                ErrorCode::InvalidReplicationFactor,
+                "Replication factor must be larger than 0, or -1 to use the default value.",
+            ));
+            continue;
+        }
+        if spec.replication_factor > 1 {
+            outcomes.push(outcome(
+                ErrorCode::InvalidReplicationFactor,
+                format!(
+                    "Unable to replicate the partition {} time(s): The target replication factor of {} cannot be reached because only 1 broker(s) are registered.",
+                    spec.replication_factor, spec.replication_factor
+                ),
+            ));
+            continue;
+        }
+        let mut configs = BTreeMap::new();
+        let mut bad_config = None;
+        for (name, value) in &spec.configs {
+            if let Err(message) = crate::config::validate_topic_config(name, value) {
+                bad_config = Some(message);
+                break;
+            }
+            configs.insert(name.clone(), value.clone());
+        }
+        if let Some(message) = bad_config {
+            outcomes.push(outcome(ErrorCode::InvalidConfig, message));
+            continue;
+        }
+        let topic_id = Uuid::new_v4();
+        let record = MetadataRecord::CreateTopic {
+            name: spec.name.clone(),
+            topic_id,
+            partition_shards: place_partitions(
+                &scratch,
+                shard.nr_shards,
+                spec.num_partitions as usize,
+            ),
+            configs,
+        };
+        scratch.apply(&record);
+        records.push(record);
+        outcomes.push(CreateTopicOutcome {
+            error_code: 0,
+            error_message: None,
+            topic_id,
+        });
+    }
+    if validate_only || records.is_empty() {
+        return outcomes;
+    }
+    if let Err(e) = commit(shard, records).await {
+        tracing::error!(error = %e, "metadata commit failed");
+        for o in outcomes.iter_mut().filter(|o| o.error_code == 0) {
+            *o = outcome(ErrorCode::KafkaStorageError, e.to_string());
+        }
+    }
+    outcomes
+}
+
+async fn delete_topics(shard: &Rc<Shard>, names: Vec<String>) -> Vec<(i16, Uuid)> {
+    let image = shard.image();
+    let mut results = Vec::with_capacity(names.len());
+    let mut records = Vec::new();
+    let mut seen = HashSet::new();
+    for name in names {
+        match image.topic(&name) {
+            Some(topic) if seen.insert(name.clone()) => {
+                records.push(MetadataRecord::DeleteTopic {
+                    name: name.clone(),
+                    topic_id: topic.topic_id,
+                });
+                results.push((0, topic.topic_id));
+            }
+            Some(topic) => results.push((0, topic.topic_id)),
+            None => results.push((ErrorCode::UnknownTopicOrPartition.code(), Uuid::nil())),
+        }
+    }
+    if !records.is_empty() {
+        if let Err(e) = commit(shard, records).await {
+            tracing::error!(error = %e, "metadata commit failed");
+            for r in results.iter_mut().filter(|r| r.0 == 0) {
+                r.0 = ErrorCode::KafkaStorageError.code();
+            }
+        }
+    }
+    results
+}
+
+/// Makes records durable in the metadata log, then applies them on every
+/// shard and waits until all have.
+///
+/// # Errors
+/// When the metadata log cannot be written.
+pub async fn commit(shard: &Rc<Shard>, records: Vec<MetadataRecord>) -> anyhow::Result<()> {
+    metadata_log::append(shard.config.data_dir.join("meta"), records.clone()).await?;
+    let mut completions = Vec::with_capacity(shard.nr_shards);
+    for target in 0..shard.nr_shards {
+        completions.push(
+            shard
+                .call(target, ShardRequest::Apply(records.clone()))
+                .await?,
+        );
+    }
+    for completion in completions {
+        completion.await?;
+    }
+    Ok(())
+}

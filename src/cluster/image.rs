@@ -1,0 +1,218 @@
+//! The metadata image: topics, their partitions and where each partition
+//! lives, and topic configs. Built by applying [`MetadataRecord`]s in log
+//! order. Every shard holds its own copy and applies the same records, so no
+//! shard reads another's memory.
+
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// One change to the cluster metadata, as stored in the metadata log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MetadataRecord {
+    /// The cluster was formatted with this id.
+    Bootstrap {
+        /// Kafka-style cluster id (22 chars, base64url of a UUID).
+        cluster_id: String,
+    },
+    /// A topic and its partitions were created.
+    CreateTopic {
+        /// Topic name.
+        name: String,
+        /// Topic id (KIP-516).
+        topic_id: Uuid,
+        /// For each partition index, the shard that owns it on this node.
+        partition_shards: Vec<u16>,
+        /// Config overrides given at creation.
+        configs: BTreeMap<String, String>,
+    },
+    /// A topic was deleted.
+    DeleteTopic {
+        /// Topic name.
+        name: String,
+        /// Topic id, so a re-created topic of the same name is not confused.
+        topic_id: Uuid,
+    },
+}
+
+/// A topic as the image knows it.
+#[derive(Debug, Clone)]
+pub struct TopicImage {
+    /// Topic name.
+    pub name: String,
+    /// Topic id.
+    pub topic_id: Uuid,
+    /// Owning shard of each partition, indexed by partition.
+    pub partition_shards: Vec<u16>,
+    /// Config overrides.
+    pub configs: BTreeMap<String, String>,
+}
+
+impl TopicImage {
+    /// True for Kafka's internal topics.
+    pub fn is_internal(&self) -> bool {
+        self.name == "__consumer_offsets" || self.name == "__transaction_state"
+    }
+}
+
+/// Read-only view of the metadata on one shard.
+#[derive(Debug, Clone, Default)]
+pub struct MetadataImage {
+    /// Cluster id, set by the bootstrap record.
+    pub cluster_id: String,
+    /// Topics by name.
+    pub topics: BTreeMap<String, Rc<TopicImage>>,
+    /// Topic names by id.
+    pub topic_names: HashMap<Uuid, String>,
+    /// Number of records applied (the metadata offset).
+    pub applied_records: u64,
+}
+
+impl MetadataImage {
+    /// Applies one record, in log order.
+    pub fn apply(&mut self, record: &MetadataRecord) {
+        self.applied_records += 1;
+        match record {
+            MetadataRecord::Bootstrap { cluster_id } => self.cluster_id.clone_from(cluster_id),
+            MetadataRecord::CreateTopic {
+                name,
+                topic_id,
+                partition_shards,
+                configs,
+            } => {
+                self.topic_names.insert(*topic_id, name.clone());
+                self.topics.insert(
+                    name.clone(),
+                    Rc::new(TopicImage {
+                        name: name.clone(),
+                        topic_id: *topic_id,
+                        partition_shards: partition_shards.clone(),
+                        configs: configs.clone(),
+                    }),
+                );
+            }
+            MetadataRecord::DeleteTopic { name, topic_id } => {
+                if self
+                    .topics
+                    .get(name)
+                    .is_some_and(|t| t.topic_id == *topic_id)
+                {
+                    self.topics.remove(name);
+                    self.topic_names.remove(topic_id);
+                }
+            }
+        }
+    }
+
+    /// Topic by name.
+    pub fn topic(&self, name: &str) -> Option<&Rc<TopicImage>> {
+        self.topics.get(name)
+    }
+
+    /// Topic by id.
+    pub fn topic_by_id(&self, id: &Uuid) -> Option<&Rc<TopicImage>> {
+        self.topic_names.get(id).and_then(|n| self.topics.get(n))
+    }
+
+    /// Partitions owned by each shard, for least-loaded placement.
+    pub fn partitions_per_shard(&self, nr_shards: usize) -> Vec<usize> {
+        let mut counts = vec![0usize; nr_shards];
+        for topic in self.topics.values() {
+            for &shard in &topic.partition_shards {
+                counts[usize::from(shard) % nr_shards] += 1;
+            }
+        }
+        counts
+    }
+}
+
+/// Chooses the owning shard of `count` new partitions: each goes to the shard
+/// with the fewest partitions so far (lowest id on ties). Deterministic, so
+/// the same image always gives the same placement.
+pub fn place_partitions(image: &MetadataImage, nr_shards: usize, count: usize) -> Vec<u16> {
+    assert!(nr_shards > 0);
+    assert!(nr_shards <= usize::from(u16::MAX));
+    let mut load = image.partitions_per_shard(nr_shards);
+    (0..count)
+        .map(|_| {
+            let (shard, _) = load
+                .iter()
+                .enumerate()
+                .min_by_key(|(i, n)| (**n, *i))
+                .expect("at least one shard");
+            load[shard] += 1;
+            shard as u16
+        })
+        .collect()
+}
+
+/// Kafka's text form of a cluster id: URL-safe base64 of a UUID, no padding.
+pub fn cluster_id_string(id: Uuid) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let bytes = id.as_bytes();
+    let mut out = String::with_capacity(22);
+    let mut bits: u32 = 0;
+    let mut nbits = 0;
+    for &b in bytes {
+        bits = (bits << 8) | u32::from(b);
+        nbits += 8;
+        while nbits >= 6 {
+            nbits -= 6;
+            out.push(ALPHABET[((bits >> nbits) & 63) as usize] as char);
+        }
+    }
+    if nbits > 0 {
+        out.push(ALPHABET[((bits << (6 - nbits)) & 63) as usize] as char);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placement_spreads_partitions_over_shards_and_is_stable() {
+        let mut image = MetadataImage::default();
+        let first = place_partitions(&image, 2, 3);
+        assert_eq!(first, vec![0, 1, 0]);
+        image.apply(&MetadataRecord::CreateTopic {
+            name: "a".into(),
+            topic_id: Uuid::new_v4(),
+            partition_shards: first,
+            configs: BTreeMap::new(),
+        });
+        assert_eq!(place_partitions(&image, 2, 3), vec![1, 0, 1]);
+    }
+
+    #[test]
+    fn delete_of_an_older_incarnation_keeps_the_new_topic() {
+        let mut image = MetadataImage::default();
+        let old = Uuid::new_v4();
+        let new = Uuid::new_v4();
+        for id in [old, new] {
+            image.apply(&MetadataRecord::CreateTopic {
+                name: "t".into(),
+                topic_id: id,
+                partition_shards: vec![0],
+                configs: BTreeMap::new(),
+            });
+        }
+        image.apply(&MetadataRecord::DeleteTopic {
+            name: "t".into(),
+            topic_id: old,
+        });
+        assert_eq!(image.topic("t").unwrap().topic_id, new);
+    }
+
+    #[test]
+    fn cluster_id_is_22_url_safe_chars() {
+        let id = cluster_id_string(Uuid::new_v4());
+        assert_eq!(id.len(), 22);
+        assert!(id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+    }
+}

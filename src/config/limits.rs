@@ -1,0 +1,27 @@
+//! Every bound in the broker as a named constant, with compile-time checks on
+//! how they relate. Settings a user may change live in
+//! [`crate::config::BrokerConfig`]; these are the fixed ones.
+//!
+//! Shared, read-only.
+
+/// Smallest frame that can hold a request header (api key, version, correlation id, client id length).
+pub const REQUEST_FRAME_BYTES_MIN: usize = 10;
+/// Requests a single connection may have in flight (read, not yet answered).
+/// Clients pipeline at most 5 by default; a bound protects the broker from
+/// one connection queueing unbounded work.
+pub const CONNECTION_IN_FLIGHT_REQUESTS_MAX: usize = 64;
+/// Capacity of each cross-core channel of the router mesh.
+pub const ROUTER_CHANNEL_CAPACITY: usize = 1024;
+/// Long-poll fetch waiters a shard keeps at once; beyond it, fetches answer
+/// immediately with what they have.
+pub const FETCH_WAITERS_PER_SHARD_MAX: usize = 16_384;
+/// Longest topic name Kafka accepts.
+pub const TOPIC_NAME_BYTES_MAX: usize = 249;
+/// Partitions one topic may have (Kafka has no hard limit; this keeps a
+/// single CreateTopics from creating millions of directories).
+pub const TOPIC_PARTITIONS_MAX: i32 = 100_000;
+/// Bytes of one metadata log record.
+pub const METADATA_RECORD_BYTES_MAX: usize = 16 * 1024 * 1024;
+
+const _: () = assert!(CONNECTION_IN_FLIGHT_REQUESTS_MAX >= 5);
+const _: () = assert!(ROUTER_CHANNEL_CAPACITY >= CONNECTION_IN_FLIGHT_REQUESTS_MAX);

@@ -1,0 +1,252 @@
+//! One partition replica on its owning shard: the log handle, the high
+//! watermark, and the fetch waiters woken by appends. This is the only place
+//! that appends to a log. Lives on its owning shard only.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use bytes::{Bytes, BytesMut};
+use futures::channel::oneshot;
+use thiserror::Error;
+use uuid::Uuid;
+
+use crate::protocol::record_batch::{
+    BatchHeader, ATTRIBUTES_OFFSET, ATTR_TIMESTAMP_TYPE, CRC_OFFSET,
+};
+use crate::storage::{AppendInfo, Log, ReadResult, StorageError};
+
+/// Failures of partition operations.
+#[derive(Debug, Error)]
+pub enum PartitionError {
+    /// The partition was deleted while the request was in flight.
+    #[error("partition {topic}-{partition} was deleted")]
+    Deleted {
+        /// Topic.
+        topic: String,
+        /// Index.
+        partition: i32,
+    },
+    /// The log failed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+/// Per-partition settings taken from the topic's configs.
+#[derive(Debug, Clone, Copy)]
+pub struct PartitionSettings {
+    /// `message.timestamp.type=LogAppendTime`.
+    pub log_append_time: bool,
+}
+
+/// One partition replica (the leader, on a single node).
+pub struct Partition {
+    /// Topic name.
+    pub topic: String,
+    /// Partition index.
+    pub index: i32,
+    /// Topic id.
+    pub topic_id: Uuid,
+    log: Log,
+    leader_epoch: i32,
+    settings: PartitionSettings,
+    waiters: RefCell<Vec<oneshot::Sender<()>>>,
+    deleted: Cell<bool>,
+}
+
+/// Wall-clock milliseconds since the epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Partition {
+    /// Wraps an opened log.
+    pub fn new(
+        topic: String,
+        index: i32,
+        topic_id: Uuid,
+        log: Log,
+        settings: PartitionSettings,
+    ) -> Rc<Self> {
+        Rc::new(Partition {
+            topic,
+            index,
+            topic_id,
+            log,
+            leader_epoch: 0,
+            settings,
+            waiters: RefCell::new(Vec::new()),
+            deleted: Cell::new(false),
+        })
+    }
+
+    /// The current leader epoch.
+    pub fn leader_epoch(&self) -> i32 {
+        self.leader_epoch
+    }
+
+    /// Offset up to which consumers may read (exclusive). With one replica
+    /// it is the log end offset.
+    pub fn high_watermark(&self) -> i64 {
+        self.log.log_end_offset()
+    }
+
+    /// First offset still in the log.
+    pub fn log_start_offset(&self) -> i64 {
+        self.log.log_start_offset()
+    }
+
+    /// Appends one validated batch: the ordered part of a produce. Returns
+    /// once offsets are assigned (not once written).
+    ///
+    /// # Errors
+    /// When the partition was deleted or the log failed.
+    pub async fn append(
+        &self,
+        batch: Bytes,
+        header: &BatchHeader,
+    ) -> Result<(AppendInfo, i64), PartitionError> {
+        if self.deleted.get() {
+            return Err(self.deleted_error());
+        }
+        let now = now_ms();
+        let (batch, header, log_append_time) = if self.settings.log_append_time {
+            let (b, h) = stamp_log_append_time(&batch, header, now);
+            (b, h, now)
+        } else {
+            (batch, *header, -1)
+        };
+        let info = self
+            .log
+            .append(batch, &header, self.leader_epoch, now)
+            .await?;
+        self.wake_waiters();
+        Ok((info, log_append_time))
+    }
+
+    /// Waits until everything appended so far is written, and fdatasync'd
+    /// when `sync`.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub async fn flush(&self, sync: bool) -> Result<i64, PartitionError> {
+        Ok(self.log.flush(sync).await?)
+    }
+
+    /// Reads whole batches from `offset` up to the high watermark.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub async fn read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        min_one_batch: bool,
+    ) -> Result<ReadResult, PartitionError> {
+        let high_watermark = self.high_watermark();
+        Ok(self
+            .log
+            .read(offset, high_watermark, max_bytes, min_one_batch)
+            .await?)
+    }
+
+    /// ListOffsets by timestamp.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub async fn offset_for_timestamp(
+        &self,
+        timestamp: i64,
+    ) -> Result<Option<(i64, i64)>, PartitionError> {
+        Ok(self.log.offset_for_timestamp(timestamp).await?)
+    }
+
+    /// ListOffsets MAX_TIMESTAMP.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub async fn max_timestamp_offset(&self) -> Result<Option<(i64, i64)>, PartitionError> {
+        Ok(self.log.max_timestamp_offset().await?)
+    }
+
+    /// A receiver that fires on the next append, or None when data at
+    /// `offset` is already there (or the partition is deleted).
+    pub fn wait_for_data(&self, offset: i64) -> Option<oneshot::Receiver<()>> {
+        if offset < self.high_watermark() || self.deleted.get() {
+            return None;
+        }
+        let (tx, rx) = oneshot::channel();
+        let mut waiters = self.waiters.borrow_mut();
+        waiters.retain(|w| !w.is_canceled());
+        waiters.push(tx);
+        Some(rx)
+    }
+
+    fn wake_waiters(&self) {
+        let waiters = std::mem::take(&mut *self.waiters.borrow_mut());
+        for waiter in waiters {
+            let _ = waiter.send(());
+        }
+    }
+
+    /// Closes the log cleanly (shutdown).
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub async fn close(&self) -> Result<(), PartitionError> {
+        self.wake_waiters();
+        Ok(self.log.close().await?)
+    }
+
+    /// Marks the partition deleted, wakes its waiters and removes its files.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub async fn delete(&self) -> Result<(), PartitionError> {
+        self.deleted.set(true);
+        self.wake_waiters();
+        Ok(self.log.clone().delete().await?)
+    }
+
+    fn deleted_error(&self) -> PartitionError {
+        PartitionError::Deleted {
+            topic: self.topic.clone(),
+            partition: self.index,
+        }
+    }
+}
+
+/// Rewrites a batch for a LogAppendTime topic: sets the timestamp-type bit and
+/// maxTimestamp to `now`, and recomputes the CRC (both fields are covered by
+/// it), as Kafka does. This copies the batch; CreateTime topics never do.
+fn stamp_log_append_time(batch: &Bytes, header: &BatchHeader, now: i64) -> (Bytes, BatchHeader) {
+    let mut copy = BytesMut::from(&batch[..]);
+    let attributes = header.attributes | ATTR_TIMESTAMP_TYPE;
+    copy[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
+    copy[35..43].copy_from_slice(&now.to_be_bytes());
+    let crc = crc32c::crc32c(&copy[ATTRIBUTES_OFFSET..header.total_bytes()]);
+    copy[CRC_OFFSET..CRC_OFFSET + 4].copy_from_slice(&crc.to_be_bytes());
+    let mut stamped = *header;
+    stamped.attributes = attributes;
+    stamped.max_timestamp = now;
+    stamped.crc = crc;
+    (copy.freeze(), stamped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::record_batch::{tests::sample_batch, validate_batch};
+
+    #[test]
+    fn log_append_time_stamp_keeps_the_batch_valid() {
+        let batch = Bytes::from(sample_batch(0, 3, 10));
+        let header = validate_batch(&batch).unwrap();
+        let (stamped, h) = stamp_log_append_time(&batch, &header, 12345);
+        let reparsed = validate_batch(&stamped).unwrap();
+        assert_eq!(reparsed, h);
+        assert!(reparsed.is_log_append_time());
+        assert_eq!(reparsed.max_timestamp, 12345);
+    }
+}

@@ -1,0 +1,446 @@
+//! The glommio shell: checks what the machine must provide (io_uring, locked
+//! memory), starts one pinned executor per shard, joins them into the router
+//! mesh, and runs start-up and shutdown in order. Each shard's values live on
+//! its own executor; only the `Arc`s built here (read-only config, the peer
+//! table, start-up and shutdown counters) are shared.
+
+use std::fs;
+use std::path::Path;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use glommio::channels::channel_mesh::MeshBuilder;
+use glommio::{LocalExecutorBuilder, Placement};
+
+use crate::cluster::image::cluster_id_string;
+use crate::cluster::{metadata_log, MetadataRecord};
+use crate::config::limits::ROUTER_CHANNEL_CAPACITY;
+use crate::config::BrokerConfig;
+use crate::server::{self, ServerState};
+use crate::shard::router::{receiver_streams, PeerTable, Router, RouterMessage};
+use crate::shard::Shard;
+
+/// Kafka's name for the clean shutdown marker in a log directory.
+pub const CLEAN_SHUTDOWN_MARKER: &str = ".kafka_cleanshutdown";
+/// Lock file that keeps two brokers off one data directory.
+pub const LOCK_FILE: &str = ".lock";
+
+/// Exit statuses for environmental dead ends (see `fatal`).
+pub mod exit_status {
+    /// Bad configuration or flags.
+    pub const CONFIG: i32 = 2;
+    /// The kernel lacks io_uring or forbids it.
+    pub const NO_IO_URING: i32 = 3;
+    /// Locked memory cannot be raised enough.
+    pub const MEMLOCK: i32 = 4;
+    /// The data directory cannot be used.
+    pub const DATA_DIR: i32 = 5;
+    /// A shard failed while running.
+    pub const SHARD_FAILED: i32 = 6;
+}
+
+/// Logs `reason` and exits with `status`: for states the broker cannot run in.
+pub fn fatal(status: i32, reason: &str) -> ! {
+    tracing::error!(status, "{reason}");
+    eprintln!("ringbroker: {reason}");
+    std::process::exit(status)
+}
+
+fn check_io_uring() {
+    if let Ok(value) = fs::read_to_string("/proc/sys/kernel/io_uring_disabled") {
+        if value.trim() == "2" {
+            fatal(
+                exit_status::NO_IO_URING,
+                "io_uring is disabled on this machine (kernel.io_uring_disabled=2); set `sysctl kernel.io_uring_disabled=0`",
+            );
+        }
+    }
+    // io_uring_setup with a null params pointer: EFAULT means the call
+    // exists, ENOSYS that the kernel has no io_uring.
+    // SAFETY: the kernel validates the pointer and returns EFAULT for null;
+    // no memory is read or written on our side.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_setup,
+            1u32,
+            std::ptr::null_mut::<libc::c_void>(),
+        )
+    };
+    let errno = std::io::Error::last_os_error().raw_os_error();
+    if rc < 0 && errno == Some(libc::ENOSYS) {
+        fatal(
+            exit_status::NO_IO_URING,
+            "this kernel has no io_uring (Linux 5.8 or newer is needed); ringbroker cannot run here",
+        );
+    }
+    if rc < 0 && errno == Some(libc::EPERM) {
+        fatal(
+            exit_status::NO_IO_URING,
+            "io_uring is not permitted for this process (kernel.io_uring_disabled or a seccomp filter); allow it and retry",
+        );
+    }
+}
+
+/// Locked memory the broker needs beyond the registered I/O buffers of its
+/// shards (the rings themselves and glommio's own bookkeeping).
+const MEMLOCK_RESERVE_BYTES: u64 = 2 * 1024 * 1024;
+/// Registered I/O memory per shard when the limit allows it.
+const IO_MEMORY_BYTES_DEFAULT: u64 = 10 * 1024 * 1024;
+/// Less than this per shard and glommio cannot run usefully.
+const IO_MEMORY_BYTES_MIN: u64 = 1024 * 1024;
+
+/// Raises RLIMIT_MEMLOCK as far as allowed and returns the registered I/O
+/// memory each shard gets: the requested amount, or by default 10 MiB or
+/// what the limit leaves room for. Stops the broker with a clear message
+/// when even the minimum does not fit.
+fn plan_locked_memory(requested: Option<usize>, nr_shards: u64) -> usize {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource, RLIM_INFINITY};
+    let wanted_per_shard = requested.map_or(IO_MEMORY_BYTES_DEFAULT, |r| r as u64);
+    let needed = wanted_per_shard * nr_shards + MEMLOCK_RESERVE_BYTES;
+    let (soft, hard) = getrlimit(Resource::RLIMIT_MEMLOCK).unwrap_or((0, 0));
+    let mut limit = soft;
+    if soft < needed {
+        // Root with CAP_SYS_RESOURCE may lift the hard limit; anyone may go
+        // up to the hard limit.
+        if setrlimit(Resource::RLIMIT_MEMLOCK, RLIM_INFINITY, RLIM_INFINITY).is_ok() {
+            limit = RLIM_INFINITY;
+        } else if setrlimit(Resource::RLIMIT_MEMLOCK, hard, hard).is_ok() {
+            limit = hard;
+        }
+    }
+    if limit >= needed {
+        return wanted_per_shard as usize;
+    }
+    let fits_per_shard = limit.saturating_sub(MEMLOCK_RESERVE_BYTES) / nr_shards;
+    if requested.is_none() && fits_per_shard >= IO_MEMORY_BYTES_MIN {
+        let per_shard = fits_per_shard / (64 * 1024) * (64 * 1024);
+        tracing::warn!(
+            memlock_limit_kib = limit / 1024,
+            io_memory_bytes = per_shard,
+            "locked memory limit is below the default; using less registered I/O memory per shard (raise ulimit -l for the default)"
+        );
+        return per_shard as usize;
+    }
+    let floor =
+        requested.map_or(IO_MEMORY_BYTES_MIN, |r| r as u64) * nr_shards + MEMLOCK_RESERVE_BYTES;
+    fatal(
+        exit_status::MEMLOCK,
+        &format!(
+            "locked memory limit is {} KiB but {} shard(s) need at least {} KiB for io_uring buffers; raise it with \
+             `ulimit -l {}` (or LimitMEMLOCK= in a systemd unit), or lower --io-memory-bytes / --cores",
+            limit / 1024,
+            nr_shards,
+            floor / 1024,
+            floor / 1024
+        ),
+    )
+}
+
+fn lock_data_dir(data_dir: &Path) -> anyhow::Result<fs::File> {
+    use std::os::fd::AsRawFd;
+    let path = data_dir.join(LOCK_FILE);
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    // SAFETY: flock on a file descriptor we own.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        bail!(
+            "{} is locked: another broker uses this data directory",
+            data_dir.display()
+        );
+    }
+    Ok(file)
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    fs::File::open(dir)?.sync_all()
+}
+
+/// Prepares the data directory and reads the metadata log: returns the
+/// records and whether the last shutdown was clean.
+fn prepare_data_dir(
+    config: &BrokerConfig,
+) -> anyhow::Result<(Vec<MetadataRecord>, bool, fs::File)> {
+    let data_dir = &config.data_dir;
+    fs::create_dir_all(data_dir)
+        .with_context(|| format!("cannot create {}", data_dir.display()))?;
+    let lock = lock_data_dir(data_dir)?;
+    let meta_dir = data_dir.join("meta");
+    fs::create_dir_all(&meta_dir)
+        .with_context(|| format!("cannot create {}", meta_dir.display()))?;
+    let mut records = metadata_log::read_all(&meta_dir)?;
+    if records.is_empty() {
+        let bootstrap = MetadataRecord::Bootstrap {
+            cluster_id: cluster_id_string(uuid::Uuid::new_v4()),
+        };
+        metadata_log::append_at_startup(&meta_dir, std::slice::from_ref(&bootstrap))?;
+        records.push(bootstrap);
+    }
+    let marker = data_dir.join(CLEAN_SHUTDOWN_MARKER);
+    let clean = marker.exists();
+    if clean {
+        // Removed before anything is written, so a crash from here on is
+        // never mistaken for a clean stop.
+        fs::remove_file(&marker).with_context(|| format!("cannot remove {}", marker.display()))?;
+        sync_dir(data_dir)?;
+    }
+    Ok((records, clean, lock))
+}
+
+/// Shared start-up and shutdown coordination.
+struct Coordination {
+    ready_shards: AtomicUsize,
+    shutdown_requested: AtomicBool,
+    drained_shards: AtomicUsize,
+    failed_shards: AtomicUsize,
+}
+
+async fn wait_until(condition: impl Fn() -> bool) {
+    while !condition() {
+        glommio::timer::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Runs the broker until SIGTERM or SIGINT.
+///
+/// # Errors
+/// Start-up failures (data directory, metadata log, executors).
+pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
+    check_io_uring();
+    let nr_shards = config.cpus.len();
+    let io_memory_bytes = plan_locked_memory(config.io_memory_bytes, nr_shards as u64);
+    let (records, clean_shutdown, _lock) = match prepare_data_dir(&config) {
+        Ok(prepared) => prepared,
+        Err(e) => fatal(exit_status::DATA_DIR, &format!("{e:#}")),
+    };
+    // Signals are taken by the main thread with sigwait; block them before
+    // the executor threads start so they inherit the mask.
+    let mut signals = nix::sys::signal::SigSet::empty();
+    signals.add(nix::sys::signal::Signal::SIGTERM);
+    signals.add(nix::sys::signal::Signal::SIGINT);
+    signals.thread_block().context("cannot block signals")?;
+
+    let config = Arc::new(config);
+    let records = Arc::new(records);
+    let peers = PeerTable::new(nr_shards);
+    let coordination = Arc::new(Coordination {
+        ready_shards: AtomicUsize::new(0),
+        shutdown_requested: AtomicBool::new(false),
+        drained_shards: AtomicUsize::new(0),
+        failed_shards: AtomicUsize::new(0),
+    });
+    let mesh = (nr_shards > 1)
+        .then(|| MeshBuilder::<RouterMessage, _>::full(nr_shards, ROUTER_CHANNEL_CAPACITY));
+    tracing::info!(
+        shards = nr_shards,
+        cpus = ?config.cpus,
+        io_memory_bytes,
+        ring_depth = config.ring_depth,
+        spin_before_park_us = config.spin_before_park_us,
+        write_buffer_bytes = config.write_buffer_bytes,
+        write_behind = config.write_behind,
+        partition_cache_bytes = config.partition_cache_bytes,
+        flush_policy = ?config.flush_policy,
+        "starting shards"
+    );
+
+    let mut handles = Vec::with_capacity(nr_shards);
+    for (shard_id, &cpu) in config.cpus.iter().enumerate() {
+        let config = config.clone();
+        let records = records.clone();
+        let peers = peers.clone();
+        let coordination = coordination.clone();
+        let mesh = mesh.clone();
+        let mut builder = LocalExecutorBuilder::new(Placement::Fixed(cpu))
+            .name(&format!("shard-{shard_id}"))
+            .io_memory(io_memory_bytes)
+            .ring_depth(config.ring_depth);
+        if config.spin_before_park_us > 0 {
+            builder = builder.spin_before_park(Duration::from_micros(config.spin_before_park_us));
+        }
+        let handle = builder
+            .spawn(move || async move {
+                let outcome = shard_main(
+                    shard_id,
+                    nr_shards,
+                    config,
+                    records,
+                    clean_shutdown,
+                    peers,
+                    mesh,
+                    &coordination,
+                )
+                .await;
+                if let Err(e) = &outcome {
+                    tracing::error!(shard = shard_id, error = %format!("{e:#}"), "shard failed");
+                    coordination.failed_shards.fetch_add(1, Ordering::SeqCst);
+                    coordination
+                        .shutdown_requested
+                        .store(true, Ordering::SeqCst);
+                }
+                outcome.is_ok()
+            })
+            .map_err(|e| anyhow::anyhow!("cannot start shard {shard_id} on CPU {cpu}: {e}"));
+        match handle {
+            Ok(h) => handles.push(h),
+            Err(e) => fatal(
+                exit_status::NO_IO_URING,
+                &format!("{e:#} (io_uring or locked memory unavailable?)"),
+            ),
+        }
+    }
+
+    // Wait for readiness or an early failure.
+    loop {
+        if coordination.failed_shards.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        if coordination.ready_shards.load(Ordering::SeqCst) == nr_shards {
+            tracing::info!(listen = %config.listen, "ready");
+            eprintln!("ringbroker ready on {}", config.listen);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if coordination.failed_shards.load(Ordering::SeqCst) == 0 {
+        // Wait for a signal, or for a shard to fail (checked every 100 ms).
+        let watcher_coordination = coordination.clone();
+        std::thread::spawn(move || {
+            while !watcher_coordination
+                .shutdown_requested
+                .load(Ordering::SeqCst)
+            {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            // Wake the main thread's sigwait.
+            // SAFETY: sending a signal to our own process.
+            unsafe { libc::kill(libc::getpid(), libc::SIGTERM) };
+        });
+        match signals.wait() {
+            Ok(signal) => tracing::info!(?signal, "shutting down"),
+            Err(e) => tracing::error!(error = %e, "sigwait failed; shutting down"),
+        }
+        coordination
+            .shutdown_requested
+            .store(true, Ordering::SeqCst);
+    }
+    let mut all_ok = true;
+    for handle in handles {
+        all_ok &= handle.join().unwrap_or(false);
+    }
+    if all_ok && coordination.failed_shards.load(Ordering::SeqCst) == 0 {
+        let marker = config.data_dir.join(CLEAN_SHUTDOWN_MARKER);
+        fs::write(&marker, b"").with_context(|| format!("cannot write {}", marker.display()))?;
+        sync_dir(&config.data_dir)?;
+        tracing::info!("clean shutdown complete");
+        Ok(())
+    } else {
+        fatal(
+            exit_status::SHARD_FAILED,
+            "a shard failed; the next start will run full recovery",
+        )
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn shard_main(
+    shard_id: usize,
+    nr_shards: usize,
+    config: Arc<BrokerConfig>,
+    records: Arc<Vec<MetadataRecord>>,
+    clean_shutdown: bool,
+    peers: Arc<PeerTable>,
+    mesh: Option<
+        glommio::channels::channel_mesh::MeshBuilder<
+            RouterMessage,
+            glommio::channels::channel_mesh::Full,
+        >,
+    >,
+    coordination: &Coordination,
+) -> anyhow::Result<()> {
+    let (senders, mut receivers) = match mesh {
+        Some(mesh) => {
+            let (s, r) = mesh
+                .join()
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot join the router mesh: {e}"))?;
+            peers.set(shard_id, s.peer_id());
+            (Some(s), Some(r))
+        }
+        None => {
+            peers.set(shard_id, 0);
+            (None, None)
+        }
+    };
+    wait_until(|| peers.complete()).await;
+    let shard = Shard::new(
+        shard_id,
+        nr_shards,
+        config.clone(),
+        Router::new(shard_id, senders, peers.clone()),
+    );
+    if let Some(receivers) = receivers.as_mut() {
+        for (from, stream) in receiver_streams(receivers, &peers) {
+            let shard = shard.clone();
+            glommio::spawn_local(receive_loop(shard, from, stream)).detach();
+        }
+    }
+    shard.load(&records, clean_shutdown).await?;
+    let listener =
+        server::bind(&shard).with_context(|| format!("cannot listen on {}", config.listen))?;
+    let state = ServerState::new(shard.clone());
+    let accept = glommio::spawn_local(server::accept_loop(listener, state.clone()));
+    coordination.ready_shards.fetch_add(1, Ordering::SeqCst);
+    tracing::info!(shard = shard_id, "serving");
+
+    wait_until(|| coordination.shutdown_requested.load(Ordering::SeqCst)).await;
+    // Phase 1: stop taking requests and let in-flight ones finish.
+    state.begin_shutdown();
+    accept.await;
+    let drain = wait_until(|| state.open_connections.get() == 0);
+    let limit = glommio::timer::sleep(Duration::from_millis(config.shutdown_timeout_ms));
+    futures::future::select(Box::pin(drain), Box::pin(limit)).await;
+    coordination.drained_shards.fetch_add(1, Ordering::SeqCst);
+    // Phase 2: once no shard can route new work, close the logs.
+    wait_until(|| coordination.drained_shards.load(Ordering::SeqCst) >= nr_shards).await;
+    let failures = shard.close_all().await;
+    if failures > 0 {
+        anyhow::bail!("{failures} partition logs failed to close");
+    }
+    Ok(())
+}
+
+async fn receive_loop(
+    shard: Rc<Shard>,
+    from: usize,
+    stream: glommio::channels::shared_channel::ConnectedReceiver<RouterMessage>,
+) {
+    while let Some(message) = stream.recv().await {
+        match message {
+            RouterMessage::Request {
+                from: sender,
+                id,
+                body,
+            } => {
+                debug_assert_eq!(sender, from);
+                // The ordered part runs here, in arrival order; the rest in
+                // its own task so one slow request does not hold the others.
+                let completion = shard.clone().submit(body).await;
+                let shard = shard.clone();
+                glommio::spawn_local(async move {
+                    let reply = completion.await;
+                    shard.router.reply(sender, id, reply).await;
+                })
+                .detach();
+            }
+            RouterMessage::Reply { id, body } => shard.router.complete(id, body),
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! One client connection: reads length-prefixed frames, checks their size
+//! before allocating, decodes the request header, hands the request to its
+//! handler in arrival order, and writes responses strictly in request order
+//! even when handlers finish out of order (clients pipeline requests).
+//!
+//! Bad input never panics: an oversized or malformed frame, an unknown API
+//! key or an unserved version closes this connection (as Kafka does) and
+//! every other connection keeps being served. Lives on the accepting shard.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures::future::{self, Either, LocalBoxFuture};
+use futures::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, FutureExt};
+use glommio::net::TcpStream;
+use kafka_protocol::messages::{ApiKey, RequestHeader};
+use kafka_protocol::protocol::Decodable;
+
+use super::{handlers, versions, ServerState};
+use crate::config::limits::{CONNECTION_IN_FLIGHT_REQUESTS_MAX, REQUEST_FRAME_BYTES_MIN};
+
+/// What a handler's completion yields.
+pub enum Response {
+    /// A whole response frame, size prefix included.
+    Frame(Bytes),
+    /// No response (Produce with acks=0).
+    None,
+    /// Close the connection (Kafka's answer to some bad requests).
+    Close(&'static str),
+}
+
+/// A response still being computed.
+pub type Responder = LocalBoxFuture<'static, Response>;
+
+/// Why a connection is being closed.
+#[derive(Debug, thiserror::Error)]
+enum CloseReason {
+    #[error("client closed the connection")]
+    Eof,
+    #[error("idle longer than connections.max.idle.ms")]
+    Idle,
+    #[error("request not received whole within the read timeout")]
+    ReadTimeout,
+    #[error("socket error: {0}")]
+    Io(std::io::Error),
+    #[error("frame of {0} bytes exceeds socket.request.max.bytes")]
+    FrameTooLarge(i64),
+    #[error("frame of {0} bytes is too small for a request header")]
+    FrameTooSmall(i64),
+    #[error("unknown API key {0}")]
+    UnknownApiKey(i16),
+    #[error("API key {0} version {1} is not supported")]
+    UnsupportedVersion(i16, i16),
+    #[error("malformed request header")]
+    BadHeader,
+    #[error("{0}")]
+    Handler(&'static str),
+    #[error("broker shutting down")]
+    ShuttingDown,
+}
+
+/// Serves one connection until it closes.
+pub async fn serve(stream: TcpStream, state: Rc<ServerState>) {
+    let peer = stream
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!(%peer, error = %e, "cannot set TCP_NODELAY");
+    }
+    let (mut reader, writer) = stream.split();
+    let (tx, rx) = glommio::channels::local_channel::new_bounded::<Responder>(
+        CONNECTION_IN_FLIGHT_REQUESTS_MAX,
+    );
+    let writer_task = glommio::spawn_local(write_loop(writer, rx));
+    let reason = loop {
+        let frame = match read_frame(&mut reader, &state).await {
+            Ok(frame) => frame,
+            Err(reason) => break reason,
+        };
+        match handle_frame(frame, &state).await {
+            Ok(responder) => {
+                if tx.send(responder).await.is_err() {
+                    break CloseReason::Eof;
+                }
+            }
+            Err(reason) => break reason,
+        }
+    };
+    match &reason {
+        CloseReason::Eof | CloseReason::ShuttingDown => {
+            tracing::debug!(%peer, %reason, "connection closed")
+        }
+        _ => tracing::info!(%peer, %reason, "closing connection"),
+    }
+    drop(tx);
+    writer_task.await;
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    rx: glommio::channels::local_channel::LocalReceiver<Responder>,
+) {
+    while let Some(responder) = rx.recv().await {
+        match responder.await {
+            Response::Frame(bytes) => {
+                if writer.write_all(&bytes).await.is_err() {
+                    break;
+                }
+            }
+            Response::None => {}
+            Response::Close(reason) => {
+                tracing::info!(reason, "closing connection after a refused request");
+                break;
+            }
+        }
+    }
+    let _ = writer.close().await;
+}
+
+/// Runs `io` unless `limit` passes first.
+async fn within<T>(limit: Duration, io: impl std::future::Future<Output = T>) -> Option<T> {
+    match future::select(Box::pin(io), Box::pin(glommio::timer::sleep(limit))).await {
+        Either::Left((value, _)) => Some(value),
+        Either::Right(_) => None,
+    }
+}
+
+async fn read_frame<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    state: &ServerState,
+) -> Result<Bytes, CloseReason> {
+    let config = &state.shard.config;
+    let mut size_bytes = [0u8; 4];
+    // The first byte may take as long as the connection may idle; once a
+    // request has started, all of it must arrive within the read timeout.
+    let first = {
+        let idle = Duration::from_millis(config.connections_max_idle_ms);
+        let read = within(idle, reader.read(&mut size_bytes[..1]));
+        let shutdown = state.shutdown_signal();
+        match future::select(Box::pin(read), shutdown).await {
+            Either::Left((read, _)) => read,
+            Either::Right(_) => return Err(CloseReason::ShuttingDown),
+        }
+    };
+    match first {
+        None => return Err(CloseReason::Idle),
+        Some(Ok(0)) => return Err(CloseReason::Eof),
+        Some(Ok(_)) => {}
+        Some(Err(e)) => return Err(CloseReason::Io(e)),
+    }
+    let deadline = Duration::from_millis(config.request_read_timeout_ms);
+    let started = std::time::Instant::now();
+    match within(deadline, reader.read_exact(&mut size_bytes[1..])).await {
+        None => return Err(CloseReason::ReadTimeout),
+        Some(Err(e)) => return Err(io_reason(e)),
+        Some(Ok(())) => {}
+    }
+    let size = i64::from(i32::from_be_bytes(size_bytes));
+    if size < REQUEST_FRAME_BYTES_MIN as i64 {
+        return Err(CloseReason::FrameTooSmall(size));
+    }
+    if size > config.socket_request_max_bytes as i64 {
+        return Err(CloseReason::FrameTooLarge(size));
+    }
+    // The size is checked against socket.request.max.bytes above, so this
+    // allocation is bounded.
+    let mut body = BytesMut::zeroed(size as usize);
+    let left = deadline.saturating_sub(started.elapsed());
+    match within(left, reader.read_exact(&mut body)).await {
+        None => Err(CloseReason::ReadTimeout),
+        Some(Err(e)) => Err(io_reason(e)),
+        Some(Ok(())) => Ok(body.freeze()),
+    }
+}
+
+fn io_reason(e: std::io::Error) -> CloseReason {
+    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+        CloseReason::Eof
+    } else {
+        CloseReason::Io(e)
+    }
+}
+
+async fn handle_frame(frame: Bytes, state: &Rc<ServerState>) -> Result<Responder, CloseReason> {
+    let api_key_raw = i16::from_be_bytes([frame[0], frame[1]]);
+    let version = i16::from_be_bytes([frame[2], frame[3]]);
+    let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+    let Ok(api_key) = ApiKey::try_from(api_key_raw) else {
+        return Err(CloseReason::UnknownApiKey(api_key_raw));
+    };
+    if !versions::is_served(api_key, version) {
+        if api_key == ApiKey::ApiVersions {
+            // KIP-511: answer an unknown ApiVersions version in v0 with
+            // UNSUPPORTED_VERSION and our ranges, so the client can retry.
+            let frame = handlers::api_versions::unsupported_version_response(correlation_id);
+            return Ok(async move { frame }.boxed_local());
+        }
+        return Err(CloseReason::UnsupportedVersion(api_key_raw, version));
+    }
+    let mut buf = frame;
+    let header = RequestHeader::decode(&mut buf, api_key.request_header_version(version))
+        .map_err(|_| CloseReason::BadHeader)?;
+    handlers::dispatch(state, api_key, header, buf)
+        .await
+        .map_err(CloseReason::Handler)
+}

@@ -1,0 +1,221 @@
+//! CreateTopics (key 19): validated and committed by the controller; answers
+//! once every shard has the new partitions.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
+use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse};
+
+use super::{encode_response, str_bytes};
+use crate::cluster::controller::CONTROLLER_SHARD;
+use crate::protocol::ErrorCode;
+use crate::server::connection::{Responder, Response};
+use crate::shard::messages::{
+    ControllerReply, ControllerRequest, CreateTopicOutcome, CreateTopicSpec, ShardReply,
+    ShardRequest,
+};
+use crate::shard::Shard;
+
+/// Turns one requested topic into a spec, or the error Kafka gives for it.
+fn spec_of(
+    shard: &Shard,
+    topic: &kafka_protocol::messages::create_topics_request::CreatableTopic,
+) -> Result<CreateTopicSpec, (ErrorCode, String)> {
+    let defaults = &shard.config.topic_defaults;
+    let (num_partitions, replication_factor) = if topic.assignments.is_empty() {
+        (
+            if topic.num_partitions == -1 {
+                defaults.num_partitions
+            } else {
+                topic.num_partitions
+            },
+            if topic.replication_factor == -1 {
+                defaults.default_replication_factor
+            } else {
+                topic.replication_factor
+            },
+        )
+    } else {
+        if topic.num_partitions != -1 || topic.replication_factor != -1 {
+            return Err((
+                ErrorCode::InvalidRequest,
+                "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.".into(),
+            ));
+        }
+        let mut indexes: Vec<i32> = topic
+            .assignments
+            .iter()
+            .map(|a| a.partition_index)
+            .collect();
+        indexes.sort_unstable();
+        if indexes.iter().enumerate().any(|(i, &p)| p != i as i32) {
+            return Err((
+                ErrorCode::InvalidReplicaAssignment,
+                "Partitions should be a consecutive 0-based integer sequence".into(),
+            ));
+        }
+        for assignment in &topic.assignments {
+            if assignment
+                .broker_ids
+                .iter()
+                .any(|b| b.0 != shard.config.node_id)
+            {
+                return Err((
+                    ErrorCode::InvalidReplicaAssignment,
+                    format!("The manual partition assignment includes a broker that is not registered: {:?}", assignment.broker_ids),
+                ));
+            }
+        }
+        let rf = topic.assignments[0].broker_ids.len() as i16;
+        (topic.assignments.len() as i32, rf)
+    };
+    let mut configs = Vec::with_capacity(topic.configs.len());
+    for c in &topic.configs {
+        match &c.value {
+            Some(value) => configs.push((c.name.to_string(), value.to_string())),
+            None => {
+                return Err((
+                    ErrorCode::InvalidConfig,
+                    format!("Null value not supported for topic configs: {}", c.name),
+                ))
+            }
+        }
+    }
+    Ok(CreateTopicSpec {
+        name: topic.name.to_string(),
+        num_partitions,
+        replication_factor,
+        configs,
+    })
+}
+
+/// Answers CreateTopics.
+pub async fn handle(
+    shard: &Rc<Shard>,
+    request: CreateTopicsRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Responder {
+    let mut results: Vec<Option<CreateTopicOutcome>> = vec![None; request.topics.len()];
+    let mut specs = Vec::new();
+    let mut positions = Vec::new();
+    for (i, topic) in request.topics.iter().enumerate() {
+        match spec_of(shard, topic) {
+            Ok(spec) => {
+                specs.push(spec);
+                positions.push(i);
+            }
+            Err((error, message)) => {
+                results[i] = Some(CreateTopicOutcome {
+                    error_code: error.code(),
+                    error_message: Some(message),
+                    topic_id: uuid::Uuid::nil(),
+                });
+            }
+        }
+    }
+    let shard = shard.clone();
+    let controller_call = if specs.is_empty() {
+        None
+    } else {
+        let call = shard
+            .call(
+                CONTROLLER_SHARD,
+                ShardRequest::Controller(ControllerRequest::CreateTopics {
+                    topics: specs.clone(),
+                    validate_only: request.validate_only,
+                }),
+            )
+            .await;
+        Some(call)
+    };
+    Box::pin(async move {
+        if let Some(call) = controller_call {
+            let outcomes = match call {
+                Ok(completion) => match completion.await {
+                    Ok(ShardReply::Controller(ControllerReply::CreateTopics(outcomes))) => {
+                        Some(outcomes)
+                    }
+                    _ => None,
+                },
+                Err(_) => None,
+            };
+            for (k, &position) in positions.iter().enumerate() {
+                results[position] = Some(match outcomes.as_ref().and_then(|o| o.get(k)) {
+                    Some(o) => o.clone(),
+                    None => CreateTopicOutcome {
+                        error_code: ErrorCode::RequestTimedOut.code(),
+                        error_message: Some("the controller did not answer".into()),
+                        topic_id: uuid::Uuid::nil(),
+                    },
+                });
+            }
+        }
+        let image = shard.image();
+        let mut response = CreateTopicsResponse::default();
+        response.topics = request
+            .topics
+            .iter()
+            .zip(results)
+            .zip(specs_by_position(&positions, &specs, request.topics.len()))
+            .map(|((topic, outcome), spec)| {
+                let outcome = outcome.expect("every topic has an outcome");
+                let mut r = CreatableTopicResult::default();
+                r.name = topic.name.clone();
+                r.error_code = outcome.error_code;
+                r.error_message = outcome.error_message.as_deref().map(str_bytes);
+                if version >= 7 {
+                    r.topic_id = outcome.topic_id;
+                }
+                if outcome.error_code == 0 && version >= 5 {
+                    let spec = spec.expect("successful topics have a spec");
+                    r.num_partitions = spec.num_partitions;
+                    r.replication_factor = spec.replication_factor;
+                    let overrides: std::collections::BTreeMap<String, String> = image
+                        .topic(&spec.name)
+                        .map(|t| t.configs.clone())
+                        .unwrap_or_else(|| spec.configs.iter().cloned().collect());
+                    r.configs = Some(
+                        crate::config::effective_topic_configs(
+                            &overrides,
+                            &shard.config.topic_defaults,
+                        )
+                        .into_iter()
+                        .map(|(name, value, source, sensitive)| {
+                            let mut c = CreatableTopicConfigs::default();
+                            c.name = str_bytes(&name);
+                            c.value = value.as_deref().map(str_bytes);
+                            c.read_only = false;
+                            c.config_source = source;
+                            c.is_sensitive = sensitive;
+                            c
+                        })
+                        .collect(),
+                    );
+                } else if version >= 5 {
+                    r.num_partitions = -1;
+                    r.replication_factor = -1;
+                    r.configs = None;
+                }
+                r
+            })
+            .collect();
+        let response: Response =
+            encode_response(ApiKey::CreateTopics, version, correlation_id, &response);
+        response
+    })
+}
+
+fn specs_by_position(
+    positions: &[usize],
+    specs: &[CreateTopicSpec],
+    len: usize,
+) -> Vec<Option<CreateTopicSpec>> {
+    let mut out = vec![None; len];
+    for (k, &p) in positions.iter().enumerate() {
+        out[p] = Some(specs[k].clone());
+    }
+    out
+}

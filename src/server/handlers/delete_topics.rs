@@ -1,0 +1,103 @@
+//! DeleteTopics (key 20): by name (v0-v5) or by name or id (v6+).
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::{ApiKey, DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
+
+use super::{encode_response, str_bytes};
+use crate::cluster::controller::CONTROLLER_SHARD;
+use crate::protocol::ErrorCode;
+use crate::server::connection::{Responder, Response};
+use crate::shard::messages::{ControllerReply, ControllerRequest, ShardReply, ShardRequest};
+use crate::shard::Shard;
+
+/// Answers DeleteTopics.
+pub async fn handle(
+    shard: &Rc<Shard>,
+    request: DeleteTopicsRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Responder {
+    let image = shard.image();
+    // (name if resolved, id as requested, early error)
+    let wanted: Vec<(Option<String>, uuid::Uuid, Option<ErrorCode>)> = if version >= 6 {
+        request
+            .topics
+            .iter()
+            .map(|t| match &t.name {
+                Some(name) => (Some(name.to_string()), uuid::Uuid::nil(), None),
+                None => match image.topic_by_id(&t.topic_id) {
+                    Some(topic) => (Some(topic.name.clone()), t.topic_id, None),
+                    None => (None, t.topic_id, Some(ErrorCode::UnknownTopicId)),
+                },
+            })
+            .collect()
+    } else {
+        request
+            .topic_names
+            .iter()
+            .map(|n| (Some(n.to_string()), uuid::Uuid::nil(), None))
+            .collect()
+    };
+    let disabled = !shard.config.delete_topic_enable;
+    let names: Vec<String> = wanted
+        .iter()
+        .filter(|w| w.2.is_none() && !disabled)
+        .filter_map(|w| w.0.clone())
+        .collect();
+    let call = if names.is_empty() {
+        None
+    } else {
+        Some(
+            shard
+                .call(
+                    CONTROLLER_SHARD,
+                    ShardRequest::Controller(ControllerRequest::DeleteTopics { names }),
+                )
+                .await,
+        )
+    };
+    Box::pin(async move {
+        let mut outcomes = match call {
+            Some(Ok(completion)) => match completion.await {
+                Ok(ShardReply::Controller(ControllerReply::DeleteTopics(outcomes))) => outcomes,
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
+        .into_iter();
+        let mut response = DeleteTopicsResponse::default();
+        response.responses = wanted
+            .into_iter()
+            .map(|(name, requested_id, early)| {
+                let mut r = DeletableTopicResult::default();
+                r.name = name.as_deref().map(|n| TopicName(str_bytes(n)));
+                if version >= 6 {
+                    r.topic_id = requested_id;
+                }
+                let error = if let Some(e) = early {
+                    e.code()
+                } else if disabled {
+                    ErrorCode::TopicDeletionDisabled.code()
+                } else {
+                    match outcomes.next() {
+                        Some((code, id)) => {
+                            if code == 0 && version >= 6 {
+                                r.topic_id = id;
+                            }
+                            code
+                        }
+                        None => ErrorCode::RequestTimedOut.code(),
+                    }
+                };
+                r.error_code = error;
+                r.error_message = None;
+                r
+            })
+            .collect();
+        let response: Response =
+            encode_response(ApiKey::DeleteTopics, version, correlation_id, &response);
+        response
+    })
+}

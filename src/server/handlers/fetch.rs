@@ -1,0 +1,269 @@
+//! Fetch (key 1): reads whole batches from the owning shards, up to the high
+//! watermark. When less than `min_bytes` is available it waits, up to
+//! `max_wait_ms`, for an append on any of the partitions (an event from the
+//! owning shard, not a polling loop), then reads again.
+//!
+//! Incremental fetch sessions (KIP-227) are declined the way Kafka declines
+//! them when its session cache is full: every response carries session id 0,
+//! so clients keep sending full fetch requests.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use futures::future::{join_all, select, select_all, Either};
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse, TopicName};
+
+use super::{encode_response, str_bytes, ShardGroups};
+use crate::protocol::ErrorCode;
+use crate::server::connection::Responder;
+use crate::shard::messages::{FetchItem, FetchResult, ShardReply, ShardRequest, TopicPartition};
+use crate::shard::Shard;
+
+struct Entry {
+    topic_position: usize,
+    topic_partition: TopicPartition,
+    fetch_offset: i64,
+    partition_max_bytes: usize,
+    owner: Option<usize>,
+    early_error: Option<ErrorCode>,
+}
+
+/// Answers Fetch.
+pub async fn handle(
+    shard: &Rc<Shard>,
+    request: FetchRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Responder {
+    let shard = shard.clone();
+    Box::pin(async move {
+        if request.session_id != 0 {
+            let mut response = FetchResponse::default();
+            response.error_code = ErrorCode::FetchSessionIdNotFound.code();
+            response.session_id = 0;
+            return encode_response(ApiKey::Fetch, version, correlation_id, &response);
+        }
+        let image = shard.image();
+        // (name, id) per requested topic, in request order.
+        let mut topics: Vec<(Option<String>, uuid::Uuid)> =
+            Vec::with_capacity(request.topics.len());
+        let mut entries = Vec::new();
+        for (ti, fetch_topic) in request.topics.iter().enumerate() {
+            let topic = if version >= 13 {
+                image.topic_by_id(&fetch_topic.topic_id)
+            } else {
+                image.topic(&fetch_topic.topic)
+            };
+            let unknown = if version >= 13 {
+                ErrorCode::UnknownTopicId
+            } else {
+                ErrorCode::UnknownTopicOrPartition
+            };
+            let name = topic
+                .map(|t| t.name.clone())
+                .or_else(|| (version < 13).then(|| fetch_topic.topic.to_string()));
+            topics.push((name.clone(), fetch_topic.topic_id));
+            for partition in &fetch_topic.partitions {
+                let owner = topic.and_then(|t| shard.owner_of(t, partition.partition));
+                let early_error = match (topic, owner) {
+                    (None, _) => Some(unknown),
+                    (Some(_), None) => Some(ErrorCode::UnknownTopicOrPartition),
+                    // A single node is always at leader epoch 0.
+                    _ if partition.current_leader_epoch > 0 => Some(ErrorCode::UnknownLeaderEpoch),
+                    _ => None,
+                };
+                entries.push(Entry {
+                    topic_position: ti,
+                    topic_partition: TopicPartition {
+                        topic: name.clone().unwrap_or_default(),
+                        partition: partition.partition,
+                    },
+                    fetch_offset: partition.fetch_offset,
+                    partition_max_bytes: partition.partition_max_bytes.max(0) as usize,
+                    owner,
+                    early_error,
+                });
+            }
+        }
+        let max_bytes = if version >= 3 {
+            request.max_bytes.max(0) as usize
+        } else {
+            usize::MAX
+        };
+        let min_bytes = request.min_bytes.max(0) as usize;
+        let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
+        let deadline = Instant::now() + max_wait;
+
+        let mut results = read_round(&shard, &entries, request.isolation_level).await;
+        loop {
+            let total: usize = results.iter().map(|r| r.bytes).sum();
+            let has_error = results.iter().any(|r| r.error_code != 0);
+            let now = Instant::now();
+            if total >= min_bytes.max(1) || has_error || now >= deadline || entries.is_empty() {
+                break;
+            }
+            if !wait_for_data(&shard, &entries, &results, deadline - now).await {
+                break;
+            }
+            results = read_round(&shard, &entries, request.isolation_level).await;
+        }
+
+        // KIP-74: the response stays within max_bytes, except that the first
+        // batch found is always returned so a consumer can make progress.
+        let mut budget_used = 0usize;
+        let mut response_topics: Vec<FetchableTopicResponse> = topics
+            .iter()
+            .map(|(name, id)| {
+                let mut t = FetchableTopicResponse::default();
+                t.topic = TopicName(str_bytes(name.as_deref().unwrap_or("")));
+                t.topic_id = *id;
+                t
+            })
+            .collect();
+        for (entry, result) in entries.iter().zip(results) {
+            let mut p = PartitionData::default();
+            p.partition_index = entry.topic_partition.partition;
+            p.error_code = result.error_code;
+            p.high_watermark = result.high_watermark;
+            p.last_stable_offset = result.last_stable_offset;
+            if version >= 5 {
+                p.log_start_offset = result.log_start_offset;
+            }
+            p.preferred_read_replica = BrokerId(-1);
+            p.aborted_transactions = if request.isolation_level == 1 {
+                Some(Vec::new())
+            } else {
+                None
+            };
+            let fits = budget_used + result.bytes <= max_bytes || budget_used == 0;
+            // Records are present-but-empty when there is nothing, never null.
+            p.records = Some(if fits && result.bytes > 0 {
+                budget_used += result.bytes;
+                concat(result.records, result.bytes)
+            } else {
+                Bytes::new()
+            });
+            response_topics[entry.topic_position].partitions.push(p);
+        }
+        let mut response = FetchResponse::default();
+        response.error_code = 0;
+        response.session_id = 0;
+        response.responses = response_topics;
+        encode_response(ApiKey::Fetch, version, correlation_id, &response)
+    })
+}
+
+/// Joins the pieces of a partition's batches. One piece is passed through;
+/// several are copied into one buffer, because the codec takes one `Bytes`.
+fn concat(pieces: Vec<Bytes>, total: usize) -> Bytes {
+    if pieces.len() == 1 {
+        return pieces.into_iter().next().expect("one piece");
+    }
+    let mut out = BytesMut::with_capacity(total);
+    for piece in pieces {
+        out.extend_from_slice(&piece);
+    }
+    out.freeze()
+}
+
+async fn read_round(shard: &Rc<Shard>, entries: &[Entry], isolation_level: i8) -> Vec<FetchResult> {
+    let mut results: Vec<FetchResult> = entries
+        .iter()
+        .map(|e| FetchResult {
+            error_code: e.early_error.map_or(0, |c| c.code()),
+            high_watermark: -1,
+            last_stable_offset: -1,
+            log_start_offset: -1,
+            ..FetchResult::default()
+        })
+        .collect();
+    let mut groups: ShardGroups<FetchItem> = ShardGroups::new();
+    for (i, e) in entries.iter().enumerate() {
+        if let (None, Some(owner)) = (e.early_error, e.owner) {
+            groups.push(
+                owner,
+                i,
+                FetchItem {
+                    topic_partition: e.topic_partition.clone(),
+                    fetch_offset: e.fetch_offset,
+                    partition_max_bytes: e.partition_max_bytes,
+                },
+            );
+        }
+    }
+    let mut calls = Vec::new();
+    for (target, (positions, items)) in groups.groups {
+        calls.push((
+            positions,
+            shard
+                .call(
+                    target,
+                    ShardRequest::Fetch {
+                        items,
+                        isolation_level,
+                    },
+                )
+                .await,
+        ));
+    }
+    let replies = join_all(calls.into_iter().map(|(positions, call)| async move {
+        let reply = match call {
+            Ok(completion) => completion.await.ok(),
+            Err(_) => None,
+        };
+        (positions, reply)
+    }))
+    .await;
+    for (positions, reply) in replies {
+        match reply {
+            Some(ShardReply::Fetch(shard_results)) => {
+                for (position, result) in positions.into_iter().zip(shard_results) {
+                    results[position] = result;
+                }
+            }
+            _ => {
+                for position in positions {
+                    results[position].error_code = ErrorCode::NotLeaderOrFollower.code();
+                }
+            }
+        }
+    }
+    results
+}
+
+/// Waits until one owning shard reports an append past what was read, or
+/// until `left` passes. Returns false when nothing can be waited on.
+async fn wait_for_data(
+    shard: &Rc<Shard>,
+    entries: &[Entry],
+    results: &[FetchResult],
+    left: Duration,
+) -> bool {
+    let mut groups: ShardGroups<(TopicPartition, i64)> = ShardGroups::new();
+    for (i, (e, r)) in entries.iter().zip(results).enumerate() {
+        if let (None, Some(owner)) = (e.early_error, e.owner) {
+            let seen = r.high_watermark.max(e.fetch_offset);
+            groups.push(owner, i, (e.topic_partition.clone(), seen));
+        }
+    }
+    if groups.groups.is_empty() {
+        return false;
+    }
+    let max_wait_ms = left.as_millis() as u64;
+    let mut waits = Vec::new();
+    for (target, (_, items)) in groups.groups {
+        match shard
+            .call(target, ShardRequest::WaitForData { items, max_wait_ms })
+            .await
+        {
+            Ok(completion) => waits.push(completion),
+            Err(_) => return false,
+        }
+    }
+    let timer = Box::pin(glommio::timer::sleep(left));
+    match select(select_all(waits), timer).await {
+        Either::Left(_) | Either::Right(_) => true,
+    }
+}

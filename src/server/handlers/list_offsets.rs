@@ -1,0 +1,138 @@
+//! ListOffsets (key 2): earliest, latest, max timestamp, or the first offset
+//! at or after a timestamp (through the time index).
+
+use std::collections::HashSet;
+use std::rc::Rc;
+
+use futures::future::join_all;
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
+
+use super::{encode_response, ShardGroups};
+use crate::protocol::ErrorCode;
+use crate::server::connection::{Responder, Response};
+use crate::shard::messages::{
+    ListOffsetsItem, ListOffsetsResult, ShardReply, ShardRequest, TopicPartition,
+};
+use crate::shard::Shard;
+
+fn failed(error: ErrorCode) -> ListOffsetsResult {
+    ListOffsetsResult {
+        error_code: error.code(),
+        timestamp: -1,
+        offset: -1,
+        leader_epoch: -1,
+    }
+}
+
+/// Answers ListOffsets.
+pub async fn handle(
+    shard: &Rc<Shard>,
+    request: ListOffsetsRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Responder {
+    let shard = shard.clone();
+    Box::pin(async move {
+        let image = shard.image();
+        let mut results: Vec<Vec<(i32, ListOffsetsResult)>> = Vec::new();
+        let mut flat = Vec::new();
+        let mut groups: ShardGroups<ListOffsetsItem> = ShardGroups::new();
+        let mut seen = HashSet::new();
+        for (ti, topic) in request.topics.iter().enumerate() {
+            let name = topic.name.to_string();
+            let image_topic = image.topic(&name);
+            let mut partitions = Vec::new();
+            for (pi, partition) in topic.partitions.iter().enumerate() {
+                let index = partition.partition_index;
+                if !seen.insert((name.clone(), index)) {
+                    partitions.push((index, failed(ErrorCode::InvalidRequest)));
+                    continue;
+                }
+                let owner = image_topic.and_then(|t| shard.owner_of(t, index));
+                match owner {
+                    None => partitions.push((index, failed(ErrorCode::UnknownTopicOrPartition))),
+                    Some(_) if partition.current_leader_epoch > 0 => {
+                        partitions.push((index, failed(ErrorCode::UnknownLeaderEpoch)));
+                    }
+                    Some(owner) => {
+                        let position = flat.len();
+                        flat.push((ti, pi));
+                        groups.push(
+                            owner,
+                            position,
+                            ListOffsetsItem {
+                                topic_partition: TopicPartition {
+                                    topic: name.clone(),
+                                    partition: index,
+                                },
+                                timestamp: partition.timestamp,
+                            },
+                        );
+                        partitions.push((index, failed(ErrorCode::RequestTimedOut)));
+                    }
+                }
+            }
+            results.push(partitions);
+        }
+        let mut calls = Vec::new();
+        for (target, (positions, items)) in groups.groups {
+            let call = shard
+                .call(
+                    target,
+                    ShardRequest::ListOffsets {
+                        items,
+                        isolation_level: request.isolation_level,
+                    },
+                )
+                .await;
+            calls.push((positions, call));
+        }
+        let replies = join_all(calls.into_iter().map(|(positions, call)| async move {
+            let reply = match call {
+                Ok(completion) => completion.await.ok(),
+                Err(_) => None,
+            };
+            (positions, reply)
+        }))
+        .await;
+        for (positions, reply) in replies {
+            if let Some(ShardReply::ListOffsets(shard_results)) = reply {
+                for (position, result) in positions.into_iter().zip(shard_results) {
+                    let (ti, pi) = flat[position];
+                    results[ti][pi].1 = result;
+                }
+            }
+        }
+        let mut response = ListOffsetsResponse::default();
+        response.topics = request
+            .topics
+            .iter()
+            .zip(results)
+            .map(|(topic, partitions)| {
+                let mut t = ListOffsetsTopicResponse::default();
+                t.name = topic.name.clone();
+                t.partitions = partitions
+                    .into_iter()
+                    .map(|(index, r)| {
+                        let mut p = ListOffsetsPartitionResponse::default();
+                        p.partition_index = index;
+                        p.error_code = r.error_code;
+                        p.timestamp = r.timestamp;
+                        p.offset = r.offset;
+                        if version >= 4 {
+                            p.leader_epoch = r.leader_epoch;
+                        }
+                        p
+                    })
+                    .collect();
+                t
+            })
+            .collect();
+        let response: Response =
+            encode_response(ApiKey::ListOffsets, version, correlation_id, &response);
+        response
+    })
+}

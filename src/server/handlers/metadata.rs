@@ -1,0 +1,206 @@
+//! Metadata (key 3): brokers, the controller, and topics with their
+//! partitions. Unknown topics are created when the client allows it and
+//! `auto.create.topics.enable` is on, as Kafka does.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{ApiKey, BrokerId, MetadataRequest, MetadataResponse, TopicName};
+
+use super::{encode_response, ready, str_bytes};
+use crate::cluster::controller::{validate_topic_name, CONTROLLER_SHARD};
+use crate::cluster::{MetadataImage, TopicImage};
+use crate::protocol::ErrorCode;
+use crate::server::connection::{Responder, Response};
+use crate::shard::messages::{
+    ControllerReply, ControllerRequest, CreateTopicSpec, ShardReply, ShardRequest,
+};
+use crate::shard::Shard;
+
+/// Kafka's "authorized operations not requested" value.
+const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
+/// Bits of READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS,
+/// ALTER_CONFIGS: everything is allowed without an authorizer.
+const TOPIC_OPERATIONS_ALL: i32 =
+    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
+/// Cluster operations allowed without an authorizer.
+const CLUSTER_OPERATIONS_ALL: i32 = (1 << 4)
+    | (1 << 5)
+    | (1 << 7)
+    | (1 << 8)
+    | (1 << 9)
+    | (1 << 10)
+    | (1 << 11)
+    | (1 << 12)
+    | (1 << 13);
+
+/// Creates `names` through the controller; returns when every shard knows them.
+pub async fn auto_create(shard: &Rc<Shard>, names: Vec<String>) {
+    if names.is_empty() {
+        return;
+    }
+    let defaults = &shard.config.topic_defaults;
+    let topics = names
+        .into_iter()
+        .map(|name| CreateTopicSpec {
+            name,
+            num_partitions: defaults.num_partitions,
+            replication_factor: defaults.default_replication_factor,
+            configs: Vec::new(),
+        })
+        .collect();
+    let request = ShardRequest::Controller(ControllerRequest::CreateTopics {
+        topics,
+        validate_only: false,
+    });
+    match shard.call(CONTROLLER_SHARD, request).await {
+        Ok(completion) => match completion.await {
+            Ok(ShardReply::Controller(ControllerReply::CreateTopics(outcomes))) => {
+                for o in outcomes.iter().filter(|o| o.error_code != 0) {
+                    tracing::debug!(error_code = o.error_code, message = ?o.error_message, "auto-create refused");
+                }
+            }
+            other => tracing::warn!(?other, "auto-create failed"),
+        },
+        Err(e) => tracing::warn!(error = %e, "auto-create failed"),
+    }
+}
+
+fn describe_topic(
+    shard: &Shard,
+    topic: &TopicImage,
+    version: i16,
+    include_operations: bool,
+) -> MetadataResponseTopic {
+    let node = BrokerId(shard.config.node_id);
+    let mut t = MetadataResponseTopic::default();
+    t.error_code = 0;
+    t.name = Some(TopicName(str_bytes(&topic.name)));
+    if version >= 10 {
+        t.topic_id = topic.topic_id;
+    }
+    t.is_internal = version >= 1 && topic.is_internal();
+    t.partitions = (0..topic.partition_shards.len() as i32)
+        .map(|index| {
+            let mut p = MetadataResponsePartition::default();
+            p.error_code = 0;
+            p.partition_index = index;
+            p.leader_id = node;
+            if version >= 7 {
+                p.leader_epoch = 0;
+            }
+            p.replica_nodes = vec![node];
+            p.isr_nodes = vec![node];
+            p.offline_replicas = Vec::new();
+            p
+        })
+        .collect();
+    t.topic_authorized_operations = if include_operations && version >= 8 {
+        TOPIC_OPERATIONS_ALL
+    } else {
+        AUTHORIZED_OPERATIONS_OMITTED
+    };
+    t
+}
+
+fn error_topic(
+    name: Option<&str>,
+    topic_id: uuid::Uuid,
+    error: ErrorCode,
+) -> MetadataResponseTopic {
+    // Only v10+ requests can name topics by id, so topic_id is nil otherwise.
+    let mut t = MetadataResponseTopic::default();
+    t.error_code = error.code();
+    t.name = name.map(|n| TopicName(str_bytes(n)));
+    t.topic_id = topic_id;
+    t.topic_authorized_operations = AUTHORIZED_OPERATIONS_OMITTED;
+    t
+}
+
+/// Answers Metadata.
+pub async fn handle(
+    shard: &Rc<Shard>,
+    request: MetadataRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Responder {
+    // v0: an empty list means every topic; v1+: null means every topic.
+    let all_topics = request.topics.is_none()
+        || (version == 0 && request.topics.as_ref().is_some_and(Vec::is_empty));
+    let allow_auto_create = if version >= 4 {
+        request.allow_auto_topic_creation
+    } else {
+        true
+    };
+    let include_topic_operations = request.include_topic_authorized_operations;
+    let requested = request.topics.unwrap_or_default();
+
+    if !all_topics && allow_auto_create && shard.config.auto_create_topics_enable {
+        let image = shard.image();
+        let mut missing: Vec<String> = requested
+            .iter()
+            .filter_map(|t| t.name.as_ref().map(|n| n.to_string()))
+            .filter(|n| image.topic(n).is_none() && validate_topic_name(n).is_ok())
+            .collect();
+        missing.sort();
+        missing.dedup();
+        auto_create(shard, missing).await;
+    }
+
+    let image: Rc<MetadataImage> = shard.image();
+    let topics = if all_topics {
+        image
+            .topics
+            .values()
+            .map(|t| describe_topic(shard, t, version, include_topic_operations))
+            .collect()
+    } else {
+        requested
+            .iter()
+            .map(|wanted| match &wanted.name {
+                Some(name) => match image.topic(name) {
+                    Some(t) => describe_topic(shard, t, version, include_topic_operations),
+                    None if validate_topic_name(name).is_err() => error_topic(
+                        Some(name),
+                        uuid::Uuid::nil(),
+                        ErrorCode::InvalidTopicException,
+                    ),
+                    None => error_topic(
+                        Some(name),
+                        uuid::Uuid::nil(),
+                        ErrorCode::UnknownTopicOrPartition,
+                    ),
+                },
+                None => match image.topic_by_id(&wanted.topic_id) {
+                    Some(t) => describe_topic(shard, t, version, include_topic_operations),
+                    None => error_topic(None, wanted.topic_id, ErrorCode::UnknownTopicId),
+                },
+            })
+            .collect()
+    };
+
+    let mut response = MetadataResponse::default();
+    let mut broker = MetadataResponseBroker::default();
+    broker.node_id = BrokerId(shard.config.node_id);
+    broker.host = str_bytes(&shard.config.advertised_host);
+    broker.port = i32::from(shard.config.advertised_port);
+    broker.rack = None;
+    response.brokers = vec![broker];
+    if version >= 2 {
+        response.cluster_id = Some(str_bytes(&image.cluster_id));
+    }
+    if version >= 1 {
+        response.controller_id = BrokerId(shard.config.node_id);
+    }
+    response.topics = topics;
+    response.cluster_authorized_operations =
+        if request.include_cluster_authorized_operations && (8..=10).contains(&version) {
+            CLUSTER_OPERATIONS_ALL
+        } else {
+            AUTHORIZED_OPERATIONS_OMITTED
+        };
+    let response: Response = encode_response(ApiKey::Metadata, version, correlation_id, &response);
+    ready(response)
+}

@@ -1,0 +1,149 @@
+//! One file per Kafka API. Each handler decodes its body, does the ordered
+//! part of its work (routing to owning shards) before returning, and returns
+//! a [`Responder`] that completes the rest. Error codes are chosen here, at
+//! the edge, from the outcomes shards report.
+
+pub mod api_versions;
+pub mod create_topics;
+pub mod delete_topics;
+pub mod describe_configs;
+pub mod fetch;
+pub mod list_offsets;
+pub mod metadata;
+pub mod produce;
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+use super::connection::{Responder, Response};
+use super::ServerState;
+
+/// Decodes a request body of type `T`.
+///
+/// # Errors
+/// A static reason when the body is malformed; the connection is closed.
+pub fn decode<T: Decodable>(body: &mut Bytes, version: i16) -> Result<T, &'static str> {
+    let decoded = T::decode(body, version).map_err(|_| "malformed request body")?;
+    Ok(decoded)
+}
+
+/// Encodes a whole response frame: size, response header, body.
+pub fn encode_response<T: Encodable>(
+    api_key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body: &T,
+) -> Response {
+    let header_version = api_key.response_header_version(version);
+    let mut header = ResponseHeader::default();
+    header.correlation_id = correlation_id;
+    let (header_size, body_size) = match (
+        header.compute_size(header_version),
+        body.compute_size(version),
+    ) {
+        (Ok(h), Ok(b)) => (h, b),
+        (h, b) => {
+            tracing::error!(?api_key, version, header = ?h.err(), body = ?b.err(), "response could not be sized");
+            return Response::Close("response could not be sized");
+        }
+    };
+    let mut buf = BytesMut::with_capacity(4 + header_size + body_size);
+    buf.put_i32((header_size + body_size) as i32);
+    if header.encode(&mut buf, header_version).is_err() || body.encode(&mut buf, version).is_err() {
+        tracing::error!(?api_key, version, "response encoding failed");
+        return Response::Close("response encoding failed");
+    }
+    Response::Frame(buf.freeze())
+}
+
+/// A ready responder for an already encoded response.
+pub fn ready(response: Response) -> Responder {
+    Box::pin(async move { response })
+}
+
+/// Routes one request to its handler.
+///
+/// # Errors
+/// A reason to close the connection (malformed body).
+pub async fn dispatch(
+    state: &Rc<ServerState>,
+    api_key: ApiKey,
+    header: RequestHeader,
+    mut body: Bytes,
+) -> Result<Responder, &'static str> {
+    let version = header.request_api_version;
+    let correlation_id = header.correlation_id;
+    let shard = &state.shard;
+    Ok(match api_key {
+        ApiKey::ApiVersions => ready(api_versions::handle(
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
+        ApiKey::Metadata => {
+            metadata::handle(shard, decode(&mut body, version)?, version, correlation_id).await
+        }
+        ApiKey::CreateTopics => {
+            create_topics::handle(shard, decode(&mut body, version)?, version, correlation_id).await
+        }
+        ApiKey::DeleteTopics => {
+            delete_topics::handle(shard, decode(&mut body, version)?, version, correlation_id).await
+        }
+        ApiKey::Produce => {
+            produce::handle(shard, decode(&mut body, version)?, version, correlation_id).await
+        }
+        ApiKey::Fetch => {
+            fetch::handle(shard, decode(&mut body, version)?, version, correlation_id).await
+        }
+        ApiKey::ListOffsets => {
+            list_offsets::handle(shard, decode(&mut body, version)?, version, correlation_id).await
+        }
+        ApiKey::DescribeConfigs => ready(describe_configs::handle(
+            shard,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
+        _ => return Err("API not served"),
+    })
+}
+
+/// `StrBytes` from a `&str`.
+pub fn str_bytes(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_string())
+}
+
+/// Groups items by the shard that owns them, remembering each item's
+/// position so results can be put back in request order.
+pub struct ShardGroups<T> {
+    /// shard id -> (positions, items)
+    pub groups: BTreeMap<usize, (Vec<usize>, Vec<T>)>,
+}
+
+impl<T> ShardGroups<T> {
+    /// Empty grouping.
+    pub fn new() -> Self {
+        ShardGroups {
+            groups: BTreeMap::new(),
+        }
+    }
+    /// Adds `item` at request position `position` for `shard`.
+    pub fn push(&mut self, shard: usize, position: usize, item: T) {
+        let entry = self
+            .groups
+            .entry(shard)
+            .or_insert_with(|| (Vec::new(), Vec::new()));
+        entry.0.push(position);
+        entry.1.push(item);
+    }
+}
+
+impl<T> Default for ShardGroups<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}

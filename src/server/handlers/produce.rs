@@ -1,0 +1,276 @@
+//! Produce (key 0): batches are validated here, on the connection's shard
+//! (magic 2, exactly one batch, CRC32C, size), grouped by owning shard, and
+//! appended there in request order. acks=0 gets no response; acks=1 is
+//! answered after the append; acks=all after fdatasync under the default
+//! flush policy.
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+use futures::future::join_all;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
+
+use super::{encode_response, str_bytes, ShardGroups};
+use crate::protocol::record_batch::{validate_batch, BatchError, BatchHeader, BatchIter};
+use crate::protocol::ErrorCode;
+use crate::server::connection::{Responder, Response};
+use crate::shard::messages::{
+    ProduceItem, ProduceResult, ShardReply, ShardRequest, TopicPartition,
+};
+use crate::shard::Shard;
+
+/// Checks one partition's records as Kafka's LogValidator does for v2.
+fn validate_records(
+    records: Option<&Bytes>,
+    max_message_bytes: i32,
+) -> Result<BatchHeader, (ErrorCode, String)> {
+    let Some(records) = records else {
+        return Err((ErrorCode::InvalidRecord, "records are missing".into()));
+    };
+    let mut iter = BatchIter::new(records, false);
+    let count = iter.by_ref().count();
+    if let Some(e) = iter.stopped_by {
+        return Err(match e {
+            BatchError::BadMagic(m) => (
+                ErrorCode::InvalidRecord,
+                format!("Produce requests with version 3 and above must use message format v2, got magic {m}"),
+            ),
+            other => (ErrorCode::CorruptMessage, other.to_string()),
+        });
+    }
+    if count != 1 {
+        return Err((
+            ErrorCode::InvalidRecord,
+            format!("Produce requests with version 3 and above must contain exactly one record batch, got {count}"),
+        ));
+    }
+    if records.len() > max_message_bytes.max(0) as usize {
+        return Err((
+            ErrorCode::MessageTooLarge,
+            format!(
+                "The batch size {} exceeds max.message.bytes {max_message_bytes}",
+                records.len()
+            ),
+        ));
+    }
+    let header = validate_batch(records).map_err(|e| (ErrorCode::CorruptMessage, e.to_string()))?;
+    if header.record_count <= 0 || header.last_offset_delta != header.record_count - 1 {
+        return Err((
+            ErrorCode::InvalidRecord,
+            format!(
+                "record count {} does not match lastOffsetDelta {}",
+                header.record_count, header.last_offset_delta
+            ),
+        ));
+    }
+    if header.is_control() {
+        return Err((
+            ErrorCode::InvalidRecord,
+            "clients may not produce control batches".into(),
+        ));
+    }
+    if header.producer_id >= 0 || header.is_transactional() {
+        // Idempotent and transactional producers need InitProducerId, which
+        // this broker does not serve yet; refuse rather than append
+        // batches whose sequence numbers nobody checks.
+        return Err((
+            ErrorCode::InvalidRecord,
+            "idempotent and transactional produce is not supported by this broker yet".into(),
+        ));
+    }
+    Ok(header)
+}
+
+/// Answers Produce.
+pub async fn handle(
+    shard: &Rc<Shard>,
+    request: ProduceRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Responder {
+    let acks = request.acks;
+    let image = shard.image();
+    // Results in request order: (topic position, partition position).
+    let mut results: Vec<Vec<(i32, ProduceResult, Option<String>)>> =
+        Vec::with_capacity(request.topic_data.len());
+    let mut flat = Vec::new(); // (topic position, partition position)
+    let mut groups: ShardGroups<ProduceItem> = ShardGroups::new();
+    let acks_valid = matches!(acks, 0 | 1 | -1);
+    let transactional = request.transactional_id.is_some();
+    for (ti, topic_data) in request.topic_data.iter().enumerate() {
+        let name = topic_data.name.to_string();
+        let topic = image.topic(&name);
+        let max_message_bytes = topic
+            .and_then(|t| t.configs.get("max.message.bytes"))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(shard.config.topic_defaults.message_max_bytes);
+        let mut partitions = Vec::with_capacity(topic_data.partition_data.len());
+        for (pi, partition_data) in topic_data.partition_data.iter().enumerate() {
+            let index = partition_data.index;
+            let refuse = |error: ErrorCode, message: Option<String>| {
+                (index, ProduceResult::error(error.code()), message)
+            };
+            if !acks_valid {
+                partitions.push(refuse(ErrorCode::InvalidRequiredAcks, None));
+                continue;
+            }
+            if transactional {
+                partitions.push(refuse(
+                    ErrorCode::TransactionalIdAuthorizationFailed,
+                    Some("transactions are not supported by this broker yet".into()),
+                ));
+                continue;
+            }
+            let Some(topic) = topic else {
+                partitions.push(refuse(ErrorCode::UnknownTopicOrPartition, None));
+                continue;
+            };
+            let Some(owner) = shard.owner_of(topic, index) else {
+                partitions.push(refuse(ErrorCode::UnknownTopicOrPartition, None));
+                continue;
+            };
+            match validate_records(partition_data.records.as_ref(), max_message_bytes) {
+                Ok(header) => {
+                    let position = flat.len();
+                    flat.push((ti, pi));
+                    groups.push(
+                        owner,
+                        position,
+                        ProduceItem {
+                            topic_partition: TopicPartition {
+                                topic: name.clone(),
+                                partition: index,
+                            },
+                            batch: partition_data
+                                .records
+                                .clone()
+                                .expect("validated records are present"),
+                            header,
+                        },
+                    );
+                    partitions.push((
+                        index,
+                        ProduceResult::error(ErrorCode::RequestTimedOut.code()),
+                        None,
+                    ));
+                }
+                Err((error, message)) => {
+                    tracing::debug!(topic = %name, partition = index, ?error, %message, "produce refused");
+                    partitions.push(refuse(error, Some(message)));
+                }
+            }
+        }
+        results.push(partitions);
+    }
+    // The ordered part: hand each shard its items now, in request order.
+    let mut calls = Vec::new();
+    for (target, (positions, items)) in groups.groups {
+        let call = shard
+            .call(target, ShardRequest::Produce { acks, items })
+            .await;
+        calls.push((positions, call));
+    }
+    let topic_names: Vec<_> = request
+        .topic_data
+        .iter()
+        .map(|t| (t.name.clone(), t.topic_id))
+        .collect();
+    Box::pin(async move {
+        let completions = calls.into_iter().map(|(positions, call)| async move {
+            let reply = match call {
+                Ok(completion) => completion.await.ok(),
+                Err(_) => None,
+            };
+            (positions, reply)
+        });
+        for (positions, reply) in join_all(completions).await {
+            match reply {
+                Some(ShardReply::Produce(shard_results)) => {
+                    for (position, result) in positions.into_iter().zip(shard_results) {
+                        let (ti, pi) = flat[position];
+                        results[ti][pi].1 = result;
+                    }
+                }
+                _ => {
+                    for position in positions {
+                        let (ti, pi) = flat[position];
+                        results[ti][pi].1 =
+                            ProduceResult::error(ErrorCode::NotLeaderOrFollower.code());
+                    }
+                }
+            }
+        }
+        if acks == 0 {
+            return Response::None;
+        }
+        let mut response = ProduceResponse::default();
+        response.responses = topic_names
+            .into_iter()
+            .zip(results)
+            .map(|((name, topic_id), partitions)| {
+                let mut t = TopicProduceResponse::default();
+                t.name = name;
+                t.topic_id = topic_id;
+                t.partition_responses = partitions
+                    .into_iter()
+                    .map(|(index, result, message)| {
+                        let mut p = PartitionProduceResponse::default();
+                        p.index = index;
+                        p.error_code = result.error_code;
+                        p.base_offset = result.base_offset;
+                        p.log_append_time_ms = result.log_append_time_ms;
+                        // The codec refuses fields the version lacks.
+                        if version >= 5 {
+                            p.log_start_offset = result.log_start_offset;
+                        }
+                        if version >= 8 {
+                            p.error_message = message.as_deref().map(str_bytes);
+                        }
+                        p
+                    })
+                    .collect();
+                t
+            })
+            .collect();
+        encode_response(ApiKey::Produce, version, correlation_id, &response)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::record_batch::tests::sample_batch;
+
+    #[test]
+    fn one_valid_batch_passes_and_two_do_not() {
+        let one = Bytes::from(sample_batch(0, 3, 1));
+        assert!(validate_records(Some(&one), 1_000_000).is_ok());
+        let mut two = sample_batch(0, 3, 1);
+        two.extend(sample_batch(3, 1, 1));
+        let err = validate_records(Some(&Bytes::from(two)), 1_000_000).unwrap_err();
+        assert_eq!(err.0, ErrorCode::InvalidRecord);
+    }
+
+    #[test]
+    fn bad_crc_is_corrupt_message_and_size_is_checked() {
+        let mut b = sample_batch(0, 3, 1);
+        let last = b.len() - 1;
+        b[last] ^= 0x40;
+        assert_eq!(
+            validate_records(Some(&Bytes::from(b)), 1_000_000)
+                .unwrap_err()
+                .0,
+            ErrorCode::CorruptMessage
+        );
+        let ok = Bytes::from(sample_batch(0, 3, 1));
+        assert_eq!(
+            validate_records(Some(&ok), 10).unwrap_err().0,
+            ErrorCode::MessageTooLarge
+        );
+        assert_eq!(
+            validate_records(None, 10).unwrap_err().0,
+            ErrorCode::InvalidRecord
+        );
+    }
+}

@@ -1,0 +1,100 @@
+//! The Kafka listener of one shard: accepts the connections the kernel gives
+//! this core (SO_REUSEPORT spreads them), and runs one connection task per
+//! client. Values here live on the shard that accepted the connection.
+
+pub mod connection;
+pub mod handlers;
+pub mod versions;
+
+use std::cell::{Cell, RefCell};
+
+use futures::channel::oneshot;
+use std::rc::Rc;
+use std::time::Duration;
+
+use glommio::net::TcpListener;
+
+use crate::shard::Shard;
+
+/// Per-shard server state shared by its connections.
+pub struct ServerState {
+    /// The shard.
+    pub shard: Rc<Shard>,
+    /// Set when the broker is shutting down: stop reading new requests.
+    pub shutting_down: Cell<bool>,
+    /// Connections currently open on this shard.
+    pub open_connections: Cell<usize>,
+    shutdown_waiters: RefCell<Vec<oneshot::Sender<()>>>,
+}
+
+impl ServerState {
+    /// State for a shard's server.
+    pub fn new(shard: Rc<Shard>) -> Rc<Self> {
+        Rc::new(ServerState {
+            shard,
+            shutting_down: Cell::new(false),
+            open_connections: Cell::new(0),
+            shutdown_waiters: RefCell::new(Vec::new()),
+        })
+    }
+
+    /// Resolves when shutdown begins.
+    pub fn shutdown_signal(&self) -> futures::future::BoxFuture<'static, ()> {
+        if self.shutting_down.get() {
+            return Box::pin(async {});
+        }
+        let (tx, rx) = oneshot::channel();
+        let mut waiters = self.shutdown_waiters.borrow_mut();
+        waiters.retain(|w| !w.is_canceled());
+        waiters.push(tx);
+        Box::pin(async move {
+            let _ = rx.await;
+        })
+    }
+
+    /// Starts shutdown: the accept loop stops and idle connections close.
+    pub fn begin_shutdown(&self) {
+        self.shutting_down.set(true);
+        for waiter in self.shutdown_waiters.borrow_mut().drain(..) {
+            let _ = waiter.send(());
+        }
+    }
+}
+
+/// Accepts connections until shutdown.
+///
+/// # Errors
+/// When the listener cannot be bound.
+pub fn bind(shard: &Shard) -> std::io::Result<TcpListener> {
+    TcpListener::bind(shard.config.listen).map_err(|e| std::io::Error::other(e.to_string()))
+}
+
+/// Runs the accept loop until `state.shutting_down` is set.
+pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>) {
+    loop {
+        if state.shutting_down.get() {
+            return;
+        }
+        let accepted = futures::future::select(
+            Box::pin(listener.accept()),
+            Box::pin(glommio::timer::sleep(Duration::from_millis(200))),
+        )
+        .await;
+        let stream = match accepted {
+            futures::future::Either::Left((Ok(stream), _)) => stream,
+            futures::future::Either::Left((Err(e), _)) => {
+                tracing::warn!(error = %e, "accept failed");
+                glommio::timer::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+            futures::future::Either::Right(_) => continue,
+        };
+        let state = state.clone();
+        glommio::spawn_local(async move {
+            state.open_connections.set(state.open_connections.get() + 1);
+            connection::serve(stream, state.clone()).await;
+            state.open_connections.set(state.open_connections.get() - 1);
+        })
+        .detach();
+    }
+}

@@ -1,0 +1,208 @@
+//! The typed messages that cross cores through the router. Everything here is
+//! `Send`; payloads travel as `bytes::Bytes` (reference counted, not copied).
+
+use bytes::Bytes;
+
+use crate::cluster::MetadataRecord;
+use crate::protocol::record_batch::BatchHeader;
+
+/// A topic-partition by name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TopicPartition {
+    /// Topic name.
+    pub topic: String,
+    /// Partition index.
+    pub partition: i32,
+}
+
+/// One partition's part of a Produce, already validated (CRC, size, magic) on
+/// the connection's shard.
+#[derive(Debug)]
+pub struct ProduceItem {
+    /// Target partition.
+    pub topic_partition: TopicPartition,
+    /// The batch as received.
+    pub batch: Bytes,
+    /// Its parsed header.
+    pub header: BatchHeader,
+}
+
+/// Result of one partition's produce.
+#[derive(Debug, Clone, Copy)]
+pub struct ProduceResult {
+    /// Kafka error code (0 = none).
+    pub error_code: i16,
+    /// Offset of the batch's first record, or -1.
+    pub base_offset: i64,
+    /// LogAppendTime given to the batch, or -1 for CreateTime topics.
+    pub log_append_time_ms: i64,
+    /// Log start offset of the partition, or -1.
+    pub log_start_offset: i64,
+}
+
+impl ProduceResult {
+    /// A result that only carries an error.
+    pub fn error(error_code: i16) -> Self {
+        ProduceResult {
+            error_code,
+            base_offset: -1,
+            log_append_time_ms: -1,
+            log_start_offset: -1,
+        }
+    }
+}
+
+/// One partition's part of a Fetch.
+#[derive(Debug, Clone)]
+pub struct FetchItem {
+    /// Partition to read.
+    pub topic_partition: TopicPartition,
+    /// First offset wanted.
+    pub fetch_offset: i64,
+    /// Byte budget for this partition.
+    pub partition_max_bytes: usize,
+}
+
+/// What one partition returned for a fetch.
+#[derive(Debug, Clone, Default)]
+pub struct FetchResult {
+    /// Kafka error code (0 = none).
+    pub error_code: i16,
+    /// High watermark.
+    pub high_watermark: i64,
+    /// Last stable offset.
+    pub last_stable_offset: i64,
+    /// Log start offset.
+    pub log_start_offset: i64,
+    /// Whole record batches, possibly split into several pieces each.
+    pub records: Vec<Bytes>,
+    /// Total bytes in `records`.
+    pub bytes: usize,
+}
+
+/// One partition's part of ListOffsets.
+#[derive(Debug, Clone)]
+pub struct ListOffsetsItem {
+    /// Partition.
+    pub topic_partition: TopicPartition,
+    /// -1 latest, -2 earliest, -3 max timestamp, -4 earliest local, -5 latest tiered, else a timestamp.
+    pub timestamp: i64,
+}
+
+/// Answer for one ListOffsets partition.
+#[derive(Debug, Clone, Copy)]
+pub struct ListOffsetsResult {
+    /// Kafka error code.
+    pub error_code: i16,
+    /// Timestamp found, or -1.
+    pub timestamp: i64,
+    /// Offset found, or -1.
+    pub offset: i64,
+    /// Leader epoch of the offset.
+    pub leader_epoch: i32,
+}
+
+/// A topic to create, as the controller receives it.
+#[derive(Debug, Clone)]
+pub struct CreateTopicSpec {
+    /// Name.
+    pub name: String,
+    /// Partition count (already defaulted).
+    pub num_partitions: i32,
+    /// Replication factor (already defaulted).
+    pub replication_factor: i16,
+    /// Config overrides.
+    pub configs: Vec<(String, String)>,
+}
+
+/// Outcome of creating one topic.
+#[derive(Debug, Clone)]
+pub struct CreateTopicOutcome {
+    /// Kafka error code.
+    pub error_code: i16,
+    /// Human-readable reason for an error.
+    pub error_message: Option<String>,
+    /// Topic id when created.
+    pub topic_id: uuid::Uuid,
+}
+
+/// Requests for the controller (shard 0).
+#[derive(Debug)]
+pub enum ControllerRequest {
+    /// Create topics (validate only when asked).
+    CreateTopics {
+        /// Topics.
+        topics: Vec<CreateTopicSpec>,
+        /// Check without creating.
+        validate_only: bool,
+    },
+    /// Delete topics by name.
+    DeleteTopics {
+        /// Names.
+        names: Vec<String>,
+    },
+}
+
+/// Answers of the controller.
+#[derive(Debug)]
+pub enum ControllerReply {
+    /// Per topic, in request order.
+    CreateTopics(Vec<CreateTopicOutcome>),
+    /// Per topic, in request order: (error code, topic id or nil).
+    DeleteTopics(Vec<(i16, uuid::Uuid)>),
+}
+
+/// A request to a shard.
+#[derive(Debug)]
+pub enum ShardRequest {
+    /// Append batches to partitions this shard owns.
+    Produce {
+        /// 0, 1 or -1.
+        acks: i16,
+        /// One per partition.
+        items: Vec<ProduceItem>,
+    },
+    /// Read from partitions this shard owns, without waiting.
+    Fetch {
+        /// One per partition.
+        items: Vec<FetchItem>,
+        /// 0 read_uncommitted, 1 read_committed.
+        isolation_level: i8,
+    },
+    /// Resolve once any of these partitions has data at or past its offset,
+    /// or after `max_wait_ms`.
+    WaitForData {
+        /// (partition, offset wanted).
+        items: Vec<(TopicPartition, i64)>,
+        /// Upper bound on the wait.
+        max_wait_ms: u64,
+    },
+    /// Look up offsets.
+    ListOffsets {
+        /// One per partition.
+        items: Vec<ListOffsetsItem>,
+        /// 0 read_uncommitted, 1 read_committed.
+        isolation_level: i8,
+    },
+    /// Apply metadata records to this shard's image and partitions.
+    Apply(Vec<MetadataRecord>),
+    /// For the controller.
+    Controller(ControllerRequest),
+}
+
+/// A shard's answer.
+#[derive(Debug)]
+pub enum ShardReply {
+    /// Per item, in order.
+    Produce(Vec<ProduceResult>),
+    /// Per item, in order.
+    Fetch(Vec<FetchResult>),
+    /// Data arrived or the wait ended.
+    WaitForData,
+    /// Per item, in order.
+    ListOffsets(Vec<ListOffsetsResult>),
+    /// Records applied.
+    Applied,
+    /// From the controller.
+    Controller(ControllerReply),
+}

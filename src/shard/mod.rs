@@ -1,0 +1,467 @@
+//! A shard: one core's share of the broker. It owns the partitions placed on
+//! it, its copy of the metadata image, and its end of the router. Requests
+//! for it arrive either from its own connections (a direct call) or from
+//! other shards through the router; both go through [`Shard::submit`].
+//!
+//! Every value here lives on this shard's core only.
+
+pub mod messages;
+pub mod router;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::{join_all, select_all, LocalBoxFuture};
+use futures::FutureExt;
+
+use crate::cluster::{MetadataImage, MetadataRecord, TopicImage};
+use crate::config::limits::FETCH_WAITERS_PER_SHARD_MAX;
+use crate::config::{BrokerConfig, FlushPolicy};
+use crate::partition::{Partition, PartitionSettings};
+use crate::protocol::ErrorCode;
+use crate::storage::{Log, LogConfig};
+use messages::{
+    FetchItem, FetchResult, ListOffsetsItem, ListOffsetsResult, ProduceItem, ProduceResult,
+    ShardReply, ShardRequest, TopicPartition,
+};
+use router::{Router, RouterError};
+
+/// One core's broker state.
+pub struct Shard {
+    /// This shard's id (0-based).
+    pub id: usize,
+    /// Number of shards on this node.
+    pub nr_shards: usize,
+    /// Broker settings.
+    pub config: Arc<BrokerConfig>,
+    image: RefCell<Rc<MetadataImage>>,
+    partitions: RefCell<HashMap<TopicPartition, Rc<Partition>>>,
+    /// This shard's end of the mesh.
+    pub router: Router,
+    /// Serialises controller work (shard 0 only).
+    pub controller_lock: glommio::sync::Semaphore,
+    fetch_waiters: Cell<usize>,
+}
+
+/// Kafka error code as i16.
+pub fn code(error: ErrorCode) -> i16 {
+    error.code()
+}
+
+/// Directory of a partition's log.
+pub fn partition_dir(config: &BrokerConfig, topic: &str, partition: i32) -> PathBuf {
+    config.data_dir.join(format!("{topic}-{partition}"))
+}
+
+/// The log settings of a topic's partitions: topic overrides over broker values.
+pub fn log_config_for(topic: &TopicImage, config: &BrokerConfig) -> LogConfig {
+    let defaults = &config.topic_defaults;
+    let get = |name: &str| topic.configs.get(name).and_then(|v| v.parse::<u64>().ok());
+    LogConfig {
+        segment_bytes: get("segment.bytes").unwrap_or(defaults.log_segment_bytes),
+        segment_ms: get("segment.ms").unwrap_or(defaults.log_roll_ms),
+        index_interval_bytes: get("index.interval.bytes")
+            .map_or(defaults.log_index_interval_bytes, |v| v as u32),
+        segment_index_bytes: get("segment.index.bytes")
+            .map_or(defaults.log_index_size_max_bytes, |v| v as u32),
+        write_buffer_bytes: config.write_buffer_bytes,
+        write_behind: config.write_behind,
+        cache_bytes: config.partition_cache_bytes,
+        pending_bytes_max: config.partition_pending_bytes_max,
+    }
+}
+
+fn partition_settings_for(topic: &TopicImage, config: &BrokerConfig) -> PartitionSettings {
+    let timestamp_type = topic.configs.get("message.timestamp.type").map_or(
+        config.topic_defaults.log_message_timestamp_type.as_str(),
+        String::as_str,
+    );
+    PartitionSettings {
+        log_append_time: timestamp_type == "LogAppendTime",
+    }
+}
+
+impl Shard {
+    /// A shard with an empty image; call [`Shard::load`] before serving.
+    pub fn new(id: usize, nr_shards: usize, config: Arc<BrokerConfig>, router: Router) -> Rc<Self> {
+        Rc::new(Shard {
+            id,
+            nr_shards,
+            config,
+            image: RefCell::new(Rc::new(MetadataImage::default())),
+            partitions: RefCell::new(HashMap::new()),
+            router,
+            controller_lock: glommio::sync::Semaphore::new(1),
+            fetch_waiters: Cell::new(0),
+        })
+    }
+
+    /// This shard's current metadata image (a cheap snapshot).
+    pub fn image(&self) -> Rc<MetadataImage> {
+        self.image.borrow().clone()
+    }
+
+    /// The shard that owns a partition, from the image.
+    pub fn owner_of(&self, topic: &TopicImage, partition: i32) -> Option<usize> {
+        usize::try_from(partition)
+            .ok()
+            .and_then(|p| topic.partition_shards.get(p))
+            .map(|&s| usize::from(s) % self.nr_shards)
+    }
+
+    /// A partition this shard owns.
+    pub fn partition(&self, topic_partition: &TopicPartition) -> Option<Rc<Partition>> {
+        self.partitions.borrow().get(topic_partition).cloned()
+    }
+
+    /// Applies the metadata log at start-up and opens the partitions this
+    /// shard owns, running recovery on each.
+    ///
+    /// # Errors
+    /// A log that cannot be opened.
+    pub async fn load(
+        self: &Rc<Self>,
+        records: &[MetadataRecord],
+        clean_shutdown: bool,
+    ) -> anyhow::Result<()> {
+        let mut image = MetadataImage::default();
+        for record in records {
+            image.apply(record);
+        }
+        *self.image.borrow_mut() = Rc::new(image);
+        let image = self.image();
+        let mut opened = 0usize;
+        for topic in image.topics.values() {
+            for partition in 0..topic.partition_shards.len() as i32 {
+                if self.owner_of(topic, partition) != Some(self.id) {
+                    continue;
+                }
+                self.open_partition(topic, partition, clean_shutdown)
+                    .await?;
+                opened += 1;
+                glommio::yield_if_needed().await;
+            }
+        }
+        tracing::info!(
+            shard = self.id,
+            partitions = opened,
+            clean_shutdown,
+            "partitions loaded"
+        );
+        Ok(())
+    }
+
+    async fn open_partition(
+        &self,
+        topic: &TopicImage,
+        partition: i32,
+        clean_shutdown: bool,
+    ) -> anyhow::Result<()> {
+        let dir = partition_dir(&self.config, &topic.name, partition);
+        let log_config = log_config_for(topic, &self.config);
+        let log = if dir.exists() {
+            Log::open(&dir, log_config, clean_shutdown).await?
+        } else {
+            Log::create(&dir, log_config, topic.topic_id).await?
+        };
+        let p = Partition::new(
+            topic.name.clone(),
+            partition,
+            topic.topic_id,
+            log,
+            partition_settings_for(topic, &self.config),
+        );
+        self.partitions.borrow_mut().insert(
+            TopicPartition {
+                topic: topic.name.clone(),
+                partition,
+            },
+            p,
+        );
+        Ok(())
+    }
+
+    /// Applies new metadata records: updates the image, creates the logs of
+    /// new partitions this shard owns and deletes those of deleted topics.
+    async fn apply(self: &Rc<Self>, records: Vec<MetadataRecord>) {
+        for record in records {
+            let before = self.image();
+            let mut image = (*before).clone();
+            image.apply(&record);
+            *self.image.borrow_mut() = Rc::new(image);
+            match &record {
+                MetadataRecord::CreateTopic { name, .. } => {
+                    let image = self.image();
+                    let Some(topic) = image.topic(name) else {
+                        continue;
+                    };
+                    for partition in 0..topic.partition_shards.len() as i32 {
+                        if self.owner_of(topic, partition) == Some(self.id) {
+                            if let Err(e) = self.open_partition(topic, partition, true).await {
+                                tracing::error!(topic = %name, partition, error = %e, "cannot create partition log");
+                            }
+                        }
+                    }
+                }
+                MetadataRecord::DeleteTopic { name, topic_id } => {
+                    let doomed: Vec<Rc<Partition>> = {
+                        let mut partitions = self.partitions.borrow_mut();
+                        let keys: Vec<TopicPartition> = partitions
+                            .iter()
+                            .filter(|(k, p)| &k.topic == name && p.topic_id == *topic_id)
+                            .map(|(k, _)| k.clone())
+                            .collect();
+                        keys.iter().filter_map(|k| partitions.remove(k)).collect()
+                    };
+                    for partition in doomed {
+                        if let Err(e) = partition.delete().await {
+                            tracing::error!(topic = %name, partition = partition.index, error = %e, "cannot delete partition log");
+                        }
+                    }
+                }
+                MetadataRecord::Bootstrap { .. } => {}
+            }
+        }
+    }
+
+    /// Sends `request` to `target` (or runs it here) and waits for the reply.
+    /// The returned future is ordered: requests submitted by one task reach
+    /// their shard in submission order.
+    ///
+    /// # Errors
+    /// When the target shard cannot be reached.
+    pub async fn call(
+        self: &Rc<Self>,
+        target: usize,
+        request: ShardRequest,
+    ) -> Result<LocalBoxFuture<'static, Result<ShardReply, RouterError>>, RouterError> {
+        if target == self.id {
+            let completion = self.clone().submit(request).await;
+            return Ok(completion.map(Ok).boxed_local());
+        }
+        let rx = self.router.send(target, request).await?;
+        Ok(async move { rx.await.map_err(|_| RouterError::Dropped(target)) }.boxed_local())
+    }
+
+    /// Runs the ordered part of a request now and returns its completion.
+    pub async fn submit(
+        self: Rc<Self>,
+        request: ShardRequest,
+    ) -> LocalBoxFuture<'static, ShardReply> {
+        match request {
+            ShardRequest::Produce { acks, items } => self.submit_produce(acks, items).await,
+            ShardRequest::Fetch { items, .. } => {
+                async move { ShardReply::Fetch(self.fetch(items).await) }.boxed_local()
+            }
+            ShardRequest::WaitForData { items, max_wait_ms } => async move {
+                self.wait_for_data(items, max_wait_ms).await;
+                ShardReply::WaitForData
+            }
+            .boxed_local(),
+            ShardRequest::ListOffsets { items, .. } => {
+                async move { ShardReply::ListOffsets(self.list_offsets(items).await) }.boxed_local()
+            }
+            ShardRequest::Apply(records) => {
+                self.apply(records).await;
+                async { ShardReply::Applied }.boxed_local()
+            }
+            ShardRequest::Controller(request) => async move {
+                ShardReply::Controller(crate::cluster::controller::handle(&self, request).await)
+            }
+            .boxed_local(),
+        }
+    }
+
+    async fn submit_produce(
+        self: Rc<Self>,
+        acks: i16,
+        items: Vec<ProduceItem>,
+    ) -> LocalBoxFuture<'static, ShardReply> {
+        let mut results = Vec::with_capacity(items.len());
+        let mut appended: Vec<(usize, Rc<Partition>)> = Vec::new();
+        for item in items {
+            let Some(partition) = self.partition(&item.topic_partition) else {
+                results.push(ProduceResult::error(code(ErrorCode::NotLeaderOrFollower)));
+                continue;
+            };
+            match partition.append(item.batch, &item.header).await {
+                Ok((info, log_append_time_ms)) => {
+                    appended.push((results.len(), partition.clone()));
+                    results.push(ProduceResult {
+                        error_code: 0,
+                        base_offset: info.base_offset,
+                        log_append_time_ms,
+                        log_start_offset: partition.log_start_offset(),
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(topic = %partition.topic, partition = partition.index, error = %e, "append failed");
+                    results.push(ProduceResult::error(code(ErrorCode::KafkaStorageError)));
+                }
+            }
+        }
+        let sync = match self.config.flush_policy {
+            FlushPolicy::AcksAll => acks == -1,
+            FlushPolicy::Always => acks != 0,
+            FlushPolicy::Never => false,
+        };
+        async move {
+            if sync {
+                let flushes = appended.iter().map(|(_, p)| p.flush(true));
+                for ((index, partition), outcome) in appended.iter().zip(join_all(flushes).await) {
+                    if let Err(e) = outcome {
+                        tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "sync failed");
+                        results[*index] = ProduceResult::error(code(ErrorCode::KafkaStorageError));
+                    }
+                }
+            }
+            ShardReply::Produce(results)
+        }
+        .boxed_local()
+    }
+
+    async fn fetch(&self, items: Vec<FetchItem>) -> Vec<FetchResult> {
+        let mut results = Vec::with_capacity(items.len());
+        for item in items {
+            let Some(partition) = self.partition(&item.topic_partition) else {
+                results.push(FetchResult {
+                    error_code: code(ErrorCode::NotLeaderOrFollower),
+                    high_watermark: -1,
+                    last_stable_offset: -1,
+                    log_start_offset: -1,
+                    ..FetchResult::default()
+                });
+                continue;
+            };
+            let high_watermark = partition.high_watermark();
+            let log_start_offset = partition.log_start_offset();
+            let mut result = FetchResult {
+                error_code: 0,
+                high_watermark,
+                last_stable_offset: high_watermark,
+                log_start_offset,
+                ..FetchResult::default()
+            };
+            if item.fetch_offset < log_start_offset || item.fetch_offset > high_watermark {
+                result.error_code = code(ErrorCode::OffsetOutOfRange);
+            } else if item.fetch_offset < high_watermark {
+                match partition
+                    .read(item.fetch_offset, item.partition_max_bytes, true)
+                    .await
+                {
+                    Ok(read) => {
+                        result.bytes = read.bytes;
+                        result.records = read.batches;
+                    }
+                    Err(e) => {
+                        tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "read failed");
+                        result.error_code = code(ErrorCode::KafkaStorageError);
+                    }
+                }
+            }
+            results.push(result);
+        }
+        results
+    }
+
+    async fn wait_for_data(&self, items: Vec<(TopicPartition, i64)>, max_wait_ms: u64) {
+        let mut receivers = Vec::new();
+        if self.fetch_waiters.get() + items.len() > FETCH_WAITERS_PER_SHARD_MAX {
+            // Out of waiter slots: wait out the time instead of being woken,
+            // so the fetch neither spins nor grows the waiter lists.
+            tracing::debug!(shard = self.id, "fetch waiter slots exhausted");
+            glommio::timer::sleep(Duration::from_millis(max_wait_ms)).await;
+            return;
+        }
+        for (topic_partition, offset) in &items {
+            let Some(partition) = self.partition(topic_partition) else {
+                return;
+            };
+            match partition.wait_for_data(*offset) {
+                Some(rx) => receivers.push(rx),
+                None => return,
+            }
+        }
+        if receivers.is_empty() {
+            return;
+        }
+        let count = receivers.len();
+        self.fetch_waiters.set(self.fetch_waiters.get() + count);
+        let timeout = glommio::timer::sleep(Duration::from_millis(max_wait_ms));
+        futures::future::select(select_all(receivers), Box::pin(timeout)).await;
+        self.fetch_waiters.set(self.fetch_waiters.get() - count);
+    }
+
+    async fn list_offsets(&self, items: Vec<ListOffsetsItem>) -> Vec<ListOffsetsResult> {
+        let mut results = Vec::with_capacity(items.len());
+        for item in items {
+            let Some(partition) = self.partition(&item.topic_partition) else {
+                results.push(ListOffsetsResult {
+                    error_code: code(ErrorCode::NotLeaderOrFollower),
+                    timestamp: -1,
+                    offset: -1,
+                    leader_epoch: -1,
+                });
+                continue;
+            };
+            let epoch = partition.leader_epoch();
+            let found = |offset: i64, timestamp: i64| ListOffsetsResult {
+                error_code: 0,
+                timestamp,
+                offset,
+                leader_epoch: epoch,
+            };
+            let result = match item.timestamp {
+                // LATEST and LATEST_TIERED (no tiered storage: the same).
+                -1 => found(partition.high_watermark(), -1),
+                // EARLIEST and EARLIEST_LOCAL.
+                -2 | -4 => found(partition.log_start_offset(), -1),
+                -5 => found(partition.high_watermark(), -1),
+                -3 => match partition.max_timestamp_offset().await {
+                    Ok(Some((offset, timestamp))) => found(offset, timestamp),
+                    Ok(None) => found(-1, -1),
+                    Err(_) => ListOffsetsResult {
+                        error_code: code(ErrorCode::KafkaStorageError),
+                        ..found(-1, -1)
+                    },
+                },
+                timestamp if timestamp >= 0 => {
+                    match partition.offset_for_timestamp(timestamp).await {
+                        Ok(Some((offset, ts))) => found(offset, ts),
+                        Ok(None) => ListOffsetsResult {
+                            leader_epoch: -1,
+                            ..found(-1, -1)
+                        },
+                        Err(_) => ListOffsetsResult {
+                            error_code: code(ErrorCode::KafkaStorageError),
+                            ..found(-1, -1)
+                        },
+                    }
+                }
+                _ => ListOffsetsResult {
+                    error_code: code(ErrorCode::InvalidRequest),
+                    ..found(-1, -1)
+                },
+            };
+            results.push(result);
+        }
+        results
+    }
+
+    /// Closes every partition log (clean shutdown).
+    pub async fn close_all(&self) -> usize {
+        let partitions: Vec<Rc<Partition>> = self.partitions.borrow().values().cloned().collect();
+        let mut failures = 0;
+        for partition in partitions {
+            if let Err(e) = partition.close().await {
+                tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "close failed");
+                failures += 1;
+            }
+        }
+        failures
+    }
+}
