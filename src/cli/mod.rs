@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{BrokerConfig, FlushPolicy, TopicDefaults};
+use crate::config::{BrokerConfig, BrokerDefaults, FlushPolicy};
 
 /// ringbroker: a Kafka-compatible broker, one shard per core.
 #[derive(Debug, Parser)]
@@ -201,12 +201,6 @@ impl ServeArgs {
         if self.default_replication_factor < 1 {
             bail!("--default-replication-factor must be at least 1");
         }
-        if self.log_segment_bytes < 14 || self.log_segment_bytes > i32::MAX as u64 {
-            bail!(
-                "--log-segment-bytes must be between 14 and {} (Kafka's range)",
-                i32::MAX
-            );
-        }
         if self.message_max_bytes < 0 {
             bail!("--message-max-bytes must not be negative");
         }
@@ -219,6 +213,26 @@ impl ServeArgs {
         if self.socket_request_max_bytes < 1024 {
             bail!("--socket-request-max-bytes must be at least 1024");
         }
+        let broker_defaults = BrokerDefaults {
+            num_partitions: self.num_partitions,
+            default_replication_factor: i32::from(self.default_replication_factor),
+            log_segment_bytes: i32::try_from(self.log_segment_bytes)
+                .map_err(|_| anyhow::anyhow!("--log-segment-bytes must be at most {}", i32::MAX))?,
+            log_roll_ms: (self.log_roll_ms != 7 * 24 * 3600 * 1000)
+                .then_some(self.log_roll_ms as i64),
+            log_index_interval_bytes: i32::try_from(self.log_index_interval_bytes)
+                .map_err(|_| anyhow::anyhow!("--log-index-interval-bytes is too large"))?,
+            log_index_size_max_bytes: i32::try_from(self.log_index_size_max_bytes)
+                .map_err(|_| anyhow::anyhow!("--log-index-size-max-bytes is too large"))?,
+            message_max_bytes: self.message_max_bytes,
+            log_retention_ms: (self.log_retention_ms != 7 * 24 * 3600 * 1000)
+                .then_some(self.log_retention_ms),
+            log_retention_bytes: self.log_retention_bytes,
+            ..BrokerDefaults::default()
+        };
+        broker_defaults
+            .validate()
+            .map_err(|e| anyhow::anyhow!("invalid broker setting: {e}"))?;
         Ok(BrokerConfig {
             node_id: self.node_id,
             listen,
@@ -226,18 +240,7 @@ impl ServeArgs {
             advertised_port,
             data_dir: self.data_dir,
             cpus,
-            topic_defaults: TopicDefaults {
-                num_partitions: self.num_partitions,
-                default_replication_factor: self.default_replication_factor,
-                log_segment_bytes: self.log_segment_bytes,
-                log_roll_ms: self.log_roll_ms,
-                log_index_interval_bytes: self.log_index_interval_bytes,
-                log_index_size_max_bytes: self.log_index_size_max_bytes,
-                message_max_bytes: self.message_max_bytes,
-                log_retention_ms: self.log_retention_ms,
-                log_retention_bytes: self.log_retention_bytes,
-                ..TopicDefaults::default()
-            },
+            broker_defaults,
             auto_create_topics_enable: self.auto_create_topics_enable,
             delete_topic_enable: self.delete_topic_enable,
             socket_request_max_bytes: self.socket_request_max_bytes,

@@ -10,6 +10,7 @@ use uuid::Uuid;
 use super::image::{place_partitions, MetadataRecord};
 use super::metadata_log;
 use crate::config::limits::{TOPIC_NAME_BYTES_MAX, TOPIC_PARTITIONS_MAX};
+use crate::config::TopicConfigs;
 use crate::protocol::ErrorCode;
 use crate::shard::messages::{
     ControllerReply, ControllerRequest, CreateTopicOutcome, CreateTopicSpec, ShardRequest,
@@ -144,19 +145,15 @@ async fn create_topics(
             ));
             continue;
         }
-        let mut configs = BTreeMap::new();
-        let mut bad_config = None;
-        for (name, value) in &spec.configs {
-            if let Err(message) = crate::config::validate_topic_config(name, value) {
-                bad_config = Some(message);
-                break;
-            }
-            configs.insert(name.clone(), value.clone());
-        }
-        if let Some(message) = bad_config {
-            outcomes.push(outcome(ErrorCode::InvalidConfig, message));
-            continue;
-        }
+        let requested = spec.configs.iter().map(|(n, v)| (n.as_str(), v.as_str()));
+        let configs: BTreeMap<String, String> =
+            match TopicConfigs::from_overrides(requested, &shard.config.broker_defaults) {
+                Ok(configs) => configs.overrides().clone(),
+                Err(message) => {
+                    outcomes.push(outcome(ErrorCode::InvalidConfig, message));
+                    continue;
+                }
+            };
         let topic_id = Uuid::new_v4();
         let record = MetadataRecord::CreateTopic {
             name: spec.name.clone(),

@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
+
+use crate::config::TopicConfigs;
 use uuid::Uuid;
 
 /// One change to the cluster metadata, as stored in the metadata log.
@@ -46,8 +48,8 @@ pub struct TopicImage {
     pub topic_id: Uuid,
     /// Owning shard of each partition, indexed by partition.
     pub partition_shards: Vec<u16>,
-    /// Config overrides.
-    pub configs: BTreeMap<String, String>,
+    /// Config overrides, validated when the topic was created.
+    pub configs: TopicConfigs,
 }
 
 impl TopicImage {
@@ -89,7 +91,7 @@ impl MetadataImage {
                         name: name.clone(),
                         topic_id: *topic_id,
                         partition_shards: partition_shards.clone(),
-                        configs: configs.clone(),
+                        configs: TopicConfigs::from_validated(configs.clone()),
                     }),
                 );
             }

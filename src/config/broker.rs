@@ -4,6 +4,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use super::topic_config::BrokerDefaults;
+
 /// When produce acknowledgements wait for fdatasync.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
@@ -34,8 +36,9 @@ pub struct BrokerConfig {
     pub data_dir: PathBuf,
     /// CPUs to run one shard each on.
     pub cpus: Vec<usize>,
-    /// Defaults and broker-level values of topic configs.
-    pub topic_defaults: TopicDefaults,
+    /// Broker-level values of the configs topics inherit (`num.partitions`,
+    /// `log.segment.bytes`, `message.max.bytes`, ...).
+    pub broker_defaults: BrokerDefaults,
     /// `auto.create.topics.enable`.
     pub auto_create_topics_enable: bool,
     /// `delete.topic.enable`.
@@ -66,53 +69,38 @@ pub struct BrokerConfig {
     pub shutdown_timeout_ms: u64,
 }
 
-/// Broker-level values that are the defaults of topic configs.
-#[derive(Debug, Clone)]
-pub struct TopicDefaults {
-    /// `num.partitions`.
-    pub num_partitions: i32,
-    /// `default.replication.factor`.
-    pub default_replication_factor: i16,
-    /// `log.segment.bytes`.
-    pub log_segment_bytes: u64,
-    /// `log.roll.ms`.
-    pub log_roll_ms: u64,
-    /// `log.index.interval.bytes`.
-    pub log_index_interval_bytes: u32,
-    /// `log.index.size.max.bytes`.
-    pub log_index_size_max_bytes: u32,
-    /// `message.max.bytes`.
-    pub message_max_bytes: i32,
-    /// `log.retention.ms`.
-    pub log_retention_ms: i64,
-    /// `log.retention.bytes`.
-    pub log_retention_bytes: i64,
-    /// `log.message.timestamp.type`.
-    pub log_message_timestamp_type: String,
-    /// `log.cleanup.policy`.
-    pub log_cleanup_policy: String,
-    /// `min.insync.replicas`.
-    pub min_insync_replicas: i32,
-    /// `compression.type`.
-    pub compression_type: String,
-}
-
-impl Default for TopicDefaults {
-    fn default() -> Self {
-        TopicDefaults {
-            num_partitions: 1,
-            default_replication_factor: 1,
-            log_segment_bytes: 1024 * 1024 * 1024,
-            log_roll_ms: 7 * 24 * 3600 * 1000,
-            log_index_interval_bytes: 4096,
-            log_index_size_max_bytes: 10 * 1024 * 1024,
-            message_max_bytes: 1_048_588,
-            log_retention_ms: 7 * 24 * 3600 * 1000,
-            log_retention_bytes: -1,
-            log_message_timestamp_type: "CreateTime".into(),
-            log_cleanup_policy: "delete".into(),
-            min_insync_replicas: 1,
-            compression_type: "producer".into(),
+impl BrokerConfig {
+    /// The value of broker config `name` when this broker sets it (from a
+    /// flag or because the setting is inherent, like `listeners`); None means
+    /// Kafka's default applies. Feeds DescribeConfigs' STATIC_BROKER_CONFIG.
+    pub fn static_value(&self, name: &str) -> Option<String> {
+        let listener = format!("PLAINTEXT://{}", self.listen);
+        let advertised = format!(
+            "PLAINTEXT://{}:{}",
+            self.advertised_host, self.advertised_port
+        );
+        match name {
+            "node.id" | "broker.id" => Some(self.node_id.to_string()),
+            "listeners" => Some(listener),
+            "advertised.listeners" => Some(advertised),
+            "log.dirs" => Some(self.data_dir.display().to_string()),
+            "process.roles" => Some("broker,controller".into()),
+            "auto.create.topics.enable" if !self.auto_create_topics_enable => Some("false".into()),
+            "delete.topic.enable" if !self.delete_topic_enable => Some("false".into()),
+            "socket.request.max.bytes" if self.socket_request_max_bytes != 104_857_600 => {
+                Some(self.socket_request_max_bytes.to_string())
+            }
+            "connections.max.idle.ms" if self.connections_max_idle_ms != 600_000 => {
+                Some(self.connections_max_idle_ms.to_string())
+            }
+            _ if self.broker_overridden(name) => self.broker_defaults.value_of(name),
+            _ => None,
         }
+    }
+
+    /// True when broker config `name` differs from Kafka's default here.
+    pub fn broker_overridden(&self, name: &str) -> bool {
+        let mine = self.broker_defaults.value_of(name);
+        mine.is_some() && mine != BrokerDefaults::default().value_of(name)
     }
 }

@@ -59,15 +59,12 @@ pub fn partition_dir(config: &BrokerConfig, topic: &str, partition: i32) -> Path
 
 /// The log settings of a topic's partitions: topic overrides over broker values.
 pub fn log_config_for(topic: &TopicImage, config: &BrokerConfig) -> LogConfig {
-    let defaults = &config.topic_defaults;
-    let get = |name: &str| topic.configs.get(name).and_then(|v| v.parse::<u64>().ok());
+    let broker = &config.broker_defaults;
     LogConfig {
-        segment_bytes: get("segment.bytes").unwrap_or(defaults.log_segment_bytes),
-        segment_ms: get("segment.ms").unwrap_or(defaults.log_roll_ms),
-        index_interval_bytes: get("index.interval.bytes")
-            .map_or(defaults.log_index_interval_bytes, |v| v as u32),
-        segment_index_bytes: get("segment.index.bytes")
-            .map_or(defaults.log_index_size_max_bytes, |v| v as u32),
+        segment_bytes: topic.configs.segment_bytes(broker),
+        segment_ms: topic.configs.segment_ms(broker),
+        index_interval_bytes: topic.configs.index_interval_bytes(broker),
+        segment_index_bytes: topic.configs.segment_index_bytes(broker),
         write_buffer_bytes: config.write_buffer_bytes,
         write_behind: config.write_behind,
         cache_bytes: config.partition_cache_bytes,
@@ -76,12 +73,10 @@ pub fn log_config_for(topic: &TopicImage, config: &BrokerConfig) -> LogConfig {
 }
 
 fn partition_settings_for(topic: &TopicImage, config: &BrokerConfig) -> PartitionSettings {
-    let timestamp_type = topic.configs.get("message.timestamp.type").map_or(
-        config.topic_defaults.log_message_timestamp_type.as_str(),
-        String::as_str,
-    );
     PartitionSettings {
-        log_append_time: timestamp_type == "LogAppendTime",
+        log_append_time: topic
+            .configs
+            .message_timestamp_type_is_log_append(&config.broker_defaults),
     }
 }
 

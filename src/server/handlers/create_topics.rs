@@ -10,6 +10,8 @@ use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse
 
 use super::{encode_response, str_bytes};
 use crate::cluster::controller::CONTROLLER_SHARD;
+use crate::config::topic_config::describe_topic_configs;
+use crate::config::TopicConfigs;
 use crate::protocol::ErrorCode;
 use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{
@@ -23,7 +25,7 @@ fn spec_of(
     shard: &Shard,
     topic: &kafka_protocol::messages::create_topics_request::CreatableTopic,
 ) -> Result<CreateTopicSpec, (ErrorCode, String)> {
-    let defaults = &shard.config.topic_defaults;
+    let defaults = &shard.config.broker_defaults;
     let (num_partitions, replication_factor) = if topic.assignments.is_empty() {
         (
             if topic.num_partitions == -1 {
@@ -32,7 +34,7 @@ fn spec_of(
                 topic.num_partitions
             },
             if topic.replication_factor == -1 {
-                defaults.default_replication_factor
+                defaults.default_replication_factor as i16
             } else {
                 topic.replication_factor
             },
@@ -173,26 +175,41 @@ pub async fn handle(
                     let spec = spec.expect("successful topics have a spec");
                     r.num_partitions = spec.num_partitions;
                     r.replication_factor = spec.replication_factor;
-                    let overrides: std::collections::BTreeMap<String, String> = image
+                    // validate_only topics are not in the image; their
+                    // configs passed the same validation.
+                    let broker = &shard.config.broker_defaults;
+                    let configs = image
                         .topic(&spec.name)
                         .map(|t| t.configs.clone())
-                        .unwrap_or_else(|| spec.configs.iter().cloned().collect());
+                        .unwrap_or_else(|| {
+                            TopicConfigs::from_overrides(
+                                spec.configs.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+                                broker,
+                            )
+                            .unwrap_or_default()
+                        });
+                    let config = &shard.config;
+                    let described = describe_topic_configs(
+                        &configs,
+                        broker,
+                        &|name| config.broker_overridden(name),
+                        None,
+                        false,
+                        false,
+                    );
                     r.configs = Some(
-                        crate::config::effective_topic_configs(
-                            &overrides,
-                            &shard.config.topic_defaults,
-                        )
-                        .into_iter()
-                        .map(|(name, value, source, sensitive)| {
-                            let mut c = CreatableTopicConfigs::default();
-                            c.name = str_bytes(&name);
-                            c.value = value.as_deref().map(str_bytes);
-                            c.read_only = false;
-                            c.config_source = source;
-                            c.is_sensitive = sensitive;
-                            c
-                        })
-                        .collect(),
+                        described
+                            .into_iter()
+                            .map(|d| {
+                                let mut c = CreatableTopicConfigs::default();
+                                c.name = d.name;
+                                c.value = d.value;
+                                c.read_only = d.read_only;
+                                c.config_source = d.config_source;
+                                c.is_sensitive = d.is_sensitive;
+                                c
+                            })
+                            .collect(),
                     );
                 } else if version >= 5 {
                     r.num_partitions = -1;

@@ -1,31 +1,92 @@
-//! DescribeConfigs (key 32): every config of a topic or of the broker with
-//! its value, source and default.
+//! DescribeConfigs (key 32): every config of a topic or of this broker with
+//! its value, source, synonyms and documentation, as Kafka 4.0 reports them.
 
 use std::rc::Rc;
 
 use kafka_protocol::messages::describe_configs_response::DescribeConfigsResult;
 use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
 
-use super::encode_response;
+use super::{encode_response, str_bytes};
+use crate::config::broker_config_table::describe_broker_configs;
+use crate::config::topic_config::describe_topic_configs;
+use crate::protocol::ErrorCode;
 use crate::server::connection::Response;
 use crate::shard::Shard;
 
+/// Kafka's ConfigResource types.
+const RESOURCE_TOPIC: i8 = 2;
+const RESOURCE_BROKER: i8 = 4;
+const RESOURCE_BROKER_LOGGER: i8 = 8;
+
 /// Answers DescribeConfigs.
 pub fn handle(
-    _shard: &Rc<Shard>,
+    shard: &Rc<Shard>,
     request: DescribeConfigsRequest,
     version: i16,
     correlation_id: i32,
 ) -> Response {
+    let image = shard.image();
+    let config = &shard.config;
+    let include_synonyms = request.include_synonyms;
+    let include_documentation = version >= 3 && request.include_documentation;
     let mut response = DescribeConfigsResponse::default();
     response.results = request
         .resources
         .iter()
-        .map(|r| {
+        .map(|resource| {
             let mut result = DescribeConfigsResult::default();
-            result.resource_type = r.resource_type;
-            result.resource_name = r.resource_name.clone();
-            result.error_code = crate::protocol::ErrorCode::InvalidRequest.code();
+            result.resource_type = resource.resource_type;
+            result.resource_name = resource.resource_name.clone();
+            let requested: Option<Vec<String>> = resource
+                .configuration_keys
+                .as_ref()
+                .map(|keys| keys.iter().map(|k| k.to_string()).collect());
+            let name = resource.resource_name.to_string();
+            let mut fail = |error: ErrorCode, message: String| {
+                result.error_code = error.code();
+                result.error_message = Some(str_bytes(&message));
+            };
+            match resource.resource_type {
+                RESOURCE_TOPIC => match image.topic(&name) {
+                    Some(topic) => {
+                        result.configs = describe_topic_configs(
+                            &topic.configs,
+                            &config.broker_defaults,
+                            &|n| config.broker_overridden(n),
+                            requested.as_deref(),
+                            include_synonyms,
+                            include_documentation,
+                        );
+                    }
+                    None => fail(
+                        ErrorCode::UnknownTopicOrPartition,
+                        format!("Topic {name} does not exist."),
+                    ),
+                },
+                RESOURCE_BROKER if name.is_empty() => {
+                    // The cluster-wide dynamic defaults: none are set.
+                    result.configs = Vec::new();
+                }
+                RESOURCE_BROKER if name == config.node_id.to_string() => {
+                    result.configs = describe_broker_configs(
+                        &|n| config.static_value(n),
+                        requested.as_deref(),
+                        include_synonyms,
+                        include_documentation,
+                    );
+                }
+                RESOURCE_BROKER | RESOURCE_BROKER_LOGGER => fail(
+                    ErrorCode::InvalidRequest,
+                    format!(
+                        "Unexpected broker id, expected {} or empty string, but received {name}",
+                        config.node_id
+                    ),
+                ),
+                other => fail(
+                    ErrorCode::InvalidRequest,
+                    format!("Unsupported resource type {other}"),
+                ),
+            }
             result
         })
         .collect();

@@ -41,13 +41,13 @@ pub async fn auto_create(shard: &Rc<Shard>, names: Vec<String>) {
     if names.is_empty() {
         return;
     }
-    let defaults = &shard.config.topic_defaults;
+    let defaults = &shard.config.broker_defaults;
     let topics = names
         .into_iter()
         .map(|name| CreateTopicSpec {
             name,
             num_partitions: defaults.num_partitions,
-            replication_factor: defaults.default_replication_factor,
+            replication_factor: defaults.default_replication_factor as i16,
             configs: Vec::new(),
         })
         .collect();

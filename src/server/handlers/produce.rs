@@ -101,10 +101,9 @@ pub async fn handle(
     for (ti, topic_data) in request.topic_data.iter().enumerate() {
         let name = topic_data.name.to_string();
         let topic = image.topic(&name);
-        let max_message_bytes = topic
-            .and_then(|t| t.configs.get("max.message.bytes"))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(shard.config.topic_defaults.message_max_bytes);
+        let max_message_bytes = topic.map_or(shard.config.broker_defaults.message_max_bytes, |t| {
+            t.configs.max_message_bytes(&shard.config.broker_defaults)
+        });
         let mut partitions = Vec::with_capacity(topic_data.partition_data.len());
         for (pi, partition_data) in topic_data.partition_data.iter().enumerate() {
             let index = partition_data.index;
