@@ -129,6 +129,10 @@ impl Shard {
         }
         *self.image.borrow_mut() = Rc::new(image);
         let image = self.image();
+        // Before any log file is opened on this thread: glommio probes
+        // polled reads on the first O_DIRECT file it opens per device, and an
+        // empty file makes that probe answer wrongly.
+        crate::storage::ensure_iopoll_probed(&self.config.data_dir).await?;
         let mut opened = 0usize;
         for topic in image.topics.values() {
             for partition in 0..topic.partition_shards.len() as i32 {

@@ -1,0 +1,335 @@
+//! The direct-I/O appender of the active segment file.
+//!
+//! Bytes are copied into an aligned DMA buffer that mirrors the file range
+//! `[buffer_position, buffer_position + capacity)`. A full buffer is written
+//! with one `write_at` and replaced by a fresh one; up to `write_behind`
+//! writes are in flight at once. A flush writes the partial last block(s)
+//! from a zero-padded copy, so appends keep filling the original buffer and a
+//! later write rewrites those blocks as they fill. Because a partial write
+//! and the next write cover the same blocks, the next write waits for the
+//! partial one: two writes to the same block are never in flight together.
+//!
+//! Unlike glommio's `DmaStreamWriter`, the appender can resume at an existing
+//! logical end after a restart: it reads the last partial block back into
+//! its buffer.
+//!
+//! Owned by the log's single writer task on the partition's shard; nothing
+//! else writes the file.
+
+use std::{cell::Cell, collections::VecDeque, path::PathBuf, rc::Rc};
+
+use futures::FutureExt;
+use glommio::{
+    io::{DmaBuffer, DmaFile},
+    Task,
+};
+
+use super::{error::StorageError, notify::Signal};
+
+/// Counters kept by the writer, read through `Log::stats`.
+#[derive(Debug, Default)]
+pub struct WriterCounters {
+    /// `write_at` calls issued.
+    pub write_count: Cell<u64>,
+    /// Bytes handed to `write_at` (padding and rewrites included).
+    pub write_bytes: Cell<u64>,
+    /// `fdatasync` calls issued.
+    pub fdatasync_count: Cell<u64>,
+}
+
+struct InFlightWrite {
+    /// Logical end of the data this write makes durable-on-completion.
+    logical_end: u64,
+    done: Rc<Cell<bool>>,
+    task: Task<Result<(), StorageError>>,
+}
+
+/// Appends to one segment file with O_DIRECT writes.
+pub struct SegmentAppender {
+    file: Rc<DmaFile>,
+    path: PathBuf,
+    alignment: u64,
+    buffer: DmaBuffer,
+    /// File position of `buffer[0]`; always aligned.
+    buffer_position: u64,
+    fill_bytes: usize,
+    /// Logical bytes handed to a write so far.
+    submitted_position: u64,
+    /// Logical bytes whose writes have all completed.
+    written_position: u64,
+    in_flight: VecDeque<InFlightWrite>,
+    /// The newest in-flight write is a partial-block write.
+    partial_in_flight: bool,
+    write_behind: usize,
+    signal: Rc<Signal>,
+    counters: Rc<WriterCounters>,
+}
+
+impl SegmentAppender {
+    /// An appender continuing `file` at `logical_size`. When the size is not
+    /// aligned, the last partial block is read back into the buffer.
+    ///
+    /// `signal` is notified whenever a write completes.
+    ///
+    /// # Errors
+    /// I/O errors reading the partial block.
+    pub async fn open(
+        file: Rc<DmaFile>,
+        path: PathBuf,
+        logical_size: u64,
+        buffer_bytes: usize,
+        write_behind: usize,
+        signal: Rc<Signal>,
+        counters: Rc<WriterCounters>,
+    ) -> Result<Self, StorageError> {
+        assert!(write_behind > 0);
+        let alignment = file.alignment().max(4096);
+        let capacity = (buffer_bytes as u64).div_ceil(alignment).max(1) * alignment;
+        let mut buffer = file.alloc_dma_buffer(capacity as usize);
+        let buffer_position = logical_size / alignment * alignment;
+        let fill_bytes = (logical_size - buffer_position) as usize;
+        if fill_bytes > 0 {
+            let block = file
+                .read_at_aligned(buffer_position, alignment as usize)
+                .await
+                .map_err(|error| StorageError::glommio("reading last block of", &path, error))?;
+            if block.len() < fill_bytes {
+                return Err(StorageError::Corrupt {
+                    path,
+                    position: buffer_position,
+                    reason: format!("file is shorter than its logical size {logical_size}"),
+                });
+            }
+            buffer.as_bytes_mut()[..fill_bytes].copy_from_slice(&block[..fill_bytes]);
+        }
+        Ok(SegmentAppender {
+            file,
+            path,
+            alignment,
+            buffer,
+            buffer_position,
+            fill_bytes,
+            submitted_position: logical_size,
+            written_position: logical_size,
+            in_flight: VecDeque::new(),
+            partial_in_flight: false,
+            write_behind,
+            signal,
+            counters,
+        })
+    }
+
+    /// Bytes appended so far, written or not.
+    pub fn logical_size(&self) -> u64 {
+        self.buffer_position + self.fill_bytes as u64
+    }
+
+    /// Bytes whose writes have completed (a prefix of the file).
+    pub fn written_position(&self) -> u64 {
+        self.written_position
+    }
+
+    /// Copies `bytes` into the buffer, writing each buffer that fills. Waits
+    /// only when `write_behind` writes are already in flight.
+    ///
+    /// # Errors
+    /// The error of a completed write that failed.
+    pub async fn append(&mut self, mut bytes: &[u8]) -> Result<(), StorageError> {
+        while !bytes.is_empty() {
+            let capacity = self.buffer.len();
+            let copy_bytes = (capacity - self.fill_bytes).min(bytes.len());
+            self.buffer.as_bytes_mut()[self.fill_bytes..self.fill_bytes + copy_bytes]
+                .copy_from_slice(&bytes[..copy_bytes]);
+            self.fill_bytes += copy_bytes;
+            bytes = &bytes[copy_bytes..];
+            if self.fill_bytes == capacity {
+                self.write_full_buffer().await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn write_full_buffer(&mut self) -> Result<(), StorageError> {
+        assert_eq!(self.fill_bytes, self.buffer.len());
+        self.make_room_for_write().await?;
+        let capacity = self.buffer.len();
+        let full = std::mem::replace(&mut self.buffer, self.file.alloc_dma_buffer(capacity));
+        let position = self.buffer_position;
+        self.buffer_position += capacity as u64;
+        self.fill_bytes = 0;
+        self.submit(full, position, self.buffer_position, false);
+        Ok(())
+    }
+
+    /// Writes the data not yet handed to a write, padding the last block
+    /// with zeros. Does not wait for the write to complete.
+    ///
+    /// # Errors
+    /// The error of a completed write that failed.
+    pub async fn write_partial(&mut self) -> Result<(), StorageError> {
+        let logical_end = self.logical_size();
+        if self.submitted_position >= logical_end {
+            return Ok(());
+        }
+        self.make_room_for_write().await?;
+        let start = self.submitted_position / self.alignment * self.alignment;
+        assert!(start >= self.buffer_position);
+        let end = logical_end.div_ceil(self.alignment) * self.alignment;
+        let data_bytes = (logical_end - start) as usize;
+        let mut copy = self.file.alloc_dma_buffer((end - start) as usize);
+        let from = (start - self.buffer_position) as usize;
+        let copy_bytes = copy.as_bytes_mut();
+        copy_bytes[..data_bytes].copy_from_slice(&self.buffer.as_bytes()[from..from + data_bytes]);
+        copy_bytes[data_bytes..].fill(0);
+        self.submit(copy, start, logical_end, true);
+        Ok(())
+    }
+
+    /// Waits until another write may be issued without two writes covering
+    /// the same block or more than `write_behind` writes in flight.
+    async fn make_room_for_write(&mut self) -> Result<(), StorageError> {
+        if self.partial_in_flight {
+            self.wait_all().await?;
+        }
+        while self.in_flight.len() >= self.write_behind {
+            self.wait_oldest().await?;
+        }
+        Ok(())
+    }
+
+    fn submit(&mut self, buffer: DmaBuffer, position: u64, logical_end: u64, partial: bool) {
+        assert_eq!(position % self.alignment, 0);
+        assert_eq!(buffer.len() as u64 % self.alignment, 0);
+        assert!(logical_end >= self.submitted_position);
+        let file = self.file.clone();
+        let path = self.path.clone();
+        let done = Rc::new(Cell::new(false));
+        let task_done = done.clone();
+        let signal = self.signal.clone();
+        let expected_bytes = buffer.len();
+        self.counters
+            .write_count
+            .set(self.counters.write_count.get() + 1);
+        self.counters
+            .write_bytes
+            .set(self.counters.write_bytes.get() + expected_bytes as u64);
+        let task = glommio::spawn_local(async move {
+            let result = file.write_at(buffer, position).await;
+            task_done.set(true);
+            signal.notify();
+            match result {
+                Ok(written) if written == expected_bytes => Ok(()),
+                Ok(written) => Err(StorageError::io(
+                    "writing",
+                    path,
+                    std::io::Error::new(
+                        std::io::ErrorKind::WriteZero,
+                        format!("short write of {written} of {expected_bytes} bytes at {position}"),
+                    ),
+                )),
+                Err(error) => Err(StorageError::glommio("writing", path, error)),
+            }
+        });
+        self.in_flight.push_back(InFlightWrite {
+            logical_end,
+            done,
+            task,
+        });
+        self.partial_in_flight = partial;
+        self.submitted_position = logical_end;
+    }
+
+    async fn wait_oldest(&mut self) -> Result<(), StorageError> {
+        let Some(write) = self.in_flight.pop_front() else {
+            return Ok(());
+        };
+        write.task.await?;
+        self.written_position = self.written_position.max(write.logical_end);
+        if self.in_flight.is_empty() {
+            self.partial_in_flight = false;
+        }
+        Ok(())
+    }
+
+    /// Waits for every in-flight write.
+    ///
+    /// # Errors
+    /// The first failed write.
+    pub async fn wait_all(&mut self) -> Result<(), StorageError> {
+        while !self.in_flight.is_empty() {
+            self.wait_oldest().await?;
+        }
+        self.partial_in_flight = false;
+        Ok(())
+    }
+
+    /// Collects writes that have completed, in order, without waiting.
+    ///
+    /// # Errors
+    /// The first failed write.
+    pub fn reap(&mut self) -> Result<(), StorageError> {
+        while self.in_flight.front().is_some_and(|write| write.done.get()) {
+            let Some(mut write) = self.in_flight.pop_front() else {
+                break;
+            };
+            match (&mut write.task).now_or_never() {
+                Some(result) => result?,
+                None => {
+                    // Marked done but not yet finished polling: put it back
+                    // and let a later reap or wait collect it.
+                    self.in_flight.push_front(write);
+                    break;
+                }
+            }
+            self.written_position = self.written_position.max(write.logical_end);
+        }
+        if self.in_flight.is_empty() {
+            self.partial_in_flight = false;
+        }
+        Ok(())
+    }
+
+    /// Writes everything, waits for it, cuts the file to its logical size
+    /// (dropping the zero padding of the last block) and fdatasyncs it.
+    /// Returns the logical size.
+    ///
+    /// # Errors
+    /// Any failed write, truncate or fdatasync.
+    pub async fn finish(&mut self) -> Result<u64, StorageError> {
+        self.write_partial().await?;
+        self.wait_all().await?;
+        let logical_size = self.logical_size();
+        assert_eq!(self.written_position, logical_size);
+        self.file
+            .truncate(logical_size)
+            .await
+            .map_err(|error| StorageError::glommio("truncating", &self.path, error))?;
+        self.sync().await?;
+        Ok(logical_size)
+    }
+
+    /// fdatasync of the file (does not write buffered data first).
+    ///
+    /// # Errors
+    /// The fdatasync failure.
+    pub async fn sync(&self) -> Result<(), StorageError> {
+        self.file
+            .fdatasync()
+            .await
+            .map_err(|error| StorageError::glommio("fdatasync", &self.path, error))?;
+        self.counters
+            .fdatasync_count
+            .set(self.counters.fdatasync_count.get() + 1);
+        Ok(())
+    }
+}
+
+impl Drop for SegmentAppender {
+    fn drop(&mut self) {
+        // Dropping a glommio task cancels it; let writes already issued
+        // finish instead, so what was handed to the disk gets there.
+        for write in self.in_flight.drain(..) {
+            drop(write.task.detach());
+        }
+    }
+}

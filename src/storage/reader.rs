@@ -1,0 +1,189 @@
+//! The cold read path: whole batches from a segment file by DMA reads, and
+//! record-level lookups inside one batch (for ListOffsets by timestamp).
+//!
+//! A read is planned while the log's state is borrowed (file handle, byte
+//! range, offsets) and then executed on that owned plan with the borrow
+//! dropped, so no `RefCell` borrow is held across an await. The planned
+//! byte range only covers bytes already written to the file; newer batches
+//! come from the log's in-memory tail.
+//!
+//! Runs on the partition's shard.
+
+use std::{path::PathBuf, rc::Rc};
+
+use bytes::{Bytes, BytesMut};
+use glommio::io::DmaFile;
+use kafka_protocol::records::RecordBatchDecoder;
+
+use super::{
+    error::StorageError,
+    log::ReadResult,
+    segment::{ScanStep, SegmentScanner},
+};
+use crate::protocol::record_batch::{parse_header, BatchHeader, BATCH_HEADER_BYTES};
+
+/// A read of one segment file, planned under the state borrow.
+#[derive(Debug)]
+pub struct FileReadPlan {
+    /// The segment file.
+    pub file: Rc<DmaFile>,
+    /// Its path, for errors.
+    pub path: PathBuf,
+    /// Position of the indexed batch at or before the target offset.
+    pub start_position: u64,
+    /// End of the bytes known to be written (exclusive).
+    pub end_position: u64,
+    /// Offset of the first batch at `end_position`.
+    pub end_offset: i64,
+}
+
+/// What a read may return.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadLimits {
+    /// Return batches from the one containing this offset.
+    pub target_offset: i64,
+    /// Batches whose base offset is at or past this are not returned.
+    pub max_offset_exclusive: i64,
+    /// Byte budget of the whole read.
+    pub max_bytes: usize,
+    /// Return one whole batch even when it exceeds `max_bytes`.
+    pub min_one_batch: bool,
+}
+
+/// How a file read ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileReadOutcome {
+    /// Offset the next read should start at.
+    pub next_offset: i64,
+    /// True when a limit stopped the read (rather than the end of the plan).
+    pub limit_reached: bool,
+}
+
+/// Appends to `result` the whole batches of `plan` from the one holding
+/// `limits.target_offset`, within the limits. `batch_count` counts the
+/// batches already in `result` (for `min_one_batch`).
+///
+/// # Errors
+/// I/O errors, and [`StorageError::Corrupt`] when the file does not parse
+/// inside its written range.
+pub async fn read_file_batches(
+    plan: &FileReadPlan,
+    limits: &ReadLimits,
+    chunk_bytes: usize,
+    result: &mut ReadResult,
+    batch_count: &mut usize,
+) -> Result<FileReadOutcome, StorageError> {
+    assert!(plan.start_position <= plan.end_position);
+    assert!(limits.target_offset < plan.end_offset);
+    let mut scanner = SegmentScanner::new(
+        plan.file.clone(),
+        plan.path.clone(),
+        plan.start_position,
+        plan.end_position,
+        chunk_bytes,
+    );
+    loop {
+        let position = scanner.position();
+        let header = match scanner.peek().await? {
+            ScanStep::End => {
+                return Ok(FileReadOutcome {
+                    next_offset: plan.end_offset,
+                    limit_reached: false,
+                })
+            }
+            ScanStep::Invalid(error) => {
+                return Err(StorageError::Corrupt {
+                    path: plan.path.clone(),
+                    position,
+                    reason: format!("written range does not parse: {error}"),
+                })
+            }
+            ScanStep::Batch(header) => header,
+        };
+        let total_bytes = header.total_bytes();
+        if header.last_offset() < limits.target_offset {
+            scanner.advance(total_bytes);
+            continue;
+        }
+        let stop = header.base_offset >= limits.max_offset_exclusive
+            || (result.bytes + total_bytes > limits.max_bytes
+                && !(limits.min_one_batch && *batch_count == 0));
+        if stop {
+            return Ok(FileReadOutcome {
+                next_offset: header.base_offset,
+                limit_reached: true,
+            });
+        }
+        let Some(bytes) = scanner.batch_bytes(total_bytes).await? else {
+            return Err(StorageError::Corrupt {
+                path: plan.path.clone(),
+                position,
+                reason: "file ends inside its written range".to_string(),
+            });
+        };
+        result.batches.push(Bytes::copy_from_slice(bytes));
+        result.bytes += total_bytes;
+        *batch_count += 1;
+        scanner.advance(total_bytes);
+        glommio::yield_if_needed().await;
+    }
+}
+
+/// Regroups the pieces of a [`ReadResult`] into one contiguous `Bytes` per
+/// batch, with its parsed header.
+///
+/// # Panics
+/// If the pieces do not form whole batches (the read path never does that).
+pub fn whole_batches(result: ReadResult) -> Vec<(BatchHeader, Bytes)> {
+    let mut batches = Vec::new();
+    let mut pieces = result.batches.into_iter();
+    while let Some(first) = pieces.next() {
+        assert!(first.len() >= BATCH_HEADER_BYTES);
+        let header = match parse_header(&first) {
+            Ok(header) => header,
+            Err(error) => panic!("read returned a piece that is not a batch start: {error}"),
+        };
+        let total_bytes = header.total_bytes();
+        if first.len() == total_bytes {
+            batches.push((header, first));
+            continue;
+        }
+        let mut joined = BytesMut::with_capacity(total_bytes);
+        joined.extend_from_slice(&first);
+        while joined.len() < total_bytes {
+            let Some(piece) = pieces.next() else {
+                panic!("read returned a partial batch");
+            };
+            joined.extend_from_slice(&piece);
+        }
+        assert_eq!(joined.len(), total_bytes);
+        batches.push((header, joined.freeze()));
+    }
+    batches
+}
+
+/// The offset and timestamp of the first record of `batch` whose timestamp
+/// satisfies `wanted`. Records of a LogAppendTime batch all carry the
+/// batch's maxTimestamp, as in Kafka. Compressed batches are decompressed.
+///
+/// # Errors
+/// A sentence from the decoder when the records do not decode.
+pub fn find_record_by_timestamp(
+    batch: &Bytes,
+    header: &BatchHeader,
+    wanted: impl Fn(i64) -> bool,
+) -> Result<Option<(i64, i64)>, String> {
+    let mut bytes = batch.clone();
+    let record_set = RecordBatchDecoder::decode(&mut bytes).map_err(|error| error.to_string())?;
+    for record in &record_set.records {
+        let timestamp = if header.is_log_append_time() {
+            header.max_timestamp
+        } else {
+            record.timestamp
+        };
+        if wanted(timestamp) {
+            return Ok(Some((record.offset, timestamp)));
+        }
+    }
+    Ok(None)
+}
