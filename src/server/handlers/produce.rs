@@ -82,6 +82,20 @@ fn validate_records(
     Ok(header)
 }
 
+/// The batch bytes a partition keeps. A batch is a slice of the request
+/// frame, and the partition's tail cache holds it after the write, which would
+/// keep the whole frame alive. When the batch is most of the frame (one
+/// partition per request, the common high-throughput case) the slice is kept
+/// as is; when it is a small part of a large multi-partition request it is
+/// copied, so the memory the cache bounds is the memory it holds.
+fn own_batch(records: &Bytes, records_bytes_total: usize) -> Bytes {
+    if records.len() * 2 >= records_bytes_total {
+        records.clone()
+    } else {
+        Bytes::copy_from_slice(records)
+    }
+}
+
 /// Answers Produce.
 pub async fn handle(
     shard: &Rc<Shard>,
@@ -98,6 +112,12 @@ pub async fn handle(
     let mut groups: ShardGroups<ProduceItem> = ShardGroups::new();
     let acks_valid = matches!(acks, 0 | 1 | -1);
     let transactional = request.transactional_id.is_some();
+    let records_bytes_total: usize = request
+        .topic_data
+        .iter()
+        .flat_map(|t| t.partition_data.iter())
+        .filter_map(|p| p.records.as_ref().map(Bytes::len))
+        .sum();
     for (ti, topic_data) in request.topic_data.iter().enumerate() {
         let name = topic_data.name.to_string();
         let topic = image.topic(&name);
@@ -141,10 +161,13 @@ pub async fn handle(
                                 topic: name.clone(),
                                 partition: index,
                             },
-                            batch: partition_data
-                                .records
-                                .clone()
-                                .expect("validated records are present"),
+                            batch: own_batch(
+                                partition_data
+                                    .records
+                                    .as_ref()
+                                    .expect("validated records are present"),
+                                records_bytes_total,
+                            ),
                             header,
                         },
                     );
