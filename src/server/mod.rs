@@ -69,25 +69,23 @@ pub fn bind(shard: &Shard) -> std::io::Result<TcpListener> {
     TcpListener::bind(shard.config.listen).map_err(|e| std::io::Error::other(e.to_string()))
 }
 
-/// Runs the accept loop until `state.shutting_down` is set.
+/// Runs the accept loop until shutdown begins. The pending accept is only
+/// ever abandoned at shutdown: dropping an accept the kernel already
+/// completed would lose that connection.
 pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>) {
     loop {
-        if state.shutting_down.get() {
-            return;
-        }
-        let accepted = futures::future::select(
-            Box::pin(listener.accept()),
-            Box::pin(glommio::timer::sleep(Duration::from_millis(200))),
-        )
-        .await;
+        let accepted =
+            futures::future::select(Box::pin(listener.accept()), state.shutdown_signal()).await;
         let stream = match accepted {
             futures::future::Either::Left((Ok(stream), _)) => stream,
             futures::future::Either::Left((Err(e), _)) => {
+                // Out of file descriptors and the like: back off briefly
+                // rather than spin.
                 tracing::warn!(error = %e, "accept failed");
                 glommio::timer::sleep(Duration::from_millis(10)).await;
                 continue;
             }
-            futures::future::Either::Right(_) => continue,
+            futures::future::Either::Right(_) => return,
         };
         let state = state.clone();
         glommio::spawn_local(async move {

@@ -57,7 +57,7 @@ thread_local! {
     static PROBED_DEVICES: RefCell<HashSet<u64>> = RefCell::new(HashSet::new());
 }
 
-/// Name of the scratch file used by [`ensure_iopoll_probed`].
+/// Name prefix of the scratch file used by [`ensure_iopoll_probed`].
 const IOPOLL_PROBE_FILE: &str = ".ringbroker-iopoll-probe";
 
 /// Makes sure this thread's glommio reactor has probed io_uring iopoll
@@ -84,7 +84,9 @@ pub async fn ensure_iopoll_probed(dir: &Path) -> Result<(), StorageError> {
     if PROBED_DEVICES.with(|devices| devices.borrow().contains(&device)) {
         return Ok(());
     }
-    let probe_path = dir.join(IOPOLL_PROBE_FILE);
+    // One scratch file per thread: shards probe concurrently in the same
+    // data directory at start-up.
+    let probe_path = dir.join(format!("{IOPOLL_PROBE_FILE}-{}", nix::unistd::gettid()));
     let create_path = probe_path.clone();
     run_blocking(move || {
         let mut handle = std::fs::File::create(&create_path)

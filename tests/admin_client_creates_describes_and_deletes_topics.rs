@@ -1,0 +1,251 @@
+//! Goal: librdkafka's AdminClient can manage topics: CreateTopics with a
+//! partition count and configs, the Kafka error codes for a repeat name, an
+//! impossible replication factor and a zero partition count, DescribeConfigs
+//! listing every topic config with its default next to the override, and
+//! DeleteTopics, after which Metadata no longer lists the topic.
+//!
+//! Method: a broker with topic auto-creation off (so a Metadata request
+//! cannot bring a deleted topic back), driven by rdkafka's AdminClient and a
+//! consumer client for Metadata.
+
+mod common;
+
+use std::time::Duration;
+
+use rdkafka::admin::{AdminOptions, ConfigSource, NewTopic, ResourceSpecifier, TopicReplication};
+use rdkafka::consumer::Consumer;
+use rdkafka::types::RDKafkaErrorCode;
+
+use common::kafka::{admin_client, base_consumer, wait_for_topic};
+use common::wire::RawClient;
+use common::{with_timeout, Broker, BrokerOptions};
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+const TOPIC: &str = "admin-managed";
+const RETENTION_MS_OVERRIDE: &str = "123456";
+const RESOURCE_TYPE_TOPIC: i8 = 2;
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+
+/// Topic configs every Kafka broker describes, with Kafka's defaults where
+/// the value does not depend on broker settings.
+const STANDARD_TOPIC_CONFIGS: [(&str, Option<&str>); 8] = [
+    ("cleanup.policy", Some("delete")),
+    ("compression.type", Some("producer")),
+    ("message.timestamp.type", Some("CreateTime")),
+    ("retention.bytes", None),
+    ("segment.bytes", None),
+    ("max.message.bytes", None),
+    ("min.insync.replicas", None),
+    ("segment.ms", None),
+];
+
+fn topic_names(bootstrap: &str) -> Vec<String> {
+    base_consumer(bootstrap)
+        .fetch_metadata(None, Duration::from_secs(10))
+        .expect("Metadata for all topics")
+        .topics()
+        .iter()
+        .map(|topic| topic.name().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_client_creates_describes_and_deletes_topics() {
+    let broker = Broker::start(BrokerOptions::default().auto_create_topics_enable(false));
+    let bootstrap = broker.bootstrap();
+    let admin = admin_client(&bootstrap);
+    let options = AdminOptions::new()
+        .request_timeout(Some(Duration::from_secs(10)))
+        .operation_timeout(Some(Duration::from_secs(10)));
+
+    with_timeout(Duration::from_secs(120), async {
+        // Create with a partition count and a config override.
+        let new_topic = NewTopic::new(TOPIC, 3, TopicReplication::Fixed(1))
+            .set("retention.ms", RETENTION_MS_OVERRIDE);
+        let results = admin
+            .create_topics([&new_topic], &options)
+            .await
+            .expect("CreateTopics");
+        assert_eq!(results, vec![Ok(TOPIC.to_string())], "first CreateTopics");
+        wait_for_topic(&bootstrap, TOPIC, 3, Duration::from_secs(30));
+
+        // The same name again.
+        let results = admin
+            .create_topics([&new_topic], &options)
+            .await
+            .expect("CreateTopics again");
+        assert_eq!(
+            results,
+            vec![Err((
+                TOPIC.to_string(),
+                RDKafkaErrorCode::TopicAlreadyExists
+            ))],
+            "second CreateTopics of the same name"
+        );
+
+        // Three replicas on a one-node cluster.
+        let replicated = NewTopic::new("admin-three-replicas", 1, TopicReplication::Fixed(3));
+        let results = admin
+            .create_topics([&replicated], &options)
+            .await
+            .expect("CreateTopics with replication factor 3");
+        assert_eq!(
+            results,
+            vec![Err((
+                "admin-three-replicas".to_string(),
+                RDKafkaErrorCode::InvalidReplicationFactor
+            ))],
+            "replication factor 3 on one broker"
+        );
+
+        // Zero partitions.
+        let empty = NewTopic::new("admin-zero-partitions", 0, TopicReplication::Fixed(1));
+        let results = admin
+            .create_topics([&empty], &options)
+            .await
+            .expect("CreateTopics with 0 partitions");
+        assert_eq!(
+            results,
+            vec![Err((
+                "admin-zero-partitions".to_string(),
+                RDKafkaErrorCode::InvalidPartitions
+            ))],
+            "0 partitions"
+        );
+        let names = topic_names(&bootstrap);
+        assert!(
+            !names
+                .iter()
+                .any(|name| name.starts_with("admin-three") || name.starts_with("admin-zero")),
+            "a refused topic was created anyway: {names:?}"
+        );
+
+        // DescribeConfigs: the override, and every standard config with its
+        // default.
+        let described = admin
+            .describe_configs([&ResourceSpecifier::Topic(TOPIC)], &options)
+            .await
+            .expect("DescribeConfigs");
+        assert_eq!(described.len(), 1, "one resource described");
+        let resource = described[0]
+            .as_ref()
+            .unwrap_or_else(|code| panic!("DescribeConfigs {TOPIC}: {code:?}"));
+        let entries = resource.entry_map();
+        let retention = entries
+            .get("retention.ms")
+            .unwrap_or_else(|| panic!("retention.ms not described: {:?}", resource.entries));
+        assert_eq!(
+            retention.value.as_deref(),
+            Some(RETENTION_MS_OVERRIDE),
+            "retention.ms value"
+        );
+        assert!(
+            !retention.is_default,
+            "retention.ms is an override, not a default"
+        );
+        assert_eq!(
+            retention.source,
+            ConfigSource::DynamicTopic,
+            "retention.ms source"
+        );
+        for (name, kafka_default) in STANDARD_TOPIC_CONFIGS {
+            let entry = entries.get(name).unwrap_or_else(|| {
+                panic!(
+                    "{name} is not described; got {:?}",
+                    resource.entries.iter().map(|e| &e.name).collect::<Vec<_>>()
+                )
+            });
+            assert!(entry.is_default, "{name} was not overridden: {entry:?}");
+            assert!(
+                entry.value.is_some(),
+                "{name} must carry its default value: {entry:?}"
+            );
+            if let Some(kafka_default) = kafka_default {
+                assert_eq!(
+                    entry.value.as_deref(),
+                    Some(kafka_default),
+                    "{name} default"
+                );
+            }
+        }
+
+        // DescribeConfigs of a topic that does not exist. rdkafka drops the
+        // per-resource error code (it never calls
+        // rd_kafka_ConfigResource_error), so this one goes over the wire.
+        let mut client = RawClient::connect(&bootstrap);
+        let request = DescribeConfigsRequest::default().with_resources(vec![
+            DescribeConfigsResource::default()
+                .with_resource_type(RESOURCE_TYPE_TOPIC)
+                .with_resource_name(StrBytes::from_static_str("admin-no-such-topic"))
+                .with_configuration_keys(None),
+        ]);
+        let response: DescribeConfigsResponse =
+            client.request(ApiKey::DescribeConfigs, 1, &request);
+        assert_eq!(response.results.len(), 1, "one result: {response:?}");
+        assert_eq!(
+            response.results[0].error_code, UNKNOWN_TOPIC_OR_PARTITION,
+            "DescribeConfigs v1 of a missing topic: {response:?}"
+        );
+        assert!(
+            response.results[0].configs.is_empty(),
+            "no configs for a missing topic: {response:?}"
+        );
+
+        // Give it data, so the re-created topic below can show it starts empty.
+        let producer = common::kafka::future_producer(&common::kafka::producer_config(&bootstrap));
+        let acked =
+            common::kafka::produce_all(&producer, TOPIC, &common::kafka::test_messages(30, 3))
+                .await;
+        assert_eq!(acked.len(), 30);
+        drop(producer);
+
+        // Delete, then Metadata no longer lists it; deleting again fails.
+        let results = admin
+            .delete_topics(&[TOPIC], &options)
+            .await
+            .expect("DeleteTopics");
+        assert_eq!(results, vec![Ok(TOPIC.to_string())], "DeleteTopics");
+        common::wait_until(
+            Duration::from_secs(10),
+            "the deleted topic to leave Metadata",
+            || !topic_names(&bootstrap).iter().any(|name| name == TOPIC),
+        );
+        let results = admin
+            .delete_topics(&[TOPIC], &options)
+            .await
+            .expect("DeleteTopics again");
+        assert_eq!(
+            results,
+            vec![Err((
+                TOPIC.to_string(),
+                RDKafkaErrorCode::UnknownTopicOrPartition
+            ))],
+            "DeleteTopics of a deleted topic"
+        );
+
+        // The name can be used again, empty.
+        let results = admin
+            .create_topics(
+                [&NewTopic::new(TOPIC, 2, TopicReplication::Fixed(1))],
+                &options,
+            )
+            .await
+            .expect("CreateTopics after delete");
+        assert_eq!(
+            results,
+            vec![Ok(TOPIC.to_string())],
+            "re-create after delete"
+        );
+        wait_for_topic(&bootstrap, TOPIC, 2, Duration::from_secs(30));
+        for partition in 0..2 {
+            assert_eq!(
+                common::kafka::watermarks(&bootstrap, TOPIC, partition),
+                (0, 0),
+                "re-created topic partition {partition} is empty"
+            );
+        }
+    })
+    .await;
+}

@@ -1,0 +1,260 @@
+//! A raw Kafka wire client over `std::net::TcpStream`, for requests no real
+//! client would send: bad sizes, garbage, unknown keys, corrupt batches.
+//! Well-formed requests are encoded with the `kafka-protocol` crate; the
+//! tests build the broken ones byte by byte.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes, BytesMut};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse,
+    RequestHeader, ResponseHeader, TopicName,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+/// How long a read waits before the test calls the broker unresponsive.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub const CLIENT_ID: &str = "ringbroker-wire-tests";
+
+/// What the broker did with a connection after a request.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The broker closed the connection (EOF or reset), having sent these
+    /// bytes first (usually none).
+    Closed { bytes_before_close: Vec<u8> },
+    /// The connection is still open and silent after the wait.
+    OpenAndSilent,
+    /// The broker sent these bytes and kept the connection open.
+    Answered(Vec<u8>),
+}
+
+pub struct RawClient {
+    pub stream: TcpStream,
+    next_correlation_id: i32,
+}
+
+impl RawClient {
+    pub fn connect(bootstrap: &str) -> RawClient {
+        let stream = TcpStream::connect(bootstrap)
+            .unwrap_or_else(|error| panic!("connect to {bootstrap}: {error}"));
+        stream.set_nodelay(true).expect("TCP_NODELAY");
+        stream
+            .set_read_timeout(Some(READ_TIMEOUT))
+            .expect("read timeout");
+        stream
+            .set_write_timeout(Some(READ_TIMEOUT))
+            .expect("write timeout");
+        RawClient {
+            stream,
+            next_correlation_id: 1,
+        }
+    }
+
+    pub fn next_correlation_id(&mut self) -> i32 {
+        let id = self.next_correlation_id;
+        self.next_correlation_id += 1;
+        id
+    }
+
+    /// Writes `bytes` as they are (the caller includes any size prefix).
+    pub fn write_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes)?;
+        self.stream.flush()
+    }
+
+    /// Reads one size-prefixed response frame and returns what follows the
+    /// size.
+    pub fn read_frame(&mut self) -> std::io::Result<Vec<u8>> {
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size)?;
+        let size = i32::from_be_bytes(size);
+        assert!(
+            (0..=64 * 1024 * 1024).contains(&size),
+            "response frame size {size} is out of range"
+        );
+        let mut frame = vec![0u8; size as usize];
+        self.stream.read_exact(&mut frame)?;
+        Ok(frame)
+    }
+
+    /// Sends a well-formed request and decodes the response, checking that
+    /// the correlation id comes back.
+    pub fn request<Req: Encodable, Resp: Decodable>(
+        &mut self,
+        api_key: ApiKey,
+        version: i16,
+        body: &Req,
+    ) -> Resp {
+        let correlation_id = self.next_correlation_id();
+        let frame = encode_request(api_key, version, correlation_id, body);
+        self.write_raw(&frame)
+            .unwrap_or_else(|error| panic!("send {api_key:?} v{version}: {error}"));
+        let response = self
+            .read_frame()
+            .unwrap_or_else(|error| panic!("read {api_key:?} v{version} response: {error}"));
+        let mut response = Bytes::from(response);
+        let header =
+            ResponseHeader::decode(&mut response, api_key.response_header_version(version))
+                .unwrap_or_else(|error| {
+                    panic!("decode {api_key:?} v{version} response header: {error}")
+                });
+        assert_eq!(
+            header.correlation_id, correlation_id,
+            "{api_key:?} v{version}: response correlation id"
+        );
+        let decoded = Resp::decode(&mut response, version)
+            .unwrap_or_else(|error| panic!("decode {api_key:?} v{version} response: {error}"));
+        assert_eq!(
+            response.remaining(),
+            0,
+            "{api_key:?} v{version}: {} bytes left over after the response body",
+            response.remaining()
+        );
+        decoded
+    }
+
+    /// Waits up to `wait` to see whether the broker answers, closes, or stays
+    /// silent.
+    pub fn outcome_within(&mut self, wait: Duration) -> Outcome {
+        let deadline = Instant::now() + wait;
+        let mut received = Vec::new();
+        let mut buffer = [0u8; 4096];
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return if received.is_empty() {
+                    Outcome::OpenAndSilent
+                } else {
+                    Outcome::Answered(received)
+                };
+            }
+            self.stream
+                .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+                .expect("set read timeout");
+            match self.stream.read(&mut buffer) {
+                Ok(0) => {
+                    return Outcome::Closed {
+                        bytes_before_close: received,
+                    }
+                }
+                Ok(n) => received.extend_from_slice(&buffer[..n]),
+                Err(error)
+                    if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                Err(error)
+                    if matches!(
+                        error.kind(),
+                        ErrorKind::ConnectionReset
+                            | ErrorKind::ConnectionAborted
+                            | ErrorKind::BrokenPipe
+                    ) =>
+                {
+                    return Outcome::Closed {
+                        bytes_before_close: received,
+                    }
+                }
+                Err(error) => panic!("read from broker: {error}"),
+            }
+        }
+    }
+}
+
+/// A complete request frame: size, header (in the version the API key
+/// prescribes for `version`), body.
+pub fn encode_request<Req: Encodable>(
+    api_key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body: &Req,
+) -> Vec<u8> {
+    let header = RequestHeader::default()
+        .with_request_api_key(api_key as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_static_str(CLIENT_ID)));
+    let mut payload = BytesMut::new();
+    header
+        .encode(&mut payload, api_key.request_header_version(version))
+        .expect("encode request header");
+    body.encode(&mut payload, version)
+        .expect("encode request body");
+    frame(&payload)
+}
+
+/// `payload` with its i32 size in front.
+pub fn frame(payload: &[u8]) -> Vec<u8> {
+    let mut framed = Vec::with_capacity(payload.len() + 4);
+    framed.extend_from_slice(&(payload.len() as i32).to_be_bytes());
+    framed.extend_from_slice(payload);
+    framed
+}
+
+/// A v1 request header (key, version, correlation id, client id) by hand,
+/// for requests the crate cannot or should not encode.
+pub fn request_header_v1(api_key: i16, version: i16, correlation_id: i32) -> Vec<u8> {
+    let mut header = Vec::new();
+    header.extend_from_slice(&api_key.to_be_bytes());
+    header.extend_from_slice(&version.to_be_bytes());
+    header.extend_from_slice(&correlation_id.to_be_bytes());
+    header.extend_from_slice(&(CLIENT_ID.len() as i16).to_be_bytes());
+    header.extend_from_slice(CLIENT_ID.as_bytes());
+    header
+}
+
+/// ApiVersions v0 from a fresh connection.
+pub fn api_versions(bootstrap: &str) -> ApiVersionsResponse {
+    let mut client = RawClient::connect(bootstrap);
+    client.request(ApiKey::ApiVersions, 0, &ApiVersionsRequest::default())
+}
+
+/// Metadata v1 for `topics` (`None`: all topics) from a fresh connection.
+pub fn metadata(bootstrap: &str, topics: Option<&[&str]>) -> MetadataResponse {
+    let mut client = RawClient::connect(bootstrap);
+    metadata_on(&mut client, topics, 1)
+}
+
+/// Metadata at `version` on an existing connection.
+pub fn metadata_on(
+    client: &mut RawClient,
+    topics: Option<&[&str]>,
+    version: i16,
+) -> MetadataResponse {
+    let request = MetadataRequest::default()
+        .with_topics(topics.map(|names| {
+            names
+                .iter()
+                .map(|name| {
+                    MetadataRequestTopic::default()
+                        .with_name(Some(TopicName(StrBytes::from_string(name.to_string()))))
+                })
+                .collect()
+        }))
+        .with_allow_auto_topic_creation(true);
+    client.request(ApiKey::Metadata, version, &request)
+}
+
+/// Asserts that the broker process lives and that a fresh client gets
+/// ApiVersions and Metadata answered, with at least one broker listed.
+pub fn assert_broker_healthy(broker: &mut super::Broker, after: &str) {
+    broker.assert_running();
+    let versions = api_versions(&broker.bootstrap());
+    assert_eq!(
+        versions.error_code, 0,
+        "after {after}: ApiVersions v0 error code"
+    );
+    assert!(
+        versions
+            .api_keys
+            .iter()
+            .any(|k| k.api_key == ApiKey::Metadata as i16),
+        "after {after}: ApiVersions lists no Metadata: {versions:?}"
+    );
+    let metadata = metadata(&broker.bootstrap(), None);
+    assert!(
+        !metadata.brokers.is_empty(),
+        "after {after}: Metadata lists no broker: {metadata:?}"
+    );
+    broker.assert_running();
+}

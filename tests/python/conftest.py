@@ -1,0 +1,153 @@
+"""Fixtures for the Python client tests.
+
+One broker process (the release binary: RINGBROKER_BIN, default
+target/release/ringbroker) serves the whole session on a free loopback port
+with a temporary data directory; each test works on topics of its own.
+Before each test the fixture checks that the broker still runs; when a test
+fails, the tail of the broker's log is attached to the report.
+"""
+
+import os
+import pathlib
+import re
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BROKER_BIN = pathlib.Path(os.environ.get("RINGBROKER_BIN", ROOT / "target" / "release" / "ringbroker"))
+READY_TIMEOUT_S = 30
+SHUTDOWN_TIMEOUT_S = 30
+# Partitions of auto-created topics.
+DEFAULT_PARTITIONS = 2
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Broker:
+    """A ringbroker process with its log in `log_path`."""
+
+    def __init__(self, work_dir: pathlib.Path):
+        self.port = free_port()
+        self.data_dir = work_dir / "data"
+        self.data_dir.mkdir(parents=True)
+        self.log_path = work_dir / "broker.log"
+        self.process = None
+
+    @property
+    def bootstrap(self):
+        return f"127.0.0.1:{self.port}"
+
+    def start(self):
+        if not BROKER_BIN.exists():
+            pytest.fail(f"{BROKER_BIN} does not exist: run `cargo build --release` or set RINGBROKER_BIN")
+        args = [
+            str(BROKER_BIN), "serve",
+            "--listen", self.bootstrap,
+            "--data-dir", str(self.data_dir),
+            "--cores", "1",
+            "--num-partitions", str(DEFAULT_PARTITIONS),
+        ]
+        log = open(self.log_path, "ab")
+        log.write(f"==== pytest: {' '.join(args)} ====\n".encode())
+        log.flush()
+        offset = log.tell()
+        env = dict(os.environ, NO_COLOR="1")
+        self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
+        log.close()
+        ready = f"ringbroker ready on {self.bootstrap}"
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while True:
+            with open(self.log_path, "rb") as f:
+                f.seek(offset)
+                if ready in f.read().decode(errors="replace"):
+                    return
+            if self.process.poll() is not None:
+                pytest.fail(f"broker exited with {self.process.returncode} before it was ready:\n{self.log_text()}")
+            if time.monotonic() > deadline:
+                self.process.kill()
+                self.process.wait()
+                pytest.fail(f"broker not ready after {READY_TIMEOUT_S} s:\n{self.log_text()}")
+            time.sleep(0.02)
+
+    def stop(self):
+        """SIGTERM; the broker must exit 0."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout=SHUTDOWN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(f"broker ignored SIGTERM for {SHUTDOWN_TIMEOUT_S} s:\n{self.log_tail()}")
+        assert code == 0, f"broker exited with {code} after SIGTERM:\n{self.log_tail()}"
+
+    def kill(self):
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def assert_alive(self):
+        if self.process is None or self.process.poll() is not None:
+            code = None if self.process is None else self.process.returncode
+            pytest.fail(f"broker process is gone (exit {code}):\n{self.log_tail()}")
+
+    def log_text(self):
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError as error:
+            return f"<cannot read {self.log_path}: {error}>"
+
+    def log_tail(self, lines=200):
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+
+@pytest.fixture(scope="session")
+def broker_process(tmp_path_factory):
+    broker = Broker(tmp_path_factory.mktemp("ringbroker"))
+    broker.start()
+    try:
+        yield broker
+        broker.stop()
+    finally:
+        broker.kill()
+
+
+@pytest.fixture
+def broker(broker_process):
+    """The session's broker, checked to be alive before the test."""
+    broker_process.assert_alive()
+    yield broker_process
+
+
+_topic_counter = 0
+
+
+@pytest.fixture
+def topic(request):
+    """A topic name no other test uses."""
+    global _topic_counter
+    _topic_counter += 1
+    name = re.sub(r"[^a-zA-Z0-9._-]+", "-", request.node.name).strip("-")
+    return f"{name[:180]}-{_topic_counter}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.when == "call" and report.failed:
+        broker = item.funcargs.get("broker")
+        if broker is not None:
+            alive = broker.process is not None and broker.process.poll() is None
+            report.sections.append(
+                (f"broker log tail (process {'alive' if alive else 'dead'})", broker.log_tail())
+            )
