@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{BrokerConfig, BrokerDefaults, FlushPolicy};
+use crate::config::{BrokerConfig, BrokerDefaults, FlushPolicy, GroupSettings};
 
 /// ringbroker: a Kafka-compatible broker, one shard per core.
 #[derive(Debug, Parser)]
@@ -115,6 +115,30 @@ pub struct ServeArgs {
     /// Microseconds a shard spins before parking when idle (0: park at once).
     #[arg(long, default_value_t = 0)]
     pub spin_before_park_us: u64,
+    /// Partitions of the __consumer_offsets topic; fixed once the topic exists [offsets.topic.num.partitions].
+    #[arg(long, default_value_t = 50)]
+    pub offsets_topic_num_partitions: i32,
+    /// Segment size of __consumer_offsets, kept small so compaction runs often [offsets.topic.segment.bytes].
+    #[arg(long, default_value_t = 104_857_600)]
+    pub offsets_topic_segment_bytes: i32,
+    /// Committed offsets of an empty group expire after this long [offsets.retention.minutes].
+    #[arg(long, default_value_t = 10_080)]
+    pub offsets_retention_minutes: i64,
+    /// Largest metadata string of an offset commit [offset.metadata.max.bytes].
+    #[arg(long, default_value_t = 4096)]
+    pub offset_metadata_max_bytes: i32,
+    /// How long the first rebalance of an empty group waits for more members [group.initial.rebalance.delay.ms].
+    #[arg(long, default_value_t = 3000)]
+    pub group_initial_rebalance_delay_ms: i64,
+    /// Smallest session timeout a member may ask for [group.min.session.timeout.ms].
+    #[arg(long, default_value_t = 6000)]
+    pub group_min_session_timeout_ms: i32,
+    /// Largest session timeout a member may ask for [group.max.session.timeout.ms].
+    #[arg(long, default_value_t = 1_800_000)]
+    pub group_max_session_timeout_ms: i32,
+    /// Most members one group may have [group.max.size].
+    #[arg(long, default_value_t = i32::MAX)]
+    pub group_max_size: i32,
     /// Milliseconds SIGTERM waits for in-flight requests before closing.
     #[arg(long, default_value_t = 10_000)]
     pub shutdown_timeout_ms: u64,
@@ -210,6 +234,12 @@ impl ServeArgs {
         if self.write_behind == 0 {
             bail!("--write-behind must be at least 1");
         }
+        if self.offsets_topic_num_partitions < 1 {
+            bail!("--offsets-topic-num-partitions must be at least 1");
+        }
+        if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms {
+            bail!("--group-min-session-timeout-ms must not exceed --group-max-session-timeout-ms");
+        }
         if self.socket_request_max_bytes < 1024 {
             bail!("--socket-request-max-bytes must be at least 1024");
         }
@@ -255,6 +285,16 @@ impl ServeArgs {
             ring_depth: self.ring_depth,
             spin_before_park_us: self.spin_before_park_us,
             shutdown_timeout_ms: self.shutdown_timeout_ms,
+            groups: GroupSettings {
+                offsets_topic_num_partitions: self.offsets_topic_num_partitions,
+                offsets_topic_segment_bytes: self.offsets_topic_segment_bytes,
+                offsets_retention_minutes: self.offsets_retention_minutes,
+                offset_metadata_max_bytes: self.offset_metadata_max_bytes,
+                group_initial_rebalance_delay_ms: self.group_initial_rebalance_delay_ms,
+                group_min_session_timeout_ms: self.group_min_session_timeout_ms,
+                group_max_session_timeout_ms: self.group_max_session_timeout_ms,
+                group_max_size: self.group_max_size,
+            },
         })
     }
 }

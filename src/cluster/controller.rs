@@ -13,7 +13,8 @@ use crate::config::limits::{TOPIC_NAME_BYTES_MAX, TOPIC_PARTITIONS_MAX};
 use crate::config::TopicConfigs;
 use crate::protocol::ErrorCode;
 use crate::shard::messages::{
-    ControllerReply, ControllerRequest, CreateTopicOutcome, CreateTopicSpec, ShardRequest,
+    ControllerReply, ControllerRequest, CreateTopicOutcome, CreateTopicSpec, ShardReply,
+    ShardRequest,
 };
 use crate::shard::Shard;
 
@@ -212,6 +213,56 @@ async fn delete_topics(shard: &Rc<Shard>, names: Vec<String>) -> Vec<(i16, Uuid)
         }
     }
     results
+}
+
+/// Name of the internal topic holding group metadata and committed offsets.
+pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
+
+/// Creates `__consumer_offsets` if it does not exist yet, with
+/// `offsets.topic.num.partitions` partitions, compacted, as Kafka does on the
+/// first group lookup.
+///
+/// # Errors
+/// When the controller cannot be reached or refuses.
+pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> anyhow::Result<()> {
+    if shard.image().topic(OFFSETS_TOPIC).is_some() {
+        return Ok(());
+    }
+    let groups = &shard.config.groups;
+    let spec = CreateTopicSpec {
+        name: OFFSETS_TOPIC.to_string(),
+        num_partitions: groups.offsets_topic_num_partitions,
+        replication_factor: 1,
+        configs: vec![
+            ("cleanup.policy".to_string(), "compact".to_string()),
+            ("compression.type".to_string(), "producer".to_string()),
+            (
+                "segment.bytes".to_string(),
+                groups.offsets_topic_segment_bytes.to_string(),
+            ),
+        ],
+    };
+    let request = ShardRequest::Controller(ControllerRequest::CreateTopics {
+        topics: vec![spec],
+        validate_only: false,
+    });
+    let reply = shard.call(CONTROLLER_SHARD, request).await?.await?;
+    match reply {
+        ShardReply::Controller(ControllerReply::CreateTopics(outcomes)) => match outcomes.first() {
+            Some(o)
+                if o.error_code == 0 || o.error_code == ErrorCode::TopicAlreadyExists.code() =>
+            {
+                Ok(())
+            }
+            Some(o) => anyhow::bail!(
+                "cannot create {OFFSETS_TOPIC}: error {} {:?}",
+                o.error_code,
+                o.error_message
+            ),
+            None => anyhow::bail!("cannot create {OFFSETS_TOPIC}: no answer"),
+        },
+        other => anyhow::bail!("cannot create {OFFSETS_TOPIC}: unexpected reply {other:?}"),
+    }
 }
 
 /// Makes records durable in the metadata log, then applies them on every

@@ -55,8 +55,13 @@ pub struct TopicImage {
 impl TopicImage {
     /// True for Kafka's internal topics.
     pub fn is_internal(&self) -> bool {
-        self.name == "__consumer_offsets" || self.name == "__transaction_state"
+        is_internal_topic(&self.name)
     }
+}
+
+/// True for the names of Kafka's internal topics.
+pub fn is_internal_topic(name: &str) -> bool {
+    name == "__consumer_offsets" || name == "__transaction_state"
 }
 
 /// Read-only view of the metadata on one shard.

@@ -67,6 +67,44 @@ pub struct BrokerConfig {
     pub spin_before_park_us: u64,
     /// How long SIGTERM waits for in-flight requests.
     pub shutdown_timeout_ms: u64,
+    /// Group coordinator settings.
+    pub groups: GroupSettings,
+}
+
+/// Settings of the group coordinator, with Kafka's names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupSettings {
+    /// `offsets.topic.num.partitions`.
+    pub offsets_topic_num_partitions: i32,
+    /// `offsets.topic.segment.bytes`.
+    pub offsets_topic_segment_bytes: i32,
+    /// `offsets.retention.minutes`.
+    pub offsets_retention_minutes: i64,
+    /// `offset.metadata.max.bytes`.
+    pub offset_metadata_max_bytes: i32,
+    /// `group.initial.rebalance.delay.ms`.
+    pub group_initial_rebalance_delay_ms: i64,
+    /// `group.min.session.timeout.ms`.
+    pub group_min_session_timeout_ms: i32,
+    /// `group.max.session.timeout.ms`.
+    pub group_max_session_timeout_ms: i32,
+    /// `group.max.size`.
+    pub group_max_size: i32,
+}
+
+impl Default for GroupSettings {
+    fn default() -> Self {
+        GroupSettings {
+            offsets_topic_num_partitions: 50,
+            offsets_topic_segment_bytes: 104_857_600,
+            offsets_retention_minutes: 10_080,
+            offset_metadata_max_bytes: 4096,
+            group_initial_rebalance_delay_ms: 3000,
+            group_min_session_timeout_ms: 6000,
+            group_max_session_timeout_ms: 1_800_000,
+            group_max_size: i32::MAX,
+        }
+    }
 }
 
 impl BrokerConfig {
@@ -94,6 +132,47 @@ impl BrokerConfig {
                 Some(self.connections_max_idle_ms.to_string())
             }
             _ if self.broker_overridden(name) => self.broker_defaults.value_of(name),
+            _ => self.group_static_value(name),
+        }
+    }
+
+    fn group_static_value(&self, name: &str) -> Option<String> {
+        let mine = &self.groups;
+        let kafka = GroupSettings::default();
+        let differs = |a: String, b: String| (a != b).then_some(a);
+        match name {
+            "offsets.topic.num.partitions" => differs(
+                mine.offsets_topic_num_partitions.to_string(),
+                kafka.offsets_topic_num_partitions.to_string(),
+            ),
+            "offsets.topic.segment.bytes" => differs(
+                mine.offsets_topic_segment_bytes.to_string(),
+                kafka.offsets_topic_segment_bytes.to_string(),
+            ),
+            "offsets.retention.minutes" => differs(
+                mine.offsets_retention_minutes.to_string(),
+                kafka.offsets_retention_minutes.to_string(),
+            ),
+            "offset.metadata.max.bytes" => differs(
+                mine.offset_metadata_max_bytes.to_string(),
+                kafka.offset_metadata_max_bytes.to_string(),
+            ),
+            "group.initial.rebalance.delay.ms" => differs(
+                mine.group_initial_rebalance_delay_ms.to_string(),
+                kafka.group_initial_rebalance_delay_ms.to_string(),
+            ),
+            "group.min.session.timeout.ms" => differs(
+                mine.group_min_session_timeout_ms.to_string(),
+                kafka.group_min_session_timeout_ms.to_string(),
+            ),
+            "group.max.session.timeout.ms" => differs(
+                mine.group_max_session_timeout_ms.to_string(),
+                kafka.group_max_session_timeout_ms.to_string(),
+            ),
+            "group.max.size" => differs(
+                mine.group_max_size.to_string(),
+                kafka.group_max_size.to_string(),
+            ),
             _ => None,
         }
     }

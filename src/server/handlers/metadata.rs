@@ -11,6 +11,7 @@ use kafka_protocol::messages::{ApiKey, BrokerId, MetadataRequest, MetadataRespon
 
 use super::{encode_response, ready, str_bytes};
 use crate::cluster::controller::{validate_topic_name, CONTROLLER_SHARD};
+use crate::cluster::image::is_internal_topic;
 use crate::cluster::{MetadataImage, TopicImage};
 use crate::protocol::ErrorCode;
 use crate::server::connection::{Responder, Response};
@@ -142,7 +143,11 @@ pub async fn handle(
         let mut missing: Vec<String> = requested
             .iter()
             .filter_map(|t| t.name.as_ref().map(|n| n.to_string()))
-            .filter(|n| image.topic(n).is_none() && validate_topic_name(n).is_ok())
+            // Internal topics are created by their coordinators with their
+            // own settings, never by a client's metadata request.
+            .filter(|n| {
+                image.topic(n).is_none() && validate_topic_name(n).is_ok() && !is_internal_topic(n)
+            })
             .collect();
         missing.sort();
         missing.dedup();

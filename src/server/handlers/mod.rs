@@ -8,6 +8,7 @@ pub mod create_topics;
 pub mod delete_topics;
 pub mod describe_configs;
 pub mod fetch;
+pub mod find_coordinator;
 pub mod list_offsets;
 pub mod metadata;
 pub mod produce;
@@ -101,6 +102,10 @@ pub async fn dispatch(
         }
         ApiKey::ListOffsets => {
             list_offsets::handle(shard, decode(&mut body, version)?, version, correlation_id).await
+        }
+        ApiKey::FindCoordinator => {
+            find_coordinator::handle(shard, decode(&mut body, version)?, version, correlation_id)
+                .await
         }
         ApiKey::DescribeConfigs => ready(describe_configs::handle(
             shard,

@@ -1,0 +1,95 @@
+//! FindCoordinator (key 10): every group (and, later, transactional id) is
+//! coordinated by this node; the shard that runs the coordinator is an
+//! internal detail the router hides. The first group lookup creates the
+//! `__consumer_offsets` topic, as Kafka does.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::find_coordinator_response::Coordinator;
+use kafka_protocol::messages::{ApiKey, BrokerId, FindCoordinatorRequest, FindCoordinatorResponse};
+use kafka_protocol::protocol::StrBytes;
+
+use super::encode_response;
+use super::str_bytes;
+use crate::cluster::controller::ensure_offsets_topic;
+use crate::protocol::ErrorCode;
+use crate::server::connection::Responder;
+use crate::shard::Shard;
+
+/// FindCoordinator key types.
+const KEY_TYPE_GROUP: i8 = 0;
+const KEY_TYPE_TRANSACTION: i8 = 1;
+
+/// Answers FindCoordinator.
+pub async fn handle(
+    shard: &Rc<Shard>,
+    request: FindCoordinatorRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Responder {
+    let shard = shard.clone();
+    Box::pin(async move {
+        let keys: Vec<StrBytes> = if version >= 4 {
+            request.coordinator_keys.clone()
+        } else {
+            vec![request.key.clone()]
+        };
+        let (error, message): (Option<ErrorCode>, Option<String>) = match request.key_type {
+            KEY_TYPE_GROUP => match ensure_offsets_topic(&shard).await {
+                Ok(()) => (None, None),
+                Err(e) => (
+                    Some(ErrorCode::CoordinatorNotAvailable),
+                    Some(e.to_string()),
+                ),
+            },
+            KEY_TYPE_TRANSACTION => (
+                Some(ErrorCode::CoordinatorNotAvailable),
+                Some("transactions are not supported by this broker yet".to_string()),
+            ),
+            other => (
+                Some(ErrorCode::InvalidRequest),
+                Some(format!("Unknown coordinator key type {other}")),
+            ),
+        };
+        let config = &shard.config;
+        let coordinators: Vec<Coordinator> = keys
+            .into_iter()
+            .map(|key| {
+                let mut c = Coordinator::default();
+                let key_error =
+                    if request.key_type == KEY_TYPE_GROUP && key.is_empty() && error.is_none() {
+                        // Kafka refuses an empty group id.
+                        Some(ErrorCode::InvalidRequest)
+                    } else {
+                        error
+                    };
+                c.key = key;
+                c.error_code = key_error.map_or(0, |e| e.code());
+                if key_error.is_none() {
+                    c.node_id = BrokerId(config.node_id);
+                    c.host = str_bytes(&config.advertised_host);
+                    c.port = i32::from(config.advertised_port);
+                } else {
+                    c.node_id = BrokerId(-1);
+                    c.host = str_bytes("");
+                    c.port = -1;
+                    c.error_message = message.as_deref().map(str_bytes);
+                }
+                c
+            })
+            .collect();
+        let mut response = FindCoordinatorResponse::default();
+        if version >= 4 {
+            response.coordinators = coordinators;
+        } else if let Some(first) = coordinators.into_iter().next() {
+            response.error_code = first.error_code;
+            if version >= 1 {
+                response.error_message = first.error_message;
+            }
+            response.node_id = first.node_id;
+            response.host = first.host;
+            response.port = first.port;
+        }
+        encode_response(ApiKey::FindCoordinator, version, correlation_id, &response)
+    })
+}
