@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod cluster;
 pub mod config;
+pub mod group;
 pub mod partition;
 pub mod protocol;
 pub mod runtime;

@@ -4,6 +4,7 @@
 use bytes::Bytes;
 
 use crate::cluster::MetadataRecord;
+use crate::group;
 use crate::protocol::record_batch::BatchHeader;
 
 /// A topic-partition by name.
@@ -152,6 +153,68 @@ pub enum ControllerReply {
     DeleteTopics(Vec<(i16, uuid::Uuid)>),
 }
 
+/// A request for the group coordinator of one `__consumer_offsets` partition.
+#[derive(Debug)]
+pub enum GroupCall {
+    /// JoinGroup.
+    JoinGroup(group::JoinGroupRequest),
+    /// SyncGroup.
+    SyncGroup(group::SyncGroupRequest),
+    /// Heartbeat.
+    Heartbeat(group::HeartbeatRequest),
+    /// LeaveGroup.
+    LeaveGroup(group::LeaveGroupRequest),
+    /// OffsetCommit.
+    OffsetCommit(group::OffsetCommitRequest),
+    /// OffsetFetch for groups of this partition.
+    OffsetFetch(group::OffsetFetchRequest),
+    /// ListGroups over every coordinator of the shard (the partition is ignored).
+    ListGroups(group::ListGroupsRequest),
+    /// DescribeGroups for groups of this partition.
+    DescribeGroups {
+        /// Groups, all coordinated by this partition.
+        group_ids: Vec<String>,
+        /// Request version (describe output differs by version).
+        api_version: i16,
+    },
+    /// DeleteGroups for groups of this partition.
+    DeleteGroups {
+        /// Groups, all coordinated by this partition.
+        group_ids: Vec<String>,
+    },
+    /// OffsetDelete.
+    OffsetDelete(group::OffsetDeleteRequest),
+}
+
+/// The group coordinator's answer.
+#[derive(Debug)]
+pub enum GroupReply {
+    /// JoinGroup.
+    JoinGroup(group::JoinGroupResponse),
+    /// SyncGroup.
+    SyncGroup(group::SyncGroupResponse),
+    /// Heartbeat.
+    Heartbeat(group::HeartbeatResponse),
+    /// LeaveGroup.
+    LeaveGroup(group::LeaveGroupResponse),
+    /// OffsetCommit.
+    OffsetCommit(group::OffsetCommitResponse),
+    /// OffsetFetch.
+    OffsetFetch(group::OffsetFetchResponse),
+    /// ListGroups.
+    ListGroups(group::ListGroupsResponse),
+    /// DescribeGroups, in request order.
+    DescribeGroups(Vec<group::DescribedGroup>),
+    /// DeleteGroups.
+    DeleteGroups(group::DeleteGroupsResponse),
+    /// OffsetDelete.
+    OffsetDelete(group::OffsetDeleteResponse),
+    /// No coordinator could answer: NOT_COORDINATOR,
+    /// COORDINATOR_LOAD_IN_PROGRESS or COORDINATOR_NOT_AVAILABLE; the
+    /// handler puts it in every error field of the response.
+    Unavailable(crate::protocol::ErrorCode),
+}
+
 /// A request to a shard.
 #[derive(Debug)]
 pub enum ShardRequest {
@@ -188,6 +251,13 @@ pub enum ShardRequest {
     Apply(Vec<MetadataRecord>),
     /// For the controller.
     Controller(ControllerRequest),
+    /// For the group coordinator of `__consumer_offsets` partition `partition`.
+    Group {
+        /// Offsets partition (ignored by ListGroups).
+        partition: i32,
+        /// The call.
+        call: GroupCall,
+    },
 }
 
 /// A shard's answer.
@@ -205,4 +275,6 @@ pub enum ShardReply {
     Applied,
     /// From the controller.
     Controller(ControllerReply),
+    /// From a group coordinator.
+    Group(GroupReply),
 }

@@ -268,6 +268,7 @@ impl Shard {
                 self.apply(records).await;
                 async { ShardReply::Applied }.boxed_local()
             }
+            ShardRequest::Group { partition, call } => self.groups_submit(partition, call),
             ShardRequest::Controller(request) => async move {
                 ShardReply::Controller(crate::cluster::controller::handle(&self, request).await)
             }
@@ -449,6 +450,19 @@ impl Shard {
             results.push(result);
         }
         results
+    }
+
+    fn groups_submit(
+        self: Rc<Self>,
+        _partition: i32,
+        _call: messages::GroupCall,
+    ) -> LocalBoxFuture<'static, ShardReply> {
+        async {
+            ShardReply::Group(messages::GroupReply::Unavailable(
+                ErrorCode::CoordinatorNotAvailable,
+            ))
+        }
+        .boxed_local()
     }
 
     /// Closes every partition log (clean shutdown).

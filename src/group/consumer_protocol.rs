@@ -1,0 +1,119 @@
+//! The few bytes of Kafka's embedded consumer protocol (protocol type
+//! `"consumer"`) the broker itself reads or writes. Members' subscriptions and
+//! assignments are otherwise opaque to the coordinator.
+//!
+//! - Subscriptions are read to learn which topics a group consumes: OffsetDelete
+//!   refuses GROUP_SUBSCRIBED_TO_TOPIC and offset expiry spares those topics.
+//!   Like Kafka (`ClassicGroup.computeSubscribedTopics`), only the version-0
+//!   prefix is parsed (`version:int16 topics:[string]`), which every later
+//!   version starts with, so future versions still parse.
+//! - [`EMPTY_ASSIGNMENT`] is a valid, empty `ConsumerProtocolAssignment`.
+//!
+//! Pure code: used on any core.
+
+use bytes::Bytes;
+
+/// The protocol type of Kafka consumers.
+pub const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
+
+/// A `ConsumerProtocolAssignment` v0 with no partitions and null user data:
+/// `version=0, assigned_partitions=[] (int32 0), user_data=null (int32 -1)`.
+///
+/// Kafka sends zero bytes to a member the leader left out of its SyncGroup
+/// (`ClassicGroupMember.EMPTY_ASSIGNMENT`); franz-go cannot parse that and
+/// fails the sync, so for consumer groups we send this instead. Every
+/// client's decoder accepts v0.
+pub const EMPTY_ASSIGNMENT: [u8; 10] = [0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff];
+
+/// [`EMPTY_ASSIGNMENT`] as `Bytes`.
+pub fn empty_assignment() -> Bytes {
+    Bytes::from_static(&EMPTY_ASSIGNMENT)
+}
+
+/// The topics of a `ConsumerProtocolSubscription`, or None when the bytes do
+/// not follow the schema (Kafka then treats the group's subscriptions as
+/// unknown).
+pub fn subscribed_topics(metadata: &[u8]) -> Option<Vec<String>> {
+    let mut position = 0usize;
+    let mut take = |n: usize| -> Option<&[u8]> {
+        let end = position
+            .checked_add(n)
+            .filter(|&end| end <= metadata.len())?;
+        let slice = &metadata[position..end];
+        position = end;
+        Some(slice)
+    };
+    let version = i16::from_be_bytes(take(2)?.try_into().ok()?);
+    if version < 0 {
+        return None;
+    }
+    let count = i32::from_be_bytes(take(4)?.try_into().ok()?);
+    // Each topic takes at least its two length bytes.
+    let count = usize::try_from(count).ok()?;
+    if count > metadata.len() / 2 {
+        return None;
+    }
+    let mut topics = Vec::with_capacity(count);
+    for _ in 0..count {
+        let length = i16::from_be_bytes(take(2)?.try_into().ok()?);
+        let length = usize::try_from(length).ok()?;
+        let name = std::str::from_utf8(take(length)?).ok()?;
+        topics.push(name.to_string());
+    }
+    Some(topics)
+}
+
+/// Encodes a `ConsumerProtocolSubscription` v0 (no user data) for tests.
+#[cfg(test)]
+pub fn encode_subscription(topics: &[&str]) -> Bytes {
+    use bytes::BufMut;
+    let mut buf = bytes::BytesMut::new();
+    buf.put_i16(0);
+    buf.put_i32(topics.len() as i32);
+    for topic in topics {
+        buf.put_i16(topic.len() as i16);
+        buf.put_slice(topic.as_bytes());
+    }
+    buf.put_i32(-1);
+    buf.freeze()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subscription_topics_are_read_from_the_v0_prefix() {
+        let encoded = encode_subscription(&["orders", "payments"]);
+        assert_eq!(
+            subscribed_topics(&encoded),
+            Some(vec!["orders".to_string(), "payments".to_string()])
+        );
+        // A v3 subscription (owned partitions, generation, rack after the
+        // v0 fields) parses the same way.
+        let mut v3 = encoded.to_vec();
+        v3[1] = 3;
+        v3.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 5, 0xff, 0xff]);
+        assert_eq!(subscribed_topics(&v3).map(|t| t.len()), Some(2));
+        assert_eq!(subscribed_topics(&[]), None);
+        assert_eq!(subscribed_topics(&[0, 0, 0x7f, 0xff, 0xff, 0xff]), None);
+        assert_eq!(subscribed_topics(&[0xff, 0xff, 0, 0, 0, 0]), None);
+    }
+
+    /// The empty assignment decodes as version 0 with no partitions.
+    #[test]
+    fn empty_assignment_is_a_valid_encoding() {
+        assert_eq!(
+            i16::from_be_bytes([EMPTY_ASSIGNMENT[0], EMPTY_ASSIGNMENT[1]]),
+            0
+        );
+        assert_eq!(
+            i32::from_be_bytes(EMPTY_ASSIGNMENT[2..6].try_into().expect("4 bytes")),
+            0
+        );
+        assert_eq!(
+            i32::from_be_bytes(EMPTY_ASSIGNMENT[6..10].try_into().expect("4 bytes")),
+            -1
+        );
+    }
+}

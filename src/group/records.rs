@@ -1,0 +1,981 @@
+//! Kafka's `__consumer_offsets` record encodings, byte for byte, so Kafka's
+//! own tools, franz-go's `kmsg` and Kafka UIs decode what we write.
+//!
+//! Every record is a key and a value. The key starts with an `int16` record
+//! type (historically "key version"): 0 or 1 for an offset commit, 2 for
+//! group metadata (3 and up are KIP-848, share and streams records, which
+//! this broker neither writes nor reads). The value starts with an `int16`
+//! schema version. A null value is a tombstone.
+//!
+//! ```text
+//! OffsetCommitKey    type:int16(0|1) group:string topic:string partition:int32
+//! OffsetCommitValue  v0: offset:int64 metadata:string commitTimestamp:int64
+//!                    v1: v0 + expireTimestamp:int64
+//!                    v2: as v0
+//!                    v3: offset:int64 leaderEpoch:int32 metadata:string commitTimestamp:int64
+//!                    v4: as v3, flexible (compact strings, tagged fields)
+//! GroupMetadataKey   type:int16(2) group:string
+//! GroupMetadataValue protocolType:string generation:int32 protocol:nullable_string
+//!                    leader:nullable_string currentStateTimestamp:int64 (v2+)
+//!                    members:[memberId groupInstanceId(v3+,nullable) clientId clientHost
+//!                             rebalanceTimeout:int32(v1+) sessionTimeout:int32
+//!                             subscription:bytes assignment:bytes]
+//!                    v4 flexible
+//! ```
+//!
+//! The schemas are Kafka's `OffsetCommitKey.json`, `OffsetCommitValue.json`,
+//! `GroupMetadataKey.json` and `GroupMetadataValue.json` (group-coordinator
+//! resources). What Kafka 4.x writes, and so what we write: key type 1 for
+//! offsets and 2 for groups, OffsetCommitValue v3 (v1 when the commit carries
+//! an explicit retention, the only way to persist an expire timestamp), and
+//! GroupMetadataValue v3 (`GroupCoordinatorRecordHelpers`). Every version is
+//! decoded. These are hand-written because the `kafka-protocol` crate does not
+//! generate coordinator records; each field notes the versions it exists in.
+//!
+//! Pure code: used on any core.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use thiserror::Error;
+
+/// Key type of an offset commit record in Kafka 0.8.2 (same layout as 1).
+pub const OFFSET_COMMIT_KEY_TYPE_LEGACY: i16 = 0;
+/// Key type of an offset commit record.
+pub const OFFSET_COMMIT_KEY_TYPE: i16 = 1;
+/// Key type of a group metadata record.
+pub const GROUP_METADATA_KEY_TYPE: i16 = 2;
+/// Highest OffsetCommitValue version.
+pub const OFFSET_COMMIT_VALUE_VERSION_MAX: i16 = 4;
+/// Highest GroupMetadataValue version.
+pub const GROUP_METADATA_VALUE_VERSION_MAX: i16 = 4;
+/// GroupMetadataValue version Kafka 4.x writes.
+pub const GROUP_METADATA_VALUE_VERSION_WRITTEN: i16 = 3;
+
+/// Why a record could not be decoded.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum RecordError {
+    /// Fewer bytes than a field needs.
+    #[error("record truncated at byte {position}")]
+    Truncated {
+        /// Where the missing field starts.
+        position: usize,
+    },
+    /// A length prefix below -1, or -1 where the field is not nullable.
+    #[error("invalid length {length} at byte {position}")]
+    InvalidLength {
+        /// The length read.
+        length: i64,
+        /// Where the length starts.
+        position: usize,
+    },
+    /// A string that is not UTF-8.
+    #[error("string at byte {position} is not UTF-8")]
+    InvalidUtf8 {
+        /// Where the string's bytes start.
+        position: usize,
+    },
+    /// A key type this broker does not handle (KIP-848, share or streams
+    /// records): callers replaying the log skip these.
+    #[error("unsupported record type {record_type}")]
+    UnsupportedRecordType {
+        /// The key's leading int16.
+        record_type: i16,
+    },
+    /// A value version outside the schema's range.
+    #[error("unsupported {record} value version {version}")]
+    UnsupportedValueVersion {
+        /// Which value schema.
+        record: &'static str,
+        /// The value's leading int16.
+        version: i16,
+    },
+    /// Bytes left over after the last field.
+    #[error("{remaining} bytes after the end of the record")]
+    TrailingBytes {
+        /// How many.
+        remaining: usize,
+    },
+}
+
+/// Key of an offset commit: which group's offset for which partition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct OffsetCommitKey {
+    /// `group`.
+    pub group: String,
+    /// `topic`.
+    pub topic: String,
+    /// `partition`.
+    pub partition: i32,
+}
+
+/// Value of an offset commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetCommitValue {
+    /// `offset` (v0+).
+    pub offset: i64,
+    /// `leaderEpoch` (v3+, default -1).
+    pub leader_epoch: i32,
+    /// `metadata` (v0+).
+    pub metadata: String,
+    /// `commitTimestamp` (v0+).
+    pub commit_timestamp_ms: i64,
+    /// `expireTimestamp` (v1 only, default -1).
+    pub expire_timestamp_ms: i64,
+}
+
+/// Key of a group's metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GroupMetadataKey {
+    /// `group`.
+    pub group: String,
+}
+
+/// Value of a classic group's metadata: its generation and members.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupMetadataValue {
+    /// `protocolType` (v0+); empty when the group has none.
+    pub protocol_type: String,
+    /// `generation` (v0+).
+    pub generation: i32,
+    /// `protocol` (v0+, nullable).
+    pub protocol: Option<String>,
+    /// `leader` (v0+, nullable).
+    pub leader: Option<String>,
+    /// `currentStateTimestamp` (v2+, default -1).
+    pub current_state_timestamp_ms: i64,
+    /// `members` (v0+).
+    pub members: Vec<MemberMetadata>,
+}
+
+/// One member inside [`GroupMetadataValue`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberMetadata {
+    /// `memberId` (v0+).
+    pub member_id: String,
+    /// `groupInstanceId` (v3+, nullable, default null).
+    pub group_instance_id: Option<String>,
+    /// `clientId` (v0+).
+    pub client_id: String,
+    /// `clientHost` (v0+).
+    pub client_host: String,
+    /// `rebalanceTimeout` (v1+; the schema default, 0, in v0).
+    pub rebalance_timeout_ms: i32,
+    /// `sessionTimeout` (v0+).
+    pub session_timeout_ms: i32,
+    /// `subscription` (v0+): the member's metadata for the chosen protocol.
+    pub subscription: Bytes,
+    /// `assignment` (v0+).
+    pub assignment: Bytes,
+}
+
+/// One `__consumer_offsets` record, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CoordinatorRecord {
+    /// A committed offset, or its tombstone (`value` None).
+    OffsetCommit {
+        /// Group, topic, partition.
+        key: OffsetCommitKey,
+        /// The offset; None deletes it.
+        value: Option<OffsetCommitValue>,
+    },
+    /// A group's metadata, or its tombstone (`value` None).
+    GroupMetadata {
+        /// The group.
+        key: GroupMetadataKey,
+        /// The metadata; None deletes the group.
+        value: Option<GroupMetadataValue>,
+    },
+}
+
+impl CoordinatorRecord {
+    /// The record key's bytes, as Kafka 4.x writes them.
+    pub fn key_bytes(&self) -> Bytes {
+        match self {
+            CoordinatorRecord::OffsetCommit { key, .. } => key.encode(),
+            CoordinatorRecord::GroupMetadata { key, .. } => key.encode(),
+        }
+    }
+
+    /// The record value's bytes as Kafka 4.x writes them; None for a tombstone.
+    pub fn value_bytes(&self) -> Option<Bytes> {
+        match self {
+            CoordinatorRecord::OffsetCommit { value, .. } => {
+                value.as_ref().map(|v| v.encode(v.version_written()))
+            }
+            CoordinatorRecord::GroupMetadata { value, .. } => value
+                .as_ref()
+                .map(|v| v.encode(GROUP_METADATA_VALUE_VERSION_WRITTEN)),
+        }
+    }
+
+    /// Decodes a record read back from `__consumer_offsets`.
+    ///
+    /// # Errors
+    /// [`RecordError::UnsupportedRecordType`] for record types this broker
+    /// does not handle (skip those), and the other variants for malformed
+    /// bytes.
+    pub fn decode(key: &[u8], value: Option<&[u8]>) -> Result<Self, RecordError> {
+        let mut reader = Reader::new(key, false);
+        let record_type = reader.i16()?;
+        match record_type {
+            OFFSET_COMMIT_KEY_TYPE_LEGACY | OFFSET_COMMIT_KEY_TYPE => {
+                let key = OffsetCommitKey {
+                    group: reader.string()?,
+                    topic: reader.string()?,
+                    partition: reader.i32()?,
+                };
+                reader.finish()?;
+                let value = value.map(OffsetCommitValue::decode).transpose()?;
+                Ok(CoordinatorRecord::OffsetCommit { key, value })
+            }
+            GROUP_METADATA_KEY_TYPE => {
+                let key = GroupMetadataKey {
+                    group: reader.string()?,
+                };
+                reader.finish()?;
+                let value = value.map(GroupMetadataValue::decode).transpose()?;
+                Ok(CoordinatorRecord::GroupMetadata { key, value })
+            }
+            record_type => Err(RecordError::UnsupportedRecordType { record_type }),
+        }
+    }
+
+    /// The group this record belongs to.
+    pub fn group_id(&self) -> &str {
+        match self {
+            CoordinatorRecord::OffsetCommit { key, .. } => &key.group,
+            CoordinatorRecord::GroupMetadata { key, .. } => &key.group,
+        }
+    }
+}
+
+impl OffsetCommitKey {
+    /// Encodes the key with record type 1.
+    pub fn encode(&self) -> Bytes {
+        let mut writer = Writer::new(false);
+        writer.i16(OFFSET_COMMIT_KEY_TYPE);
+        writer.string(&self.group);
+        writer.string(&self.topic);
+        writer.i32(self.partition);
+        writer.finish()
+    }
+}
+
+impl GroupMetadataKey {
+    /// Encodes the key with record type 2.
+    pub fn encode(&self) -> Bytes {
+        let mut writer = Writer::new(false);
+        writer.i16(GROUP_METADATA_KEY_TYPE);
+        writer.string(&self.group);
+        writer.finish()
+    }
+}
+
+impl OffsetCommitValue {
+    /// The version Kafka 4.x writes for this value: 1 when it carries an
+    /// expire timestamp (explicit retention in OffsetCommit v2-v4), else 3,
+    /// the newest non-flexible version.
+    pub fn version_written(&self) -> i16 {
+        if self.expire_timestamp_ms != -1 {
+            1
+        } else {
+            3
+        }
+    }
+
+    /// Encodes the value at `version`; fields the version lacks are left out.
+    ///
+    /// # Panics
+    /// If `version` is outside 0..=4.
+    pub fn encode(&self, version: i16) -> Bytes {
+        assert!((0..=OFFSET_COMMIT_VALUE_VERSION_MAX).contains(&version));
+        let mut writer = Writer::new(version >= 4);
+        writer.i16(version);
+        writer.i64(self.offset);
+        if version >= 3 {
+            writer.i32(self.leader_epoch);
+        }
+        writer.string(&self.metadata);
+        writer.i64(self.commit_timestamp_ms);
+        if version == 1 {
+            writer.i64(self.expire_timestamp_ms);
+        }
+        writer.tagged_fields();
+        writer.finish()
+    }
+
+    /// Decodes a value of any version 0..=4.
+    ///
+    /// # Errors
+    /// An unknown version or malformed bytes.
+    pub fn decode(bytes: &[u8]) -> Result<Self, RecordError> {
+        let version = Reader::new(bytes, false).i16()?;
+        if !(0..=OFFSET_COMMIT_VALUE_VERSION_MAX).contains(&version) {
+            return Err(RecordError::UnsupportedValueVersion {
+                record: "OffsetCommitValue",
+                version,
+            });
+        }
+        let mut reader = Reader::new(bytes, version >= 4);
+        reader.i16()?;
+        let offset = reader.i64()?;
+        let leader_epoch = if version >= 3 { reader.i32()? } else { -1 };
+        let metadata = reader.string()?;
+        let commit_timestamp_ms = reader.i64()?;
+        let expire_timestamp_ms = if version == 1 { reader.i64()? } else { -1 };
+        reader.skip_tagged_fields()?;
+        reader.finish()?;
+        Ok(OffsetCommitValue {
+            offset,
+            leader_epoch,
+            metadata,
+            commit_timestamp_ms,
+            expire_timestamp_ms,
+        })
+    }
+}
+
+impl GroupMetadataValue {
+    /// Encodes the value at `version`; fields the version lacks are left out.
+    ///
+    /// # Panics
+    /// If `version` is outside 0..=4.
+    pub fn encode(&self, version: i16) -> Bytes {
+        assert!((0..=GROUP_METADATA_VALUE_VERSION_MAX).contains(&version));
+        let mut writer = Writer::new(version >= 4);
+        writer.i16(version);
+        writer.string(&self.protocol_type);
+        writer.i32(self.generation);
+        writer.nullable_string(self.protocol.as_deref());
+        writer.nullable_string(self.leader.as_deref());
+        if version >= 2 {
+            writer.i64(self.current_state_timestamp_ms);
+        }
+        writer.array_len(self.members.len());
+        for member in &self.members {
+            writer.string(&member.member_id);
+            if version >= 3 {
+                writer.nullable_string(member.group_instance_id.as_deref());
+            }
+            writer.string(&member.client_id);
+            writer.string(&member.client_host);
+            if version >= 1 {
+                writer.i32(member.rebalance_timeout_ms);
+            }
+            writer.i32(member.session_timeout_ms);
+            writer.bytes(&member.subscription);
+            writer.bytes(&member.assignment);
+            writer.tagged_fields();
+        }
+        writer.tagged_fields();
+        writer.finish()
+    }
+
+    /// Decodes a value of any version 0..=4.
+    ///
+    /// # Errors
+    /// An unknown version or malformed bytes.
+    pub fn decode(bytes: &[u8]) -> Result<Self, RecordError> {
+        let version = Reader::new(bytes, false).i16()?;
+        if !(0..=GROUP_METADATA_VALUE_VERSION_MAX).contains(&version) {
+            return Err(RecordError::UnsupportedValueVersion {
+                record: "GroupMetadataValue",
+                version,
+            });
+        }
+        let mut reader = Reader::new(bytes, version >= 4);
+        reader.i16()?;
+        let protocol_type = reader.string()?;
+        let generation = reader.i32()?;
+        let protocol = reader.nullable_string()?;
+        let leader = reader.nullable_string()?;
+        let current_state_timestamp_ms = if version >= 2 { reader.i64()? } else { -1 };
+        let count = reader.array_len()?;
+        let mut members = Vec::new();
+        for _ in 0..count {
+            let member_id = reader.string()?;
+            let group_instance_id = if version >= 3 {
+                reader.nullable_string()?
+            } else {
+                None
+            };
+            let client_id = reader.string()?;
+            let client_host = reader.string()?;
+            let rebalance_timeout_ms = if version >= 1 { reader.i32()? } else { 0 };
+            let session_timeout_ms = reader.i32()?;
+            let subscription = reader.bytes()?;
+            let assignment = reader.bytes()?;
+            reader.skip_tagged_fields()?;
+            members.push(MemberMetadata {
+                member_id,
+                group_instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout_ms,
+                session_timeout_ms,
+                subscription,
+                assignment,
+            });
+        }
+        reader.skip_tagged_fields()?;
+        reader.finish()?;
+        Ok(GroupMetadataValue {
+            protocol_type,
+            generation,
+            protocol,
+            leader,
+            current_state_timestamp_ms,
+            members,
+        })
+    }
+}
+
+/// Writes Kafka's primitive types, classic or flexible (compact) encoding.
+struct Writer {
+    buf: BytesMut,
+    flexible: bool,
+}
+
+impl Writer {
+    fn new(flexible: bool) -> Self {
+        Writer {
+            buf: BytesMut::new(),
+            flexible,
+        }
+    }
+
+    fn finish(self) -> Bytes {
+        self.buf.freeze()
+    }
+
+    fn i16(&mut self, value: i16) {
+        self.buf.put_i16(value);
+    }
+
+    fn i32(&mut self, value: i32) {
+        self.buf.put_i32(value);
+    }
+
+    fn i64(&mut self, value: i64) {
+        self.buf.put_i64(value);
+    }
+
+    fn unsigned_varint(&mut self, mut value: u64) {
+        while value >= 0x80 {
+            self.buf.put_u8((value as u8 & 0x7f) | 0x80);
+            value >>= 7;
+        }
+        self.buf.put_u8(value as u8);
+    }
+
+    /// A length prefix: int16/int32 classic, unsigned varint of n+1 compact;
+    /// None is null.
+    fn length(&mut self, length: Option<usize>, classic_int16: bool) {
+        if self.flexible {
+            self.unsigned_varint(length.map_or(0, |n| n as u64 + 1));
+        } else if classic_int16 {
+            let n = length.map_or(-1, |n| {
+                i16::try_from(n).expect("string longer than 32767 bytes")
+            });
+            self.i16(n);
+        } else {
+            let n = length.map_or(-1, |n| i32::try_from(n).expect("bytes longer than 2^31"));
+            self.i32(n);
+        }
+    }
+
+    fn string(&mut self, value: &str) {
+        self.nullable_string(Some(value));
+    }
+
+    fn nullable_string(&mut self, value: Option<&str>) {
+        self.length(value.map(str::len), true);
+        if let Some(value) = value {
+            self.buf.put_slice(value.as_bytes());
+        }
+    }
+
+    fn bytes(&mut self, value: &[u8]) {
+        self.length(Some(value.len()), false);
+        self.buf.put_slice(value);
+    }
+
+    fn array_len(&mut self, count: usize) {
+        self.length(Some(count), false);
+    }
+
+    /// The (empty) tagged-field section of a flexible struct.
+    fn tagged_fields(&mut self) {
+        if self.flexible {
+            self.unsigned_varint(0);
+        }
+    }
+}
+
+/// Reads Kafka's primitive types with bounds checks; lengths never reserve
+/// more than the bytes left.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    position: usize,
+    flexible: bool,
+}
+
+impl<'a> Reader<'a> {
+    fn new(bytes: &'a [u8], flexible: bool) -> Self {
+        Reader {
+            bytes,
+            position: 0,
+            flexible,
+        }
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], RecordError> {
+        let end = self
+            .position
+            .checked_add(n)
+            .filter(|&end| end <= self.bytes.len())
+            .ok_or(RecordError::Truncated {
+                position: self.position,
+            })?;
+        let slice = &self.bytes[self.position..end];
+        self.position = end;
+        Ok(slice)
+    }
+
+    fn i16(&mut self) -> Result<i16, RecordError> {
+        let b = self.take(2)?;
+        Ok(i16::from_be_bytes([b[0], b[1]]))
+    }
+
+    fn i32(&mut self) -> Result<i32, RecordError> {
+        let b = self.take(4)?;
+        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn i64(&mut self) -> Result<i64, RecordError> {
+        let b = self.take(8)?;
+        let mut array = [0u8; 8];
+        array.copy_from_slice(b);
+        Ok(i64::from_be_bytes(array))
+    }
+
+    fn unsigned_varint(&mut self) -> Result<u64, RecordError> {
+        let start = self.position;
+        let mut value = 0u64;
+        for shift in (0..35).step_by(7) {
+            let byte = self.take(1)?[0];
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(RecordError::InvalidLength {
+            length: -1,
+            position: start,
+        })
+    }
+
+    /// A length prefix; None is null (-1 classic, 0 compact).
+    fn length(&mut self, classic_int16: bool) -> Result<Option<usize>, RecordError> {
+        let position = self.position;
+        let length: i64 = if self.flexible {
+            self.unsigned_varint()? as i64 - 1
+        } else if classic_int16 {
+            i64::from(self.i16()?)
+        } else {
+            i64::from(self.i32()?)
+        };
+        match length {
+            -1 => Ok(None),
+            n if n >= 0 => Ok(Some(n as usize)),
+            n => Err(RecordError::InvalidLength {
+                length: n,
+                position,
+            }),
+        }
+    }
+
+    fn nullable_string(&mut self) -> Result<Option<String>, RecordError> {
+        let Some(length) = self.length(true)? else {
+            return Ok(None);
+        };
+        let position = self.position;
+        let raw = self.take(length)?;
+        let text = std::str::from_utf8(raw).map_err(|_| RecordError::InvalidUtf8 { position })?;
+        Ok(Some(text.to_string()))
+    }
+
+    fn string(&mut self) -> Result<String, RecordError> {
+        let position = self.position;
+        self.nullable_string()?.ok_or(RecordError::InvalidLength {
+            length: -1,
+            position,
+        })
+    }
+
+    fn bytes(&mut self) -> Result<Bytes, RecordError> {
+        let position = self.position;
+        let length = self.length(false)?.ok_or(RecordError::InvalidLength {
+            length: -1,
+            position,
+        })?;
+        Ok(Bytes::copy_from_slice(self.take(length)?))
+    }
+
+    fn array_len(&mut self) -> Result<usize, RecordError> {
+        let position = self.position;
+        let count = self.length(false)?.ok_or(RecordError::InvalidLength {
+            length: -1,
+            position,
+        })?;
+        // Every element takes at least one byte: a count beyond the bytes
+        // left is corrupt, and must not drive an allocation.
+        if count > self.bytes.len() - self.position {
+            return Err(RecordError::InvalidLength {
+                length: count as i64,
+                position,
+            });
+        }
+        Ok(count)
+    }
+
+    /// Skips a flexible struct's tagged fields (none are defined for these
+    /// records yet; later Kafka versions may add some).
+    fn skip_tagged_fields(&mut self) -> Result<(), RecordError> {
+        if !self.flexible {
+            return Ok(());
+        }
+        let count = self.unsigned_varint()?;
+        for _ in 0..count {
+            self.unsigned_varint()?;
+            let size = self.unsigned_varint()?;
+            let size = usize::try_from(size).map_err(|_| RecordError::Truncated {
+                position: self.position,
+            })?;
+            self.take(size)?;
+        }
+        Ok(())
+    }
+
+    fn finish(&self) -> Result<(), RecordError> {
+        match self.bytes.len() - self.position {
+            0 => Ok(()),
+            remaining => Err(RecordError::TrailingBytes { remaining }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offset_value() -> OffsetCommitValue {
+        OffsetCommitValue {
+            offset: 5,
+            leader_epoch: 2,
+            metadata: "m".to_string(),
+            commit_timestamp_ms: 1000,
+            expire_timestamp_ms: -1,
+        }
+    }
+
+    fn group_value() -> GroupMetadataValue {
+        GroupMetadataValue {
+            protocol_type: "consumer".to_string(),
+            generation: 7,
+            protocol: Some("range".to_string()),
+            leader: Some("c-1".to_string()),
+            current_state_timestamp_ms: 123_456,
+            members: vec![
+                MemberMetadata {
+                    member_id: "c-1".to_string(),
+                    group_instance_id: Some("i-1".to_string()),
+                    client_id: "c".to_string(),
+                    client_host: "/127.0.0.1".to_string(),
+                    rebalance_timeout_ms: 300_000,
+                    session_timeout_ms: 45_000,
+                    subscription: Bytes::from_static(b"\x00\x01sub"),
+                    assignment: Bytes::from_static(b"asg"),
+                },
+                MemberMetadata {
+                    member_id: "c-2".to_string(),
+                    group_instance_id: None,
+                    client_id: "c".to_string(),
+                    client_host: "/127.0.0.2".to_string(),
+                    rebalance_timeout_ms: 60_000,
+                    session_timeout_ms: 10_000,
+                    subscription: Bytes::new(),
+                    assignment: Bytes::new(),
+                },
+            ],
+        }
+    }
+
+    /// Golden bytes of an offset commit key and its v3 value, computed by hand
+    /// from OffsetCommitKey.json and OffsetCommitValue.json: int16 record type
+    /// 1, int16-length strings, big-endian integers, then int16 version 3,
+    /// offset, leader epoch, metadata, commit timestamp.
+    #[test]
+    fn offset_commit_record_golden_bytes() {
+        let record = CoordinatorRecord::OffsetCommit {
+            key: OffsetCommitKey {
+                group: "g".to_string(),
+                topic: "t".to_string(),
+                partition: 3,
+            },
+            value: Some(offset_value()),
+        };
+        assert_eq!(
+            record.key_bytes().as_ref(),
+            &[0, 1, 0, 1, b'g', 0, 1, b't', 0, 0, 0, 3]
+        );
+        assert_eq!(
+            record.value_bytes().expect("value").as_ref(),
+            &[
+                0, 3, // version
+                0, 0, 0, 0, 0, 0, 0, 5, // offset
+                0, 0, 0, 2, // leader epoch
+                0, 1, b'm', // metadata
+                0, 0, 0, 0, 0, 0, 0x03, 0xe8, // commit timestamp 1000
+            ]
+        );
+    }
+
+    /// A commit with explicit retention is written as v1, with the expire
+    /// timestamp and without the leader epoch, as Kafka 4.x does.
+    #[test]
+    fn offset_commit_with_expire_timestamp_is_written_as_v1() {
+        let value = OffsetCommitValue {
+            expire_timestamp_ms: 2000,
+            ..offset_value()
+        };
+        assert_eq!(value.version_written(), 1);
+        let record = CoordinatorRecord::OffsetCommit {
+            key: OffsetCommitKey {
+                group: "g".to_string(),
+                topic: "t".to_string(),
+                partition: 3,
+            },
+            value: Some(value.clone()),
+        };
+        assert_eq!(
+            record.value_bytes().expect("value").as_ref(),
+            &[
+                0, 1, // version
+                0, 0, 0, 0, 0, 0, 0, 5, // offset
+                0, 1, b'm', // metadata
+                0, 0, 0, 0, 0, 0, 0x03, 0xe8, // commit timestamp
+                0, 0, 0, 0, 0, 0, 0x07, 0xd0, // expire timestamp 2000
+            ]
+        );
+        let decoded = OffsetCommitValue::decode(&value.encode(1)).expect("decode");
+        assert_eq!(decoded.expire_timestamp_ms, 2000);
+        assert_eq!(decoded.leader_epoch, -1);
+    }
+
+    /// Golden bytes of a group metadata key and a v3 value with one member,
+    /// by hand from GroupMetadataKey.json and GroupMetadataValue.json.
+    #[test]
+    fn group_metadata_record_golden_bytes() {
+        let value = GroupMetadataValue {
+            protocol_type: "consumer".to_string(),
+            generation: 1,
+            protocol: Some("range".to_string()),
+            leader: None,
+            current_state_timestamp_ms: 10,
+            members: vec![MemberMetadata {
+                member_id: "m".to_string(),
+                group_instance_id: None,
+                client_id: "c".to_string(),
+                client_host: "h".to_string(),
+                rebalance_timeout_ms: 256,
+                session_timeout_ms: 255,
+                subscription: Bytes::from_static(&[0xab]),
+                assignment: Bytes::new(),
+            }],
+        };
+        let record = CoordinatorRecord::GroupMetadata {
+            key: GroupMetadataKey {
+                group: "g".to_string(),
+            },
+            value: Some(value),
+        };
+        assert_eq!(record.key_bytes().as_ref(), &[0, 2, 0, 1, b'g']);
+        let mut expected = vec![0, 3]; // version
+        expected.extend_from_slice(&[0, 8]);
+        expected.extend_from_slice(b"consumer");
+        expected.extend_from_slice(&[0, 0, 0, 1]); // generation
+        expected.extend_from_slice(&[0, 5]);
+        expected.extend_from_slice(b"range");
+        expected.extend_from_slice(&[0xff, 0xff]); // leader null
+        expected.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 10]); // state timestamp
+        expected.extend_from_slice(&[0, 0, 0, 1]); // one member
+        expected.extend_from_slice(&[0, 1, b'm']); // member id
+        expected.extend_from_slice(&[0xff, 0xff]); // group instance id null
+        expected.extend_from_slice(&[0, 1, b'c']); // client id
+        expected.extend_from_slice(&[0, 1, b'h']); // client host
+        expected.extend_from_slice(&[0, 0, 1, 0]); // rebalance timeout 256
+        expected.extend_from_slice(&[0, 0, 0, 0xff]); // session timeout 255
+        expected.extend_from_slice(&[0, 0, 0, 1, 0xab]); // subscription
+        expected.extend_from_slice(&[0, 0, 0, 0]); // assignment, empty
+        assert_eq!(record.value_bytes().expect("value").as_ref(), &expected[..]);
+        assert_eq!(
+            CoordinatorRecord::decode(&record.key_bytes(), Some(&expected)).expect("decode"),
+            record
+        );
+    }
+
+    /// The flexible v4 encodings, by hand: compact lengths are n+1 as an
+    /// unsigned varint (0 is null) and each struct ends with an empty
+    /// tagged-field section.
+    #[test]
+    fn flexible_v4_golden_bytes() {
+        let offset = OffsetCommitValue {
+            metadata: String::new(),
+            ..offset_value()
+        };
+        assert_eq!(
+            offset.encode(4).as_ref(),
+            &[
+                0, 4, // version
+                0, 0, 0, 0, 0, 0, 0, 5, // offset
+                0, 0, 0, 2, // leader epoch
+                1, // metadata "" (compact length 0+1)
+                0, 0, 0, 0, 0, 0, 0x03, 0xe8, // commit timestamp
+                0,    // tagged fields
+            ]
+        );
+        let group = GroupMetadataValue {
+            protocol_type: String::new(),
+            generation: 0,
+            protocol: None,
+            leader: None,
+            current_state_timestamp_ms: -1,
+            members: Vec::new(),
+        };
+        assert_eq!(
+            group.encode(4).as_ref(),
+            &[
+                0, 4, // version
+                1, // protocol type ""
+                0, 0, 0, 0, // generation
+                0, // protocol null
+                0, // leader null
+                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // state timestamp -1
+                1,    // members: empty compact array
+                0,    // tagged fields
+            ]
+        );
+    }
+
+    /// Every value version round-trips; fields a version lacks come back as
+    /// the schema default.
+    #[test]
+    fn values_round_trip_every_version() {
+        for version in 0..=OFFSET_COMMIT_VALUE_VERSION_MAX {
+            let mut value = offset_value();
+            if version == 1 {
+                value.expire_timestamp_ms = 99;
+            }
+            let decoded = OffsetCommitValue::decode(&value.encode(version)).expect("decode");
+            let mut expected = value.clone();
+            if version < 3 {
+                expected.leader_epoch = -1;
+            }
+            assert_eq!(decoded, expected, "OffsetCommitValue v{version}");
+        }
+        for version in 0..=GROUP_METADATA_VALUE_VERSION_MAX {
+            let value = group_value();
+            let decoded = GroupMetadataValue::decode(&value.encode(version)).expect("decode");
+            let mut expected = value.clone();
+            if version < 2 {
+                expected.current_state_timestamp_ms = -1;
+            }
+            for member in &mut expected.members {
+                if version < 3 {
+                    member.group_instance_id = None;
+                }
+                if version < 1 {
+                    member.rebalance_timeout_ms = 0;
+                }
+            }
+            assert_eq!(decoded, expected, "GroupMetadataValue v{version}");
+        }
+    }
+
+    #[test]
+    fn records_round_trip_with_tombstones_and_legacy_keys() {
+        let records = [
+            CoordinatorRecord::OffsetCommit {
+                key: OffsetCommitKey {
+                    group: "grüße".to_string(),
+                    topic: "topic".to_string(),
+                    partition: 7,
+                },
+                value: Some(offset_value()),
+            },
+            CoordinatorRecord::OffsetCommit {
+                key: OffsetCommitKey {
+                    group: "g".to_string(),
+                    topic: "t".to_string(),
+                    partition: 0,
+                },
+                value: None,
+            },
+            CoordinatorRecord::GroupMetadata {
+                key: GroupMetadataKey {
+                    group: "g".to_string(),
+                },
+                value: Some(group_value()),
+            },
+            CoordinatorRecord::GroupMetadata {
+                key: GroupMetadataKey {
+                    group: "g".to_string(),
+                },
+                value: None,
+            },
+        ];
+        for record in records {
+            let key = record.key_bytes();
+            let value = record.value_bytes();
+            let decoded = CoordinatorRecord::decode(&key, value.as_deref()).expect("decode");
+            assert_eq!(decoded, record);
+        }
+        // Key type 0 (Kafka 0.8.2) has the same layout as type 1.
+        let legacy_key = [0, 0, 0, 1, b'g', 0, 1, b't', 0, 0, 0, 1];
+        let decoded = CoordinatorRecord::decode(&legacy_key, None).expect("decode");
+        assert_eq!(decoded.group_id(), "g");
+    }
+
+    #[test]
+    fn malformed_records_are_errors_not_panics() {
+        assert_eq!(
+            CoordinatorRecord::decode(&[0, 5, 0, 0], None),
+            Err(RecordError::UnsupportedRecordType { record_type: 5 })
+        );
+        assert!(matches!(
+            CoordinatorRecord::decode(&[0, 1, 0, 9, b'g'], None),
+            Err(RecordError::Truncated { .. })
+        ));
+        assert!(matches!(
+            OffsetCommitValue::decode(&[0, 9]),
+            Err(RecordError::UnsupportedValueVersion { version: 9, .. })
+        ));
+        // A member count far beyond the bytes present is refused before any
+        // allocation.
+        let mut huge = group_value().encode(3).to_vec();
+        // version 2, "consumer" 10, generation 4, "range" 7, "c-1" 5, timestamp 8.
+        let members_at = 2 + 10 + 4 + 7 + 5 + 8;
+        huge[members_at..members_at + 4].copy_from_slice(&i32::MAX.to_be_bytes());
+        assert!(GroupMetadataValue::decode(&huge).is_err());
+        let mut trailing = offset_value().encode(3).to_vec();
+        trailing.push(0);
+        assert_eq!(
+            OffsetCommitValue::decode(&trailing),
+            Err(RecordError::TrailingBytes { remaining: 1 })
+        );
+        assert!(matches!(
+            OffsetCommitValue::decode(&[0, 3, 0]),
+            Err(RecordError::Truncated { .. })
+        ));
+    }
+}
