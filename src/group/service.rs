@@ -94,3 +94,450 @@ pub async fn list_all_groups(
     }
     Ok(crate::group::ListGroupsResponse { groups })
 }
+
+// ---------------------------------------------------------------------------
+// The shard side: coordinators of the offsets partitions this shard owns.
+// ---------------------------------------------------------------------------
+
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures::channel::oneshot;
+use futures::future::{select, Either, LocalBoxFuture};
+use futures::FutureExt;
+
+use crate::config::BrokerConfig;
+use crate::group::{
+    Append, Effects, GroupConfig, GroupCoordinator, Outcome, Reply, RequestId, Response,
+    GROUP_MEMBERS_MAX,
+};
+use crate::partition::now_ms;
+use crate::protocol::record_batch::{build_batch, validate_batch, BatchIter, NewRecord};
+use crate::shard::messages::TopicPartition;
+
+/// Bytes read per step while loading an offsets partition.
+const LOAD_READ_BYTES: usize = 1024 * 1024;
+/// Longest a coordinator's timer task sleeps without looking again.
+const TIMER_IDLE_MS: i64 = 60_000;
+
+/// The coordinator of one offsets partition and what it waits on.
+struct Slot {
+    partition: i32,
+    loaded: bool,
+    coordinator: GroupCoordinator,
+    pending: HashMap<u64, oneshot::Sender<Response>>,
+    next_request_id: u64,
+    appends: VecDeque<Append>,
+    append_wake: Option<oneshot::Sender<()>>,
+    timer_wake: Option<oneshot::Sender<()>>,
+    timer_deadline: Option<i64>,
+    stopped: bool,
+}
+
+type SlotRef = Rc<RefCell<Slot>>;
+
+/// Every group coordinator of one shard.
+#[derive(Default)]
+pub struct GroupShard {
+    slots: RefCell<HashMap<i32, SlotRef>>,
+}
+
+/// Builds the coordinator settings from the broker's.
+pub fn group_config(config: &BrokerConfig) -> GroupConfig {
+    let groups = &config.groups;
+    GroupConfig {
+        session_timeout_ms_min: groups.group_min_session_timeout_ms,
+        session_timeout_ms_max: groups.group_max_session_timeout_ms,
+        initial_rebalance_delay_ms: groups
+            .group_initial_rebalance_delay_ms
+            .clamp(0, i64::from(i32::MAX)) as i32,
+        group_members_max: usize::try_from(groups.group_max_size)
+            .unwrap_or(GROUP_MEMBERS_MAX)
+            .min(GROUP_MEMBERS_MAX),
+        offset_metadata_max_bytes: usize::try_from(groups.offset_metadata_max_bytes).unwrap_or(0),
+        offsets_retention_ms: groups.offsets_retention_minutes.saturating_mul(60_000),
+        ..GroupConfig::default()
+    }
+}
+
+/// Hands pending answers to their requests, queues appends for the appender
+/// and tells the timer task when its deadline moved earlier.
+fn absorb(slot: &mut Slot, effects: Effects) {
+    for completion in effects.completions {
+        if let Some(tx) = slot.pending.remove(&completion.request_id.0) {
+            // The requester may be gone (connection closed): nothing to do.
+            let _ = tx.send(completion.response);
+        }
+    }
+    if !effects.appends.is_empty() {
+        slot.appends.extend(effects.appends);
+        if let Some(wake) = slot.append_wake.take() {
+            let _ = wake.send(());
+        }
+    }
+    let next = slot.coordinator.next_deadline();
+    let earlier = match (next, slot.timer_deadline) {
+        (Some(n), Some(scheduled)) => n < scheduled,
+        (Some(_), None) => true,
+        _ => false,
+    };
+    if earlier {
+        if let Some(wake) = slot.timer_wake.take() {
+            let _ = wake.send(());
+        }
+    }
+}
+
+fn reply_of(response: Response) -> GroupReply {
+    match response {
+        Response::JoinGroup(r) => GroupReply::JoinGroup(r),
+        Response::SyncGroup(r) => GroupReply::SyncGroup(r),
+        Response::OffsetCommit(r) => GroupReply::OffsetCommit(r),
+        Response::DeleteGroups(r) => GroupReply::DeleteGroups(r),
+        Response::OffsetDelete(r) => GroupReply::OffsetDelete(r),
+    }
+}
+
+fn ready(reply: GroupReply) -> LocalBoxFuture<'static, ShardReply> {
+    async move { ShardReply::Group(reply) }.boxed_local()
+}
+
+/// Turns a coordinator outcome into the request's completion.
+fn finish<T: 'static>(
+    slot: &mut Slot,
+    id: RequestId,
+    outcome: Outcome<T>,
+    wrap: fn(T) -> GroupReply,
+) -> LocalBoxFuture<'static, ShardReply> {
+    match outcome.reply {
+        Reply::Ready(value) => {
+            absorb(slot, outcome.effects);
+            ready(wrap(value))
+        }
+        Reply::Pending => {
+            let (tx, rx) = oneshot::channel();
+            slot.pending.insert(id.0, tx);
+            absorb(slot, outcome.effects);
+            async move {
+                match rx.await {
+                    Ok(response) => ShardReply::Group(reply_of(response)),
+                    // Dropped without an answer: the coordinator went away.
+                    Err(_) => ShardReply::Group(GroupReply::Unavailable(ErrorCode::NotCoordinator)),
+                }
+            }
+            .boxed_local()
+        }
+    }
+}
+
+fn offsets_topic_partition(partition: i32) -> TopicPartition {
+    TopicPartition {
+        topic: OFFSETS_TOPIC.to_string(),
+        partition,
+    }
+}
+
+impl GroupShard {
+    /// Starts the coordinator of offsets partition `partition` (owned by
+    /// this shard): loads it from the log, then serves.
+    pub fn start(&self, shard: &Rc<Shard>, partition: i32) {
+        if self.slots.borrow().contains_key(&partition) {
+            return;
+        }
+        let seed = uuid::Uuid::new_v4().as_u64_pair().0;
+        let slot = Rc::new(RefCell::new(Slot {
+            partition,
+            loaded: false,
+            coordinator: GroupCoordinator::new(group_config(&shard.config), seed, now_ms()),
+            pending: HashMap::new(),
+            next_request_id: 0,
+            appends: VecDeque::new(),
+            append_wake: None,
+            timer_wake: None,
+            timer_deadline: None,
+            stopped: false,
+        }));
+        self.slots.borrow_mut().insert(partition, slot.clone());
+        let shard = shard.clone();
+        glommio::spawn_local(async move {
+            match load(&shard, &slot).await {
+                Ok(records) => {
+                    let mut s = slot.borrow_mut();
+                    let effects = s.coordinator.loaded(now_ms());
+                    s.loaded = true;
+                    absorb(&mut s, effects);
+                    tracing::info!(shard = shard.id, partition, records, "group coordinator loaded");
+                }
+                Err(e) => {
+                    tracing::error!(shard = shard.id, partition, error = %e, "cannot load group coordinator; it stays unavailable");
+                    return;
+                }
+            }
+            glommio::spawn_local(append_loop(shard.clone(), slot.clone())).detach();
+            glommio::spawn_local(timer_loop(slot.clone())).detach();
+        })
+        .detach();
+    }
+
+    /// Runs one group call on this shard.
+    pub fn submit(&self, partition: i32, call: GroupCall) -> LocalBoxFuture<'static, ShardReply> {
+        if let GroupCall::ListGroups(request) = &call {
+            let mut groups = Vec::new();
+            for slot in self.slots.borrow().values() {
+                let s = slot.borrow();
+                if !s.loaded {
+                    return ready(GroupReply::Unavailable(
+                        ErrorCode::CoordinatorLoadInProgress,
+                    ));
+                }
+                groups.extend(s.coordinator.list_groups(request).groups);
+            }
+            return ready(GroupReply::ListGroups(crate::group::ListGroupsResponse {
+                groups,
+            }));
+        }
+        let Some(slot) = self.slots.borrow().get(&partition).cloned() else {
+            return ready(GroupReply::Unavailable(ErrorCode::NotCoordinator));
+        };
+        let mut s = slot.borrow_mut();
+        if !s.loaded {
+            return ready(GroupReply::Unavailable(
+                ErrorCode::CoordinatorLoadInProgress,
+            ));
+        }
+        let now = now_ms();
+        let id = RequestId(s.next_request_id);
+        s.next_request_id += 1;
+        match call {
+            GroupCall::JoinGroup(r) => {
+                let outcome = s.coordinator.join_group(now, id, r);
+                finish(&mut s, id, outcome, GroupReply::JoinGroup)
+            }
+            GroupCall::SyncGroup(r) => {
+                let outcome = s.coordinator.sync_group(now, id, r);
+                finish(&mut s, id, outcome, GroupReply::SyncGroup)
+            }
+            GroupCall::Heartbeat(r) => {
+                let response = s.coordinator.heartbeat(now, r);
+                absorb(&mut s, Effects::default());
+                ready(GroupReply::Heartbeat(response))
+            }
+            GroupCall::LeaveGroup(r) => {
+                let outcome = s.coordinator.leave_group(now, r);
+                finish(&mut s, id, outcome, GroupReply::LeaveGroup)
+            }
+            GroupCall::OffsetCommit(r) => {
+                let outcome = s.coordinator.offset_commit(now, id, r);
+                finish(&mut s, id, outcome, GroupReply::OffsetCommit)
+            }
+            GroupCall::OffsetFetch(r) => {
+                ready(GroupReply::OffsetFetch(s.coordinator.offset_fetch(&r)))
+            }
+            GroupCall::DescribeGroups {
+                group_ids,
+                api_version,
+            } => ready(GroupReply::DescribeGroups(
+                s.coordinator.describe_groups(&group_ids, api_version),
+            )),
+            GroupCall::DeleteGroups { group_ids } => {
+                let outcome = s.coordinator.delete_groups(now, id, &group_ids);
+                finish(&mut s, id, outcome, GroupReply::DeleteGroups)
+            }
+            GroupCall::OffsetDelete(r) => {
+                let outcome = s.coordinator.offset_delete(now, id, &r);
+                finish(&mut s, id, outcome, GroupReply::OffsetDelete)
+            }
+            GroupCall::ListGroups(_) => unreachable!("handled above"),
+        }
+    }
+
+    /// Stops every coordinator: pending requests get NOT_COORDINATOR.
+    pub fn stop_all(&self) {
+        for slot in self.slots.borrow().values() {
+            let mut s = slot.borrow_mut();
+            s.stopped = true;
+            let effects = s.coordinator.unload();
+            // Appends handed out earlier are not acknowledged after unload.
+            s.appends.clear();
+            absorb(
+                &mut s,
+                Effects {
+                    appends: Vec::new(),
+                    completions: effects.completions,
+                },
+            );
+            for (_, tx) in s.pending.drain() {
+                drop(tx);
+            }
+            if let Some(w) = s.append_wake.take() {
+                let _ = w.send(());
+            }
+            if let Some(w) = s.timer_wake.take() {
+                let _ = w.send(());
+            }
+        }
+    }
+}
+
+/// Replays the whole offsets partition into the coordinator. Returns the
+/// number of records replayed.
+async fn load(shard: &Rc<Shard>, slot: &SlotRef) -> anyhow::Result<usize> {
+    let partition_index = slot.borrow().partition;
+    let Some(partition) = shard.partition(&offsets_topic_partition(partition_index)) else {
+        anyhow::bail!("offsets partition {partition_index} is not on this shard");
+    };
+    let mut offset = partition.log_start_offset();
+    let mut replayed = 0usize;
+    while offset < partition.high_watermark() {
+        let read = partition.read(offset, LOAD_READ_BYTES, true).await?;
+        if read.batches.is_empty() {
+            break;
+        }
+        let mut chunk = BytesMut::with_capacity(read.bytes);
+        for piece in &read.batches {
+            chunk.extend_from_slice(piece);
+        }
+        let chunk = chunk.freeze();
+        let mut iter = BatchIter::new(&chunk, false);
+        let mut next_offset = offset;
+        let mut batches = Vec::new();
+        for (position, header) in iter.by_ref() {
+            next_offset = header.last_offset() + 1;
+            if !header.is_control() {
+                batches.push(chunk.slice(position..position + header.total_bytes()));
+            }
+        }
+        if let Some(e) = iter.stopped_by {
+            anyhow::bail!("offsets partition {partition_index} has a bad batch near offset {next_offset}: {e}");
+        }
+        {
+            let now = now_ms();
+            let mut s = slot.borrow_mut();
+            for mut batch in batches {
+                let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut batch)
+                    .map_err(|e| anyhow::anyhow!("cannot decode offsets batch: {e}"))?;
+                for record in set.records {
+                    let Some(key) = record.key else { continue };
+                    if let Err(e) = s
+                        .coordinator
+                        .replay_bytes(now, &key, record.value.as_deref())
+                    {
+                        tracing::warn!(partition = partition_index, offset = record.offset, error = %e, "skipping an offsets record");
+                    }
+                    replayed += 1;
+                }
+            }
+        }
+        if next_offset <= offset {
+            break;
+        }
+        offset = next_offset;
+        glommio::yield_if_needed().await;
+    }
+    Ok(replayed)
+}
+
+/// Writes the coordinator's appends in order, one fdatasync for everything
+/// queued at once, and reports each back in order.
+async fn append_loop(shard: Rc<Shard>, slot: SlotRef) {
+    loop {
+        let batch: Vec<Append> = {
+            let mut s = slot.borrow_mut();
+            if s.stopped {
+                return;
+            }
+            s.appends.drain(..).collect()
+        };
+        if batch.is_empty() {
+            let (tx, rx) = oneshot::channel();
+            slot.borrow_mut().append_wake = Some(tx);
+            let _ = rx.await;
+            continue;
+        }
+        let partition_index = slot.borrow().partition;
+        let result = write_appends(&shard, partition_index, &batch).await;
+        let mut s = slot.borrow_mut();
+        if s.stopped {
+            return;
+        }
+        for append in batch {
+            let outcome = result.as_ref().map(|_| ()).map_err(|code| *code);
+            let effects = s.coordinator.append_completed(now_ms(), append.id, outcome);
+            absorb(&mut s, effects);
+        }
+    }
+}
+
+async fn write_appends(
+    shard: &Rc<Shard>,
+    partition_index: i32,
+    appends: &[Append],
+) -> Result<(), ErrorCode> {
+    let Some(partition) = shard.partition(&offsets_topic_partition(partition_index)) else {
+        return Err(ErrorCode::NotLeaderOrFollower);
+    };
+    let now = now_ms();
+    for append in appends {
+        if append.records.is_empty() {
+            continue;
+        }
+        let encoded: Vec<(Bytes, Option<Bytes>)> = append
+            .records
+            .iter()
+            .map(|r| (r.key_bytes(), r.value_bytes()))
+            .collect();
+        let records: Vec<NewRecord<'_>> = encoded
+            .iter()
+            .map(|(k, v)| NewRecord {
+                key: Some(&k[..]),
+                value: v.as_deref(),
+            })
+            .collect();
+        let batch = Bytes::from(build_batch(&records, now));
+        let header = validate_batch(&batch).map_err(|_| ErrorCode::CorruptMessage)?;
+        if let Err(e) = partition.append(batch, &header).await {
+            tracing::error!(partition = partition_index, error = %e, "cannot append to the offsets topic");
+            return Err(ErrorCode::KafkaStorageError);
+        }
+    }
+    partition.flush(true).await.map_err(|e| {
+        tracing::error!(partition = partition_index, error = %e, "cannot sync the offsets topic");
+        ErrorCode::KafkaStorageError
+    })?;
+    Ok(())
+}
+
+/// Fires the coordinator's timers (session expiry, rebalance and join
+/// timeouts, offset expiry) when they fall due.
+async fn timer_loop(slot: SlotRef) {
+    loop {
+        let (wait_ms, rx) = {
+            let mut s = slot.borrow_mut();
+            if s.stopped {
+                return;
+            }
+            let now = now_ms();
+            let deadline = s.coordinator.next_deadline();
+            s.timer_deadline = deadline;
+            let wait = deadline.map_or(TIMER_IDLE_MS, |d| (d - now).clamp(0, TIMER_IDLE_MS));
+            let (tx, rx) = oneshot::channel();
+            s.timer_wake = Some(tx);
+            (wait, rx)
+        };
+        if wait_ms > 0 {
+            let sleep = Box::pin(glommio::timer::sleep(Duration::from_millis(wait_ms as u64)));
+            match select(sleep, rx).await {
+                Either::Left(_) | Either::Right(_) => {}
+            }
+        }
+        let mut s = slot.borrow_mut();
+        if s.stopped {
+            return;
+        }
+        let effects = s.coordinator.on_tick(now_ms());
+        s.timer_deadline = None;
+        absorb(&mut s, effects);
+    }
+}

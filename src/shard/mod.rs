@@ -18,9 +18,11 @@ use std::time::Duration;
 use futures::future::{join_all, select_all, LocalBoxFuture};
 use futures::FutureExt;
 
+use crate::cluster::controller::OFFSETS_TOPIC;
 use crate::cluster::{MetadataImage, MetadataRecord, TopicImage};
 use crate::config::limits::FETCH_WAITERS_PER_SHARD_MAX;
 use crate::config::{BrokerConfig, FlushPolicy};
+use crate::group::service::GroupShard;
 use crate::partition::{Partition, PartitionSettings};
 use crate::protocol::ErrorCode;
 use crate::storage::{Log, LogConfig};
@@ -45,6 +47,8 @@ pub struct Shard {
     /// Serialises controller work (shard 0 only).
     pub controller_lock: glommio::sync::Semaphore,
     fetch_waiters: Cell<usize>,
+    /// Group coordinators of the offsets partitions this shard owns.
+    pub groups: GroupShard,
 }
 
 /// Kafka error code as i16.
@@ -92,6 +96,7 @@ impl Shard {
             router,
             controller_lock: glommio::sync::Semaphore::new(1),
             fetch_waiters: Cell::new(0),
+            groups: GroupShard::default(),
         })
     }
 
@@ -151,6 +156,7 @@ impl Shard {
             clean_shutdown,
             "partitions loaded"
         );
+        self.start_group_coordinators();
         Ok(())
     }
 
@@ -204,6 +210,9 @@ impl Shard {
                                 tracing::error!(topic = %name, partition, error = %e, "cannot create partition log");
                             }
                         }
+                    }
+                    if name == OFFSETS_TOPIC {
+                        self.start_group_coordinators();
                     }
                 }
                 MetadataRecord::DeleteTopic { name, topic_id } => {
@@ -454,19 +463,28 @@ impl Shard {
 
     fn groups_submit(
         self: Rc<Self>,
-        _partition: i32,
-        _call: messages::GroupCall,
+        partition: i32,
+        call: messages::GroupCall,
     ) -> LocalBoxFuture<'static, ShardReply> {
-        async {
-            ShardReply::Group(messages::GroupReply::Unavailable(
-                ErrorCode::CoordinatorNotAvailable,
-            ))
+        self.groups.submit(partition, call)
+    }
+
+    /// Starts the group coordinators of the offsets partitions this shard owns.
+    fn start_group_coordinators(self: &Rc<Self>) {
+        let image = self.image();
+        let Some(topic) = image.topic(OFFSETS_TOPIC) else {
+            return;
+        };
+        for partition in 0..topic.partition_shards.len() as i32 {
+            if self.owner_of(topic, partition) == Some(self.id) {
+                self.groups.start(self, partition);
+            }
         }
-        .boxed_local()
     }
 
     /// Closes every partition log (clean shutdown).
     pub async fn close_all(&self) -> usize {
+        self.groups.stop_all();
         let partitions: Vec<Rc<Partition>> = self.partitions.borrow().values().cloned().collect();
         let mut failures = 0;
         for partition in partitions {
