@@ -13,7 +13,9 @@ use uuid::Uuid;
 use crate::protocol::record_batch::{
     BatchHeader, ATTRIBUTES_OFFSET, ATTR_TIMESTAMP_TYPE, CRC_OFFSET,
 };
-use crate::storage::{AppendInfo, Log, ReadResult, StorageError};
+use crate::storage::{
+    AppendInfo, CompactionConfig, CompactionStats, Log, ReadResult, StorageError,
+};
 
 /// Failures of partition operations.
 #[derive(Debug, Error)]
@@ -188,6 +190,20 @@ impl Partition {
         for waiter in waiters {
             let _ = waiter.send(());
         }
+    }
+
+    /// Compacts the log's closed segments when the dirty ratio calls for it.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub async fn compact(
+        &self,
+        config: &CompactionConfig,
+    ) -> Result<CompactionStats, PartitionError> {
+        if self.deleted.get() {
+            return Err(self.deleted_error());
+        }
+        Ok(self.log.compact(config, now_ms()).await?)
     }
 
     /// Closes the log cleanly (shutdown).

@@ -331,6 +331,15 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
             .shutdown_requested
             .store(true, Ordering::SeqCst);
     }
+    if coordination.failed_shards.load(Ordering::SeqCst) > 0 {
+        // A shard that failed cannot take part in the orderly shutdown (the
+        // others would wait for it forever); acknowledged data is already
+        // durable, so exit now and let the next start run recovery.
+        fatal(
+            exit_status::SHARD_FAILED,
+            "a shard failed; stopping (the next start runs full recovery)",
+        );
+    }
     let mut all_ok = true;
     for handle in handles {
         all_ok &= handle.join().unwrap_or(false);
@@ -395,6 +404,7 @@ async fn shard_main(
     shard.load(&records, clean_shutdown).await?;
     let listener =
         server::bind(&shard).with_context(|| format!("cannot listen on {}", config.listen))?;
+    glommio::spawn_local(shard.clone().compaction_loop()).detach();
     let state = ServerState::new(shard.clone());
     let accept = glommio::spawn_local(server::accept_loop(listener, state.clone()));
     coordination.ready_shards.fetch_add(1, Ordering::SeqCst);

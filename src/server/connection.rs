@@ -62,10 +62,8 @@ enum CloseReason {
 
 /// Serves one connection until it closes.
 pub async fn serve(stream: TcpStream, state: Rc<ServerState>) {
-    let peer = stream
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
+    let peer_addr = stream.peer_addr().ok();
+    let peer = peer_addr.map(|a| a.to_string()).unwrap_or_default();
     if let Err(e) = stream.set_nodelay(true) {
         tracing::debug!(%peer, error = %e, "cannot set TCP_NODELAY");
     }
@@ -79,7 +77,7 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>) {
             Ok(frame) => frame,
             Err(reason) => break reason,
         };
-        match handle_frame(frame, &state).await {
+        match handle_frame(frame, &state, peer_addr).await {
             Ok(responder) => {
                 if tx.send(responder).await.is_err() {
                     break CloseReason::Eof;
@@ -183,7 +181,11 @@ fn io_reason(e: std::io::Error) -> CloseReason {
     }
 }
 
-async fn handle_frame(frame: Bytes, state: &Rc<ServerState>) -> Result<Responder, CloseReason> {
+async fn handle_frame(
+    frame: Bytes,
+    state: &Rc<ServerState>,
+    peer: Option<std::net::SocketAddr>,
+) -> Result<Responder, CloseReason> {
     let api_key_raw = i16::from_be_bytes([frame[0], frame[1]]);
     let version = i16::from_be_bytes([frame[2], frame[3]]);
     let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
@@ -202,7 +204,7 @@ async fn handle_frame(frame: Bytes, state: &Rc<ServerState>) -> Result<Responder
     let mut buf = frame;
     let header = RequestHeader::decode(&mut buf, api_key.request_header_version(version))
         .map_err(|_| CloseReason::BadHeader)?;
-    handlers::dispatch(state, api_key, header, buf)
+    handlers::dispatch(state, api_key, header, buf, peer)
         .await
         .map_err(CloseReason::Handler)
 }

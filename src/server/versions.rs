@@ -69,6 +69,76 @@ pub const API_RANGES: &[ApiRange] = &[
         max: 4,
         served_min: 1,
     },
+    ApiRange {
+        key: ApiKey::FindCoordinator,
+        advertised_min: 0,
+        max: 6,
+        served_min: 0,
+    },
+    // JoinGroup from v0: librdkafka < 2.11 enables its balanced consumer only
+    // when JoinGroup v0 is advertised (Kafka re-added v0-v1 in 4.0.1).
+    ApiRange {
+        key: ApiKey::JoinGroup,
+        advertised_min: 0,
+        max: 9,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::SyncGroup,
+        advertised_min: 0,
+        max: 5,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::Heartbeat,
+        advertised_min: 0,
+        max: 4,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::LeaveGroup,
+        advertised_min: 0,
+        max: 5,
+        served_min: 0,
+    },
+    // OffsetCommit and OffsetFetch stop at Kafka 4.0's 9: v10 (Kafka 4.2)
+    // names topics by id.
+    ApiRange {
+        key: ApiKey::OffsetCommit,
+        advertised_min: 2,
+        max: 9,
+        served_min: 2,
+    },
+    ApiRange {
+        key: ApiKey::OffsetFetch,
+        advertised_min: 1,
+        max: 9,
+        served_min: 1,
+    },
+    ApiRange {
+        key: ApiKey::ListGroups,
+        advertised_min: 0,
+        max: 5,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::DescribeGroups,
+        advertised_min: 0,
+        max: 6,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::DeleteGroups,
+        advertised_min: 0,
+        max: 2,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::OffsetDelete,
+        advertised_min: 0,
+        max: 0,
+        served_min: 0,
+    },
 ];
 
 /// The range of `key`, if served.
@@ -104,5 +174,31 @@ mod tests {
         assert!(is_served(ApiKey::Fetch, 4));
         assert!(is_served(ApiKey::Metadata, 0));
         assert!(!is_served(ApiKey::Produce, 2));
+    }
+
+    #[test]
+    fn group_ranges_cover_every_client() {
+        // librdkafka < 2.11 needs JoinGroup v0 advertised; librdkafka caps
+        // FindCoordinator at 2 and LeaveGroup at 1; kafka-python caps
+        // JoinGroup at 5; the KIP-848-aware librdkafka feature map wants
+        // OffsetCommit/OffsetFetch v9; KafkaJS uses OffsetCommit v5.
+        for (key, versions) in [
+            (ApiKey::FindCoordinator, 0..=6),
+            (ApiKey::JoinGroup, 0..=9),
+            (ApiKey::SyncGroup, 0..=5),
+            (ApiKey::Heartbeat, 0..=4),
+            (ApiKey::LeaveGroup, 0..=5),
+            (ApiKey::OffsetCommit, 2..=9),
+            (ApiKey::OffsetFetch, 1..=9),
+            (ApiKey::ListGroups, 0..=5),
+            (ApiKey::DescribeGroups, 0..=6),
+            (ApiKey::DeleteGroups, 0..=2),
+            (ApiKey::OffsetDelete, 0..=0),
+        ] {
+            for version in versions {
+                assert!(is_served(key, version), "{key:?} v{version}");
+            }
+        }
+        assert_eq!(range_of(ApiKey::JoinGroup).unwrap().advertised_min, 0);
     }
 }

@@ -25,7 +25,10 @@ use crate::config::{BrokerConfig, FlushPolicy};
 use crate::group::service::GroupShard;
 use crate::partition::{Partition, PartitionSettings};
 use crate::protocol::ErrorCode;
-use crate::storage::{Log, LogConfig};
+use crate::storage::{CompactionConfig, CompactionOutcome, Log, LogConfig};
+
+/// Kafka's `log.cleaner.backoff.ms`: pause between compaction rounds.
+const LOG_CLEANER_BACKOFF_MS: u64 = 15_000;
 use messages::{
     FetchItem, FetchResult, ListOffsetsItem, ListOffsetsResult, ProduceItem, ProduceResult,
     ShardReply, ShardRequest, TopicPartition,
@@ -47,6 +50,7 @@ pub struct Shard {
     /// Serialises controller work (shard 0 only).
     pub controller_lock: glommio::sync::Semaphore,
     fetch_waiters: Cell<usize>,
+    closing: Cell<bool>,
     /// Group coordinators of the offsets partitions this shard owns.
     pub groups: GroupShard,
 }
@@ -96,6 +100,7 @@ impl Shard {
             router,
             controller_lock: glommio::sync::Semaphore::new(1),
             fetch_waiters: Cell::new(0),
+            closing: Cell::new(false),
             groups: GroupShard::default(),
         })
     }
@@ -482,8 +487,69 @@ impl Shard {
         }
     }
 
+    /// Every `log.cleaner.backoff.ms`, compacts the partitions of compacted
+    /// topics this shard owns, one at a time (each compaction yields, so
+    /// produce and fetch keep running). Stops when the shard shuts down.
+    pub async fn compaction_loop(self: Rc<Self>) {
+        loop {
+            glommio::timer::sleep(Duration::from_millis(LOG_CLEANER_BACKOFF_MS)).await;
+            if self.closing.get() {
+                return;
+            }
+            let image = self.image();
+            let partitions: Vec<Rc<Partition>> =
+                self.partitions.borrow().values().cloned().collect();
+            for partition in partitions {
+                let Some(topic) = image.topic(&partition.topic) else {
+                    continue;
+                };
+                let broker = &self.config.broker_defaults;
+                if !topic.configs.cleanup_policy_compact(broker) {
+                    continue;
+                }
+                let config = CompactionConfig {
+                    compact: true,
+                    delete_retention_ms: topic
+                        .configs
+                        .get("delete.retention.ms", broker)
+                        .parse()
+                        .unwrap_or(86_400_000),
+                    min_cleanable_dirty_ratio: topic
+                        .configs
+                        .get("min.cleanable.dirty.ratio", broker)
+                        .parse()
+                        .unwrap_or(0.5),
+                    min_compaction_lag_ms: topic
+                        .configs
+                        .get("min.compaction.lag.ms", broker)
+                        .parse()
+                        .unwrap_or(0),
+                    ..CompactionConfig::default()
+                };
+                match partition.compact(&config).await {
+                    Ok(stats) if stats.outcome == CompactionOutcome::Cleaned => tracing::info!(
+                        topic = %partition.topic,
+                        partition = partition.index,
+                        records_read = stats.records_read,
+                        records_retained = stats.records_retained,
+                        bytes_written = stats.bytes_written,
+                        "compacted"
+                    ),
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!(topic = %partition.topic, partition = partition.index, error = %e, "compaction failed")
+                    }
+                }
+                if self.closing.get() {
+                    return;
+                }
+            }
+        }
+    }
+
     /// Closes every partition log (clean shutdown).
     pub async fn close_all(&self) -> usize {
+        self.closing.set(true);
         self.groups.stop_all();
         let partitions: Vec<Rc<Partition>> = self.partitions.borrow().values().cloned().collect();
         let mut failures = 0;

@@ -6,6 +6,11 @@
 //!   line per entry (Kafka's `LeaderEpochCheckpointFile`, version 0).
 //! - `partition.metadata`: `version: 0\ntopic_id: <id>\n`, the topic id in
 //!   Kafka's form (URL-safe base64 of the 16 bytes, no padding).
+//! - `cleaner-offset-checkpoint`: how far compaction has cleaned the log.
+//!   Kafka keeps one such file per log directory with a `topic partition
+//!   offset` line per compacted partition (`OffsetCheckpointFile`, version
+//!   0); ringbroker keeps one per partition directory, in the same format
+//!   with the single line of its own partition.
 //!
 //! Writes go to a `.tmp` file, are fsynced, renamed over the target and the
 //! directory is fsynced, as Kafka's `CheckpointFile` does.
@@ -26,6 +31,66 @@ use super::error::StorageError;
 pub const LEADER_EPOCH_CHECKPOINT_FILE: &str = "leader-epoch-checkpoint";
 /// File name of the partition metadata.
 pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
+
+/// File name of the per-partition cleaner checkpoint.
+pub const CLEANER_OFFSET_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
+
+/// Text of a `cleaner-offset-checkpoint` holding `first_dirty_offset` for
+/// the partition whose directory is named `dir_name` (`<topic>-<partition>`;
+/// a name without a numeric suffix is written whole, with partition 0).
+pub fn encode_cleaner_checkpoint(dir_name: &str, first_dirty_offset: i64) -> String {
+    let (topic, partition) = match dir_name.rsplit_once('-') {
+        Some((topic, partition))
+            if !topic.is_empty() && partition.parse::<i32>().is_ok_and(|p| p >= 0) =>
+        {
+            (topic, partition)
+        }
+        _ => (dir_name, "0"),
+    };
+    format!("0\n1\n{topic} {partition} {first_dirty_offset}\n")
+}
+
+/// The first dirty offset in a `cleaner-offset-checkpoint`, or `None` when
+/// it holds no entry.
+///
+/// # Errors
+/// A sentence saying what does not parse.
+pub fn decode_cleaner_checkpoint(text: &str) -> Result<Option<i64>, String> {
+    let mut lines = text.lines();
+    let version = lines.next().ok_or("missing version line")?;
+    if version.trim() != "0" {
+        return Err(format!("unsupported version {version:?}"));
+    }
+    let count: usize = lines
+        .next()
+        .ok_or("missing count line")?
+        .trim()
+        .parse()
+        .map_err(|_| "count is not a number".to_string())?;
+    if count > 1 {
+        return Err(format!("{count} entries in a per-partition checkpoint"));
+    }
+    let mut offset = None;
+    for line in lines.by_ref().take(count) {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields.as_slice() {
+            [_topic, partition, value]
+                if partition.parse::<i32>().is_ok()
+                    && value.parse::<i64>().is_ok_and(|v| v >= 0) =>
+            {
+                offset = value.parse::<i64>().ok();
+            }
+            _ => return Err(format!("malformed entry line {line:?}")),
+        }
+    }
+    if count == 1 && offset.is_none() {
+        return Err("missing entry line".to_string());
+    }
+    if lines.any(|line| !line.trim().is_empty()) {
+        return Err("trailing lines after the entries".to_string());
+    }
+    Ok(offset)
+}
 
 /// One leader epoch and the first offset written in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,6 +347,20 @@ mod tests {
         assert_eq!(decode_leader_epoch_checkpoint("0\n0\n").unwrap(), vec![]);
         assert!(decode_leader_epoch_checkpoint("0\n2\n0 0\n").is_err());
         assert!(decode_leader_epoch_checkpoint("1\n0\n").is_err());
+    }
+
+    /// The cleaner checkpoint uses Kafka's `OffsetCheckpointFile` layout with
+    /// one entry and parses back; damage is refused.
+    #[test]
+    fn cleaner_checkpoint_round_trips() {
+        let text = encode_cleaner_checkpoint("__consumer_offsets-17", 4242);
+        assert_eq!(text, "0\n1\n__consumer_offsets 17 4242\n");
+        assert_eq!(decode_cleaner_checkpoint(&text).unwrap(), Some(4242));
+        assert_eq!(encode_cleaner_checkpoint("odd", 5), "0\n1\nodd 0 5\n");
+        assert_eq!(decode_cleaner_checkpoint("0\n0\n").unwrap(), None);
+        assert!(decode_cleaner_checkpoint("0\n1\n").is_err());
+        assert!(decode_cleaner_checkpoint("0\n1\nt 0 x\n").is_err());
+        assert!(decode_cleaner_checkpoint("1\n1\nt 0 5\n").is_err());
     }
 
     /// Topic ids use Kafka's base64url-without-padding form (checked against

@@ -63,6 +63,13 @@ pub enum StorageError {
         /// The partition directory.
         dir: PathBuf,
     },
+    /// `Log::compact` was called while another compaction of the same log
+    /// runs.
+    #[error("log {dir} is already being compacted")]
+    CompactionInProgress {
+        /// The partition directory.
+        dir: PathBuf,
+    },
     /// `Log::create` found segment files already in the directory.
     #[error("log directory {dir} already holds a log")]
     AlreadyExists {

@@ -69,6 +69,11 @@ impl OffsetIndex {
         self.entries.len() >= self.entries_max
     }
 
+    /// Number of entries (the file holds 8 bytes per entry).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
     /// The last entry, if any.
     pub fn last(&self) -> Option<OffsetPosition> {
         self.entries
@@ -214,6 +219,11 @@ impl TimeIndex {
     /// left; the segment must roll.
     pub fn is_full(&self) -> bool {
         self.entries.len() + 1 >= self.entries_max
+    }
+
+    /// Number of entries (the file holds 12 bytes per entry).
+    pub fn len(&self) -> usize {
+        self.entries.len()
     }
 
     /// The last entry, if any.

@@ -15,7 +15,10 @@
 //!   fdatasync covers every append made before it started (group commit).
 //! - Reads take a plan under the state borrow and do their I/O without it:
 //!   offsets still in the in-memory tail come from there (never evicted
-//!   before they are written), older ones from the segment files.
+//!   before they are written), older ones from the segment files. Offsets
+//!   need not be contiguous: compaction (`compaction.rs`) removes records
+//!   from closed segments, so a read at an offset that no longer exists
+//!   returns the next batch after it, as Kafka does.
 //!
 //! Everything lives on the partition's shard: `Log` is `Rc` based and `!Send`.
 
@@ -32,6 +35,7 @@ use std::{
 
 use bytes::Bytes;
 use futures::channel::oneshot;
+use glommio::io::DmaFile;
 use tracing::{error, info, warn};
 use uuid::Uuid;
 
@@ -257,6 +261,14 @@ struct LogState {
     lifecycle: Lifecycle,
     failure: Option<StorageError>,
     leader_epochs: Vec<EpochEntry>,
+    /// First offset not yet cleaned by compaction (Kafka's cleaner
+    /// checkpoint), from `cleaner-offset-checkpoint`; `None` before the first
+    /// compaction.
+    cleaner_checkpoint: Option<i64>,
+    /// A compaction is running on this log.
+    compaction_running: bool,
+    /// `close` calls waiting for the running compaction to end.
+    compaction_waiters: Vec<oneshot::Sender<()>>,
 }
 
 impl LogState {
@@ -359,8 +371,12 @@ impl LogState {
     }
 
     /// Plans a file read of the segment holding `next_offset`, up to the
-    /// first batch still in the tail (everything before it is written).
-    fn plan_file_read(&self, dir: &Path, next_offset: i64) -> FileReadPlan {
+    /// first batch still in the tail (everything before it is written). When
+    /// no batch of that segment's file reaches `next_offset` (compaction
+    /// removed the records at the end of the segment, or all of them), says
+    /// where the next batch may be instead: the next segment's base offset,
+    /// or the first batch of the tail.
+    fn plan_file_read(&self, dir: &Path, next_offset: i64) -> FilePlan {
         let holders = self
             .segments
             .partition_point(|segment| segment.base_offset <= next_offset);
@@ -372,23 +388,30 @@ impl LogState {
             }
             _ => (segment.size_bytes, segment.next_offset),
         };
-        assert!(
-            next_offset < end_offset,
-            "offset {next_offset} has no written batch in its segment"
-        );
+        if next_offset >= end_offset {
+            let skip_to = match self.segments.get(holders) {
+                Some(next) if end_offset == segment.next_offset => next.base_offset,
+                _ => end_offset,
+            };
+            assert!(
+                skip_to > next_offset,
+                "offset {next_offset} has no written batch in its segment and nothing after it"
+            );
+            return FilePlan::SkipTo(skip_to);
+        }
         let file = match &segment.file {
             Some(file) => file.clone(),
             None => unreachable!("a segment with written batches has a file"),
         };
         let start_position = u64::from(segment.offset_index.lookup(next_offset).position);
         assert!(start_position < end_position);
-        FileReadPlan {
+        FilePlan::Read(FileReadPlan {
             file,
             path: segment_file_path(dir, segment.base_offset, LOG_FILE_EXTENSION),
             start_position,
             end_position,
             end_offset,
-        }
+        })
     }
 
     fn resolve_written_waiters(&mut self) {
@@ -416,6 +439,15 @@ impl LogState {
             false
         });
     }
+}
+
+/// What a read does next in the segment files.
+enum FilePlan {
+    /// Read batches from a segment file.
+    Read(FileReadPlan),
+    /// Nothing at or after the offset in its segment's file; continue at
+    /// this offset.
+    SkipTo(i64),
 }
 
 /// Bytes the writer copied into the appender but has not seen written.
@@ -506,6 +538,7 @@ impl Log {
             Some(topic_id),
             vec![segment],
             Vec::new(),
+            None,
         )
         .await
     }
@@ -529,6 +562,7 @@ impl Log {
             recovered.topic_id,
             recovered.segments,
             recovered.leader_epochs,
+            recovered.cleaner_checkpoint,
         )
         .await?;
         info!(
@@ -547,6 +581,7 @@ impl Log {
         topic_id: Option<Uuid>,
         segments: Vec<Segment>,
         leader_epochs: Vec<EpochEntry>,
+        cleaner_checkpoint: Option<i64>,
     ) -> Result<Log, StorageError> {
         assert!(!segments.is_empty());
         let active = &segments[segments.len() - 1];
@@ -587,6 +622,9 @@ impl Log {
                 lifecycle: Lifecycle::Open,
                 failure: None,
                 leader_epochs,
+                cleaner_checkpoint,
+                compaction_running: false,
+                compaction_waiters: Vec::new(),
             }),
             writer_signal: signal.clone(),
             writer_exited: writer_exited.clone(),
@@ -889,7 +927,13 @@ impl Log {
                         state.read_cache(next_offset, &limits, &mut result, &mut batch_count);
                         break;
                     }
-                    _ => state.plan_file_read(&self.shared.dir, next_offset),
+                    _ => match state.plan_file_read(&self.shared.dir, next_offset) {
+                        FilePlan::Read(plan) => plan,
+                        FilePlan::SkipTo(skip_to) => {
+                            next_offset = skip_to;
+                            continue;
+                        }
+                    },
                 }
             };
             let limits = ReadLimits {
@@ -1010,13 +1054,32 @@ impl Log {
     }
 
     /// Writes and fdatasyncs everything appended, cuts the active segment to
-    /// its real size, and writes and fsyncs its indexes. Later appends and
-    /// flushes fail with [`StorageError::Closed`]; reads still work.
-    /// Idempotent.
+    /// its real size, and writes and fsyncs its indexes. A running
+    /// compaction stops at its next batch (an unfinished segment rewrite is
+    /// discarded) and `close` returns only once it has. Later appends,
+    /// flushes and compactions fail with [`StorageError::Closed`]; reads
+    /// still work. Idempotent.
     ///
     /// # Errors
     /// The writer's error when a write, truncate or sync failed.
     pub async fn close(&self) -> Result<(), StorageError> {
+        let result = self.close_writer().await;
+        let compaction_ended = {
+            let mut state = self.shared.state.borrow_mut();
+            state.compaction_running.then(|| {
+                let (sender, receiver) = oneshot::channel();
+                state.compaction_waiters.push(sender);
+                receiver
+            })
+        };
+        if let Some(compaction_ended) = compaction_ended {
+            // Canceled only if the guard's log went away, which also ends it.
+            let _ = compaction_ended.await;
+        }
+        result
+    }
+
+    async fn close_writer(&self) -> Result<(), StorageError> {
         let receiver = {
             let mut state = self.shared.state.borrow_mut();
             if let Some(failure) = &state.failure {
@@ -1346,6 +1409,15 @@ async fn writer_roll(
         time_index_bytes,
     )
     .await?;
+    {
+        let mut state = shared.state.borrow_mut();
+        let position = state
+            .segments
+            .partition_point(|segment| segment.base_offset < old_base_offset);
+        let old = &mut state.segments[position];
+        assert_eq!(old.base_offset, old_base_offset);
+        old.files_complete = true;
+    }
 
     let file = create_segment_file(&shared.dir, new_base_offset).await?;
     {
@@ -1443,11 +1515,183 @@ async fn writer_close(
     Ok(())
 }
 
+/// What compaction needs of a closed segment, copied out under the borrow.
+#[derive(Debug, Clone)]
+pub(super) struct SegmentSnapshot {
+    pub base_offset: i64,
+    pub size_bytes: u64,
+    pub max_timestamp: i64,
+    pub offset_index_entries: usize,
+    pub time_index_entries: usize,
+    pub file: Rc<DmaFile>,
+}
+
+/// The log as compaction plans it: its offsets and the closed segments it
+/// may rewrite.
+#[derive(Debug, Clone)]
+pub(super) struct CompactionSnapshot {
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+    /// Base offset of the first segment compaction must not touch: the
+    /// active segment, or a closed one whose roll the writer is finishing.
+    pub first_unfinished_base_offset: i64,
+    pub cleaner_checkpoint: Option<i64>,
+    /// The closed, finished segments before it, in offset order.
+    pub segments: Vec<SegmentSnapshot>,
+}
+
+/// Marks a compaction as running; clears the mark and wakes `close` when
+/// dropped.
+pub(super) struct CompactionGuard {
+    log: Log,
+}
+
+impl Drop for CompactionGuard {
+    fn drop(&mut self) {
+        let mut state = self.log.shared.state.borrow_mut();
+        state.compaction_running = false;
+        for waiter in state.compaction_waiters.drain(..) {
+            let _ = waiter.send(());
+        }
+    }
+}
+
+/// The hooks `compaction.rs` uses; everything else of the state stays here.
+impl Log {
+    /// The log's settings.
+    pub(super) fn config(&self) -> &LogConfig {
+        &self.shared.config
+    }
+
+    /// Starts a compaction: fails when the log is closing or failed, or when
+    /// another compaction runs.
+    pub(super) fn compaction_begin(&self) -> Result<CompactionGuard, StorageError> {
+        let mut state = self.shared.state.borrow_mut();
+        state.check_appendable(&self.shared.dir)?;
+        if state.compaction_running {
+            return Err(StorageError::CompactionInProgress {
+                dir: self.shared.dir.clone(),
+            });
+        }
+        state.compaction_running = true;
+        Ok(CompactionGuard { log: self.clone() })
+    }
+
+    /// Fails once the log is closing (a compaction then stops) or failed.
+    pub(super) fn compaction_check_open(&self) -> Result<(), StorageError> {
+        self.shared
+            .state
+            .borrow()
+            .check_appendable(&self.shared.dir)
+    }
+
+    pub(super) fn compaction_snapshot(&self) -> CompactionSnapshot {
+        let state = self.shared.state.borrow();
+        assert!(state.compaction_running);
+        let closed = &state.segments[..state.segments.len() - 1];
+        let finished = closed
+            .iter()
+            .take_while(|segment| segment.files_complete)
+            .count();
+        let first_unfinished_base_offset = state.segments[finished].base_offset;
+        let segments = closed[..finished]
+            .iter()
+            .map(|segment| SegmentSnapshot {
+                base_offset: segment.base_offset,
+                size_bytes: segment.size_bytes,
+                max_timestamp: segment.max_timestamp,
+                offset_index_entries: segment.offset_index.len(),
+                time_index_entries: segment.time_index.len(),
+                file: match &segment.file {
+                    Some(file) => file.clone(),
+                    None => unreachable!("a finished segment has its file open"),
+                },
+            })
+            .collect();
+        CompactionSnapshot {
+            log_start_offset: state.log_start_offset(),
+            log_end_offset: state.log_end_offset,
+            first_unfinished_base_offset,
+            cleaner_checkpoint: state.cleaner_checkpoint,
+            segments,
+        }
+    }
+
+    /// File position of the indexed batch at or before `offset` in the
+    /// segment at `base_offset`.
+    pub(super) fn offset_index_position(&self, base_offset: i64, offset: i64) -> u64 {
+        let state = self.shared.state.borrow();
+        let position = state
+            .segments
+            .partition_point(|segment| segment.base_offset < base_offset);
+        let segment = &state.segments[position];
+        assert_eq!(segment.base_offset, base_offset);
+        u64::from(segment.offset_index.lookup(offset).position)
+    }
+
+    /// Puts the compacted `segment` in place of the closed segments at
+    /// `replaced_base_offsets` (consecutive; the first shares the new
+    /// segment's base offset), in one step: reads planned before keep their
+    /// handles on the old files, reads planned after see the new one. Tail
+    /// batches of the replaced segments are dropped from memory, their
+    /// positions being those of the old files.
+    ///
+    /// # Panics
+    /// If the replaced segments are not consecutive, finished, closed
+    /// segments, or the new one holds offsets past them.
+    pub(super) fn compaction_swap(&self, replaced_base_offsets: &[i64], segment: Segment) {
+        assert!(!replaced_base_offsets.is_empty());
+        assert_eq!(segment.base_offset, replaced_base_offsets[0]);
+        assert!(segment.files_complete);
+        assert!(segment.file.is_some());
+        let mut state = self.shared.state.borrow_mut();
+        assert!(state.compaction_running);
+        let start = state
+            .segments
+            .partition_point(|existing| existing.base_offset < segment.base_offset);
+        let end = start + replaced_base_offsets.len();
+        assert!(
+            end < state.segments.len(),
+            "the active segment is never replaced"
+        );
+        for (existing, &base_offset) in state.segments[start..end].iter().zip(replaced_base_offsets)
+        {
+            assert_eq!(existing.base_offset, base_offset);
+            assert!(existing.files_complete);
+        }
+        let group_end_offset = state.segments[end].base_offset;
+        assert!(segment.next_offset <= group_end_offset);
+        state.segments.splice(start..end, std::iter::once(segment));
+        let written_offset = state.written_offset;
+        while let Some(front) = state.cache.front() {
+            if front.base_offset >= group_end_offset {
+                break;
+            }
+            assert!(front.last_offset < written_offset);
+            let total_bytes = front.total_bytes();
+            state.cached_bytes -= total_bytes;
+            state.cache.pop_front();
+        }
+    }
+
+    /// Records how far compaction has cleaned the log.
+    pub(super) fn set_cleaner_checkpoint(&self, first_dirty_offset: i64) {
+        let mut state = self.shared.state.borrow_mut();
+        assert!(first_dirty_offset >= state.log_start_offset());
+        assert!(first_dirty_offset <= state.log_end_offset);
+        state.cleaner_checkpoint = Some(first_dirty_offset);
+    }
+}
+
 #[cfg(test)]
 impl Log {
     /// Simulates a crash of this log: drops the handle (the caller must hold
     /// no other) and waits until the writer task has exited and its issued
     /// writes completed, so a reopen of the directory races with nothing.
+    pub(crate) fn active_base_offset_for_tests(&self) -> i64 {
+        self.shared.state.borrow().active_segment().base_offset
+    }
+
     pub(crate) async fn crash_for_tests(self) {
         let exited = self.shared.writer_exited.clone();
         drop(self);

@@ -13,19 +13,26 @@
 //! (the O_DIRECT appender), `index.rs` (offset and time indexes),
 //! `reader.rs` (cold reads, record lookups), `recovery.rs` (open-time
 //! checks and truncation), `checkpoint.rs` (the small metadata files),
-//! `notify.rs` (wake-up primitives), `error.rs`.
+//! `notify.rs` (wake-up primitives), `error.rs`; compaction in
+//! `compaction.rs` (the rounds and segment swaps), `offset_map.rs` (the
+//! bounded key -> offset map) and `batch_rewrite.rs` (records of one batch,
+//! decoded and rebuilt).
 
 mod appender;
+mod batch_rewrite;
 mod checkpoint;
+mod compaction;
 mod error;
 mod index;
 mod log;
 mod notify;
+mod offset_map;
 mod reader;
 mod recovery;
 mod segment;
 
 pub use checkpoint::EpochEntry;
+pub use compaction::{CompactionConfig, CompactionOutcome, CompactionRequest, CompactionStats};
 pub use error::StorageError;
 pub use log::{AppendInfo, Log, LogConfig, LogStats, ReadResult};
 pub use segment::ensure_iopoll_probed;

@@ -4,9 +4,19 @@
 //!
 //! The rules, in order:
 //!
+//! - First an interrupted compaction is finished or discarded, as Kafka's
+//!   `LogLoader` does: `.cleaned` files were never committed and are
+//!   deleted; a `NNN.log.swap` was committed (it is fully written and synced
+//!   before it gets that name), so every segment file whose base offset lies
+//!   in `[NNN, end of the swap's last batch)` is deleted and the swap is
+//!   renamed over the segment it replaces; the indexes of a swapped segment
+//!   are rebuilt unless their own `.swap` files came with it. Index `.swap`
+//!   files without a `.log.swap` are uncommitted and deleted.
 //! - Segments are the `NNNNNNNNNNNNNNNNNNNN.log` files, in base-offset order.
-//!   Each must start at the offset where the previous one ended; the first
-//!   that does not, and every one after it, is garbage and is deleted.
+//!   Offsets only have to increase: compaction leaves gaps inside and
+//!   between segments, and a segment's first batch may start after its base
+//!   offset. A segment that starts below the end of the previous one
+//!   overlaps it; it and every one after it are garbage and are deleted.
 //! - A closed segment (and, after a clean shutdown, the active one too) keeps
 //!   its indexes when they pass the checks: whole entries, ascending,
 //!   positions inside the file, the first and last offset-index entries
@@ -16,7 +26,8 @@
 //!   are trusted, like Kafka's own sanity check does. Otherwise the segment is
 //!   scanned from its start and its indexes rebuilt.
 //! - After an unclean shutdown the active segment is always scanned from its
-//!   start: every batch must parse, pass its CRC and continue the offsets.
+//!   start: every batch must parse, pass its CRC and start above the end of
+//!   the previous one.
 //!   The file is cut at the first one that does not (torn write, zero padding
 //!   of an O_DIRECT block, garbage). A closed segment cut this way becomes
 //!   the last one and the segments after it are garbage.
@@ -24,7 +35,10 @@
 //! Runs once per log on the partition's shard, before the log serves; long
 //! scans yield to the executor.
 
-use std::{path::Path, rc::Rc};
+use std::{
+    path::{Path, PathBuf},
+    rc::Rc,
+};
 
 use glommio::io::{DmaFile, OpenOptions};
 use tracing::warn;
@@ -32,10 +46,10 @@ use uuid::Uuid;
 
 use super::{
     checkpoint::{
-        decode_leader_epoch_checkpoint, decode_partition_metadata, encode_leader_epoch_checkpoint,
-        read_file_if_exists, remove_file_if_exists, run_blocking, sync_directory,
-        write_file_atomically, write_file_synced, EpochEntry, LEADER_EPOCH_CHECKPOINT_FILE,
-        PARTITION_METADATA_FILE,
+        decode_cleaner_checkpoint, decode_leader_epoch_checkpoint, decode_partition_metadata,
+        encode_leader_epoch_checkpoint, read_file_if_exists, remove_file_if_exists, run_blocking,
+        sync_directory, write_file_atomically, write_file_synced, EpochEntry,
+        CLEANER_OFFSET_CHECKPOINT_FILE, LEADER_EPOCH_CHECKPOINT_FILE, PARTITION_METADATA_FILE,
     },
     error::StorageError,
     index::{OffsetIndex, TimeIndex, OFFSET_INDEX_ENTRY_BYTES, TIME_INDEX_ENTRY_BYTES},
@@ -47,6 +61,15 @@ use super::{
     },
 };
 use crate::protocol::record_batch::validate_batch;
+
+/// Suffix of a compacted segment's files while they are written
+/// (uncommitted).
+pub const CLEANED_FILE_SUFFIX: &str = "cleaned";
+/// Suffix of a compacted segment's files once committed, until they replace
+/// the segments they were cleaned from.
+pub const SWAP_FILE_SUFFIX: &str = "swap";
+/// Suffix Kafka gives segment files scheduled for deletion.
+pub const DELETED_FILE_SUFFIX: &str = "deleted";
 
 /// Bytes read per DMA read while scanning a segment.
 const RECOVERY_CHUNK_BYTES: usize = 1 << 20;
@@ -62,6 +85,8 @@ pub struct RecoveredLog {
     pub topic_id: Option<Uuid>,
     /// From `leader-epoch-checkpoint`, cut at the log end.
     pub leader_epochs: Vec<EpochEntry>,
+    /// From `cleaner-offset-checkpoint`, when present and readable.
+    pub cleaner_checkpoint: Option<i64>,
 }
 
 /// Result of scanning one segment from its start.
@@ -83,8 +108,9 @@ pub async fn recover_log(
     clean_shutdown: bool,
     now_ms: i64,
 ) -> Result<RecoveredLog, StorageError> {
-    let base_offsets = list_segment_base_offsets(dir).await?;
     ensure_iopoll_probed(dir).await?;
+    finish_interrupted_swaps(dir).await?;
+    let base_offsets = list_segment_base_offsets(dir).await?;
     let topic_id = read_partition_metadata(dir).await?;
     let mut leader_epochs = read_leader_epochs(dir).await?;
     let mut segments: Vec<Segment> = Vec::new();
@@ -138,11 +164,215 @@ pub async fn recover_log(
         )
         .await?;
     }
+    let cleaner_checkpoint = read_cleaner_checkpoint(dir).await?;
     Ok(RecoveredLog {
         segments,
         topic_id,
         leader_epochs,
+        cleaner_checkpoint,
     })
+}
+
+/// The cleaner checkpoint, or `None` when it is missing. A damaged one is
+/// only a lost hint (the next compaction cleans the whole log), so it is
+/// logged and ignored rather than refused.
+async fn read_cleaner_checkpoint(dir: &Path) -> Result<Option<i64>, StorageError> {
+    let path = dir.join(CLEANER_OFFSET_CHECKPOINT_FILE);
+    let Some(bytes) = read_file_if_exists(path.clone()).await? else {
+        return Ok(None);
+    };
+    match decode_cleaner_checkpoint(&String::from_utf8_lossy(&bytes)) {
+        Ok(offset) => Ok(offset),
+        Err(reason) => {
+            warn!(path = %path.display(), %reason, "ignoring malformed cleaner checkpoint");
+            Ok(None)
+        }
+    }
+}
+
+/// A file name of the form `NNNNNNNNNNNNNNNNNNNN.<extension>[.<suffix>]`
+/// split into its base offset, extension and suffix.
+fn split_segment_file_name(name: &str) -> Option<(i64, &str, Option<&str>)> {
+    let (stem, rest) = name.split_once('.')?;
+    if stem.len() != 20 || !stem.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    let base_offset = stem.parse::<i64>().ok()?;
+    let (extension, suffix) = match rest.split_once('.') {
+        Some((extension, suffix)) => (extension, Some(suffix)),
+        None => (rest, None),
+    };
+    let known = [
+        LOG_FILE_EXTENSION,
+        INDEX_FILE_EXTENSION,
+        TIME_INDEX_FILE_EXTENSION,
+    ];
+    known
+        .contains(&extension)
+        .then_some((base_offset, extension, suffix))
+}
+
+/// Finishes or discards a compaction interrupted by a crash; see the module
+/// comment. Kafka's `LogLoader.removeTempFilesAndCollectSwapFiles` and the
+/// swap passes of `LogLoader.load`.
+async fn finish_interrupted_swaps(dir: &Path) -> Result<(), StorageError> {
+    let listed_dir = dir.to_path_buf();
+    let names: Vec<String> = run_blocking(move || {
+        let entries = std::fs::read_dir(&listed_dir)
+            .map_err(|error| StorageError::io("listing", &listed_dir, error))?;
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|error| StorageError::io("listing", &listed_dir, error))?;
+            if let Some(name) = entry.file_name().to_str() {
+                names.push(name.to_string());
+            }
+        }
+        Ok::<_, StorageError>(names)
+    })
+    .await?;
+    let mut changed = false;
+    let mut log_swaps = Vec::new();
+    let mut index_swaps = Vec::new();
+    for name in &names {
+        let Some((base_offset, extension, suffix)) = split_segment_file_name(name) else {
+            continue;
+        };
+        match suffix {
+            Some(CLEANED_FILE_SUFFIX) | Some(DELETED_FILE_SUFFIX) => {
+                warn!(dir = %dir.display(), file = %name, "deleting a file left by an interrupted compaction");
+                remove_file_if_exists(dir.join(name)).await?;
+                changed = true;
+            }
+            Some(SWAP_FILE_SUFFIX) if extension == LOG_FILE_EXTENSION => {
+                log_swaps.push(base_offset)
+            }
+            Some(SWAP_FILE_SUFFIX) => index_swaps.push((base_offset, extension)),
+            _ => {}
+        }
+    }
+    for &(base_offset, extension) in &index_swaps {
+        if !log_swaps.contains(&base_offset) {
+            let path = swap_file_path(dir, base_offset, extension);
+            warn!(path = %path.display(), "deleting an uncommitted index swap file");
+            remove_file_if_exists(path).await?;
+            changed = true;
+        }
+    }
+    if !log_swaps.is_empty() {
+        let mut replaced_from = i64::MAX;
+        let mut replaced_to = i64::MIN;
+        for &base_offset in &log_swaps {
+            let next_offset = swap_next_offset(dir, base_offset).await?;
+            replaced_from = replaced_from.min(base_offset);
+            replaced_to = replaced_to.max(next_offset);
+        }
+        for name in &names {
+            let Some((base_offset, extension, None)) = split_segment_file_name(name) else {
+                continue;
+            };
+            let replaced = base_offset >= replaced_from && base_offset < replaced_to;
+            let stale_index = extension != LOG_FILE_EXTENSION && log_swaps.contains(&base_offset);
+            if replaced || stale_index {
+                warn!(dir = %dir.display(), file = %name, "deleting a segment file replaced by an interrupted compaction");
+                remove_file_if_exists(dir.join(name)).await?;
+            }
+        }
+        for &base_offset in &log_swaps {
+            for extension in [
+                INDEX_FILE_EXTENSION,
+                TIME_INDEX_FILE_EXTENSION,
+                LOG_FILE_EXTENSION,
+            ] {
+                if extension != LOG_FILE_EXTENSION
+                    && !index_swaps.contains(&(base_offset, extension))
+                {
+                    continue;
+                }
+                let from = swap_file_path(dir, base_offset, extension);
+                let to = segment_file_path(dir, base_offset, extension);
+                warn!(path = %from.display(), "completing an interrupted compaction swap");
+                rename_file(from, to).await?;
+            }
+        }
+        changed = true;
+    }
+    if changed {
+        sync_directory(dir).await?;
+    }
+    Ok(())
+}
+
+/// `<dir>/<base offset>.<extension>.swap`.
+pub fn swap_file_path(dir: &Path, base_offset: i64, extension: &str) -> PathBuf {
+    let mut path = segment_file_path(dir, base_offset, extension).into_os_string();
+    path.push(".");
+    path.push(SWAP_FILE_SUFFIX);
+    PathBuf::from(path)
+}
+
+/// `<dir>/<base offset>.<extension>.cleaned`.
+pub fn cleaned_file_path(dir: &Path, base_offset: i64, extension: &str) -> PathBuf {
+    let mut path = segment_file_path(dir, base_offset, extension).into_os_string();
+    path.push(".");
+    path.push(CLEANED_FILE_SUFFIX);
+    PathBuf::from(path)
+}
+
+/// Renames a file (replacing any file at `to`).
+///
+/// # Errors
+/// The rename failure.
+pub async fn rename_file(from: PathBuf, to: PathBuf) -> Result<(), StorageError> {
+    run_blocking(move || {
+        std::fs::rename(&from, &to).map_err(|error| StorageError::io("renaming", &from, error))
+    })
+    .await
+}
+
+/// The offset after the last batch of a `.log.swap` file (its base offset
+/// when empty): Kafka's `readNextOffset` of the swap segment.
+async fn swap_next_offset(dir: &Path, base_offset: i64) -> Result<i64, StorageError> {
+    let path = swap_file_path(dir, base_offset, LOG_FILE_EXTENSION);
+    let file = DmaFile::open(&path)
+        .await
+        .map_err(|error| StorageError::glommio("opening", &path, error))?;
+    let file = Rc::new(file);
+    let file_size = file
+        .file_size()
+        .await
+        .map_err(|error| StorageError::glommio("stat of", &path, error))?;
+    let mut scanner = SegmentScanner::new(
+        file.clone(),
+        path.clone(),
+        0,
+        file_size,
+        RECOVERY_CHUNK_BYTES,
+    );
+    let mut next_offset = base_offset;
+    loop {
+        match scanner.peek().await? {
+            ScanStep::Batch(header) => {
+                next_offset = next_offset.max(header.last_offset() + 1);
+                scanner.advance(header.total_bytes());
+            }
+            ScanStep::End => break,
+            ScanStep::Invalid(error) => {
+                // Cannot happen to a swap file (it is synced before it is
+                // named so); the batches before the damage still bound the
+                // range it replaces.
+                warn!(path = %path.display(), %error, "swap file does not parse to its end");
+                break;
+            }
+        }
+        glommio::yield_if_needed().await;
+    }
+    drop(scanner);
+    if let Ok(file) = Rc::try_unwrap(file) {
+        file.close()
+            .await
+            .map_err(|error| StorageError::glommio("closing", &path, error))?;
+    }
+    Ok(next_offset)
 }
 
 /// Recovers each listed segment into `segments`; returns the index of the
@@ -158,12 +388,12 @@ async fn recover_segments(
     let last_index = base_offsets.len() - 1;
     for (index, &base_offset) in base_offsets.iter().enumerate() {
         if let Some(previous) = segments.last() {
-            if base_offset != previous.next_offset {
+            if base_offset < previous.next_offset {
                 warn!(
                     dir = %dir.display(),
                     base_offset,
-                    expected = previous.next_offset,
-                    "segment does not continue the log"
+                    previous_next_offset = previous.next_offset,
+                    "segment overlaps the end of the previous one"
                 );
                 return Ok(Some(index));
             }
@@ -225,6 +455,7 @@ async fn recover_segments(
             write_segment_indexes(dir, &segment).await?;
         }
         segment.file = Some(file);
+        segment.files_complete = !is_last && stopped_by.is_none();
         segments.push(segment);
         if stopped_by.is_some() && !is_last {
             return Ok(Some(index + 1));
@@ -293,8 +524,8 @@ async fn read_leader_epochs(dir: &Path) -> Result<Vec<EpochEntry>, StorageError>
 }
 
 /// Scans a segment from its start, validating every batch and rebuilding
-/// its indexes; stops at the first batch that is torn, corrupt or does not
-/// continue the offsets.
+/// its indexes; stops at the first batch that is torn, corrupt or starts
+/// below the end of the one before it.
 async fn scan_segment(
     file: &Rc<DmaFile>,
     path: &Path,
@@ -322,9 +553,9 @@ async fn scan_segment(
             }
             ScanStep::Batch(header) => header,
         };
-        if header.base_offset != segment.next_offset {
+        if header.base_offset < segment.next_offset {
             stopped_by = Some(format!(
-                "batch at byte {position} has base offset {} where {} was expected",
+                "batch at byte {position} has base offset {} below {}, the end of what precedes it",
                 header.base_offset, segment.next_offset
             ));
             break;
@@ -441,7 +672,8 @@ async fn load_segment(
         file_size,
         RECOVERY_CHUNK_BYTES,
     );
-    let mut expected_offset = (tail_start == 0).then_some(base_offset);
+    // Offsets must increase from batch to batch, gaps allowed (compaction).
+    let mut offset_min = base_offset;
     let mut next_offset = base_offset;
     let mut tail_max_timestamp = NO_TIMESTAMP;
     let mut tail_max_timestamp_offset = base_offset;
@@ -455,11 +687,9 @@ async fn load_segment(
             }
             ScanStep::Batch(header) => header,
         };
-        if expected_offset.is_some_and(|expected| expected != header.base_offset)
-            || header.base_offset < base_offset
-        {
+        if header.base_offset < offset_min {
             return Ok(Err(format!(
-                "batch at byte {position} has base offset {} where {expected_offset:?} was expected",
+                "batch at byte {position} has base offset {} below {offset_min}",
                 header.base_offset
             )));
         }
@@ -484,7 +714,7 @@ async fn load_segment(
             tail_max_timestamp_offset = header.last_offset();
         }
         next_offset = header.last_offset() + 1;
-        expected_offset = Some(next_offset);
+        offset_min = next_offset;
         scanner.advance(total_bytes);
         glommio::yield_if_needed().await;
     }
@@ -505,7 +735,7 @@ async fn load_segment(
             ENTRY_CHECK_CHUNK_BYTES,
         );
         match scanner.peek().await? {
-            ScanStep::Batch(header) if header.base_offset == base_offset => {
+            ScanStep::Batch(header) if header.base_offset >= base_offset => {
                 first_batch_timestamp = Some(header.max_timestamp);
             }
             _ => return Ok(Err("no batch at the start of the segment".to_string())),

@@ -180,6 +180,11 @@ pub struct Segment {
     /// Wall-clock creation time, used for time-based rolls when batches carry
     /// no timestamp.
     pub created_ms: i64,
+    /// The `.log` file is finished (cut to its size and synced) and the
+    /// `.index` and `.timeindex` files are written: true for closed segments
+    /// once the writer has completed their roll, for closed segments found at
+    /// open, and for compacted segments. Only such segments are compacted.
+    pub files_complete: bool,
 }
 
 impl Segment {
@@ -205,6 +210,7 @@ impl Segment {
             max_timestamp_offset: base_offset,
             first_batch_timestamp: None,
             created_ms,
+            files_complete: false,
         }
     }
 
@@ -216,10 +222,12 @@ impl Segment {
     /// Accounts for the batch `header` placed at `position` (the current end
     /// of the segment): size, next offset, timestamps and, every
     /// `index_interval_bytes`, an index entry. Kafka's `LogSegment.append`.
+    /// Offsets may skip ahead (a compacted segment is sparse) but never go
+    /// backwards.
     ///
     /// # Panics
-    /// If the batch is not placed at the end, or does not continue the
-    /// segment's offsets.
+    /// If the batch is not placed at the end, or starts below the segment's
+    /// next offset.
     pub fn index_batch(&mut self, position: u64, header: &BatchHeader, index_interval_bytes: u32) {
         assert_eq!(
             position, self.size_bytes,

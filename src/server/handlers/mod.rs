@@ -5,13 +5,24 @@
 
 pub mod api_versions;
 pub mod create_topics;
+pub mod delete_groups;
 pub mod delete_topics;
 pub mod describe_configs;
+pub mod describe_groups;
 pub mod fetch;
 pub mod find_coordinator;
+pub mod groups;
+pub mod heartbeat;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_delete;
+pub mod offset_fetch;
 pub mod produce;
+pub mod sync_group;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -66,7 +77,8 @@ pub fn ready(response: Response) -> Responder {
     Box::pin(async move { response })
 }
 
-/// Routes one request to its handler.
+/// Routes one request to its handler. `peer` is the client's address, for
+/// the group coordinator's `client_host`.
 ///
 /// # Errors
 /// A reason to close the connection (malformed body).
@@ -75,6 +87,7 @@ pub async fn dispatch(
     api_key: ApiKey,
     header: RequestHeader,
     mut body: Bytes,
+    peer: Option<std::net::SocketAddr>,
 ) -> Result<Responder, &'static str> {
     let version = header.request_api_version;
     let correlation_id = header.correlation_id;
@@ -113,6 +126,43 @@ pub async fn dispatch(
             version,
             correlation_id,
         )),
+        ApiKey::JoinGroup => join_group::handle(
+            shard,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+            groups::Client {
+                client_id: header.client_id.as_deref().unwrap_or_default().to_string(),
+                client_host: groups::client_host(peer),
+            },
+        ),
+        ApiKey::SyncGroup => {
+            sync_group::handle(shard, decode(&mut body, version)?, version, correlation_id)
+        }
+        ApiKey::Heartbeat => {
+            heartbeat::handle(shard, decode(&mut body, version)?, version, correlation_id)
+        }
+        ApiKey::LeaveGroup => {
+            leave_group::handle(shard, decode(&mut body, version)?, version, correlation_id)
+        }
+        ApiKey::OffsetCommit => {
+            offset_commit::handle(shard, decode(&mut body, version)?, version, correlation_id)
+        }
+        ApiKey::OffsetFetch => {
+            offset_fetch::handle(shard, decode(&mut body, version)?, version, correlation_id)
+        }
+        ApiKey::ListGroups => {
+            list_groups::handle(shard, decode(&mut body, version)?, version, correlation_id)
+        }
+        ApiKey::DescribeGroups => {
+            describe_groups::handle(shard, decode(&mut body, version)?, version, correlation_id)
+        }
+        ApiKey::DeleteGroups => {
+            delete_groups::handle(shard, decode(&mut body, version)?, version, correlation_id)
+        }
+        ApiKey::OffsetDelete => {
+            offset_delete::handle(shard, decode(&mut body, version)?, version, correlation_id)
+        }
         _ => return Err("API not served"),
     })
 }

@@ -96,6 +96,31 @@ fn own_batch(records: &Bytes, records_bytes_total: usize) -> Bytes {
     }
 }
 
+/// Kafka refuses records without a key in a compacted topic: compaction
+/// could never drop them. Only compacted topics pay for decoding.
+fn check_keys_if_compacted(
+    records: Option<&Bytes>,
+    compacted: bool,
+) -> Result<(), (ErrorCode, String)> {
+    let (true, Some(records)) = (compacted, records) else {
+        return Ok(());
+    };
+    let mut buf = records.clone();
+    let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut buf).map_err(|e| {
+        (
+            ErrorCode::CorruptMessage,
+            format!("cannot decode records: {e}"),
+        )
+    })?;
+    if set.records.iter().any(|r| r.key.is_none()) {
+        return Err((
+            ErrorCode::InvalidRecord,
+            "Compacted topic cannot accept message without key.".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Answers Produce.
 pub async fn handle(
     shard: &Rc<Shard>,
@@ -149,7 +174,15 @@ pub async fn handle(
                 partitions.push(refuse(ErrorCode::UnknownTopicOrPartition, None));
                 continue;
             };
-            match validate_records(partition_data.records.as_ref(), max_message_bytes) {
+            let compacted = topic
+                .configs
+                .cleanup_policy_compact(&shard.config.broker_defaults);
+            match validate_records(partition_data.records.as_ref(), max_message_bytes).and_then(
+                |header| {
+                    check_keys_if_compacted(partition_data.records.as_ref(), compacted)
+                        .map(|()| header)
+                },
+            ) {
                 Ok(header) => {
                     let position = flat.len();
                     flat.push((ti, pi));
@@ -263,6 +296,24 @@ pub async fn handle(
 mod tests {
     use super::*;
     use crate::protocol::record_batch::tests::sample_batch;
+
+    #[test]
+    fn compacted_topics_refuse_keyless_records() {
+        let keyless = Bytes::from(sample_batch(0, 2, 1));
+        assert!(check_keys_if_compacted(Some(&keyless), false).is_ok());
+        assert_eq!(
+            check_keys_if_compacted(Some(&keyless), true).unwrap_err().0,
+            ErrorCode::InvalidRecord
+        );
+        let keyed = Bytes::from(crate::protocol::record_batch::build_batch(
+            &[crate::protocol::record_batch::NewRecord {
+                key: Some(b"k"),
+                value: Some(b"v"),
+            }],
+            1,
+        ));
+        assert!(check_keys_if_compacted(Some(&keyed), true).is_ok());
+    }
 
     #[test]
     fn one_valid_batch_passes_and_two_do_not() {

@@ -1,0 +1,50 @@
+//! Heartbeat (key 12), v0-v4: keeps a member's session alive; answered at
+//! once. REBALANCE_IN_PROGRESS tells the member to rejoin.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::{ApiKey, HeartbeatRequest, HeartbeatResponse};
+
+use super::encode_response;
+use super::groups::{opt_string, string, unexpected};
+use crate::group;
+use crate::group::service::call_group;
+use crate::server::connection::Responder;
+use crate::shard::messages::{GroupCall, GroupReply};
+use crate::shard::Shard;
+
+/// The coordinator's request for a wire request of `version`.
+pub fn to_coordinator(request: &HeartbeatRequest, version: i16) -> group::HeartbeatRequest {
+    group::HeartbeatRequest {
+        group_id: string(&request.group_id),
+        generation_id: request.generation_id,
+        member_id: string(&request.member_id),
+        group_instance_id: if version >= 3 {
+            opt_string(&request.group_instance_id)
+        } else {
+            None
+        },
+    }
+}
+
+/// Answers Heartbeat.
+pub fn handle(
+    shard: &Rc<Shard>,
+    request: HeartbeatRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Responder {
+    let shard = shard.clone();
+    Box::pin(async move {
+        let call = to_coordinator(&request, version);
+        let group_id = call.group_id.clone();
+        let error = match call_group(&shard, &group_id, GroupCall::Heartbeat(call)).await {
+            GroupReply::Heartbeat(response) => response.error,
+            GroupReply::Unavailable(error) => Some(error),
+            other => Some(unexpected("Heartbeat", &other)),
+        };
+        let mut response = HeartbeatResponse::default();
+        response.error_code = group::error_code(error);
+        encode_response(ApiKey::Heartbeat, version, correlation_id, &response)
+    })
+}

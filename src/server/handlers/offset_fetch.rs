@@ -1,0 +1,344 @@
+//! OffsetFetch (key 9), v1-v9: committed offsets, answered at once.
+//!
+//! v1-v7 ask about one group (`topics` null = every committed offset, v2+);
+//! v8+ about several groups, each coordinated by its own `__consumer_offsets`
+//! partition: the groups are split by partition, each partition is asked
+//! once, and the answers are put back in request order. Partitions never
+//! committed answer offset -1, metadata "" and leader epoch -1.
+//!
+//! Group-level errors go in `error_code` from v2 (per group from v8); v1 has
+//! none, so a group-level error is given on every requested partition, as
+//! Kafka does (`OffsetFetchResponse.groupError`). `require_stable` (v7+) and
+//! the v9 member id and epoch (checked only for KIP-848 groups) are ignored.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic, OffsetFetchResponseTopics,
+};
+use kafka_protocol::messages::{ApiKey, OffsetFetchRequest, OffsetFetchResponse};
+
+use super::encode_response;
+use super::groups::{call_by_partition, group_id, string, topic_name, unexpected};
+use super::str_bytes;
+use crate::group;
+use crate::group::service::call_group;
+use crate::protocol::ErrorCode;
+use crate::server::connection::Responder;
+use crate::shard::messages::{GroupCall, GroupReply};
+use crate::shard::Shard;
+
+/// The groups a wire request of `version` asks about, in request order.
+pub fn to_coordinator(request: &OffsetFetchRequest, version: i16) -> Vec<group::OffsetFetchGroup> {
+    if version >= 8 {
+        request
+            .groups
+            .iter()
+            .map(|g| group::OffsetFetchGroup {
+                group_id: string(&g.group_id),
+                topics: g.topics.as_ref().map(|topics| {
+                    topics
+                        .iter()
+                        .map(|t| group::OffsetFetchTopic {
+                            name: string(&t.name),
+                            partition_indexes: t.partition_indexes.clone(),
+                        })
+                        .collect()
+                }),
+            })
+            .collect()
+    } else {
+        vec![group::OffsetFetchGroup {
+            group_id: string(&request.group_id),
+            topics: request.topics.as_ref().map(|topics| {
+                topics
+                    .iter()
+                    .map(|t| group::OffsetFetchTopic {
+                        name: string(&t.name),
+                        partition_indexes: t.partition_indexes.clone(),
+                    })
+                    .collect()
+            }),
+        }]
+    }
+}
+
+/// A group's answer when its coordinator could not answer: `error` at group
+/// level.
+fn failed(wanted: &group::OffsetFetchGroup, error: ErrorCode) -> group::OffsetFetchGroupResponse {
+    group::OffsetFetchGroupResponse {
+        group_id: wanted.group_id.clone(),
+        error: Some(error),
+        topics: Vec::new(),
+    }
+}
+
+/// v1-v7 answer for the one group.
+pub fn to_wire_single(
+    wanted: &group::OffsetFetchGroup,
+    response: group::OffsetFetchGroupResponse,
+    version: i16,
+) -> OffsetFetchResponse {
+    let mut wire = OffsetFetchResponse::default();
+    let partition = |p: group::OffsetFetchPartitionResponse| {
+        let mut partition = OffsetFetchResponsePartition::default();
+        partition.partition_index = p.partition_index;
+        partition.committed_offset = p.committed_offset;
+        if version >= 5 {
+            partition.committed_leader_epoch = p.committed_leader_epoch;
+        }
+        partition.metadata = Some(str_bytes(&p.metadata));
+        partition.error_code = group::error_code(p.error);
+        partition
+    };
+    match response.error {
+        Some(error) if version < 2 => {
+            // No top-level error before v2: every requested partition
+            // carries the group's error.
+            wire.topics = wanted
+                .topics
+                .iter()
+                .flatten()
+                .map(|t| {
+                    let mut topic = OffsetFetchResponseTopic::default();
+                    topic.name = topic_name(&t.name);
+                    topic.partitions = t
+                        .partition_indexes
+                        .iter()
+                        .map(|&index| {
+                            partition(group::OffsetFetchPartitionResponse {
+                                partition_index: index,
+                                committed_offset: -1,
+                                committed_leader_epoch: -1,
+                                metadata: String::new(),
+                                error: Some(error),
+                            })
+                        })
+                        .collect();
+                    topic
+                })
+                .collect();
+        }
+        Some(error) => wire.error_code = error.code(),
+        None => {
+            wire.topics = response
+                .topics
+                .into_iter()
+                .map(|t| {
+                    let mut topic = OffsetFetchResponseTopic::default();
+                    topic.name = topic_name(&t.name);
+                    topic.partitions = t.partitions.into_iter().map(partition).collect();
+                    topic
+                })
+                .collect();
+        }
+    }
+    wire
+}
+
+/// v8+ answer for one group.
+pub fn to_wire_group(response: group::OffsetFetchGroupResponse) -> OffsetFetchResponseGroup {
+    let mut wire = OffsetFetchResponseGroup::default();
+    wire.group_id = group_id(&response.group_id);
+    wire.error_code = group::error_code(response.error);
+    wire.topics = response
+        .topics
+        .into_iter()
+        .map(|t| {
+            let mut topic = OffsetFetchResponseTopics::default();
+            topic.name = topic_name(&t.name);
+            topic.partitions = t
+                .partitions
+                .into_iter()
+                .map(|p| {
+                    let mut partition = OffsetFetchResponsePartitions::default();
+                    partition.partition_index = p.partition_index;
+                    partition.committed_offset = p.committed_offset;
+                    partition.committed_leader_epoch = p.committed_leader_epoch;
+                    partition.metadata = Some(str_bytes(&p.metadata));
+                    partition.error_code = group::error_code(p.error);
+                    partition
+                })
+                .collect();
+            topic
+        })
+        .collect();
+    wire
+}
+
+fn take_groups(reply: GroupReply) -> Result<Vec<group::OffsetFetchGroupResponse>, ErrorCode> {
+    match reply {
+        GroupReply::OffsetFetch(response) => Ok(response.groups),
+        GroupReply::Unavailable(error) => Err(error),
+        other => Err(unexpected("OffsetFetch", &other)),
+    }
+}
+
+/// Answers OffsetFetch.
+pub fn handle(
+    shard: &Rc<Shard>,
+    request: OffsetFetchRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Responder {
+    let shard = shard.clone();
+    Box::pin(async move {
+        let wanted = to_coordinator(&request, version);
+        let response = if version >= 8 {
+            let items = wanted
+                .iter()
+                .map(|g| (g.group_id.clone(), g.clone()))
+                .collect();
+            let answers = call_by_partition(
+                &shard,
+                items,
+                |groups| GroupCall::OffsetFetch(group::OffsetFetchRequest { groups }),
+                take_groups,
+            )
+            .await;
+            let mut response = OffsetFetchResponse::default();
+            response.groups = wanted
+                .iter()
+                .zip(answers)
+                .map(|(g, answer)| to_wire_group(answer.unwrap_or_else(|e| failed(g, e))))
+                .collect();
+            response
+        } else {
+            let Some(one) = wanted.into_iter().next() else {
+                return encode_response(
+                    ApiKey::OffsetFetch,
+                    version,
+                    correlation_id,
+                    &OffsetFetchResponse::default(),
+                );
+            };
+            let call = GroupCall::OffsetFetch(group::OffsetFetchRequest {
+                groups: vec![one.clone()],
+            });
+            let answer = match take_groups(call_group(&shard, &one.group_id, call).await) {
+                Ok(groups) if groups.len() == 1 => groups.into_iter().next().expect("one group"),
+                Ok(_) => failed(&one, ErrorCode::CoordinatorNotAvailable),
+                Err(error) => failed(&one, error),
+            };
+            to_wire_single(&one, answer, version)
+        };
+        encode_response(ApiKey::OffsetFetch, version, correlation_id, &response)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::BytesMut;
+    use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+    use kafka_protocol::protocol::{Decodable, Encodable};
+
+    use super::*;
+
+    fn wanted() -> group::OffsetFetchGroup {
+        group::OffsetFetchGroup {
+            group_id: "g".into(),
+            topics: Some(vec![group::OffsetFetchTopic {
+                name: "t".into(),
+                partition_indexes: vec![0, 1],
+            }]),
+        }
+    }
+
+    fn answer() -> group::OffsetFetchGroupResponse {
+        group::OffsetFetchGroupResponse {
+            group_id: "g".into(),
+            error: None,
+            topics: vec![group::OffsetFetchTopicResponse {
+                name: "t".into(),
+                partitions: vec![
+                    group::OffsetFetchPartitionResponse {
+                        partition_index: 0,
+                        committed_offset: 42,
+                        committed_leader_epoch: 3,
+                        metadata: "m".into(),
+                        error: None,
+                    },
+                    group::OffsetFetchPartitionResponse {
+                        partition_index: 1,
+                        committed_offset: -1,
+                        committed_leader_epoch: -1,
+                        metadata: String::new(),
+                        error: None,
+                    },
+                ],
+            }],
+        }
+    }
+
+    #[test]
+    fn single_group_versions_encode_and_decode_back() {
+        for version in 1..=7 {
+            let wire = to_wire_single(&wanted(), answer(), version);
+            let mut buf = BytesMut::new();
+            wire.encode(&mut buf, version).expect("encodes");
+            let back = OffsetFetchResponse::decode(&mut buf.freeze(), version).expect("decodes");
+            let partitions = &back.topics[0].partitions;
+            assert_eq!(partitions[0].committed_offset, 42);
+            assert_eq!(partitions[0].metadata.as_deref(), Some("m"));
+            assert_eq!(
+                partitions[0].committed_leader_epoch,
+                if version >= 5 { 3 } else { -1 }
+            );
+            assert_eq!(partitions[1].committed_offset, -1);
+            assert_eq!(partitions[1].metadata.as_deref(), Some(""));
+        }
+    }
+
+    #[test]
+    fn a_group_error_is_top_level_from_v2_and_per_partition_in_v1() {
+        let error = failed(&wanted(), ErrorCode::NotCoordinator);
+        let v1 = to_wire_single(&wanted(), error.clone(), 1);
+        assert_eq!(v1.error_code, 0);
+        assert_eq!(v1.topics[0].partitions.len(), 2);
+        assert!(v1.topics[0]
+            .partitions
+            .iter()
+            .all(|p| p.error_code == ErrorCode::NotCoordinator.code() && p.committed_offset == -1));
+        let v2 = to_wire_single(&wanted(), error, 2);
+        assert_eq!(v2.error_code, ErrorCode::NotCoordinator.code());
+        assert!(v2.topics.is_empty());
+    }
+
+    #[test]
+    fn v8_groups_encode_and_decode_back() {
+        let mut wire = OffsetFetchResponse::default();
+        wire.groups = vec![
+            to_wire_group(answer()),
+            to_wire_group(failed(&wanted(), ErrorCode::CoordinatorLoadInProgress)),
+        ];
+        for version in 8..=9 {
+            let mut buf = BytesMut::new();
+            wire.encode(&mut buf, version).expect("encodes");
+            let back = OffsetFetchResponse::decode(&mut buf.freeze(), version).expect("decodes");
+            assert_eq!(back.groups.len(), 2);
+            assert_eq!(back.groups[0].topics[0].partitions[0].committed_offset, 42);
+            assert_eq!(
+                back.groups[1].error_code,
+                ErrorCode::CoordinatorLoadInProgress.code()
+            );
+        }
+    }
+
+    #[test]
+    fn null_topics_mean_every_committed_offset() {
+        let mut request = OffsetFetchRequest::default();
+        request.group_id = group_id("g");
+        request.topics = None;
+        assert_eq!(to_coordinator(&request, 2)[0].topics, None);
+        let mut topic = OffsetFetchRequestTopic::default();
+        topic.name = topic_name("t");
+        topic.partition_indexes = vec![3];
+        request.topics = Some(vec![topic]);
+        let groups = to_coordinator(&request, 7);
+        assert_eq!(
+            groups[0].topics.as_ref().unwrap()[0].partition_indexes,
+            vec![3]
+        );
+    }
+}
