@@ -11,10 +11,12 @@
 //!
 //! `kafka` holds rdkafka helpers (client configs, a deterministic message
 //! generator, produce and read-back with exact comparison); `wire` holds a
-//! raw TCP client for hand-built frames; `segment` parses `.log` files.
+//! raw TCP client for hand-built frames; `segment` parses `.log` files;
+//! `groups` holds consumer-group helpers (subscribe, rebalance recording).
 
 #![allow(dead_code)] // every test binary uses a different part of the harness
 
+pub mod groups;
 pub mod kafka;
 pub mod segment;
 pub mod wire;
@@ -57,6 +59,8 @@ pub struct BrokerOptions {
     pub auto_create_topics_enable: Option<bool>,
     /// Use this directory instead of a fresh one under the scratch directory.
     pub data_dir: Option<PathBuf>,
+    /// Further command-line arguments, appended as given.
+    pub extra_args: Vec<String>,
 }
 
 impl BrokerOptions {
@@ -78,6 +82,13 @@ impl BrokerOptions {
     }
     pub fn data_dir(mut self, data_dir: impl Into<PathBuf>) -> Self {
         self.data_dir = Some(data_dir.into());
+        self
+    }
+    /// Adds `flag value` to the command line, e.g.
+    /// `.arg("--group-initial-rebalance-delay-ms", 0)`.
+    pub fn arg(mut self, flag: &str, value: impl ToString) -> Self {
+        self.extra_args.push(flag.to_string());
+        self.extra_args.push(value.to_string());
         self
     }
 }
@@ -259,6 +270,7 @@ impl Broker {
                 enable.to_string(),
             ]);
         }
+        args.extend(self.options.extra_args.iter().cloned());
         args
     }
 
