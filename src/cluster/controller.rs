@@ -36,6 +36,20 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
         ControllerRequest::DeleteTopics { names } => {
             ControllerReply::DeleteTopics(delete_topics(shard, names).await)
         }
+        ControllerRequest::AllocateProducerIds { count } => {
+            assert!(count > 0);
+            let first = shard.image().next_producer_id;
+            let record = MetadataRecord::ProducerIds {
+                next_producer_id: first + count,
+            };
+            match commit(shard, vec![record]).await {
+                Ok(()) => ControllerReply::ProducerIds(Some(first)),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot allocate producer ids");
+                    ControllerReply::ProducerIds(None)
+                }
+            }
+        }
     }
 }
 

@@ -30,6 +30,12 @@ pub enum MetadataRecord {
         /// Config overrides given at creation.
         configs: BTreeMap<String, String>,
     },
+    /// A block of producer ids was handed out; ids below
+    /// `next_producer_id` are never given again.
+    ProducerIds {
+        /// First id not yet handed out.
+        next_producer_id: i64,
+    },
     /// A topic was deleted.
     DeleteTopic {
         /// Topic name.
@@ -75,6 +81,8 @@ pub struct MetadataImage {
     pub topic_names: HashMap<Uuid, String>,
     /// Number of records applied (the metadata offset).
     pub applied_records: u64,
+    /// First producer id not yet handed out.
+    pub next_producer_id: i64,
 }
 
 impl MetadataImage {
@@ -99,6 +107,13 @@ impl MetadataImage {
                         configs: TopicConfigs::from_validated(configs.clone()),
                     }),
                 );
+            }
+            MetadataRecord::ProducerIds { next_producer_id } => {
+                assert!(
+                    *next_producer_id >= self.next_producer_id,
+                    "producer ids never go backwards"
+                );
+                self.next_producer_id = *next_producer_id;
             }
             MetadataRecord::DeleteTopic { name, topic_id } => {
                 if self

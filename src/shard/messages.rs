@@ -142,6 +142,11 @@ pub enum ControllerRequest {
         /// Names.
         names: Vec<String>,
     },
+    /// Hand out a block of `count` producer ids.
+    AllocateProducerIds {
+        /// Ids wanted.
+        count: i64,
+    },
 }
 
 /// Answers of the controller.
@@ -151,6 +156,8 @@ pub enum ControllerReply {
     CreateTopics(Vec<CreateTopicOutcome>),
     /// Per topic, in request order: (error code, topic id or nil).
     DeleteTopics(Vec<(i16, uuid::Uuid)>),
+    /// The first id of the block, or None when it could not be made durable.
+    ProducerIds(Option<i64>),
 }
 
 /// A request for the group coordinator of one `__consumer_offsets` partition.

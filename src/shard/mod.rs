@@ -27,6 +27,8 @@ use crate::partition::{Partition, PartitionSettings};
 use crate::protocol::ErrorCode;
 use crate::storage::{CompactionConfig, CompactionOutcome, Log, LogConfig};
 
+/// Producer ids a shard takes from the controller at a time (Kafka's block size).
+const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
 /// Kafka's `log.cleaner.backoff.ms`: pause between compaction rounds.
 const LOG_CLEANER_BACKOFF_MS: u64 = 15_000;
 use messages::{
@@ -51,6 +53,8 @@ pub struct Shard {
     pub controller_lock: glommio::sync::Semaphore,
     fetch_waiters: Cell<usize>,
     closing: Cell<bool>,
+    /// Producer ids this shard may hand out: [next, end).
+    producer_ids: Cell<(i64, i64)>,
     /// Group coordinators of the offsets partitions this shard owns.
     pub groups: GroupShard,
 }
@@ -101,6 +105,7 @@ impl Shard {
             controller_lock: glommio::sync::Semaphore::new(1),
             fetch_waiters: Cell::new(0),
             closing: Cell::new(false),
+            producer_ids: Cell::new((0, 0)),
             groups: GroupShard::default(),
         })
     }
@@ -236,7 +241,7 @@ impl Shard {
                         }
                     }
                 }
-                MetadataRecord::Bootstrap { .. } => {}
+                MetadataRecord::Bootstrap { .. } | MetadataRecord::ProducerIds { .. } => {}
             }
         }
     }
@@ -543,6 +548,39 @@ impl Shard {
                 if self.closing.get() {
                     return;
                 }
+            }
+        }
+    }
+
+    /// A producer id never handed out before on this cluster. Ids come in
+    /// blocks from the controller, which records each block in the metadata
+    /// log before giving it out, so a restart never reuses one.
+    ///
+    /// # Errors
+    /// When the controller cannot be reached or cannot make the block durable.
+    pub async fn next_producer_id(self: &Rc<Self>) -> anyhow::Result<i64> {
+        loop {
+            let (next, end) = self.producer_ids.get();
+            if next < end {
+                self.producer_ids.set((next + 1, end));
+                return Ok(next);
+            }
+            let request =
+                ShardRequest::Controller(messages::ControllerRequest::AllocateProducerIds {
+                    count: PRODUCER_ID_BLOCK_SIZE,
+                });
+            let reply = self
+                .call(crate::cluster::controller::CONTROLLER_SHARD, request)
+                .await?
+                .await?;
+            match reply {
+                ShardReply::Controller(messages::ControllerReply::ProducerIds(Some(first))) => {
+                    // Another task may have refilled the pool meanwhile; the
+                    // newer block wins and the older remainder is skipped.
+                    self.producer_ids
+                        .set((first, first + PRODUCER_ID_BLOCK_SIZE));
+                }
+                other => anyhow::bail!("cannot allocate producer ids: {other:?}"),
             }
         }
     }

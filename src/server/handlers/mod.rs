@@ -13,6 +13,7 @@ pub mod fetch;
 pub mod find_coordinator;
 pub mod groups;
 pub mod heartbeat;
+pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
@@ -115,6 +116,10 @@ pub async fn dispatch(
         }
         ApiKey::ListOffsets => {
             list_offsets::handle(shard, decode(&mut body, version)?, version, correlation_id).await
+        }
+        ApiKey::InitProducerId => {
+            init_producer_id::handle(shard, decode(&mut body, version)?, version, correlation_id)
+                .await
         }
         ApiKey::FindCoordinator => {
             find_coordinator::handle(shard, decode(&mut body, version)?, version, correlation_id)
