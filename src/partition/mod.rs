@@ -2,7 +2,10 @@
 //! watermark, and the fetch waiters woken by appends. This is the only place
 //! that appends to a log. Lives on its owning shard only.
 
+pub mod producer_state;
+
 use std::cell::{Cell, RefCell};
+use std::path::PathBuf;
 use std::rc::Rc;
 
 use bytes::{Bytes, BytesMut};
@@ -16,6 +19,12 @@ use crate::protocol::record_batch::{
 use crate::storage::{
     AppendInfo, CompactionConfig, CompactionStats, Log, ReadResult, StorageError,
 };
+use producer_state::{
+    parse_snapshot_file_name, snapshot_file_name, AppendCheck, ProducerError, ProducerStateManager,
+};
+
+/// Bytes read per step while rebuilding producer state from the log.
+const PRODUCER_STATE_READ_BYTES: usize = 1024 * 1024;
 
 /// Failures of partition operations.
 #[derive(Debug, Error)]
@@ -31,6 +40,17 @@ pub enum PartitionError {
     /// The log failed.
     #[error(transparent)]
     Storage(#[from] StorageError),
+    /// An idempotent producer's batch was refused (sequence, epoch).
+    #[error(transparent)]
+    Producer(#[from] ProducerError),
+    /// A producer state snapshot could not be read or written.
+    #[error("producer state snapshot {path}: {reason}")]
+    Snapshot {
+        /// File.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
 }
 
 /// Per-partition settings taken from the topic's configs.
@@ -53,6 +73,11 @@ pub struct Partition {
     settings: PartitionSettings,
     waiters: RefCell<Vec<oneshot::Sender<()>>>,
     deleted: Cell<bool>,
+    producers: RefCell<ProducerStateManager>,
+    /// Held from an idempotent batch's sequence check to its offset
+    /// assignment, so two batches of one producer are checked in order
+    /// against the state each leaves.
+    producer_append_lock: glommio::sync::Semaphore,
 }
 
 /// Wall-clock milliseconds since the epoch.
@@ -80,6 +105,8 @@ impl Partition {
             settings,
             waiters: RefCell::new(Vec::new()),
             deleted: Cell::new(false),
+            producers: RefCell::new(ProducerStateManager::new()),
+            producer_append_lock: glommio::sync::Semaphore::new(1),
         })
     }
 
@@ -112,6 +139,34 @@ impl Partition {
         if self.deleted.get() {
             return Err(self.deleted_error());
         }
+        let idempotent = header.producer_id >= 0;
+        let _permit = if idempotent {
+            Some(self.producer_append_lock.acquire_permit(1).await)
+        } else {
+            None
+        };
+        if idempotent {
+            // A retry of one of the producer's last batches is answered with
+            // its original offsets and written nothing (KIP-98).
+            if let AppendCheck::Duplicate {
+                base_offset,
+                last_offset,
+                timestamp_ms,
+            } = self.producers.borrow().check_append(header)?
+            {
+                let info = AppendInfo {
+                    base_offset,
+                    last_offset,
+                    max_timestamp: timestamp_ms,
+                };
+                let log_append_time = if self.settings.log_append_time {
+                    timestamp_ms
+                } else {
+                    -1
+                };
+                return Ok((info, log_append_time));
+            }
+        }
         let now = now_ms();
         let (batch, header, log_append_time) = if self.settings.log_append_time {
             let (b, h) = stamp_log_append_time(&batch, header, now);
@@ -123,8 +178,150 @@ impl Partition {
             .log
             .append(batch, &header, self.leader_epoch, now)
             .await?;
+        if idempotent {
+            self.producers
+                .borrow_mut()
+                .on_append(&header, info.base_offset);
+        }
         self.wake_waiters();
         Ok((info, log_append_time))
+    }
+
+    /// Rebuilds idempotent producer state after the log was opened: from
+    /// the newest snapshot at or below the log end, then the batches after
+    /// it; from the whole log when there is no usable snapshot.
+    ///
+    /// # Errors
+    /// Reading the log failed.
+    pub async fn load_producer_state(&self) -> Result<(), PartitionError> {
+        let dir = self.log.dir().to_path_buf();
+        let log_end_offset = self.log.log_end_offset();
+        let listing_dir = dir.clone();
+        let snapshots: Vec<(i64, PathBuf)> = glommio::executor()
+            .spawn_blocking(move || {
+                let mut found = Vec::new();
+                if let Ok(entries) = std::fs::read_dir(&listing_dir) {
+                    for entry in entries.flatten() {
+                        let name = entry.file_name();
+                        if let Some(offset) = name.to_str().and_then(parse_snapshot_file_name) {
+                            found.push((offset, entry.path()));
+                        }
+                    }
+                }
+                found.sort();
+                found
+            })
+            .await;
+        let mut start = self.log.log_start_offset();
+        let mut state = ProducerStateManager::new();
+        for (offset, path) in snapshots.iter().rev() {
+            if *offset > log_end_offset || *offset < start {
+                continue;
+            }
+            let read_path = path.clone();
+            let bytes = glommio::executor()
+                .spawn_blocking(move || std::fs::read(read_path))
+                .await;
+            match bytes.map(|b| ProducerStateManager::decode_snapshot(&b)) {
+                Ok(Ok(loaded)) => {
+                    state = loaded;
+                    start = *offset;
+                    break;
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(path = %path.display(), error = %e, "ignoring a bad producer state snapshot")
+                }
+                Err(e) => {
+                    tracing::warn!(path = %path.display(), error = %e, "cannot read a producer state snapshot")
+                }
+            }
+        }
+        let mut offset = start;
+        while offset < log_end_offset {
+            let read = self
+                .log
+                .read(offset, log_end_offset, PRODUCER_STATE_READ_BYTES, true)
+                .await?;
+            if read.batches.is_empty() {
+                break;
+            }
+            let mut chunk = BytesMut::with_capacity(read.bytes);
+            for piece in &read.batches {
+                chunk.extend_from_slice(piece);
+            }
+            let mut next = offset;
+            for (_, header) in crate::protocol::record_batch::BatchIter::new(&chunk, false) {
+                if header.producer_id >= 0 && header.base_offset >= offset {
+                    state.load_from_batch(&header, header.base_offset);
+                }
+                next = next.max(header.last_offset() + 1);
+            }
+            if next <= offset {
+                break;
+            }
+            offset = next;
+            glommio::yield_if_needed().await;
+        }
+        *self.producers.borrow_mut() = state;
+        // Snapshots past the log end describe data that is gone.
+        let stale: Vec<PathBuf> = snapshots
+            .into_iter()
+            .filter(|(o, _)| *o > log_end_offset)
+            .map(|(_, p)| p)
+            .collect();
+        if !stale.is_empty() {
+            glommio::executor()
+                .spawn_blocking(move || {
+                    for path in stale {
+                        let _ = std::fs::remove_file(path);
+                    }
+                })
+                .await;
+        }
+        Ok(())
+    }
+
+    /// Writes `<log end offset>.snapshot` of the producer state and removes
+    /// older snapshots. Called after a clean close of the log.
+    ///
+    /// # Errors
+    /// The snapshot could not be written.
+    pub async fn write_producer_snapshot(&self) -> Result<(), PartitionError> {
+        let dir = self.log.dir().to_path_buf();
+        let path = dir.join(snapshot_file_name(self.log.log_end_offset()));
+        let bytes = self.producers.borrow().encode_snapshot();
+        let write_path = path.clone();
+        glommio::executor()
+            .spawn_blocking(move || -> std::io::Result<()> {
+                let temporary = write_path.with_extension("snapshot.tmp");
+                std::fs::write(&temporary, &bytes)?;
+                std::fs::File::open(&temporary)?.sync_all()?;
+                std::fs::rename(&temporary, &write_path)?;
+                if let Some(parent) = write_path.parent() {
+                    for entry in std::fs::read_dir(parent)?.flatten() {
+                        let name = entry.file_name();
+                        if let Some(offset) = name.to_str().and_then(parse_snapshot_file_name) {
+                            if entry.path() != write_path && offset >= 0 {
+                                let _ = std::fs::remove_file(entry.path());
+                            }
+                        }
+                    }
+                    std::fs::File::open(parent)?.sync_all()?;
+                }
+                Ok(())
+            })
+            .await
+            .map_err(|e| PartitionError::Snapshot {
+                path,
+                reason: e.to_string(),
+            })
+    }
+
+    /// Forgets producers idle longer than `producer.id.expiration.ms`.
+    pub fn expire_producers(&self, now_ms: i64, producer_id_expiration_ms: i64) -> usize {
+        self.producers
+            .borrow_mut()
+            .remove_expired(now_ms, producer_id_expiration_ms)
     }
 
     /// Waits until everything appended so far is written, and fdatasync'd
@@ -212,7 +409,8 @@ impl Partition {
     /// Storage failures.
     pub async fn close(&self) -> Result<(), PartitionError> {
         self.wake_waiters();
-        Ok(self.log.close().await?)
+        self.log.close().await?;
+        self.write_producer_snapshot().await
     }
 
     /// Marks the partition deleted, wakes its waiters and removes its files.

@@ -70,6 +70,12 @@ pub const API_RANGES: &[ApiRange] = &[
         served_min: 1,
     },
     ApiRange {
+        key: ApiKey::InitProducerId,
+        advertised_min: 0,
+        max: 5,
+        served_min: 0,
+    },
+    ApiRange {
         key: ApiKey::FindCoordinator,
         advertised_min: 0,
         max: 6,

@@ -23,10 +23,13 @@ use crate::cluster::{MetadataImage, MetadataRecord, TopicImage};
 use crate::config::limits::FETCH_WAITERS_PER_SHARD_MAX;
 use crate::config::{BrokerConfig, FlushPolicy};
 use crate::group::service::GroupShard;
-use crate::partition::{Partition, PartitionSettings};
+use crate::partition::{Partition, PartitionError, PartitionSettings};
 use crate::protocol::ErrorCode;
 use crate::storage::{CompactionConfig, CompactionOutcome, Log, LogConfig};
 
+/// Kafka's `producer.id.expiration.ms`: idempotent producer state idle this
+/// long is forgotten.
+const PRODUCER_ID_EXPIRATION_MS: i64 = 86_400_000;
 /// Producer ids a shard takes from the controller at a time (Kafka's block size).
 const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
 /// Kafka's `log.cleaner.backoff.ms`: pause between compaction rounds.
@@ -190,6 +193,7 @@ impl Shard {
             log,
             partition_settings_for(topic, &self.config),
         );
+        p.load_producer_state().await?;
         self.partitions.borrow_mut().insert(
             TopicPartition {
                 topic: topic.name.clone(),
@@ -316,6 +320,11 @@ impl Shard {
                         log_append_time_ms,
                         log_start_offset: partition.log_start_offset(),
                     });
+                }
+                Err(PartitionError::Producer(e)) => {
+                    // The client's own sequencing problem, answered per partition.
+                    tracing::debug!(topic = %partition.topic, partition = partition.index, error = %e, "idempotent batch refused");
+                    results.push(ProduceResult::error(code(e.error_code())));
                 }
                 Err(e) => {
                     tracing::warn!(topic = %partition.topic, partition = partition.index, error = %e, "append failed");
@@ -504,6 +513,10 @@ impl Shard {
             let image = self.image();
             let partitions: Vec<Rc<Partition>> =
                 self.partitions.borrow().values().cloned().collect();
+            let now = crate::partition::now_ms();
+            for partition in &partitions {
+                partition.expire_producers(now, PRODUCER_ID_EXPIRATION_MS);
+            }
             for partition in partitions {
                 let Some(topic) = image.topic(&partition.topic) else {
                     continue;

@@ -70,13 +70,19 @@ fn validate_records(
             "clients may not produce control batches".into(),
         ));
     }
-    if header.producer_id >= 0 || header.is_transactional() {
-        // Idempotent and transactional producers need InitProducerId, which
-        // this broker does not serve yet; refuse rather than append
-        // batches whose sequence numbers nobody checks.
+    if header.is_transactional() {
+        // Transactional batches need a transaction coordinator, which this
+        // broker does not have yet; refuse rather than append data no
+        // commit or abort marker will ever close.
         return Err((
             ErrorCode::InvalidRecord,
-            "idempotent and transactional produce is not supported by this broker yet".into(),
+            "transactional produce is not supported by this broker yet".into(),
+        ));
+    }
+    if header.producer_id >= 0 && (header.producer_epoch < 0 || header.base_sequence < 0) {
+        return Err((
+            ErrorCode::InvalidRecord,
+            "a batch with a producer id needs a producer epoch and a base sequence".into(),
         ));
     }
     Ok(header)
