@@ -315,7 +315,11 @@ fn committed_offsets_and_deletions_survive_compaction_of_consumer_offsets_and_ki
     let deleted = runtime
         .block_on(admin.delete_groups(&[DELETED], &AdminOptions::new()))
         .expect("DeleteGroups request");
-    assert_eq!(deleted, vec![Ok(DELETED.to_string())], "DeleteGroups {DELETED}");
+    assert_eq!(
+        deleted,
+        vec![Ok(DELETED.to_string())],
+        "DeleteGroups {DELETED}"
+    );
 
     let mut raw = RawClient::connect(&bootstrap);
     let mut partition = OffsetDeleteRequestPartition::default();
@@ -328,7 +332,10 @@ fn committed_offsets_and_deletions_survive_compaction_of_consumer_offsets_and_ki
     offset_delete.topics = vec![topic];
     let answer: OffsetDeleteResponse = raw.request(ApiKey::OffsetDelete, 0, &offset_delete);
     assert_eq!(answer.error_code, 0, "OffsetDelete: {answer:?}");
-    assert_eq!(answer.topics[0].partitions[0].error_code, 0, "OffsetDelete: {answer:?}");
+    assert_eq!(
+        answer.topics[0].partitions[0].error_code, 0,
+        "OffsetDelete: {answer:?}"
+    );
 
     let check = |when: &str, busy: i64| {
         assert_eq!(

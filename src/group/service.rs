@@ -299,7 +299,12 @@ impl GroupShard {
             }));
         }
         let Some(slot) = self.slots.borrow().get(&partition).cloned() else {
-            return ready(GroupReply::Unavailable(ErrorCode::NotCoordinator));
+            // Callers route by the same image this shard applies, so a
+            // missing coordinator is one whose partition is still being
+            // created or opened here.
+            return ready(GroupReply::Unavailable(
+                ErrorCode::CoordinatorLoadInProgress,
+            ));
         };
         let mut s = slot.borrow_mut();
         if !s.loaded {
