@@ -103,7 +103,7 @@ use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures::channel::oneshot;
 use futures::future::{select, Either, LocalBoxFuture};
 use futures::FutureExt;
@@ -400,11 +400,7 @@ async fn load(shard: &Rc<Shard>, slot: &SlotRef) -> anyhow::Result<usize> {
         if read.batches.is_empty() {
             break;
         }
-        let mut chunk = BytesMut::with_capacity(read.bytes);
-        for piece in &read.batches {
-            chunk.extend_from_slice(piece);
-        }
-        let chunk = chunk.freeze();
+        let chunk = read.into_contiguous();
         let mut iter = BatchIter::new(&chunk, false);
         let mut next_offset = offset;
         let mut batches = Vec::new();

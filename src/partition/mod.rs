@@ -245,10 +245,7 @@ impl Partition {
             if read.batches.is_empty() {
                 break;
             }
-            let mut chunk = BytesMut::with_capacity(read.bytes);
-            for piece in &read.batches {
-                chunk.extend_from_slice(piece);
-            }
+            let chunk = read.into_contiguous();
             let mut next = offset;
             for (_, header) in crate::protocol::record_batch::BatchIter::new(&chunk, false) {
                 if header.producer_id >= 0 && header.base_offset >= offset {

@@ -147,6 +147,22 @@ pub struct ReadResult {
     pub bytes: usize,
 }
 
+impl ReadResult {
+    /// The batches as one contiguous buffer: the single piece itself when
+    /// there is one, else a copy of the pieces joined (for callers that parse
+    /// batches or hand the codec one `Bytes`).
+    pub fn into_contiguous(self) -> Bytes {
+        if self.batches.len() == 1 {
+            return self.batches.into_iter().next().expect("one piece");
+        }
+        let mut joined = bytes::BytesMut::with_capacity(self.bytes);
+        for piece in &self.batches {
+            joined.extend_from_slice(piece);
+        }
+        joined.freeze()
+    }
+}
+
 /// Counters of one log, for metrics and tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LogStats {

@@ -10,7 +10,7 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures::future::{join_all, select, select_all, Either};
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse, TopicName};
@@ -20,6 +20,7 @@ use crate::protocol::ErrorCode;
 use crate::server::connection::Responder;
 use crate::shard::messages::{FetchItem, FetchResult, ShardReply, ShardRequest, TopicPartition};
 use crate::shard::Shard;
+use crate::storage::ReadResult;
 
 struct Entry {
     topic_position: usize,
@@ -141,7 +142,11 @@ pub async fn handle(
             // Records are present-but-empty when there is nothing, never null.
             p.records = Some(if fits && result.bytes > 0 {
                 budget_used += result.bytes;
-                concat(result.records, result.bytes)
+                ReadResult {
+                    batches: result.records,
+                    bytes: result.bytes,
+                }
+                .into_contiguous()
             } else {
                 Bytes::new()
             });
@@ -153,19 +158,6 @@ pub async fn handle(
         response.responses = response_topics;
         encode_response(ApiKey::Fetch, version, correlation_id, &response)
     })
-}
-
-/// Joins the pieces of a partition's batches. One piece is passed through;
-/// several are copied into one buffer, because the codec takes one `Bytes`.
-fn concat(pieces: Vec<Bytes>, total: usize) -> Bytes {
-    if pieces.len() == 1 {
-        return pieces.into_iter().next().expect("one piece");
-    }
-    let mut out = BytesMut::with_capacity(total);
-    for piece in pieces {
-        out.extend_from_slice(&piece);
-    }
-    out.freeze()
 }
 
 async fn read_round(shard: &Rc<Shard>, entries: &[Entry], isolation_level: i8) -> Vec<FetchResult> {
