@@ -537,33 +537,10 @@ pub fn describe_broker_configs(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::topic_config::tests::{entry, synonym_triples};
     use crate::config::topic_config::{
         canonical_value, topic_config_defs, BrokerDefaults, Validator,
     };
-
-    fn entry<'a>(
-        entries: &'a [DescribeConfigsResourceResult],
-        name: &str,
-    ) -> &'a DescribeConfigsResourceResult {
-        entries
-            .iter()
-            .find(|entry| entry.name.as_str() == name)
-            .unwrap_or_else(|| panic!("no entry {name}"))
-    }
-
-    fn synonym_triples(entry: &DescribeConfigsResourceResult) -> Vec<(String, Option<String>, i8)> {
-        entry
-            .synonyms
-            .iter()
-            .map(|synonym| {
-                (
-                    synonym.name.to_string(),
-                    synonym.value.as_ref().map(|value| value.to_string()),
-                    synonym.source,
-                )
-            })
-            .collect()
-    }
 
     /// Goal: the table can be binary-searched and every default is a value of its type, already
     /// in Kafka's printed form.

@@ -1359,10 +1359,10 @@ pub fn describe_topic_configs(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn entry<'a>(
+    pub(crate) fn entry<'a>(
         entries: &'a [DescribeConfigsResourceResult],
         name: &str,
     ) -> &'a DescribeConfigsResourceResult {
@@ -1372,7 +1372,9 @@ mod tests {
             .unwrap_or_else(|| panic!("no entry {name}"))
     }
 
-    fn synonym_triples(entry: &DescribeConfigsResourceResult) -> Vec<(String, Option<String>, i8)> {
+    pub(crate) fn synonym_triples(
+        entry: &DescribeConfigsResourceResult,
+    ) -> Vec<(String, Option<String>, i8)> {
         entry
             .synonyms
             .iter()

@@ -117,6 +117,26 @@ impl TopicErrors {
                 .push((topic.to_string(), vec![(partition, error_code)])),
         }
     }
+
+    /// Builds the response's topic list in this order, with `topic` making
+    /// one wire topic from its name and partitions and `partition` one wire
+    /// partition from its index and error code.
+    pub fn into_wire<T, P>(
+        self,
+        topic: impl Fn(TopicName, Vec<P>) -> T,
+        partition: impl Fn(i32, i16) -> P,
+    ) -> Vec<T> {
+        self.topics
+            .into_iter()
+            .map(|(name, partitions)| {
+                let partitions = partitions
+                    .into_iter()
+                    .map(|(index, code)| partition(index, code))
+                    .collect();
+                topic(topic_name(&name), partitions)
+            })
+            .collect()
+    }
 }
 
 /// True when `topic` exists and has partition `partition` (what Kafka's

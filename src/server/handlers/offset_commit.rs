@@ -20,9 +20,7 @@ use kafka_protocol::messages::offset_commit_response::{
 use kafka_protocol::messages::{ApiKey, OffsetCommitRequest, OffsetCommitResponse};
 
 use super::encode_response;
-use super::groups::{
-    opt_string, partition_exists, string, topic_exists, topic_name, unexpected, TopicErrors,
-};
+use super::groups::{opt_string, partition_exists, string, topic_exists, unexpected, TopicErrors};
 use crate::group;
 use crate::group::service::call_group;
 use crate::protocol::ErrorCode;
@@ -128,24 +126,20 @@ pub fn to_wire(
         }
     }
     let mut wire = OffsetCommitResponse::default();
-    wire.topics = errors
-        .topics
-        .into_iter()
-        .map(|(name, partitions)| {
+    wire.topics = errors.into_wire(
+        |name, partitions| {
             let mut topic = OffsetCommitResponseTopic::default();
-            topic.name = topic_name(&name);
-            topic.partitions = partitions
-                .into_iter()
-                .map(|(index, error_code)| {
-                    let mut partition = OffsetCommitResponsePartition::default();
-                    partition.partition_index = index;
-                    partition.error_code = error_code;
-                    partition
-                })
-                .collect();
+            topic.name = name;
+            topic.partitions = partitions;
             topic
-        })
-        .collect();
+        },
+        |index, error_code| {
+            let mut partition = OffsetCommitResponsePartition::default();
+            partition.partition_index = index;
+            partition.error_code = error_code;
+            partition
+        },
+    );
     wire
 }
 
@@ -188,6 +182,7 @@ pub fn handle(
 
 #[cfg(test)]
 mod tests {
+    use crate::server::handlers::groups::topic_name;
     use kafka_protocol::messages::offset_commit_request::{
         OffsetCommitRequestPartition, OffsetCommitRequestTopic,
     };

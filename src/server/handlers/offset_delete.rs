@@ -16,7 +16,7 @@ use kafka_protocol::messages::offset_delete_response::{
 use kafka_protocol::messages::{ApiKey, OffsetDeleteRequest, OffsetDeleteResponse};
 
 use super::encode_response;
-use super::groups::{string, topic_exists, topic_name, unexpected, TopicErrors};
+use super::groups::{string, topic_exists, unexpected, TopicErrors};
 use crate::group;
 use crate::group::service::call_group;
 use crate::protocol::ErrorCode;
@@ -69,24 +69,20 @@ pub fn to_wire(
             errors.add(&topic.name, index, group::error_code(error));
         }
     }
-    wire.topics = errors
-        .topics
-        .into_iter()
-        .map(|(name, partitions)| {
+    wire.topics = errors.into_wire(
+        |name, partitions| {
             let mut topic = OffsetDeleteResponseTopic::default();
-            topic.name = topic_name(&name);
-            topic.partitions = partitions
-                .into_iter()
-                .map(|(index, error_code)| {
-                    let mut partition = OffsetDeleteResponsePartition::default();
-                    partition.partition_index = index;
-                    partition.error_code = error_code;
-                    partition
-                })
-                .collect();
+            topic.name = name;
+            topic.partitions = partitions;
             topic
-        })
-        .collect();
+        },
+        |index, error_code| {
+            let mut partition = OffsetDeleteResponsePartition::default();
+            partition.partition_index = index;
+            partition.error_code = error_code;
+            partition
+        },
+    );
     wire
 }
 
@@ -122,6 +118,7 @@ pub fn handle(
 
 #[cfg(test)]
 mod tests {
+    use crate::server::handlers::groups::topic_name;
     use kafka_protocol::messages::offset_delete_request::{
         OffsetDeleteRequestPartition, OffsetDeleteRequestTopic,
     };
