@@ -14,7 +14,8 @@ use thiserror::Error;
 use uuid::Uuid;
 
 use crate::protocol::record_batch::{
-    BatchHeader, ATTRIBUTES_OFFSET, ATTR_TIMESTAMP_TYPE, CRC_OFFSET,
+    build_control_batch, BatchHeader, TxnMarkerRecord, ATTRIBUTES_OFFSET, ATTR_TIMESTAMP_TYPE,
+    CRC_OFFSET,
 };
 use crate::storage::{
     AppendInfo, CompactionConfig, CompactionStats, Log, ReadResult, StorageError,
@@ -185,6 +186,78 @@ impl Partition {
         }
         self.wake_waiters();
         Ok((info, log_append_time))
+    }
+
+    /// Appends a batch a coordinator built for a producer (TxnOffsetCommit's
+    /// transactional offset records): the producer's epoch is checked, its
+    /// sequence is not, and the batch opens (or extends) the producer's
+    /// transaction on this partition.
+    ///
+    /// # Errors
+    /// A stale epoch, a deleted partition or a failed log.
+    pub async fn append_from_coordinator(
+        &self,
+        batch: Bytes,
+        header: &BatchHeader,
+    ) -> Result<AppendInfo, PartitionError> {
+        if self.deleted.get() {
+            return Err(self.deleted_error());
+        }
+        let _permit = self.producer_append_lock.acquire_permit(1).await;
+        self.producers.borrow().check_coordinator_append(header)?;
+        let info = self
+            .log
+            .append(batch, header, self.leader_epoch, now_ms())
+            .await?;
+        self.producers
+            .borrow_mut()
+            .on_coordinator_append(header, info.base_offset);
+        self.wake_waiters();
+        Ok(info)
+    }
+
+    /// Writes a COMMIT or ABORT marker (a control batch) for `producer_id`
+    /// and closes its transaction on this partition. Returns the marker's
+    /// offset once assigned; the caller flushes for durability.
+    ///
+    /// # Errors
+    /// A stale producer epoch, a deleted partition or a failed log.
+    pub async fn write_txn_marker(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        commit: bool,
+    ) -> Result<i64, PartitionError> {
+        if self.deleted.get() {
+            return Err(self.deleted_error());
+        }
+        let _permit = self.producer_append_lock.acquire_permit(1).await;
+        self.producers
+            .borrow()
+            .check_marker(producer_id, producer_epoch)?;
+        let now = now_ms();
+        let marker = TxnMarkerRecord {
+            commit,
+            coordinator_epoch,
+        };
+        let batch = Bytes::from(build_control_batch(
+            producer_id,
+            producer_epoch,
+            marker,
+            now,
+        ));
+        let header = crate::protocol::record_batch::parse_header(&batch)
+            .expect("a built control batch parses");
+        let info = self
+            .log
+            .append(batch, &header, self.leader_epoch, now)
+            .await?;
+        self.producers
+            .borrow_mut()
+            .on_marker(producer_id, producer_epoch, coordinator_epoch, now);
+        self.wake_waiters();
+        Ok(info.base_offset)
     }
 
     /// Rebuilds idempotent producer state after the log was opened: from

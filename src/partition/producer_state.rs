@@ -465,6 +465,77 @@ impl ProducerStateManager {
         Ok(AppendCheck::New)
     }
 
+    /// Checks a batch a coordinator writes for a producer (the transactional
+    /// offset commits of TxnOffsetCommit): only the epoch is checked, as
+    /// Kafka skips sequence checks for appends that do not come from a
+    /// client.
+    ///
+    /// # Errors
+    /// [`ProducerError::InvalidProducerEpoch`] for an epoch older than the
+    /// producer's.
+    pub fn check_coordinator_append(&self, header: &BatchHeader) -> Result<(), ProducerError> {
+        if let Some(entry) = self.producers.get(&header.producer_id) {
+            if header.producer_epoch < entry.producer_epoch {
+                return Err(ProducerError::InvalidProducerEpoch {
+                    producer_id: header.producer_id,
+                    batch_epoch: header.producer_epoch,
+                    current_epoch: entry.producer_epoch,
+                    transactional: header.is_transactional(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a batch [`Self::check_coordinator_append`] accepted, once it
+    /// has its offsets.
+    pub fn on_coordinator_append(&mut self, header: &BatchHeader, base_offset: i64) {
+        if has_producer_id(header) && !header.is_control() {
+            self.apply_data_batch(header, base_offset);
+        }
+    }
+
+    /// Checks a transaction marker for `producer_id` before it is written
+    /// (Kafka's `appendEndTxnMarker` checks).
+    ///
+    /// # Errors
+    /// [`ProducerError::InvalidProducerEpoch`] when the partition has seen a
+    /// newer epoch of the producer.
+    pub fn check_marker(&self, producer_id: i64, producer_epoch: i16) -> Result<(), ProducerError> {
+        if let Some(entry) = self.producers.get(&producer_id) {
+            if producer_epoch < entry.producer_epoch {
+                return Err(ProducerError::InvalidProducerEpoch {
+                    producer_id,
+                    batch_epoch: producer_epoch,
+                    current_epoch: entry.producer_epoch,
+                    transactional: true,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a written transaction marker: the producer moves to the
+    /// marker's epoch and coordinator epoch, and its open transaction on
+    /// this partition closes. Returns the first offset of the transaction
+    /// it closed, if one was open.
+    pub fn on_marker(
+        &mut self,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+        timestamp_ms: i64,
+    ) -> Option<i64> {
+        let entry = self
+            .producers
+            .entry(producer_id)
+            .or_insert_with(ProducerStateEntry::empty);
+        entry.update_producer_epoch(producer_epoch);
+        entry.coordinator_epoch = coordinator_epoch;
+        entry.last_timestamp_ms = timestamp_ms;
+        entry.current_txn_first_offset.take()
+    }
+
     /// Records a client batch that [`Self::check_append`] found
     /// [`AppendCheck::New`], once it has its offsets. `header` is the header
     /// as written (its `max_timestamp` already LogAppendTime when the topic

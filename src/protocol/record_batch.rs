@@ -321,6 +321,20 @@ fn put_bytes_field(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
     }
 }
 
+/// Producer fields of a batch the broker builds itself (coordinator records,
+/// transaction markers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchProducer {
+    /// Producer id.
+    pub producer_id: i64,
+    /// Producer epoch.
+    pub producer_epoch: i16,
+    /// First sequence, or -1 (coordinator-written batches carry none).
+    pub base_sequence: i32,
+    /// Sets the transactional attribute bit.
+    pub transactional: bool,
+}
+
 /// Builds an uncompressed v2 batch with base offset 0 (the log assigns the
 /// real one), CreateTime `timestamp_ms` on every record, no producer id, and
 /// a valid CRC.
@@ -328,6 +342,111 @@ fn put_bytes_field(out: &mut Vec<u8>, bytes: Option<&[u8]>) {
 /// # Panics
 /// If `records` is empty.
 pub fn build_batch(records: &[NewRecord<'_>], timestamp_ms: i64) -> Vec<u8> {
+    build_producer_batch(records, timestamp_ms, None)
+}
+
+/// Like [`build_batch`], with the producer id, epoch, sequence and
+/// transactional bit of `producer` when given.
+///
+/// # Panics
+/// If `records` is empty.
+pub fn build_producer_batch(
+    records: &[NewRecord<'_>],
+    timestamp_ms: i64,
+    producer: Option<BatchProducer>,
+) -> Vec<u8> {
+    let attributes = match producer {
+        Some(p) if p.transactional => ATTR_TRANSACTIONAL,
+        _ => 0,
+    };
+    encode_batch(records, timestamp_ms, attributes, producer)
+}
+
+/// Control record type of a transaction marker.
+pub const CONTROL_TYPE_ABORT: i16 = 0;
+/// Control record type of a transaction marker.
+pub const CONTROL_TYPE_COMMIT: i16 = 1;
+
+/// A transaction marker as stored in a control batch (Kafka's
+/// `EndTransactionMarker`): key = version 0 + type, value = version 0 +
+/// coordinator epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnMarkerRecord {
+    /// COMMIT (true) or ABORT (false).
+    pub commit: bool,
+    /// Epoch of the transaction coordinator that wrote it.
+    pub coordinator_epoch: i32,
+}
+
+impl TxnMarkerRecord {
+    /// The marker's control record key and value.
+    pub fn encode(&self) -> ([u8; 4], [u8; 6]) {
+        let mut key = [0u8; 4];
+        let kind = if self.commit {
+            CONTROL_TYPE_COMMIT
+        } else {
+            CONTROL_TYPE_ABORT
+        };
+        key[2..4].copy_from_slice(&kind.to_be_bytes());
+        let mut value = [0u8; 6];
+        value[2..6].copy_from_slice(&self.coordinator_epoch.to_be_bytes());
+        (key, value)
+    }
+
+    /// Reads a control record's key and value; None when it is not a
+    /// version-0 transaction marker (Kafka's other control types, or junk).
+    pub fn decode(key: &[u8], value: &[u8]) -> Option<TxnMarkerRecord> {
+        if key.len() < 4 || be_i16(key, 0) != 0 {
+            return None;
+        }
+        let commit = match be_i16(key, 2) {
+            CONTROL_TYPE_ABORT => false,
+            CONTROL_TYPE_COMMIT => true,
+            _ => return None,
+        };
+        if value.len() < 6 || be_i16(value, 0) < 0 {
+            return None;
+        }
+        Some(TxnMarkerRecord {
+            commit,
+            coordinator_epoch: be_i32(value, 2),
+        })
+    }
+}
+
+/// Builds the control batch of a COMMIT or ABORT marker for
+/// `producer_id`/`producer_epoch`: transactional and control bits set, no
+/// sequence, one record.
+pub fn build_control_batch(
+    producer_id: i64,
+    producer_epoch: i16,
+    marker: TxnMarkerRecord,
+    timestamp_ms: i64,
+) -> Vec<u8> {
+    let (key, value) = marker.encode();
+    let record = NewRecord {
+        key: Some(&key),
+        value: Some(&value),
+    };
+    encode_batch(
+        &[record],
+        timestamp_ms,
+        ATTR_TRANSACTIONAL | ATTR_CONTROL,
+        Some(BatchProducer {
+            producer_id,
+            producer_epoch,
+            base_sequence: -1,
+            transactional: true,
+        }),
+    )
+}
+
+fn encode_batch(
+    records: &[NewRecord<'_>],
+    timestamp_ms: i64,
+    attributes: i16,
+    producer: Option<BatchProducer>,
+) -> Vec<u8> {
     assert!(!records.is_empty(), "a batch holds at least one record");
     let mut body = Vec::new();
     let mut record = Vec::new();
@@ -343,6 +462,8 @@ pub fn build_batch(records: &[NewRecord<'_>], timestamp_ms: i64) -> Vec<u8> {
         body.extend_from_slice(&record);
     }
     let count = records.len() as i32;
+    let (producer_id, producer_epoch, base_sequence) =
+        producer.map_or((-1, -1, -1), |p| (p.producer_id, p.producer_epoch, p.base_sequence));
     let mut b = Vec::with_capacity(BATCH_HEADER_BYTES + body.len());
     b.extend_from_slice(&0i64.to_be_bytes());
     b.extend_from_slice(
@@ -351,13 +472,13 @@ pub fn build_batch(records: &[NewRecord<'_>], timestamp_ms: i64) -> Vec<u8> {
     b.extend_from_slice(&(-1i32).to_be_bytes());
     b.push(2);
     b.extend_from_slice(&0u32.to_be_bytes());
-    b.extend_from_slice(&0i16.to_be_bytes());
+    b.extend_from_slice(&attributes.to_be_bytes());
     b.extend_from_slice(&(count - 1).to_be_bytes());
     b.extend_from_slice(&timestamp_ms.to_be_bytes());
     b.extend_from_slice(&timestamp_ms.to_be_bytes());
-    b.extend_from_slice(&(-1i64).to_be_bytes());
-    b.extend_from_slice(&(-1i16).to_be_bytes());
-    b.extend_from_slice(&(-1i32).to_be_bytes());
+    b.extend_from_slice(&producer_id.to_be_bytes());
+    b.extend_from_slice(&producer_epoch.to_be_bytes());
+    b.extend_from_slice(&base_sequence.to_be_bytes());
     b.extend_from_slice(&count.to_be_bytes());
     b.extend_from_slice(&body);
     let crc = crc32c::crc32c(&b[ATTRIBUTES_OFFSET..]);
@@ -484,5 +605,48 @@ pub(crate) mod tests {
         let mut b = sample_batch(0, 1, 1);
         b[MAGIC_OFFSET] = 1;
         assert!(matches!(parse_header(&b), Err(BatchError::BadMagic(1))));
+    }
+
+    #[test]
+    fn control_batches_carry_the_marker_and_producer() {
+        let marker = TxnMarkerRecord {
+            commit: true,
+            coordinator_epoch: 7,
+        };
+        let b = build_control_batch(42, 3, marker, 1000);
+        let h = validate_batch(&b).unwrap();
+        assert!(h.is_control() && h.is_transactional());
+        assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence), (42, 3, -1));
+        assert_eq!(h.record_count, 1);
+        let (key, value) = marker.encode();
+        assert_eq!(TxnMarkerRecord::decode(&key, &value), Some(marker));
+        assert_eq!(TxnMarkerRecord::decode(&[0, 0, 0, 5], &value), None);
+        let abort = TxnMarkerRecord {
+            commit: false,
+            coordinator_epoch: 0,
+        };
+        let (k, v) = abort.encode();
+        assert_eq!(k, [0, 0, 0, 0]);
+        assert_eq!(TxnMarkerRecord::decode(&k, &v), Some(abort));
+    }
+
+    #[test]
+    fn producer_batches_set_the_transactional_bit_only_when_asked() {
+        let r = [NewRecord {
+            key: Some(b"k"),
+            value: Some(b"v"),
+        }];
+        let p = BatchProducer {
+            producer_id: 9,
+            producer_epoch: 1,
+            base_sequence: -1,
+            transactional: true,
+        };
+        let h = validate_batch(&build_producer_batch(&r, 5, Some(p))).unwrap();
+        assert!(h.is_transactional() && !h.is_control());
+        assert_eq!(h.producer_id, 9);
+        let h = validate_batch(&build_batch(&r, 5)).unwrap();
+        assert!(!h.is_transactional());
+        assert_eq!(h.producer_id, -1);
     }
 }

@@ -222,6 +222,23 @@ pub enum GroupReply {
     Unavailable(crate::protocol::ErrorCode),
 }
 
+/// One transaction's COMMIT or ABORT marker for partitions of one shard
+/// (an entry of Kafka's WriteTxnMarkers).
+#[derive(Debug, Clone)]
+pub struct TxnMarkerWrite {
+    /// Producer of the transaction.
+    pub producer_id: i64,
+    /// Epoch the marker is written with (the coordinator's current epoch
+    /// for the producer, bumped when it fenced or timed out the producer).
+    pub producer_epoch: i16,
+    /// Epoch of the `__transaction_state` partition's coordinator.
+    pub coordinator_epoch: i32,
+    /// COMMIT (true) or ABORT (false).
+    pub commit: bool,
+    /// Partitions of the transaction owned by the receiving shard.
+    pub partitions: Vec<TopicPartition>,
+}
+
 /// A request to a shard.
 #[derive(Debug)]
 pub enum ShardRequest {
@@ -258,6 +275,11 @@ pub enum ShardRequest {
     Apply(Vec<MetadataRecord>),
     /// For the controller.
     Controller(ControllerRequest),
+    /// Write transaction markers to partitions this shard owns. Answered
+    /// once every marker is durable (fdatasync) and, for `__consumer_offsets`
+    /// partitions, once the group coordinator has applied it to the
+    /// transaction's pending offsets.
+    WriteTxnMarkers(Vec<TxnMarkerWrite>),
     /// For the group coordinator of `__consumer_offsets` partition `partition`.
     Group {
         /// Offsets partition (ignored by ListGroups).
@@ -284,4 +306,9 @@ pub enum ShardReply {
     Controller(ControllerReply),
     /// From a group coordinator.
     Group(GroupReply),
+    /// Per marker, per partition (the request's shape): Kafka error code,
+    /// 0 when written. UNKNOWN_TOPIC_OR_PARTITION for a partition that no
+    /// longer exists; INVALID_PRODUCER_EPOCH when the partition has seen a
+    /// newer epoch of the producer.
+    WriteTxnMarkers(Vec<Vec<i16>>),
 }

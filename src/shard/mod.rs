@@ -36,7 +36,7 @@ const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
 const LOG_CLEANER_BACKOFF_MS: u64 = 15_000;
 use messages::{
     FetchItem, FetchResult, ListOffsetsItem, ListOffsetsResult, ProduceItem, ProduceResult,
-    ShardReply, ShardRequest, TopicPartition,
+    ShardReply, ShardRequest, TopicPartition, TxnMarkerWrite,
 };
 use router::{Router, RouterError};
 
@@ -292,11 +292,72 @@ impl Shard {
                 async { ShardReply::Applied }.boxed_local()
             }
             ShardRequest::Group { partition, call } => self.groups_submit(partition, call),
+            ShardRequest::WriteTxnMarkers(markers) => {
+                let written = self.write_txn_markers(markers).await;
+                async move { ShardReply::WriteTxnMarkers(written.await) }.boxed_local()
+            }
             ShardRequest::Controller(request) => async move {
                 ShardReply::Controller(crate::cluster::controller::handle(&self, request).await)
             }
             .boxed_local(),
         }
+    }
+
+    /// Writes each marker to its partitions in order (the ordered part),
+    /// then returns a future that resolves once they are durable.
+    async fn write_txn_markers(
+        self: &Rc<Self>,
+        markers: Vec<TxnMarkerWrite>,
+    ) -> LocalBoxFuture<'static, Vec<Vec<i16>>> {
+        let mut codes = Vec::with_capacity(markers.len());
+        let mut written: Vec<((usize, usize), Rc<Partition>)> = Vec::new();
+        for marker in markers {
+            let mut per_partition = Vec::with_capacity(marker.partitions.len());
+            for tp in &marker.partitions {
+                let Some(partition) = self.partition(tp) else {
+                    per_partition.push(code(ErrorCode::UnknownTopicOrPartition));
+                    continue;
+                };
+                match partition
+                    .write_txn_marker(
+                        marker.producer_id,
+                        marker.producer_epoch,
+                        marker.coordinator_epoch,
+                        marker.commit,
+                    )
+                    .await
+                {
+                    Ok(_) => {
+                        written.push(((codes.len(), per_partition.len()), partition));
+                        per_partition.push(0);
+                    }
+                    Err(PartitionError::Producer(e)) => {
+                        tracing::info!(topic = %tp.topic, partition = tp.partition, error = %e, "transaction marker refused");
+                        per_partition.push(code(e.error_code()));
+                    }
+                    Err(PartitionError::Deleted { .. }) => {
+                        per_partition.push(code(ErrorCode::UnknownTopicOrPartition));
+                    }
+                    Err(e) => {
+                        tracing::error!(topic = %tp.topic, partition = tp.partition, error = %e, "cannot write a transaction marker");
+                        per_partition.push(code(ErrorCode::KafkaStorageError));
+                    }
+                }
+            }
+            codes.push(per_partition);
+        }
+        async move {
+            let flushes = written.iter().map(|(_, p)| p.flush(true));
+            for (((row, column), partition), outcome) in written.iter().zip(join_all(flushes).await) {
+                if let Err(e) = outcome {
+                    // Not durable: the coordinator must write it again.
+                    tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "cannot sync a transaction marker");
+                    codes[*row][*column] = code(ErrorCode::KafkaStorageError);
+                }
+            }
+            codes
+        }
+        .boxed_local()
     }
 
     async fn submit_produce(
