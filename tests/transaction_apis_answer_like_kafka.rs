@@ -303,3 +303,38 @@ fn transaction_apis_answer_like_kafka() {
     assert_eq!(next, (producer.0, producer.1 + 1), "epochs continue after restart");
     broker.terminate();
 }
+
+/// Goal: a transactional id idle for `transactional.id.expiration.ms` is
+/// removed (tombstoned): DescribeTransactions then answers
+/// TRANSACTIONAL_ID_NOT_FOUND, also after a restart, and InitProducerId
+/// starts it over with a new producer id.
+#[test]
+fn idle_transactional_ids_expire() {
+    let mut broker = Broker::start(
+        BrokerOptions::default()
+            .arg("--transactional-id-expiration-ms", 1000)
+            .arg("--transaction-abort-timed-out-transaction-cleanup-interval-ms", 200)
+            .arg("--transaction-remove-expired-transaction-cleanup-interval-ms", 200),
+    );
+    let mut client = RawClient::connect(&broker.bootstrap());
+    let first = init_retrying(&mut client, TXN);
+    wait_for_state(&mut client, TXN, "Empty");
+    let mut gone = false;
+    for _ in 0..200 {
+        let found = describe(&mut client, &[TXN]);
+        if found.transaction_states[0].error_code == code(ResponseError::TransactionalIdNotFound) {
+            gone = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(gone, "{TXN} did not expire");
+    drop(client);
+    broker.kill9();
+    broker.restart();
+    let mut client = RawClient::connect(&broker.bootstrap());
+    let again = init_retrying(&mut client, TXN);
+    assert_ne!(again.0, first.0, "an expired id starts over with a new producer id");
+    assert_eq!(again.1, 0);
+    broker.terminate();
+}
