@@ -1,10 +1,26 @@
 //! One partition replica on its owning shard: the log handle, the high
-//! watermark, and the fetch waiters woken by appends. This is the only place
-//! that appends to a log. Lives on its owning shard only.
+//! watermark, the producer state with its open transactions and the last
+//! stable offset (LSO) they hold back, the aborted-transaction index, and
+//! the fetch waiters woken by appends and markers. This is the only place
+//! that appends to a log. Lives on its owning shard only; a shard-local view
+//! of one replica.
+//!
+//! Transactions on the partition side follow Kafka's `UnifiedLog` and
+//! `ProducerStateManager`: a transactional batch opens its producer's
+//! transaction at its first offset; a COMMIT or ABORT marker closes it. The
+//! LSO is the first offset of the oldest open transaction, or the high
+//! watermark when none is open; read_committed fetches stop there. An ABORT
+//! marker adds an [`AbortedTxn`] to the `.txnindex` file of the segment
+//! holding it, and the newest [`ABORTED_TXNS_IN_MEMORY_MAX`] entries stay in
+//! memory; older ones are read from the files when a fetch reaches back to
+//! them. After a crash the open transactions and the entries past the
+//! producer snapshot are rebuilt from the log, and the files rewritten to
+//! match it.
 
 pub mod producer_state;
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -17,8 +33,10 @@ use crate::protocol::record_batch::{
     build_control_batch, BatchHeader, TxnMarkerRecord, ATTRIBUTES_OFFSET, ATTR_TIMESTAMP_TYPE,
     CRC_OFFSET,
 };
+use crate::storage::txn_index::{self, AbortedTxn};
 use crate::storage::{
-    AppendInfo, CompactionConfig, CompactionStats, Log, ReadResult, StorageError,
+    AppendInfo, CompactionConfig, CompactionRequest, CompactionStats, Log, ReadResult,
+    StorageError,
 };
 use producer_state::{
     parse_snapshot_file_name, snapshot_file_name, AppendCheck, ProducerError, ProducerStateManager,
@@ -26,6 +44,81 @@ use producer_state::{
 
 /// Bytes read per step while rebuilding producer state from the log.
 const PRODUCER_STATE_READ_BYTES: usize = 1024 * 1024;
+
+/// Aborted transactions a partition keeps in memory (the newest; 32 bytes
+/// each, so at most 32 KiB per partition). A read_committed fetch that
+/// reaches back past them reads the `.txnindex` files instead.
+pub const ABORTED_TXNS_IN_MEMORY_MAX: usize = 1024;
+
+/// Aborted transactions a compaction round takes into account. Past this
+/// the round is skipped (logged): cleaning without knowing which data was
+/// aborted could let aborted values shadow committed ones.
+pub const ABORTED_TXNS_PER_COMPACTION_MAX: usize = 1 << 20;
+
+/// The newest aborted transactions of a partition, by marker offset.
+#[derive(Debug, Default)]
+struct AbortedTxnCache {
+    entries: VecDeque<AbortedTxn>,
+    /// Every aborted transaction whose marker lies at or after this offset
+    /// is in `entries`.
+    complete_from: i64,
+}
+
+impl AbortedTxnCache {
+    /// From every entry of the log, sorted by marker offset.
+    fn from_sorted(all: &[AbortedTxn]) -> Self {
+        let keep_from = all.len().saturating_sub(ABORTED_TXNS_IN_MEMORY_MAX);
+        let entries: VecDeque<AbortedTxn> = all[keep_from..].iter().copied().collect();
+        let complete_from = if keep_from == 0 {
+            i64::MIN
+        } else {
+            entries.front().map_or(i64::MIN, |e| e.last_offset)
+        };
+        AbortedTxnCache {
+            entries,
+            complete_from,
+        }
+    }
+
+    fn push(&mut self, entry: AbortedTxn) {
+        if let Some(last) = self.entries.back() {
+            assert!(entry.last_offset > last.last_offset, "markers in offset order");
+        }
+        self.entries.push_back(entry);
+        if self.entries.len() > ABORTED_TXNS_IN_MEMORY_MAX {
+            self.entries.pop_front();
+            self.complete_from = self.entries.front().map_or(i64::MIN, |e| e.last_offset);
+        }
+        assert!(self.entries.len() <= ABORTED_TXNS_IN_MEMORY_MAX);
+    }
+}
+
+/// One producer as DescribeProducers shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerDescription {
+    /// Producer id.
+    pub producer_id: i64,
+    /// Current epoch.
+    pub producer_epoch: i16,
+    /// Last sequence written, or -1.
+    pub last_sequence: i32,
+    /// Timestamp of the last write.
+    pub last_timestamp: i64,
+    /// Epoch of the coordinator that wrote its last marker, or -1.
+    pub coordinator_epoch: i32,
+    /// First offset of its open transaction, or -1.
+    pub current_txn_start_offset: i64,
+}
+
+/// What a consumer fetch read.
+#[derive(Debug, Default)]
+pub struct FetchRead {
+    /// Whole batches.
+    pub read: ReadResult,
+    /// read_committed: the aborted transactions overlapping what was read,
+    /// as (producer id, first offset); None for read_uncommitted.
+    pub aborted_transactions: Option<Vec<(i64, i64)>>,
+}
 
 /// Failures of partition operations.
 #[derive(Debug, Error)]
@@ -75,6 +168,11 @@ pub struct Partition {
     waiters: RefCell<Vec<oneshot::Sender<()>>>,
     deleted: Cell<bool>,
     producers: RefCell<ProducerStateManager>,
+    aborted: RefCell<AbortedTxnCache>,
+    /// An aborted-transaction entry could not be written to its file: the
+    /// next clean close writes no producer snapshot, so the next start
+    /// rebuilds the files from the log.
+    txn_index_write_failed: Cell<bool>,
     /// Held from an idempotent batch's sequence check to its offset
     /// assignment, so two batches of one producer are checked in order
     /// against the state each leaves.
@@ -107,6 +205,8 @@ impl Partition {
             waiters: RefCell::new(Vec::new()),
             deleted: Cell::new(false),
             producers: RefCell::new(ProducerStateManager::new()),
+            aborted: RefCell::new(AbortedTxnCache::default()),
+            txn_index_write_failed: Cell::new(false),
             producer_append_lock: glommio::sync::Semaphore::new(1),
         })
     }
@@ -120,6 +220,16 @@ impl Partition {
     /// it is the log end offset.
     pub fn high_watermark(&self) -> i64 {
         self.log.log_end_offset()
+    }
+
+    /// Kafka's last stable offset: the first offset of the oldest open
+    /// transaction, or the high watermark when none is open.
+    pub fn last_stable_offset(&self) -> i64 {
+        let high_watermark = self.high_watermark();
+        self.producers
+            .borrow()
+            .first_unstable_offset()
+            .map_or(high_watermark, |first| first.min(high_watermark))
     }
 
     /// First offset still in the log.
@@ -235,7 +345,7 @@ impl Partition {
         let _permit = self.producer_append_lock.acquire_permit(1).await;
         self.producers
             .borrow()
-            .check_marker(producer_id, producer_epoch)?;
+            .check_marker(producer_id, producer_epoch, coordinator_epoch)?;
         let now = now_ms();
         let marker = TxnMarkerRecord {
             commit,
@@ -253,11 +363,45 @@ impl Partition {
             .log
             .append(batch, &header, self.leader_epoch, now)
             .await?;
-        self.producers
-            .borrow_mut()
-            .on_marker(producer_id, producer_epoch, coordinator_epoch, now);
+        let marker_offset = info.base_offset;
+        let (closed, last_stable_offset) = {
+            let mut producers = self.producers.borrow_mut();
+            let closed =
+                producers.on_marker(producer_id, producer_epoch, coordinator_epoch, now);
+            (closed, producers.first_unstable_offset())
+        };
+        // The LSO may have moved: read_committed waiters re-read.
         self.wake_waiters();
-        Ok(info.base_offset)
+        if !commit {
+            // Kafka records an aborted transaction even when it wrote
+            // nothing here (its first offset is then the marker's).
+            let entry = AbortedTxn {
+                producer_id,
+                first_offset: closed.unwrap_or(marker_offset),
+                last_offset: marker_offset,
+                last_stable_offset: last_stable_offset.unwrap_or(marker_offset + 1),
+            };
+            self.aborted.borrow_mut().push(entry);
+            self.append_txn_index_entry(entry).await;
+        }
+        Ok(marker_offset)
+    }
+
+    /// Appends an aborted-transaction entry to its segment's `.txnindex`
+    /// file. A failure is logged and remembered: memory still answers, and
+    /// the next start rebuilds the file from the log.
+    async fn append_txn_index_entry(&self, entry: AbortedTxn) {
+        let dir = self.log.dir().to_path_buf();
+        let segment_base_offset = self.log.segment_base_offset_of(entry.last_offset);
+        let written = glommio::executor()
+            .spawn_blocking(move || {
+                txn_index::append_txn_index_entry(&dir, segment_base_offset, &entry)
+            })
+            .await;
+        if let Err(error) = written {
+            tracing::error!(topic = %self.topic, partition = self.index, %error, "cannot write an aborted transaction to the txnindex");
+            self.txn_index_write_failed.set(true);
+        }
     }
 
     /// Rebuilds idempotent producer state after the log was opened: from
@@ -309,6 +453,8 @@ impl Partition {
                 }
             }
         }
+        let replay_start = start;
+        let mut replayed: Vec<AbortedTxn> = Vec::new();
         let mut offset = start;
         while offset < log_end_offset {
             let read = self
@@ -320,9 +466,29 @@ impl Partition {
             }
             let chunk = read.into_contiguous();
             let mut next = offset;
-            for (_, header) in crate::protocol::record_batch::BatchIter::new(&chunk, false) {
+            for (position, header) in crate::protocol::record_batch::BatchIter::new(&chunk, false) {
                 if header.producer_id >= 0 && header.base_offset >= offset {
-                    state.load_from_batch(&header, header.base_offset);
+                    let marker = if header.is_control() {
+                        let batch = chunk.slice(position..position + header.total_bytes());
+                        txn_index::decode_txn_marker(&batch, &header)
+                    } else {
+                        None
+                    };
+                    let closed = state.load_from_batch(&header, header.base_offset);
+                    if let Some(marker) = marker {
+                        state.load_coordinator_epoch(header.producer_id, marker.coordinator_epoch);
+                        if !marker.commit {
+                            let marker_offset = header.base_offset;
+                            replayed.push(AbortedTxn {
+                                producer_id: header.producer_id,
+                                first_offset: closed.unwrap_or(marker_offset),
+                                last_offset: marker_offset,
+                                last_stable_offset: state
+                                    .first_unstable_offset()
+                                    .unwrap_or(marker_offset + 1),
+                            });
+                        }
+                    }
                 }
                 next = next.max(header.last_offset() + 1);
             }
@@ -333,6 +499,7 @@ impl Partition {
             glommio::yield_if_needed().await;
         }
         *self.producers.borrow_mut() = state;
+        self.load_txn_index(replay_start, replayed).await;
         // Snapshots past the log end describe data that is gone.
         let stale: Vec<PathBuf> = snapshots
             .into_iter()
@@ -351,6 +518,137 @@ impl Partition {
         Ok(())
     }
 
+    /// Makes the `.txnindex` files match the log: entries whose marker lies
+    /// before `replay_start` come from the files (synced before the snapshot
+    /// the replay started from was written), the others from the replay;
+    /// entries are regrouped by the segment holding their marker, damaged or
+    /// stale files are rewritten and files of vanished segments deleted.
+    /// Start-up holds every entry in memory once (32 bytes each), then keeps
+    /// the newest [`ABORTED_TXNS_IN_MEMORY_MAX`].
+    async fn load_txn_index(&self, replay_start: i64, replayed: Vec<AbortedTxn>) {
+        let dir = self.log.dir().to_path_buf();
+        let segment_bases = self.log.segment_base_offsets();
+        let (entries, rewritten) = glommio::executor()
+            .spawn_blocking(move || {
+                let current = txn_index::read_txn_index_files(&dir);
+                let mut all: Vec<AbortedTxn> = current
+                    .values()
+                    .flatten()
+                    .filter(|entry| entry.last_offset < replay_start)
+                    .copied()
+                    .collect();
+                all.extend(replayed);
+                let wanted = txn_index::group_by_segment(&sorted_unique(all), &segment_bases);
+                let rewritten = txn_index::rewrite_txn_index_files(&dir, &current, &wanted);
+                let kept: Vec<AbortedTxn> = wanted.into_values().flatten().collect();
+                (sorted_unique(kept), rewritten)
+            })
+            .await;
+        match rewritten {
+            Ok(0) => {}
+            Ok(files) => {
+                tracing::info!(topic = %self.topic, partition = self.index, files, "rewrote txnindex files from the log")
+            }
+            Err(error) => {
+                tracing::error!(topic = %self.topic, partition = self.index, %error, "cannot rewrite txnindex files");
+                self.txn_index_write_failed.set(true);
+            }
+        }
+        *self.aborted.borrow_mut() = AbortedTxnCache::from_sorted(&entries);
+    }
+
+    /// Every aborted transaction of the log, by marker offset: from memory
+    /// when it holds them all, else from the files.
+    async fn aborted_transactions_all(&self) -> Vec<AbortedTxn> {
+        {
+            let cache = self.aborted.borrow();
+            if cache.complete_from == i64::MIN {
+                return cache.entries.iter().copied().collect();
+            }
+        }
+        let dir = self.log.dir().to_path_buf();
+        glommio::executor()
+            .spawn_blocking(move || {
+                sorted_unique(
+                    txn_index::read_txn_index_files(&dir)
+                        .into_values()
+                        .flatten()
+                        .collect(),
+                )
+            })
+            .await
+    }
+
+    /// Kafka's `collectAbortedTransactions`: the aborted transactions that
+    /// overlap `[fetch_offset, upper_bound_offset)`, as (producer id, first
+    /// offset). From memory when it reaches back to `fetch_offset`; else
+    /// from the `.txnindex` files of the segment holding `fetch_offset` and
+    /// the ones after it, up to the first entry whose LSO reaches the upper
+    /// bound (no later marker can close a transaction that started below
+    /// it).
+    pub async fn aborted_transactions(
+        &self,
+        fetch_offset: i64,
+        upper_bound_offset: i64,
+    ) -> Vec<(i64, i64)> {
+        {
+            let cache = self.aborted.borrow();
+            if fetch_offset >= cache.complete_from {
+                return txn_index::collect_aborted(
+                    cache.entries.iter(),
+                    fetch_offset,
+                    upper_bound_offset,
+                );
+            }
+        }
+        let dir = self.log.dir().to_path_buf();
+        let bases = self.log.segment_base_offsets();
+        let floor = txn_index::segment_base_holding(&bases, fetch_offset).unwrap_or(i64::MIN);
+        let candidates: Vec<i64> = bases.into_iter().filter(|base| *base >= floor).collect();
+        glommio::executor()
+            .spawn_blocking(move || {
+                let mut found = Vec::new();
+                for base in candidates {
+                    let entries =
+                        txn_index::read_txn_index_file(&txn_index::txn_index_path(&dir, base));
+                    let complete = entries
+                        .iter()
+                        .any(|entry| entry.last_stable_offset >= upper_bound_offset);
+                    found.extend(txn_index::collect_aborted(
+                        &entries,
+                        fetch_offset,
+                        upper_bound_offset,
+                    ));
+                    if complete {
+                        break;
+                    }
+                }
+                found
+            })
+            .await
+    }
+
+    /// Regroups the `.txnindex` entries by the segments that hold their
+    /// markers now (after compaction merged segments). Holds the producer
+    /// lock so no marker appends to a file meanwhile.
+    async fn reconcile_txn_index(&self) {
+        let _permit = self.producer_append_lock.acquire_permit(1).await;
+        let dir = self.log.dir().to_path_buf();
+        let segment_bases = self.log.segment_base_offsets();
+        let rewritten = glommio::executor()
+            .spawn_blocking(move || {
+                let current = txn_index::read_txn_index_files(&dir);
+                let all = sorted_unique(current.values().flatten().copied().collect());
+                let wanted = txn_index::group_by_segment(&all, &segment_bases);
+                txn_index::rewrite_txn_index_files(&dir, &current, &wanted)
+            })
+            .await;
+        if let Err(error) = rewritten {
+            tracing::error!(topic = %self.topic, partition = self.index, %error, "cannot regroup txnindex files after compaction");
+            self.txn_index_write_failed.set(true);
+        }
+    }
+
     /// Writes `<log end offset>.snapshot` of the producer state and removes
     /// older snapshots. Called after a clean close of the log.
     ///
@@ -359,10 +657,22 @@ impl Partition {
     pub async fn write_producer_snapshot(&self) -> Result<(), PartitionError> {
         let dir = self.log.dir().to_path_buf();
         let path = dir.join(snapshot_file_name(self.log.log_end_offset()));
+        if self.txn_index_write_failed.get() {
+            // Without a new snapshot the next start replays the log from the
+            // previous one and rebuilds the txnindex entries written since.
+            return Err(PartitionError::Snapshot {
+                path,
+                reason: "a txnindex write failed; the log will be replayed instead".into(),
+            });
+        }
         let bytes = self.producers.borrow().encode_snapshot();
         let write_path = path.clone();
         glommio::executor()
             .spawn_blocking(move || -> std::io::Result<()> {
+                // Entries before the snapshot are never rebuilt from the log.
+                if let Some(parent) = write_path.parent() {
+                    txn_index::sync_txn_index_files(parent)?;
+                }
                 let temporary = write_path.with_extension("snapshot.tmp");
                 std::fs::write(&temporary, &bytes)?;
                 std::fs::File::open(&temporary)?.sync_all()?;
@@ -420,6 +730,62 @@ impl Partition {
             .await?)
     }
 
+    /// A consumer's read: whole batches from `offset` up to the high
+    /// watermark, or for read_committed up to the last stable offset, with
+    /// the aborted transactions overlapping what was read (read_committed).
+    /// An offset at or past the limit reads nothing.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub async fn fetch(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        read_committed: bool,
+    ) -> Result<FetchRead, PartitionError> {
+        let limit = if read_committed {
+            self.last_stable_offset()
+        } else {
+            self.high_watermark()
+        };
+        let mut fetched = FetchRead {
+            read: ReadResult::default(),
+            aborted_transactions: read_committed.then(Vec::new),
+        };
+        if offset >= limit {
+            return Ok(fetched);
+        }
+        fetched.read = self.log.read(offset, limit, max_bytes, true).await?;
+        if read_committed {
+            if let Some(upper_bound_offset) = next_offset_after_pieces(&fetched.read.batches) {
+                fetched.aborted_transactions =
+                    Some(self.aborted_transactions(offset, upper_bound_offset).await);
+            }
+        }
+        Ok(fetched)
+    }
+
+    /// The producers with state on this partition, by producer id.
+    pub fn describe_producers(&self) -> Vec<ProducerDescription> {
+        self.producers
+            .borrow()
+            .entries()
+            .map(|(producer_id, entry)| ProducerDescription {
+                producer_id,
+                producer_epoch: entry.producer_epoch(),
+                last_sequence: entry.last_sequence(),
+                last_timestamp: entry.last_timestamp_ms(),
+                coordinator_epoch: entry.coordinator_epoch(),
+                current_txn_start_offset: entry.current_txn_first_offset().unwrap_or(-1),
+            })
+            .collect()
+    }
+
+    /// Open transactions on this partition: (first offset, producer id).
+    pub fn open_transactions(&self) -> Vec<(i64, i64)> {
+        self.producers.borrow().open_txns().collect()
+    }
+
     /// ListOffsets by timestamp.
     ///
     /// # Errors
@@ -439,10 +805,21 @@ impl Partition {
         Ok(self.log.max_timestamp_offset().await?)
     }
 
-    /// A receiver that fires on the next append, or None when data at
-    /// `offset` is already there (or the partition is deleted).
-    pub fn wait_for_data(&self, offset: i64) -> Option<oneshot::Receiver<()>> {
-        if offset < self.high_watermark() || self.deleted.get() {
+    /// A receiver that fires on the next append or marker, or None when
+    /// data at `offset` is already readable (below the high watermark, or
+    /// below the last stable offset for read_committed) or the partition is
+    /// deleted.
+    pub fn wait_for_data(
+        &self,
+        offset: i64,
+        read_committed: bool,
+    ) -> Option<oneshot::Receiver<()>> {
+        let available = if read_committed {
+            self.last_stable_offset()
+        } else {
+            self.high_watermark()
+        };
+        if offset < available || self.deleted.get() {
             return None;
         }
         let (tx, rx) = oneshot::channel();
@@ -470,7 +847,26 @@ impl Partition {
         if self.deleted.get() {
             return Err(self.deleted_error());
         }
-        Ok(self.log.compact(config, now_ms()).await?)
+        // Never past the LSO: an open transaction may still abort.
+        let clean_below_offset = self.last_stable_offset();
+        let active_producers = self.producers.borrow().last_data_offsets();
+        let aborted = self.aborted_transactions_all().await;
+        if aborted.len() > ABORTED_TXNS_PER_COMPACTION_MAX {
+            tracing::warn!(topic = %self.topic, partition = self.index, aborted = aborted.len(), "too many aborted transactions to compact safely; skipping");
+            return Ok(CompactionStats::default());
+        }
+        let request = CompactionRequest {
+            now_ms: now_ms(),
+            force: false,
+            clean_below_offset,
+            active_producers: Some(&active_producers),
+            aborted_transactions: Some(&aborted),
+        };
+        let stats = self.log.compact_with(config, &request).await?;
+        if stats.segments_read > 0 {
+            self.reconcile_txn_index().await;
+        }
+        Ok(stats)
     }
 
     /// Closes the log cleanly (shutdown).
@@ -497,6 +893,68 @@ impl Partition {
         PartitionError::Deleted {
             topic: self.topic.clone(),
             partition: self.index,
+        }
+    }
+}
+
+/// Entries sorted by marker offset, exact duplicates removed (a crash
+/// during a regrouping can leave an entry in two files).
+fn sorted_unique(mut entries: Vec<AbortedTxn>) -> Vec<AbortedTxn> {
+    entries.sort_by_key(|entry| (entry.last_offset, *entry));
+    entries.dedup();
+    entries
+}
+
+/// The offset after the last batch of `pieces` (whole batches, split
+/// anywhere), read from the batch headers without joining the pieces; None
+/// when there is no whole batch header.
+fn next_offset_after_pieces(pieces: &[Bytes]) -> Option<i64> {
+    /// baseOffset (8) batchLength (4) partitionLeaderEpoch (4) magic (1)
+    /// crc (4) attributes (2) lastOffsetDelta (4).
+    const PREFIX_BYTES: usize = 27;
+    let mut piece = 0usize;
+    let mut within = 0usize;
+    let mut next = None;
+    loop {
+        // Copy the prefix of the batch at the cursor, across pieces.
+        let mut prefix = [0u8; PREFIX_BYTES];
+        let (mut p, mut w, mut filled) = (piece, within, 0usize);
+        while filled < PREFIX_BYTES && p < pieces.len() {
+            let available = &pieces[p][w.min(pieces[p].len())..];
+            let take = available.len().min(PREFIX_BYTES - filled);
+            prefix[filled..filled + take].copy_from_slice(&available[..take]);
+            filled += take;
+            w += take;
+            if w >= pieces[p].len() {
+                p += 1;
+                w = 0;
+            }
+        }
+        if filled < PREFIX_BYTES {
+            return next;
+        }
+        let base_offset = i64::from_be_bytes(prefix[0..8].try_into().ok()?);
+        let batch_length = i32::from_be_bytes(prefix[8..12].try_into().ok()?);
+        let last_offset_delta = i32::from_be_bytes(prefix[23..27].try_into().ok()?);
+        if batch_length < 0 || last_offset_delta < 0 {
+            return next;
+        }
+        next = Some(base_offset + i64::from(last_offset_delta) + 1);
+        // Skip the whole batch.
+        let mut skip = 12 + batch_length as usize;
+        while skip > 0 && piece < pieces.len() {
+            let left = pieces[piece].len() - within;
+            if skip < left {
+                within += skip;
+                skip = 0;
+            } else {
+                skip -= left;
+                piece += 1;
+                within = 0;
+            }
+        }
+        if skip > 0 {
+            return next;
         }
     }
 }

@@ -2,7 +2,9 @@
 //! (magic 2, exactly one batch, CRC32C, size), grouped by owning shard, and
 //! appended there in request order. acks=0 gets no response; acks=1 is
 //! answered after the append; acks=all after fdatasync under the default
-//! flush policy.
+//! flush policy. Transactional batches are accepted and open their
+//! producer's transaction on the partition; as in Kafka before KIP-890, the
+//! broker does not check that the partition was added to the transaction.
 
 use std::rc::Rc;
 
@@ -70,15 +72,6 @@ fn validate_records(
             "clients may not produce control batches".into(),
         ));
     }
-    if header.is_transactional() {
-        // Transactional batches need a transaction coordinator, which this
-        // broker does not have yet; refuse rather than append data no
-        // commit or abort marker will ever close.
-        return Err((
-            ErrorCode::InvalidRecord,
-            "transactional produce is not supported by this broker yet".into(),
-        ));
-    }
     if header.producer_id >= 0 && (header.producer_epoch < 0 || header.base_sequence < 0) {
         return Err((
             ErrorCode::InvalidRecord,
@@ -142,7 +135,6 @@ pub async fn handle(
     let mut flat = Vec::new(); // (topic position, partition position)
     let mut groups: ShardGroups<ProduceItem> = ShardGroups::new();
     let acks_valid = matches!(acks, 0 | 1 | -1);
-    let transactional = request.transactional_id.is_some();
     let records_bytes_total: usize = request
         .topic_data
         .iter()
@@ -163,13 +155,6 @@ pub async fn handle(
             };
             if !acks_valid {
                 partitions.push(refuse(ErrorCode::InvalidRequiredAcks, None));
-                continue;
-            }
-            if transactional {
-                partitions.push(refuse(
-                    ErrorCode::TransactionalIdAuthorizationFailed,
-                    Some("transactions are not supported by this broker yet".into()),
-                ));
                 continue;
             }
             let Some(topic) = topic else {
