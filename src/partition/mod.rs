@@ -977,9 +977,311 @@ fn stamp_log_append_time(batch: &Bytes, header: &BatchHeader, now: i64) -> (Byte
 }
 
 #[cfg(test)]
+impl Partition {
+    /// Simulates kill -9: drops the partition (the caller holds the only
+    /// handle) without closing its log or writing a producer snapshot.
+    pub(crate) async fn crash_for_tests(self: Rc<Self>) {
+        let Ok(partition) = Rc::try_unwrap(self) else {
+            panic!("another handle on the partition is alive");
+        };
+        partition.log.crash_for_tests().await;
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::record_batch::{tests::sample_batch, validate_batch};
+    use crate::protocol::record_batch::{
+        build_batch, build_producer_batch, tests::sample_batch, validate_batch, BatchProducer,
+        NewRecord,
+    };
+    use crate::storage::{run_on_executor, test_support::small_config, txn_index};
+    use std::path::Path;
+
+    const SETTINGS: PartitionSettings = PartitionSettings {
+        log_append_time: false,
+    };
+
+    async fn open_partition(dir: &Path, create: bool, clean: bool) -> Rc<Partition> {
+        let log = if create {
+            Log::create(dir, small_config(1 << 20), Uuid::nil()).await
+        } else {
+            Log::open(dir, small_config(1 << 20), clean).await
+        };
+        let partition = Partition::new(
+            "t".into(),
+            0,
+            Uuid::nil(),
+            log.expect("log opens"),
+            SETTINGS,
+        );
+        partition.load_producer_state().await.expect("state loads");
+        partition
+    }
+
+    /// A batch of one keyed record; transactional from `producer` when given.
+    fn keyed(key: &str, value: &str, producer: Option<(i64, i32)>) -> (Bytes, BatchHeader) {
+        let record = NewRecord {
+            key: Some(key.as_bytes()),
+            value: Some(value.as_bytes()),
+        };
+        let bytes = match producer {
+            Some((producer_id, base_sequence)) => build_producer_batch(
+                &[record],
+                1_000,
+                Some(BatchProducer {
+                    producer_id,
+                    producer_epoch: 0,
+                    base_sequence,
+                    transactional: true,
+                }),
+            ),
+            None => build_batch(&[record], 1_000),
+        };
+        let header = validate_batch(&bytes).expect("built batch is valid");
+        (Bytes::from(bytes), header)
+    }
+
+    async fn append(partition: &Partition, batch: (Bytes, BatchHeader)) -> i64 {
+        let (info, _) = partition.append(batch.0, &batch.1).await.expect("append");
+        info.base_offset
+    }
+
+    /// (key, value, producer id) of every data record, in offset order.
+    async fn data_records(partition: &Partition, read_committed: bool) -> Vec<(String, String, i64)> {
+        let fetched = partition.fetch(0, 1 << 20, read_committed).await.unwrap();
+        let mut bytes = fetched.read.into_contiguous();
+        let sets = kafka_protocol::records::RecordBatchDecoder::decode_all(&mut bytes).unwrap();
+        sets.into_iter()
+            .flat_map(|set| set.records)
+            .filter(|record| !record.control)
+            .map(|record| {
+                let text = |b: Option<Bytes>| String::from_utf8(b.unwrap_or_default().to_vec()).unwrap();
+                (text(record.key), text(record.value), record.producer_id)
+            })
+            .collect()
+    }
+
+    /// Goal: the LSO stays at the first offset of the oldest open
+    /// transaction and moves with markers; read_committed fetches stop there
+    /// and list the aborted transaction; read_uncommitted gets everything and
+    /// no list; DescribeProducers sees both producers. Method: plain data,
+    /// two transactions, a COMMIT and an ABORT, checked after each step.
+    #[test]
+    fn last_stable_offset_follows_open_transactions_and_markers() {
+        run_on_executor(|| async {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("t-0");
+            let partition = open_partition(&dir, true, true).await;
+            let plain = Bytes::from(sample_batch(0, 3, 1_000));
+            let header = validate_batch(&plain).unwrap();
+            partition.append(plain, &header).await.unwrap();
+            assert_eq!(partition.last_stable_offset(), 3);
+            assert_eq!(append(&partition, keyed("a", "1", Some((1, 0)))).await, 3);
+            assert_eq!(append(&partition, keyed("b", "2", Some((2, 0)))).await, 4);
+            assert_eq!(partition.high_watermark(), 5);
+            assert_eq!(partition.last_stable_offset(), 3);
+            assert!(partition.wait_for_data(3, true).is_some());
+            assert!(partition.wait_for_data(3, false).is_none());
+            let committed = partition.fetch(0, 1 << 20, true).await.unwrap();
+            assert_eq!(next_offset_after_pieces(&committed.read.batches), Some(3));
+            assert_eq!(committed.aborted_transactions, Some(vec![]));
+            assert!(partition.fetch(3, 1 << 20, true).await.unwrap().read.batches.is_empty());
+
+            assert_eq!(partition.write_txn_marker(1, 0, 0, true).await.unwrap(), 5);
+            assert_eq!(partition.last_stable_offset(), 4);
+            assert_eq!(partition.write_txn_marker(2, 0, 0, false).await.unwrap(), 6);
+            assert_eq!(partition.last_stable_offset(), 7);
+            assert_eq!(partition.open_transactions(), vec![]);
+            let committed = partition.fetch(0, 1 << 20, true).await.unwrap();
+            assert_eq!(committed.aborted_transactions, Some(vec![(2, 4)]));
+            assert_eq!(next_offset_after_pieces(&committed.read.batches), Some(7));
+            assert_eq!(partition.aborted_transactions(5, 7).await, vec![(2, 4)]);
+            assert_eq!(partition.aborted_transactions(7, 9).await, vec![]);
+            let uncommitted = partition.fetch(0, 1 << 20, false).await.unwrap();
+            assert_eq!(uncommitted.aborted_transactions, None);
+            assert_eq!(data_records(&partition, false).await.len(), 5);
+
+            let producers = partition.describe_producers();
+            assert_eq!(producers.len(), 2);
+            assert_eq!(producers[0].producer_id, 1);
+            assert_eq!(producers[0].current_txn_start_offset, -1);
+            assert_eq!(producers[1].last_sequence, 0);
+            let files = txn_index::read_txn_index_files(&dir);
+            let entries: Vec<AbortedTxn> = files.into_values().flatten().collect();
+            assert_eq!(
+                entries,
+                vec![AbortedTxn {
+                    producer_id: 2,
+                    first_offset: 4,
+                    last_offset: 6,
+                    last_stable_offset: 7,
+                }]
+            );
+            // A marker from an older coordinator is fenced.
+            let fenced = partition.write_txn_marker(2, 0, -5, true).await.unwrap_err();
+            assert!(matches!(
+                fenced,
+                PartitionError::Producer(ProducerError::CoordinatorFenced { .. })
+            ));
+        });
+    }
+
+    /// Goal: after kill -9 (no snapshot, txnindex files possibly stale),
+    /// the open transaction still holds the LSO, aborted entries are
+    /// rebuilt from the log and stale entries past the log end are removed;
+    /// a later ABORT releases the LSO; a clean restart keeps it all. Method:
+    /// transactions across several small segments, a fake entry and a
+    /// deleted file, crash, reopen, check; abort; close; reopen.
+    #[test]
+    fn recovery_rebuilds_open_transactions_and_the_txnindex_from_the_log() {
+        run_on_executor(|| async {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("t-0");
+            let partition = open_partition(&dir, true, true).await;
+            let mut expected = Vec::new();
+            for round in 0..6i64 {
+                let producer_id = 10 + round;
+                let first = append(&partition, keyed("k", "v", Some((producer_id, 0)))).await;
+                append(&partition, keyed("k", "w", None)).await;
+                let commit = round % 2 == 0;
+                let marker = partition.write_txn_marker(producer_id, 0, 3, commit).await.unwrap();
+                if !commit {
+                    expected.push(AbortedTxn {
+                        producer_id,
+                        first_offset: first,
+                        last_offset: marker,
+                        last_stable_offset: marker + 1,
+                    });
+                }
+            }
+            let open_first = append(&partition, keyed("k", "open", Some((99, 0)))).await;
+            append(&partition, keyed("k", "after", None)).await;
+            assert_eq!(partition.last_stable_offset(), open_first);
+            partition.flush(true).await.unwrap();
+            assert!(partition.log.segment_base_offsets().len() > 2, "several segments");
+            let high_watermark = partition.high_watermark();
+            partition.crash_for_tests().await;
+
+            // Damage the index: one file gone, one stale entry past the end.
+            let files = txn_index::read_txn_index_files(&dir);
+            let (&first_base, _) = files.iter().next().unwrap();
+            std::fs::remove_file(txn_index::txn_index_path(&dir, first_base)).unwrap();
+            let stale = AbortedTxn {
+                producer_id: 7,
+                first_offset: 500,
+                last_offset: 900,
+                last_stable_offset: 901,
+            };
+            txn_index::append_txn_index_entry(&dir, first_base, &stale).unwrap();
+
+            let partition = open_partition(&dir, false, false).await;
+            assert_eq!(partition.high_watermark(), high_watermark);
+            assert_eq!(partition.last_stable_offset(), open_first);
+            assert_eq!(partition.open_transactions(), vec![(open_first, 99)]);
+            let on_disk: Vec<AbortedTxn> =
+                txn_index::read_txn_index_files(&dir).into_values().flatten().collect();
+            assert_eq!(on_disk, expected);
+            assert_eq!(partition.aborted_transactions_all().await, expected);
+            assert_eq!(
+                partition.describe_producers().iter().find(|p| p.producer_id == 11).unwrap().coordinator_epoch,
+                3
+            );
+            assert_eq!(
+                data_records(&partition, true).await.iter().filter(|r| r.1 == "open").count(),
+                0
+            );
+
+            let marker = partition.write_txn_marker(99, 0, 3, false).await.unwrap();
+            assert_eq!(partition.last_stable_offset(), partition.high_watermark());
+            expected.push(AbortedTxn {
+                producer_id: 99,
+                first_offset: open_first,
+                last_offset: marker,
+                last_stable_offset: marker + 1,
+            });
+            let aborted: Vec<(i64, i64)> =
+                expected.iter().map(|e| (e.producer_id, e.first_offset)).collect();
+            assert_eq!(partition.aborted_transactions(0, marker + 1).await, aborted);
+            partition.close().await.unwrap();
+            drop(partition);
+
+            let partition = open_partition(&dir, false, true).await;
+            assert_eq!(partition.aborted_transactions_all().await, expected);
+            assert_eq!(partition.last_stable_offset(), partition.high_watermark());
+            partition.close().await.unwrap();
+        });
+    }
+
+    /// Goal: with more aborted transactions than memory keeps, fetches that
+    /// reach back past memory read the files and still find every one.
+    /// Method: more empty aborted transactions than the bound, then look
+    /// up from the start and from the newest.
+    #[test]
+    fn aborted_transactions_beyond_memory_are_read_from_the_files() {
+        run_on_executor(|| async {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("t-0");
+            let partition = open_partition(&dir, true, true).await;
+            let count = ABORTED_TXNS_IN_MEMORY_MAX + 10;
+            for producer_id in 0..count as i64 {
+                partition.write_txn_marker(producer_id, 0, 0, false).await.unwrap();
+            }
+            assert_eq!(partition.aborted.borrow().entries.len(), ABORTED_TXNS_IN_MEMORY_MAX);
+            let end = partition.high_watermark();
+            let all = partition.aborted_transactions(0, end).await;
+            assert_eq!(all.len(), count);
+            assert!(all.iter().enumerate().all(|(i, (producer_id, first))| *producer_id == i as i64 && *first == i as i64));
+            assert_eq!(partition.aborted_transactions(end - 1, end).await, vec![(end - 1, end - 1)]);
+            assert_eq!(partition.aborted_transactions(3, 5).await, vec![(3, 3), (4, 4)]);
+            partition.close().await.unwrap();
+        });
+    }
+
+    /// Goal: compaction never lets an aborted value shadow a committed one,
+    /// drops aborted records, keeps markers, and never cleans at or past
+    /// the LSO. Method: committed v1, aborted v2 for the same key, filler to
+    /// close segments, an open transaction; compact; read back.
+    #[test]
+    fn compaction_drops_aborted_values_and_stops_at_the_lso() {
+        run_on_executor(|| async {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("t-0");
+            let partition = open_partition(&dir, true, true).await;
+            append(&partition, keyed("k", "committed", None)).await;
+            append(&partition, keyed("k", "aborted", Some((5, 0)))).await;
+            partition.write_txn_marker(5, 0, 0, false).await.unwrap();
+            for i in 0..12 {
+                append(&partition, keyed(&format!("f{}", i % 3), "x", None)).await;
+            }
+            let open_first = append(&partition, keyed("o", "open", Some((6, 0)))).await;
+            for i in 0..12 {
+                append(&partition, keyed(&format!("g{}", i % 3), "y", None)).await;
+            }
+            partition.flush(true).await.unwrap();
+            let config = CompactionConfig {
+                compact: true,
+                ..CompactionConfig::default()
+            };
+            let stats = partition.compact(&config).await.unwrap();
+            assert!(stats.first_uncleanable_offset <= open_first, "{stats:?}");
+            assert!(stats.segments_read > 0, "{stats:?}");
+            let records = data_records(&partition, false).await;
+            let values: Vec<&str> = records
+                .iter()
+                .filter(|r| r.0 == "k")
+                .map(|r| r.1.as_str())
+                .collect();
+            assert_eq!(values, vec!["committed"]);
+            assert!(records.iter().any(|r| r.1 == "open"));
+            // The marker is still there, and so is its txnindex entry.
+            assert_eq!(partition.aborted_transactions(0, open_first).await, vec![(5, 1)]);
+            let on_disk: Vec<AbortedTxn> =
+                txn_index::read_txn_index_files(&dir).into_values().flatten().collect();
+            assert_eq!(on_disk.len(), 1);
+            partition.close().await.unwrap();
+        });
+    }
 
     #[test]
     fn log_append_time_stamp_keeps_the_batch_valid() {

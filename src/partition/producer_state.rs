@@ -361,7 +361,7 @@ pub enum AppendCheck {
 }
 
 /// Producer state of one partition (Kafka's `ProducerStateManager`, without
-/// the file handling and the transaction bookkeeping).
+/// the file handling): producers and their open transactions.
 ///
 /// Producers sit in a `BTreeMap` so iteration, and with it the snapshot
 /// bytes, is deterministic.
@@ -1246,6 +1246,37 @@ mod tests {
         assert_eq!(expected.error_code(), ErrorCode::InvalidTxnState);
         assert_eq!(state.check_append(&batch(0, 3, 1)), Err(expected.clone()));
         assert_eq!(state.check_append(&batch(1, 0, 1)), Err(expected));
+    }
+
+    /// Goal: the first unstable offset is the oldest open transaction's
+    /// first offset, follows markers on both paths (append and log replay),
+    /// survives a snapshot, and a marker from an older coordinator is
+    /// fenced. Method: two producers' transactions closed in turn.
+    #[test]
+    fn first_unstable_offset_tracks_the_oldest_open_transaction() {
+        let mut state = ProducerStateManager::new();
+        assert_eq!(state.first_unstable_offset(), None);
+        let mut other = transactional(batch(0, 0, 1));
+        other.producer_id = 17;
+        append_new(&mut state, &transactional(batch(0, 0, 2)), 10);
+        append_new(&mut state, &other, 12);
+        append_new(&mut state, &transactional(batch(0, 2, 1)), 13);
+        assert_eq!(state.first_unstable_offset(), Some(10));
+        assert_eq!(state.open_txns().collect::<Vec<_>>(), vec![(10, PRODUCER), (12, 17)]);
+        let decoded = ProducerStateManager::decode_snapshot(&state.encode_snapshot()).unwrap();
+        assert_eq!(decoded.first_unstable_offset(), Some(10));
+        assert_eq!(state.on_marker(PRODUCER, 0, 4, 2_000), Some(10));
+        assert_eq!(state.first_unstable_offset(), Some(12));
+        assert_eq!(
+            state.check_marker(PRODUCER, 0, 3).unwrap_err().error_code(),
+            ErrorCode::TransactionCoordinatorFenced
+        );
+        assert!(state.check_marker(PRODUCER, 0, 4).is_ok());
+        let mut marker = other;
+        marker.attributes |= ATTR_CONTROL;
+        assert_eq!(state.load_from_batch(&marker, 14), Some(12));
+        assert_eq!(state.first_unstable_offset(), None);
+        assert_eq!(state.load_from_batch(&marker, 15), None);
     }
 
     /// Goal: expiry forgets producers idle for at least the expiration time,
