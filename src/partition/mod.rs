@@ -35,8 +35,7 @@ use crate::protocol::record_batch::{
 };
 use crate::storage::txn_index::{self, AbortedTxn};
 use crate::storage::{
-    AppendInfo, CompactionConfig, CompactionRequest, CompactionStats, Log, ReadResult,
-    StorageError,
+    AppendInfo, CompactionConfig, CompactionRequest, CompactionStats, Log, ReadResult, StorageError,
 };
 use producer_state::{
     parse_snapshot_file_name, snapshot_file_name, AppendCheck, ProducerError, ProducerStateManager,
@@ -82,7 +81,10 @@ impl AbortedTxnCache {
 
     fn push(&mut self, entry: AbortedTxn) {
         if let Some(last) = self.entries.back() {
-            assert!(entry.last_offset > last.last_offset, "markers in offset order");
+            assert!(
+                entry.last_offset > last.last_offset,
+                "markers in offset order"
+            );
         }
         self.entries.push_back(entry);
         if self.entries.len() > ABORTED_TXNS_IN_MEMORY_MAX {
@@ -366,8 +368,7 @@ impl Partition {
         let marker_offset = info.base_offset;
         let (closed, last_stable_offset) = {
             let mut producers = self.producers.borrow_mut();
-            let closed =
-                producers.on_marker(producer_id, producer_epoch, coordinator_epoch, now);
+            let closed = producers.on_marker(producer_id, producer_epoch, coordinator_epoch, now);
             (closed, producers.first_unstable_offset())
         };
         // The LSO may have moved: read_committed waiters re-read.
@@ -1048,7 +1049,10 @@ mod tests {
     }
 
     /// (key, value, producer id) of every data record, in offset order.
-    async fn data_records(partition: &Partition, read_committed: bool) -> Vec<(String, String, i64)> {
+    async fn data_records(
+        partition: &Partition,
+        read_committed: bool,
+    ) -> Vec<(String, String, i64)> {
         let fetched = partition.fetch(0, 1 << 20, read_committed).await.unwrap();
         let mut bytes = fetched.read.into_contiguous();
         let sets = kafka_protocol::records::RecordBatchDecoder::decode_all(&mut bytes).unwrap();
@@ -1056,7 +1060,8 @@ mod tests {
             .flat_map(|set| set.records)
             .filter(|record| !record.control)
             .map(|record| {
-                let text = |b: Option<Bytes>| String::from_utf8(b.unwrap_or_default().to_vec()).unwrap();
+                let text =
+                    |b: Option<Bytes>| String::from_utf8(b.unwrap_or_default().to_vec()).unwrap();
                 (text(record.key), text(record.value), record.producer_id)
             })
             .collect()
@@ -1086,7 +1091,13 @@ mod tests {
             let committed = partition.fetch(0, 1 << 20, true).await.unwrap();
             assert_eq!(next_offset_after_pieces(&committed.read.batches), Some(3));
             assert_eq!(committed.aborted_transactions, Some(vec![]));
-            assert!(partition.fetch(3, 1 << 20, true).await.unwrap().read.batches.is_empty());
+            assert!(partition
+                .fetch(3, 1 << 20, true)
+                .await
+                .unwrap()
+                .read
+                .batches
+                .is_empty());
 
             assert_eq!(partition.write_txn_marker(1, 0, 0, true).await.unwrap(), 5);
             assert_eq!(partition.last_stable_offset(), 4);
@@ -1119,7 +1130,10 @@ mod tests {
                 }]
             );
             // A marker from an older coordinator is fenced.
-            let fenced = partition.write_txn_marker(2, 0, -5, true).await.unwrap_err();
+            let fenced = partition
+                .write_txn_marker(2, 0, -5, true)
+                .await
+                .unwrap_err();
             assert!(matches!(
                 fenced,
                 PartitionError::Producer(ProducerError::CoordinatorFenced { .. })
@@ -1145,7 +1159,10 @@ mod tests {
                 let first = append(&partition, keyed("k", "v", Some((producer_id, 0)))).await;
                 append(&partition, keyed("k", "w", None)).await;
                 let commit = round % 2 == 0;
-                let marker = partition.write_txn_marker(producer_id, 0, 3, commit).await.unwrap();
+                let marker = partition
+                    .write_txn_marker(producer_id, 0, 3, commit)
+                    .await
+                    .unwrap();
                 if !commit {
                     expected.push(AbortedTxn {
                         producer_id,
@@ -1159,7 +1176,10 @@ mod tests {
             append(&partition, keyed("k", "after", None)).await;
             assert_eq!(partition.last_stable_offset(), open_first);
             partition.flush(true).await.unwrap();
-            assert!(partition.log.segment_base_offsets().len() > 2, "several segments");
+            assert!(
+                partition.log.segment_base_offsets().len() > 2,
+                "several segments"
+            );
             let high_watermark = partition.high_watermark();
             partition.crash_for_tests().await;
 
@@ -1179,16 +1199,27 @@ mod tests {
             assert_eq!(partition.high_watermark(), high_watermark);
             assert_eq!(partition.last_stable_offset(), open_first);
             assert_eq!(partition.open_transactions(), vec![(open_first, 99)]);
-            let on_disk: Vec<AbortedTxn> =
-                txn_index::read_txn_index_files(&dir).into_values().flatten().collect();
+            let on_disk: Vec<AbortedTxn> = txn_index::read_txn_index_files(&dir)
+                .into_values()
+                .flatten()
+                .collect();
             assert_eq!(on_disk, expected);
             assert_eq!(partition.aborted_transactions_all().await, expected);
             assert_eq!(
-                partition.describe_producers().iter().find(|p| p.producer_id == 11).unwrap().coordinator_epoch,
+                partition
+                    .describe_producers()
+                    .iter()
+                    .find(|p| p.producer_id == 11)
+                    .unwrap()
+                    .coordinator_epoch,
                 3
             );
             assert_eq!(
-                data_records(&partition, true).await.iter().filter(|r| r.1 == "open").count(),
+                data_records(&partition, true)
+                    .await
+                    .iter()
+                    .filter(|r| r.1 == "open")
+                    .count(),
                 0
             );
 
@@ -1200,8 +1231,10 @@ mod tests {
                 last_offset: marker,
                 last_stable_offset: marker + 1,
             });
-            let aborted: Vec<(i64, i64)> =
-                expected.iter().map(|e| (e.producer_id, e.first_offset)).collect();
+            let aborted: Vec<(i64, i64)> = expected
+                .iter()
+                .map(|e| (e.producer_id, e.first_offset))
+                .collect();
             assert_eq!(partition.aborted_transactions(0, marker + 1).await, aborted);
             partition.close().await.unwrap();
             drop(partition);
@@ -1225,15 +1258,30 @@ mod tests {
             let partition = open_partition(&dir, true, true).await;
             let count = ABORTED_TXNS_IN_MEMORY_MAX + 10;
             for producer_id in 0..count as i64 {
-                partition.write_txn_marker(producer_id, 0, 0, false).await.unwrap();
+                partition
+                    .write_txn_marker(producer_id, 0, 0, false)
+                    .await
+                    .unwrap();
             }
-            assert_eq!(partition.aborted.borrow().entries.len(), ABORTED_TXNS_IN_MEMORY_MAX);
+            assert_eq!(
+                partition.aborted.borrow().entries.len(),
+                ABORTED_TXNS_IN_MEMORY_MAX
+            );
             let end = partition.high_watermark();
             let all = partition.aborted_transactions(0, end).await;
             assert_eq!(all.len(), count);
-            assert!(all.iter().enumerate().all(|(i, (producer_id, first))| *producer_id == i as i64 && *first == i as i64));
-            assert_eq!(partition.aborted_transactions(end - 1, end).await, vec![(end - 1, end - 1)]);
-            assert_eq!(partition.aborted_transactions(3, 5).await, vec![(3, 3), (4, 4)]);
+            assert!(all
+                .iter()
+                .enumerate()
+                .all(|(i, (producer_id, first))| *producer_id == i as i64 && *first == i as i64));
+            assert_eq!(
+                partition.aborted_transactions(end - 1, end).await,
+                vec![(end - 1, end - 1)]
+            );
+            assert_eq!(
+                partition.aborted_transactions(3, 5).await,
+                vec![(3, 3), (4, 4)]
+            );
             partition.close().await.unwrap();
         });
     }
@@ -1275,9 +1323,14 @@ mod tests {
             assert_eq!(values, vec!["committed"]);
             assert!(records.iter().any(|r| r.1 == "open"));
             // The marker is still there, and so is its txnindex entry.
-            assert_eq!(partition.aborted_transactions(0, open_first).await, vec![(5, 1)]);
-            let on_disk: Vec<AbortedTxn> =
-                txn_index::read_txn_index_files(&dir).into_values().flatten().collect();
+            assert_eq!(
+                partition.aborted_transactions(0, open_first).await,
+                vec![(5, 1)]
+            );
+            let on_disk: Vec<AbortedTxn> = txn_index::read_txn_index_files(&dir)
+                .into_values()
+                .flatten()
+                .collect();
             assert_eq!(on_disk.len(), 1);
             partition.close().await.unwrap();
         });

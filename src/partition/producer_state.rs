@@ -408,7 +408,9 @@ impl ProducerStateManager {
 
     /// Open transactions, by first offset: (first offset, producer id).
     pub fn open_txns(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
-        self.open_txns.iter().map(|(first, producer)| (*first, *producer))
+        self.open_txns
+            .iter()
+            .map(|(first, producer)| (*first, *producer))
     }
 
     /// Producer id -> offset of its last data batch's last record, for every
@@ -800,7 +802,11 @@ impl ProducerStateManager {
         for _ in 0..entries {
             let (producer_id, entry) = decode_snapshot_entry(&mut reader)?;
             if let Some(first_offset) = entry.current_txn_first_offset {
-                if manager.open_txns.insert(first_offset, producer_id).is_some() {
+                if manager
+                    .open_txns
+                    .insert(first_offset, producer_id)
+                    .is_some()
+                {
                     return Err(SnapshotError::InvalidEntry {
                         producer_id,
                         reason: "two open transactions start at the same offset",
@@ -1262,7 +1268,10 @@ mod tests {
         append_new(&mut state, &other, 12);
         append_new(&mut state, &transactional(batch(0, 2, 1)), 13);
         assert_eq!(state.first_unstable_offset(), Some(10));
-        assert_eq!(state.open_txns().collect::<Vec<_>>(), vec![(10, PRODUCER), (12, 17)]);
+        assert_eq!(
+            state.open_txns().collect::<Vec<_>>(),
+            vec![(10, PRODUCER), (12, 17)]
+        );
         let decoded = ProducerStateManager::decode_snapshot(&state.encode_snapshot()).unwrap();
         assert_eq!(decoded.first_unstable_offset(), Some(10));
         assert_eq!(state.on_marker(PRODUCER, 0, 4, 2_000), Some(10));

@@ -538,9 +538,8 @@ impl Shard {
             } else {
                 partition.high_watermark()
             };
-            let fetchable = |hit: Option<(i64, i64)>| {
-                hit.filter(|(offset, _)| *offset < last_fetchable_offset)
-            };
+            let fetchable =
+                |hit: Option<(i64, i64)>| hit.filter(|(offset, _)| *offset < last_fetchable_offset);
             let found = |offset: i64, timestamp: i64| ListOffsetsResult {
                 error_code: 0,
                 timestamp,
@@ -561,7 +560,11 @@ impl Shard {
                     },
                 },
                 timestamp if timestamp >= 0 => {
-                    match partition.offset_for_timestamp(timestamp).await.map(fetchable) {
+                    match partition
+                        .offset_for_timestamp(timestamp)
+                        .await
+                        .map(fetchable)
+                    {
                         Ok(Some((offset, ts))) => found(offset, ts),
                         Ok(None) => ListOffsetsResult {
                             leader_epoch: -1,

@@ -88,6 +88,7 @@ use bytes::Bytes;
 use glommio::io::OpenOptions;
 use tracing::{info, warn};
 
+use super::txn_index::AbortedTxn;
 use super::{
     appender::{SegmentAppender, WriterCounters},
     batch_rewrite::{
@@ -109,7 +110,6 @@ use super::{
         INDEX_FILE_EXTENSION, LOG_FILE_EXTENSION, TIME_INDEX_FILE_EXTENSION,
     },
 };
-use super::txn_index::AbortedTxn;
 use crate::protocol::record_batch::{parse_header, validate_batch, BatchHeader};
 
 /// Bytes read per DMA read while compacting (Kafka's
@@ -345,9 +345,9 @@ impl AbortedRanges {
         self.by_producer
             .get(&header.producer_id)
             .is_some_and(|ranges| {
-                ranges
-                    .iter()
-                    .any(|(first, marker)| *first <= header.base_offset && header.base_offset < *marker)
+                ranges.iter().any(|(first, marker)| {
+                    *first <= header.base_offset && header.base_offset < *marker
+                })
             })
     }
 }

@@ -679,7 +679,11 @@ impl Log {
     /// Base offsets of the segments, ascending (the active one last).
     pub fn segment_base_offsets(&self) -> Vec<i64> {
         let state = self.shared.state.borrow();
-        state.segments.iter().map(|segment| segment.base_offset).collect()
+        state
+            .segments
+            .iter()
+            .map(|segment| segment.base_offset)
+            .collect()
     }
 
     /// Base offset of the segment holding `offset`: the greatest segment

@@ -82,7 +82,9 @@ pub enum TxnIndexError {
         version: i16,
     },
     /// Offsets that cannot describe a transaction.
-    #[error("txnindex entry {entry} is invalid: first offset {first_offset}, last offset {last_offset}")]
+    #[error(
+        "txnindex entry {entry} is invalid: first offset {first_offset}, last offset {last_offset}"
+    )]
     InvalidOffsets {
         /// Entry number.
         entry: usize,
@@ -159,7 +161,9 @@ pub fn txn_index_file_name(base_offset: i64) -> String {
 
 /// The base offset of a `.txnindex` file name, or None for other names.
 pub fn parse_txn_index_file_name(name: &str) -> Option<i64> {
-    let stem = name.strip_suffix(TXN_INDEX_FILE_EXTENSION)?.strip_suffix('.')?;
+    let stem = name
+        .strip_suffix(TXN_INDEX_FILE_EXTENSION)?
+        .strip_suffix('.')?;
     if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -387,7 +391,10 @@ mod tests {
         assert_eq!(decoded.entries, vec![entries[0]]);
         assert!(matches!(
             decoded.error,
-            Some(TxnIndexError::UnknownVersion { entry: 1, version: 1 })
+            Some(TxnIndexError::UnknownVersion {
+                entry: 1,
+                version: 1
+            })
         ));
         let inverted = encode_txn_index(&[txn(1, 9, 4)]);
         assert!(matches!(
@@ -417,7 +424,11 @@ mod tests {
             parse_txn_index_file_name("00000000000000000042.txnindex"),
             Some(42)
         );
-        for name in ["42.txnindex", "00000000000000000042.index", "0000000000000000004x.txnindex"] {
+        for name in [
+            "42.txnindex",
+            "00000000000000000042.index",
+            "0000000000000000004x.txnindex",
+        ] {
             assert_eq!(parse_txn_index_file_name(name), None, "{name}");
         }
         let bases = [0, 10, 20];
