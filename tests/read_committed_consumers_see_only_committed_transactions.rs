@@ -487,3 +487,155 @@ fn rdkafka_read_committed_consumer_receives_only_committed_records() {
         vec!["c1", "a1", "a2", "p1", "c2", "a3", "p2"]
     );
 }
+
+/// ListOffsets latest for every partition of `topic`, by partition.
+fn latest_offsets(
+    client: &mut RawClient,
+    topic: &str,
+    partitions: i32,
+    isolation_level: i8,
+) -> Vec<i64> {
+    let request = ListOffsetsRequest::default()
+        .with_replica_id(BrokerId(-1))
+        .with_isolation_level(isolation_level)
+        .with_topics(vec![ListOffsetsTopic::default()
+            .with_name(name(topic))
+            .with_partitions(
+                (0..partitions)
+                    .map(|p| {
+                        ListOffsetsPartition::default()
+                            .with_partition_index(p)
+                            .with_timestamp(-1)
+                    })
+                    .collect(),
+            )]);
+    let response: ListOffsetsResponse = client.request(ApiKey::ListOffsets, 5, &request);
+    response.topics[0]
+        .partitions
+        .iter()
+        .map(|p| p.offset)
+        .collect()
+}
+
+/// Goal: one WriteTxnMarkers request whose transactions span partitions on
+/// both shards is split per owning shard and answered per partition in
+/// request order. Method: two shards, four partitions, a transaction on
+/// each partition for two producers, then one request committing the first
+/// producer's and aborting the second's (plus an unknown partition).
+#[test]
+fn write_txn_markers_spanning_two_shards_answers_every_partition() {
+    const TOPIC: &str = "txn-shards";
+    const PARTITIONS: i32 = 4;
+    let broker = Broker::start(
+        BrokerOptions::default()
+            .cores(2)
+            .num_partitions(PARTITIONS as u32),
+    );
+    let bootstrap = broker.bootstrap();
+    let mut client = RawClient::connect(&bootstrap);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let metadata = metadata_on(&mut client, Some(&[TOPIC]), 4);
+        if metadata
+            .topics
+            .iter()
+            .any(|t| t.error_code == 0 && t.partitions.len() == PARTITIONS as usize)
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "topic never appeared: {metadata:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let committing = init_producer_id(&mut client);
+    let aborting = init_producer_id(&mut client);
+    let produce_to = |client: &mut RawClient, partition: i32, batch: Bytes| {
+        let request = ProduceRequest::default()
+            .with_acks(-1)
+            .with_timeout_ms(5_000)
+            .with_topic_data(vec![TopicProduceData::default()
+                .with_name(name(TOPIC))
+                .with_partition_data(vec![PartitionProduceData::default()
+                    .with_index(partition)
+                    .with_records(Some(batch))])]);
+        let response: ProduceResponse = client.request(ApiKey::Produce, 7, &request);
+        assert_eq!(
+            response.responses[0].partition_responses[0].error_code, 0,
+            "{response:?}"
+        );
+    };
+    for partition in 0..PARTITIONS {
+        produce_to(&mut client, partition, batch(Some((committing, 0)), &["c"]));
+        produce_to(&mut client, partition, batch(Some((aborting, 0)), &["a"]));
+    }
+    assert_eq!(
+        latest_offsets(&mut client, TOPIC, PARTITIONS, 1),
+        vec![0; 4]
+    );
+    let all: Vec<i32> = (0..PARTITIONS).collect();
+    let marker = |producer_id: i64, commit: bool, partitions: Vec<i32>| {
+        WritableTxnMarker::default()
+            .with_producer_id(ProducerId(producer_id))
+            .with_producer_epoch(0)
+            .with_transaction_result(commit)
+            .with_coordinator_epoch(0)
+            .with_topics(vec![
+                WritableTxnMarkerTopic::default()
+                    .with_name(name(TOPIC))
+                    .with_partition_indexes(partitions),
+                WritableTxnMarkerTopic::default()
+                    .with_name(name("missing"))
+                    .with_partition_indexes(vec![0]),
+            ])
+    };
+    let request = WriteTxnMarkersRequest::default().with_markers(vec![
+        marker(committing, true, all.clone()),
+        marker(aborting, false, all.iter().rev().copied().collect()),
+    ]);
+    let response: WriteTxnMarkersResponse = client.request(ApiKey::WriteTxnMarkers, 1, &request);
+    assert_eq!(response.markers.len(), 2);
+    for (result, expected_order) in response
+        .markers
+        .iter()
+        .zip([all.clone(), all.iter().rev().copied().collect()])
+    {
+        let partitions: Vec<(i32, i16)> = result.topics[0]
+            .partitions
+            .iter()
+            .map(|p| (p.partition_index, p.error_code))
+            .collect();
+        assert_eq!(
+            partitions,
+            expected_order.iter().map(|p| (*p, 0)).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            result.topics[1].partitions[0].error_code,
+            UNKNOWN_TOPIC_OR_PARTITION
+        );
+    }
+    // Two data batches and two markers per partition, all stable now.
+    assert_eq!(
+        latest_offsets(&mut client, TOPIC, PARTITIONS, 1),
+        vec![4; 4]
+    );
+    for partition in 0..PARTITIONS {
+        let response: FetchResponse = client.request(
+            ApiKey::Fetch,
+            11,
+            &fetch_request(TOPIC, 0, 1, 0).with_topics(vec![FetchTopic::default()
+                .with_topic(name(TOPIC))
+                .with_partitions(vec![FetchPartition::default()
+                    .with_partition(partition)
+                    .with_fetch_offset(0)
+                    .with_partition_max_bytes(1 << 20)])]),
+        );
+        let fetched = decode_fetch(&response);
+        assert_eq!(
+            fetched.aborted,
+            Some(vec![(aborting, 1)]),
+            "partition {partition}"
+        );
+    }
+}
