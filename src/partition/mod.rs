@@ -1141,6 +1141,27 @@ mod tests {
         });
     }
 
+    /// Goal: the offset after the last batch is found whatever way the
+    /// batches are split into pieces (the log's tail cache hands out headers
+    /// and bodies separately). Method: three batches cut into pieces of
+    /// every size from 1 byte up, plus an empty list and a lone fragment.
+    #[test]
+    fn next_offset_is_found_across_any_split_of_the_pieces() {
+        let mut joined = Vec::new();
+        for (base_offset, count) in [(0i64, 3), (3, 1), (9, 2)] {
+            joined.extend(sample_batch(base_offset, count, 1_000));
+        }
+        for piece_bytes in 1..=joined.len() {
+            let pieces: Vec<Bytes> = joined
+                .chunks(piece_bytes)
+                .map(Bytes::copy_from_slice)
+                .collect();
+            assert_eq!(next_offset_after_pieces(&pieces), Some(11), "{piece_bytes}");
+        }
+        assert_eq!(next_offset_after_pieces(&[]), None);
+        assert_eq!(next_offset_after_pieces(&[Bytes::copy_from_slice(&joined[..20])]), None);
+    }
+
     /// Goal: after kill -9 (no snapshot, txnindex files possibly stale),
     /// the open transaction still holds the LSO, aborted entries are
     /// rebuilt from the log and stale entries past the log end are removed;
