@@ -53,6 +53,11 @@ fn name(topic: &str) -> TopicName {
 /// A v2 batch of `values`; transactional when `producer` is given as
 /// (producer id, first sequence), plain otherwise.
 fn batch(producer: Option<(i64, i32)>, values: &[&str]) -> Bytes {
+    batch_at(producer, values, common::kafka::BASE_TIMESTAMP_MS)
+}
+
+/// [`batch`] with every record at `timestamp_ms`.
+fn batch_at(producer: Option<(i64, i32)>, values: &[&str], timestamp_ms: i64) -> Bytes {
     let (producer_id, first_sequence) = producer.unwrap_or((-1, -1));
     let records: Vec<Record> = values
         .iter()
@@ -69,7 +74,7 @@ fn batch(producer: Option<(i64, i32)>, values: &[&str]) -> Bytes {
             // The encoder splits records whose offset - sequence differ,
             // so a plain batch counts up from base sequence -1.
             sequence: first_sequence + i as i32,
-            timestamp: common::kafka::BASE_TIMESTAMP_MS,
+            timestamp: timestamp_ms,
             key: Some(Bytes::from(format!("k-{value}"))),
             value: Some(Bytes::from(value.to_string())),
             headers: Default::default(),
@@ -217,6 +222,11 @@ fn fetch(client: &mut RawClient, topic: &str, offset: i64, isolation_level: i8) 
 }
 
 fn latest_offset(client: &mut RawClient, topic: &str, isolation_level: i8) -> i64 {
+    offset_for(client, topic, isolation_level, -1)
+}
+
+/// ListOffsets v7 for `timestamp` (-1 latest, -3 max timestamp, else a time).
+fn offset_for(client: &mut RawClient, topic: &str, isolation_level: i8, timestamp: i64) -> i64 {
     let request = ListOffsetsRequest::default()
         .with_replica_id(BrokerId(-1))
         .with_isolation_level(isolation_level)
@@ -224,8 +234,8 @@ fn latest_offset(client: &mut RawClient, topic: &str, isolation_level: i8) -> i6
             .with_name(name(topic))
             .with_partitions(vec![ListOffsetsPartition::default()
                 .with_partition_index(0)
-                .with_timestamp(-1)])]);
-    let response: ListOffsetsResponse = client.request(ApiKey::ListOffsets, 5, &request);
+                .with_timestamp(timestamp)])]);
+    let response: ListOffsetsResponse = client.request(ApiKey::ListOffsets, 7, &request);
     let partition = &response.topics[0].partitions[0];
     assert_eq!(partition.error_code, 0, "ListOffsets: {response:?}");
     partition.offset
@@ -291,8 +301,13 @@ fn read_committed_fetch_stops_at_the_lso_and_lists_aborted_transactions() {
     let second = init_producer_id(&mut client);
 
     assert_eq!(produce(&mut client, TOPIC, batch(None, &["p0", "p1"])), 0);
+    let later_ms = common::kafka::BASE_TIMESTAMP_MS + 60_000;
     assert_eq!(
-        produce(&mut client, TOPIC, batch(Some((first, 0)), &["a0", "a1"])),
+        produce(
+            &mut client,
+            TOPIC,
+            batch_at(Some((first, 0)), &["a0", "a1"], later_ms)
+        ),
         2
     );
     assert_eq!(
@@ -311,6 +326,13 @@ fn read_committed_fetch_stops_at_the_lso_and_lists_aborted_transactions() {
     assert_eq!(uncommitted.batches.len(), 3);
     assert_eq!(latest_offset(&mut client, TOPIC, 1), 2);
     assert_eq!(latest_offset(&mut client, TOPIC, 0), 6);
+    // Timestamp lookups find nothing at or past the LSO (Kafka's
+    // lastFetchableOffset filter).
+    assert_eq!(offset_for(&mut client, TOPIC, 1, later_ms), -1);
+    assert_eq!(offset_for(&mut client, TOPIC, 0, later_ms), 2);
+    assert_eq!(offset_for(&mut client, TOPIC, 1, -3), -1);
+    assert_eq!(offset_for(&mut client, TOPIC, 0, -3), 2);
+    assert_eq!(offset_for(&mut client, TOPIC, 1, 0), 0);
     assert_eq!(
         describe_producers(&mut client, TOPIC),
         vec![(first, 2), (second, 4)]
