@@ -13,6 +13,7 @@ pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_transactions;
 pub mod end_txn;
+pub mod describe_producers;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod groups;
@@ -30,6 +31,7 @@ pub mod offset_fetch;
 pub mod produce;
 pub mod sync_group;
 pub mod txn_common;
+pub mod write_txn_markers;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -231,6 +233,14 @@ pub async fn dispatch(
         }
         ApiKey::OffsetDelete => {
             offset_delete::handle(shard, decode(&mut body, version)?, version, correlation_id)
+        }
+        ApiKey::WriteTxnMarkers => {
+            write_txn_markers::handle(shard, decode(&mut body, version)?, version, correlation_id)
+                .await
+        }
+        ApiKey::DescribeProducers => {
+            describe_producers::handle(shard, decode(&mut body, version)?, version, correlation_id)
+                .await
         }
         _ => return Err("API not served"),
     })
