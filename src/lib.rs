@@ -7,6 +7,7 @@ pub mod cli;
 pub mod cluster;
 pub mod config;
 pub mod group;
+pub mod metrics;
 pub mod partition;
 pub mod protocol;
 pub mod runtime;

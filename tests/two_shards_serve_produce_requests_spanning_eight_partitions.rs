@@ -9,7 +9,10 @@
 //! partitions. A single consumer then fetches all 8 partitions at once (one
 //! Fetch spanning both shards) and every message is compared with its
 //! acknowledgement. Metadata must show all 8 partitions led by the one
-//! broker. A second test restarts a two-shard broker a dozen times.
+//! broker. The fetches send record bytes by reference: the broker's
+//! metrics (`--metrics-listen`) count at least every byte read back as sent
+//! without a copy and zero bytes copied in user space. A second test
+//! restarts a two-shard broker a dozen times.
 
 mod common;
 
@@ -29,7 +32,12 @@ const MESSAGES_PER_PRODUCER: u64 = 4_000;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_shards_serve_produce_requests_spanning_eight_partitions() {
-    let broker = Broker::start(BrokerOptions::default().cores(2));
+    let metrics_port = common::free_port();
+    let broker = Broker::start(
+        BrokerOptions::default()
+            .cores(2)
+            .arg("--metrics-listen", format!("127.0.0.1:{metrics_port}")),
+    );
     let bootstrap = broker.bootstrap();
 
     with_timeout(Duration::from_secs(120), async {
@@ -90,8 +98,47 @@ async fn two_shards_serve_produce_requests_spanning_eight_partitions() {
                 "partition {partition}: (log start, high watermark)"
             );
         }
+        let value_bytes: usize = acked
+            .iter()
+            .map(|a| a.message.value.as_ref().map_or(0, Vec::len))
+            .sum();
+        let metrics = scrape(metrics_port);
+        assert_eq!(
+            metric_sum(&metrics, "ringbroker_fetch_record_bytes_copied_total"),
+            0,
+            "record bytes copied in user space on the fetch path:\n{metrics}"
+        );
+        assert!(
+            metric_sum(&metrics, "ringbroker_fetch_record_bytes_by_reference_total")
+                >= value_bytes as u64,
+            "fewer bytes sent by reference than the values read back ({value_bytes}):\n{metrics}"
+        );
     })
     .await;
+}
+
+/// The body of `GET /metrics`.
+fn scrape(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect metrics");
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .expect("send metrics request");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read metrics");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .unwrap_or_default()
+}
+
+/// Sum of a counter over its shards.
+fn metric_sum(text: &str, name: &str) -> u64 {
+    text.lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
 }
 
 /// Start-up and shutdown of a two-shard broker, repeated: shards that race

@@ -157,6 +157,9 @@ pub struct ServeArgs {
     /// How often expired transactional ids are looked for and removed [transaction.remove.expired.transaction.cleanup.interval.ms].
     #[arg(long, default_value_t = 3_600_000)]
     pub transaction_remove_expired_transaction_cleanup_interval_ms: i64,
+    /// Serve Prometheus metrics over HTTP on this address from shard 0 (GET /metrics); off when not given.
+    #[arg(long)]
+    pub metrics_listen: Option<SocketAddr>,
     /// Milliseconds SIGTERM waits for in-flight requests before closing.
     #[arg(long, default_value_t = 10_000)]
     pub shutdown_timeout_ms: u64,
@@ -315,6 +318,7 @@ impl ServeArgs {
             ring_depth: self.ring_depth,
             spin_before_park_us: self.spin_before_park_us,
             shutdown_timeout_ms: self.shutdown_timeout_ms,
+            metrics_listen: self.metrics_listen,
             groups: GroupSettings {
                 offsets_topic_num_partitions: self.offsets_topic_num_partitions,
                 offsets_topic_segment_bytes: self.offsets_topic_segment_bytes,

@@ -67,6 +67,8 @@ pub struct BrokerConfig {
     pub spin_before_park_us: u64,
     /// How long SIGTERM waits for in-flight requests.
     pub shutdown_timeout_ms: u64,
+    /// Where shard 0 serves Prometheus metrics over HTTP; None = off.
+    pub metrics_listen: Option<SocketAddr>,
     /// Group coordinator settings.
     pub groups: GroupSettings,
     /// Transaction coordinator settings.

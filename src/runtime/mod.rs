@@ -405,6 +405,15 @@ async fn shard_main(
     let listener =
         server::bind(&shard).with_context(|| format!("cannot listen on {}", config.listen))?;
     glommio::spawn_local(shard.clone().compaction_loop()).detach();
+    let metrics = match config.metrics_listen {
+        Some(address) if shard_id == 0 => {
+            let listener = glommio::net::TcpListener::bind(address)
+                .map_err(|e| anyhow::anyhow!("cannot serve metrics on {address}: {e}"))?;
+            tracing::info!(%address, "serving metrics");
+            Some(glommio::spawn_local(crate::metrics::serve(listener, shard.clone())))
+        }
+        _ => None,
+    };
     let state = ServerState::new(shard.clone());
     let accept = glommio::spawn_local(server::accept_loop(listener, state.clone()));
     coordination.ready_shards.fetch_add(1, Ordering::SeqCst);
@@ -413,6 +422,9 @@ async fn shard_main(
     wait_until(|| coordination.shutdown_requested.load(Ordering::SeqCst)).await;
     // Phase 1: stop taking requests and let in-flight ones finish.
     state.begin_shutdown();
+    if let Some(metrics) = metrics {
+        metrics.cancel().await;
+    }
     accept.await;
     let drain = wait_until(|| state.open_connections.get() == 0);
     let limit = glommio::timer::sleep(Duration::from_millis(config.shutdown_timeout_ms));

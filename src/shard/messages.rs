@@ -297,6 +297,8 @@ pub enum ShardRequest {
     },
     /// DescribeProducers: the producers with state on these partitions.
     DescribeProducers(Vec<TopicPartition>),
+    /// This shard's counters.
+    Metrics,
     /// For the group coordinator of `__consumer_offsets` partition `partition`.
     Group {
         /// Offsets partition (ignored by ListGroups).
@@ -325,6 +327,8 @@ pub enum ShardReply {
     Group(GroupReply),
     /// From a transaction coordinator.
     Txn(crate::txn::TxnReply),
+    /// Counters.
+    Metrics(crate::metrics::ShardMetrics),
     /// Per marker, per partition (the request's shape): Kafka error code,
     /// 0 when written. UNKNOWN_TOPIC_OR_PARTITION for a partition that no
     /// longer exists; INVALID_PRODUCER_EPOCH when the partition has seen a

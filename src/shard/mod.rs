@@ -132,6 +132,11 @@ impl Shard {
             .map(|&s| usize::from(s) % self.nr_shards)
     }
 
+    /// Number of partitions this shard owns.
+    pub fn partition_count(&self) -> usize {
+        self.partitions.borrow().len()
+    }
+
     /// A partition this shard owns.
     pub fn partition(&self, topic_partition: &TopicPartition) -> Option<Rc<Partition>> {
         self.partitions.borrow().get(topic_partition).cloned()
@@ -323,6 +328,10 @@ impl Shard {
                 async { ShardReply::Applied }.boxed_local()
             }
             ShardRequest::Group { partition, call } => self.groups_submit(partition, call),
+            ShardRequest::Metrics => {
+                let metrics = crate::metrics::collect(&self);
+                async move { ShardReply::Metrics(metrics) }.boxed_local()
+            }
             ShardRequest::Txn { partition, call } => {
                 let shard = self.clone();
                 self.txns.submit(shard, partition, call)
