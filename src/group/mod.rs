@@ -30,6 +30,7 @@ pub mod records;
 pub mod service;
 
 mod classic;
+mod txn_offsets;
 mod timer;
 
 pub use api::*;

@@ -113,8 +113,10 @@ use crate::group::{
     Append, Effects, GroupConfig, GroupCoordinator, Outcome, Reply, RequestId, Response,
     GROUP_MEMBERS_MAX,
 };
-use crate::partition::now_ms;
-use crate::protocol::record_batch::{build_batch, validate_batch, BatchIter, NewRecord};
+use crate::partition::{now_ms, PartitionError};
+use crate::protocol::record_batch::{
+    build_producer_batch, validate_batch, BatchIter, BatchProducer, NewRecord, TxnMarkerRecord,
+};
 use crate::shard::messages::TopicPartition;
 
 /// Bytes read per step while loading an offsets partition.
@@ -197,6 +199,7 @@ fn reply_of(response: Response) -> GroupReply {
         Response::OffsetCommit(r) => GroupReply::OffsetCommit(r),
         Response::DeleteGroups(r) => GroupReply::DeleteGroups(r),
         Response::OffsetDelete(r) => GroupReply::OffsetDelete(r),
+        Response::TxnOffsetCommit(r) => GroupReply::TxnOffsetCommit(r),
     }
 }
 
@@ -354,8 +357,34 @@ impl GroupShard {
                 let outcome = s.coordinator.offset_delete(now, id, &r);
                 finish(&mut s, id, outcome, GroupReply::OffsetDelete)
             }
+            GroupCall::TxnOffsetCommit(r) => {
+                let outcome = s.coordinator.txn_offset_commit(now, id, r);
+                finish(&mut s, id, outcome, GroupReply::TxnOffsetCommit)
+            }
             GroupCall::ListGroups(_) => unreachable!("handled above"),
         }
+    }
+
+    /// A COMMIT (`commit`) or ABORT marker of `producer_id` is durable in
+    /// offsets partition `partition` of this shard: the producer's pending
+    /// transactional offsets in every group of that partition are
+    /// materialized or dropped ([`GroupCoordinator::on_txn_marker`]).
+    /// Call it only after the marker's fdatasync succeeded.
+    ///
+    /// A coordinator still loading ignores the call: its load reads the log
+    /// up to the high watermark, which already covers the durable marker,
+    /// and applies the marker there in log order. Applying a marker twice is
+    /// a no-op the second time.
+    pub fn on_txn_marker(&self, partition: i32, producer_id: i64, commit: bool) {
+        let Some(slot) = self.slots.borrow().get(&partition).cloned() else {
+            tracing::warn!(partition, producer_id, "transaction marker for an offsets partition without a coordinator here");
+            return;
+        };
+        let mut s = slot.borrow_mut();
+        if !s.loaded || s.stopped {
+            return;
+        }
+        s.coordinator.on_txn_marker(now_ms(), producer_id, commit);
     }
 
     /// Stops every coordinator: pending requests get NOT_COORDINATOR.
@@ -406,9 +435,10 @@ async fn load(shard: &Rc<Shard>, slot: &SlotRef) -> anyhow::Result<usize> {
         let mut batches = Vec::new();
         for (position, header) in iter.by_ref() {
             next_offset = header.last_offset() + 1;
-            if !header.is_control() {
-                batches.push(chunk.slice(position..position + header.total_bytes()));
-            }
+            batches.push((
+                chunk.slice(position..position + header.total_bytes()),
+                header,
+            ));
         }
         if let Some(e) = iter.stopped_by {
             anyhow::bail!("offsets partition {partition_index} has a bad batch near offset {next_offset}: {e}");
@@ -416,15 +446,50 @@ async fn load(shard: &Rc<Shard>, slot: &SlotRef) -> anyhow::Result<usize> {
         {
             let now = now_ms();
             let mut s = slot.borrow_mut();
-            for mut batch in batches {
+            for (mut batch, header) in batches {
                 let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut batch)
-                    .map_err(|e| anyhow::anyhow!("cannot decode offsets batch: {e}"))?;
+                    .map_err(|e| {
+                        anyhow::anyhow!(
+                            "cannot decode offsets batch at offset {}: {e}",
+                            header.base_offset
+                        )
+                    })?;
+                if header.is_control() {
+                    // A transaction marker: commits or drops the producer's
+                    // pending offsets, in log order with the records.
+                    for record in set.records {
+                        let (Some(key), Some(value)) = (&record.key, &record.value) else {
+                            continue;
+                        };
+                        match TxnMarkerRecord::decode(key, value) {
+                            Some(marker) => s.coordinator.on_txn_marker(
+                                now,
+                                header.producer_id,
+                                marker.commit,
+                            ),
+                            None => tracing::warn!(partition = partition_index, offset = record.offset, "skipping an unknown control record"),
+                        }
+                    }
+                    continue;
+                }
+                // Transactional batches (TxnOffsetCommit) hold offsets that
+                // stay pending until their producer's marker.
+                let producer_id = header
+                    .is_transactional()
+                    .then_some(header.producer_id)
+                    .filter(|&id| id >= 0);
                 for record in set.records {
                     let Some(key) = record.key else { continue };
-                    if let Err(e) = s
-                        .coordinator
-                        .replay_bytes(now, &key, record.value.as_deref())
-                    {
+                    let replayed_record = match producer_id {
+                        Some(producer_id) => s.coordinator.replay_transactional_bytes(
+                            now,
+                            producer_id,
+                            &key,
+                            record.value.as_deref(),
+                        ),
+                        None => s.coordinator.replay_bytes(now, &key, record.value.as_deref()),
+                    };
+                    if let Err(e) = replayed_record {
                         tracing::warn!(partition = partition_index, offset = record.offset, error = %e, "skipping an offsets record");
                     }
                     replayed += 1;
@@ -458,30 +523,34 @@ async fn append_loop(shard: Rc<Shard>, slot: SlotRef) {
             continue;
         }
         let partition_index = slot.borrow().partition;
-        let result = write_appends(&shard, partition_index, &batch).await;
+        let results = write_appends(&shard, partition_index, &batch).await;
         let mut s = slot.borrow_mut();
         if s.stopped {
             return;
         }
-        for append in batch {
-            let outcome = result.as_ref().map(|_| ()).map_err(|code| *code);
+        for (append, outcome) in batch.into_iter().zip(results) {
             let effects = s.coordinator.append_completed(now_ms(), append.id, outcome);
             absorb(&mut s, effects);
         }
     }
 }
 
+/// Writes `appends` in order and syncs once; one outcome per append, in
+/// order. A transactional append refused for its producer's epoch fails
+/// alone; a log failure fails it and everything after it.
 async fn write_appends(
     shard: &Rc<Shard>,
     partition_index: i32,
     appends: &[Append],
-) -> Result<(), ErrorCode> {
+) -> Vec<Result<(), ErrorCode>> {
     let Some(partition) = shard.partition(&offsets_topic_partition(partition_index)) else {
-        return Err(ErrorCode::NotLeaderOrFollower);
+        return vec![Err(ErrorCode::NotLeaderOrFollower); appends.len()];
     };
     let now = now_ms();
+    let mut results: Vec<Result<(), ErrorCode>> = Vec::with_capacity(appends.len());
     for append in appends {
         if append.records.is_empty() {
+            results.push(Ok(()));
             continue;
         }
         let encoded: Vec<(Bytes, Option<Bytes>)> = append
@@ -496,18 +565,47 @@ async fn write_appends(
                 value: v.as_deref(),
             })
             .collect();
-        let batch = Bytes::from(build_batch(&records, now));
-        let header = validate_batch(&batch).map_err(|_| ErrorCode::CorruptMessage)?;
-        if let Err(e) = partition.append(batch, &header).await {
-            tracing::error!(partition = partition_index, error = %e, "cannot append to the offsets topic");
-            return Err(ErrorCode::KafkaStorageError);
+        // TxnOffsetCommit's offsets go out as one transactional batch of
+        // the producer (no sequence: the coordinator writes it), which
+        // opens the producer's transaction on this partition.
+        let producer = append.producer.map(|p| BatchProducer {
+            producer_id: p.producer_id,
+            producer_epoch: p.producer_epoch,
+            base_sequence: -1,
+            transactional: true,
+        });
+        let batch = Bytes::from(build_producer_batch(&records, now, producer));
+        let Ok(header) = validate_batch(&batch) else {
+            results.push(Err(ErrorCode::CorruptMessage));
+            continue;
+        };
+        let appended = match producer {
+            Some(_) => partition
+                .append_from_coordinator(batch, &header)
+                .await
+                .map(|_| ()),
+            None => partition.append(batch, &header).await.map(|_| ()),
+        };
+        match appended {
+            Ok(()) => results.push(Ok(())),
+            Err(PartitionError::Producer(e)) => {
+                tracing::info!(partition = partition_index, error = %e, "transactional offsets refused");
+                results.push(Err(e.error_code()));
+            }
+            Err(e) => {
+                tracing::error!(partition = partition_index, error = %e, "cannot append to the offsets topic");
+                results.resize(appends.len(), Err(ErrorCode::KafkaStorageError));
+                return results;
+            }
         }
     }
-    partition.flush(true).await.map_err(|e| {
+    if let Err(e) = partition.flush(true).await {
         tracing::error!(partition = partition_index, error = %e, "cannot sync the offsets topic");
-        ErrorCode::KafkaStorageError
-    })?;
-    Ok(())
+        for result in results.iter_mut() {
+            *result = Err(ErrorCode::KafkaStorageError);
+        }
+    }
+    results
 }
 
 /// Fires the coordinator's timers (session expiry, rebalance and join

@@ -277,6 +277,7 @@ impl Harness {
                     partition_indexes: vec![partition],
                 }]),
             }],
+            require_stable: false,
         });
         response.groups[0].topics[0].partitions[0].committed_offset
     }
@@ -637,6 +638,7 @@ fn offsets_commit_and_fetch_with_minus_one_for_never_committed() {
                 topics: None,
             },
         ],
+        require_stable: false,
     });
     let partitions = &all.groups[0].topics[0].partitions;
     assert_eq!(partitions.len(), 2);
@@ -938,6 +940,7 @@ fn replay_from_records_reproduces_state() {
             group_id: GROUP.to_string(),
             topics: None,
         }],
+        require_stable: false,
     };
     assert_eq!(
         reloaded.offset_fetch(&everything),

@@ -24,6 +24,7 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod produce;
 pub mod sync_group;
+pub mod txn_offset_commit;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -167,6 +168,9 @@ pub async fn dispatch(
         }
         ApiKey::OffsetDelete => {
             offset_delete::handle(shard, decode(&mut body, version)?, version, correlation_id)
+        }
+        ApiKey::TxnOffsetCommit => {
+            txn_offset_commit::handle(shard, decode(&mut body, version)?, version, correlation_id)
         }
         _ => return Err("API not served"),
     })
