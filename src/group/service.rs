@@ -115,7 +115,8 @@ use crate::group::{
 };
 use crate::partition::{now_ms, PartitionError};
 use crate::protocol::record_batch::{
-    build_producer_batch, validate_batch, BatchIter, BatchProducer, NewRecord, TxnMarkerRecord,
+    build_producer_batch, validate_batch, BatchHeader, BatchIter, BatchProducer, NewRecord,
+    TxnMarkerRecord,
 };
 use crate::shard::messages::TopicPartition;
 
@@ -446,54 +447,14 @@ async fn load(shard: &Rc<Shard>, slot: &SlotRef) -> anyhow::Result<usize> {
         {
             let now = now_ms();
             let mut s = slot.borrow_mut();
-            for (mut batch, header) in batches {
-                let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut batch)
-                    .map_err(|e| {
-                        anyhow::anyhow!(
-                            "cannot decode offsets batch at offset {}: {e}",
-                            header.base_offset
-                        )
-                    })?;
-                if header.is_control() {
-                    // A transaction marker: commits or drops the producer's
-                    // pending offsets, in log order with the records.
-                    for record in set.records {
-                        let (Some(key), Some(value)) = (&record.key, &record.value) else {
-                            continue;
-                        };
-                        match TxnMarkerRecord::decode(key, value) {
-                            Some(marker) => s.coordinator.on_txn_marker(
-                                now,
-                                header.producer_id,
-                                marker.commit,
-                            ),
-                            None => tracing::warn!(partition = partition_index, offset = record.offset, "skipping an unknown control record"),
-                        }
-                    }
-                    continue;
-                }
-                // Transactional batches (TxnOffsetCommit) hold offsets that
-                // stay pending until their producer's marker.
-                let producer_id = header
-                    .is_transactional()
-                    .then_some(header.producer_id)
-                    .filter(|&id| id >= 0);
-                for record in set.records {
-                    let Some(key) = record.key else { continue };
-                    let replayed_record = match producer_id {
-                        Some(producer_id) => s.coordinator.replay_transactional_bytes(
-                            now,
-                            producer_id,
-                            &key,
-                            record.value.as_deref(),
-                        ),
-                        None => s.coordinator.replay_bytes(now, &key, record.value.as_deref()),
-                    };
-                    if let Err(e) = replayed_record {
-                        tracing::warn!(partition = partition_index, offset = record.offset, error = %e, "skipping an offsets record");
-                    }
-                    replayed += 1;
-                }
+            for (batch, header) in batches {
+                replayed += replay_offsets_batch(
+                    &mut s.coordinator,
+                    now,
+                    partition_index,
+                    &header,
+                    batch,
+                )?;
             }
         }
         if next_offset <= offset {
@@ -501,6 +462,67 @@ async fn load(shard: &Rc<Shard>, slot: &SlotRef) -> anyhow::Result<usize> {
         }
         offset = next_offset;
         glommio::yield_if_needed().await;
+    }
+    Ok(replayed)
+}
+
+/// Replays one batch of an offsets partition into `coordinator`, in log
+/// order: a control batch's transaction marker commits or drops its
+/// producer's pending offsets; a transactional batch (TxnOffsetCommit's)
+/// adds pending offsets of its producer; any other batch is replayed as
+/// committed state. Returns the number of data records replayed.
+///
+/// # Errors
+/// The batch's records cannot be decoded.
+fn replay_offsets_batch(
+    coordinator: &mut GroupCoordinator,
+    now: i64,
+    partition_index: i32,
+    header: &BatchHeader,
+    mut batch: Bytes,
+) -> anyhow::Result<usize> {
+    let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut batch).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot decode offsets batch at offset {}: {e}",
+            header.base_offset
+        )
+    })?;
+    if header.is_control() {
+        for record in set.records {
+            let (Some(key), Some(value)) = (&record.key, &record.value) else {
+                continue;
+            };
+            match TxnMarkerRecord::decode(key, value) {
+                Some(marker) => coordinator.on_txn_marker(now, header.producer_id, marker.commit),
+                None => tracing::warn!(
+                    partition = partition_index,
+                    offset = record.offset,
+                    "skipping an unknown control record"
+                ),
+            }
+        }
+        return Ok(0);
+    }
+    let producer_id = header
+        .is_transactional()
+        .then_some(header.producer_id)
+        .filter(|&id| id >= 0);
+    let mut replayed = 0;
+    for record in set.records {
+        let Some(key) = record.key else { continue };
+        let outcome = match producer_id {
+            Some(producer_id) => coordinator.replay_transactional_bytes(
+                now,
+                producer_id,
+                &key,
+                record.value.as_deref(),
+            ),
+            None => coordinator.replay_bytes(now, &key, record.value.as_deref()),
+        };
+        if let Err(e) = outcome {
+            tracing::warn!(partition = partition_index, offset = record.offset, error = %e, "skipping an offsets record");
+        }
+        replayed += 1;
     }
     Ok(replayed)
 }
@@ -638,5 +660,99 @@ async fn timer_loop(slot: SlotRef) {
         let effects = s.coordinator.on_tick(now_ms());
         s.timer_deadline = None;
         absorb(&mut s, effects);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group::{
+        CoordinatorRecord, OffsetCommitKey, OffsetCommitValue, OffsetFetchGroup,
+        OffsetFetchRequest, OffsetFetchTopic,
+    };
+    use crate::protocol::record_batch::build_control_batch;
+
+    fn offset_batch(partition: i32, offset: i64, producer: Option<BatchProducer>) -> Bytes {
+        let record = CoordinatorRecord::OffsetCommit {
+            key: OffsetCommitKey {
+                group: "g".into(),
+                topic: "t".into(),
+                partition,
+            },
+            value: Some(OffsetCommitValue {
+                offset,
+                leader_epoch: -1,
+                metadata: String::new(),
+                commit_timestamp_ms: 1,
+                expire_timestamp_ms: -1,
+            }),
+        };
+        let (key, value) = (record.key_bytes(), record.value_bytes());
+        let records = [NewRecord {
+            key: Some(&key[..]),
+            value: value.as_deref(),
+        }];
+        Bytes::from(build_producer_batch(&records, 1, producer))
+    }
+
+    fn replay(coordinator: &mut GroupCoordinator, batch: Bytes) {
+        let header = validate_batch(&batch).expect("valid batch");
+        replay_offsets_batch(coordinator, 0, 0, &header, batch).expect("replays");
+    }
+
+    fn fetch(coordinator: &GroupCoordinator, partition: i32) -> (i64, Option<ErrorCode>) {
+        let response = coordinator.offset_fetch(&OffsetFetchRequest {
+            groups: vec![OffsetFetchGroup {
+                group_id: "g".into(),
+                topics: Some(vec![OffsetFetchTopic {
+                    name: "t".into(),
+                    partition_indexes: vec![partition],
+                }]),
+            }],
+            require_stable: true,
+        });
+        let p = &response.groups[0].topics[0].partitions[0];
+        (p.committed_offset, p.error)
+    }
+
+    /// Loading decodes the batches exactly as written: a transactional
+    /// batch of a producer (the TxnOffsetCommit append) gives pending
+    /// offsets, a control batch's COMMIT or ABORT marker (as
+    /// `Partition::write_txn_marker` writes it) ends them, and a plain batch
+    /// is committed at once.
+    #[test]
+    fn load_replays_transactional_and_control_batches_as_written() {
+        let mut coordinator = GroupCoordinator::new(GroupConfig::default(), 1, 0);
+        let producer = |producer_id| {
+            Some(BatchProducer {
+                producer_id,
+                producer_epoch: 3,
+                base_sequence: -1,
+                transactional: true,
+            })
+        };
+        let marker = |producer_id, commit| {
+            Bytes::from(build_control_batch(
+                producer_id,
+                3,
+                TxnMarkerRecord {
+                    commit,
+                    coordinator_epoch: 9,
+                },
+                1,
+            ))
+        };
+        replay(&mut coordinator, offset_batch(0, 5, None));
+        replay(&mut coordinator, offset_batch(0, 10, producer(70)));
+        replay(&mut coordinator, offset_batch(1, 20, producer(71)));
+        replay(&mut coordinator, offset_batch(2, 30, producer(72)));
+        assert_eq!(fetch(&coordinator, 0), (-1, Some(ErrorCode::UnstableOffsetCommit)));
+
+        replay(&mut coordinator, marker(70, true));
+        replay(&mut coordinator, marker(71, false));
+        assert_eq!(fetch(&coordinator, 0), (10, None));
+        assert_eq!(fetch(&coordinator, 1), (-1, None));
+        assert_eq!(fetch(&coordinator, 2), (-1, Some(ErrorCode::UnstableOffsetCommit)));
+        assert_eq!(coordinator.pending_txn_offset(72, "g", "t", 2), Some(30));
     }
 }
