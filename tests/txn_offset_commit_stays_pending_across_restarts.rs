@@ -34,8 +34,8 @@ use kafka_protocol::messages::txn_offset_commit_request::{
 use kafka_protocol::messages::{
     ApiKey, CreateTopicsRequest, CreateTopicsResponse, FindCoordinatorRequest,
     FindCoordinatorResponse, GroupId, InitProducerIdRequest, InitProducerIdResponse,
-    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
-    ProducerId, TopicName, TransactionalId, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, ProducerId,
+    TopicName, TransactionalId, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -106,7 +106,11 @@ struct TxnCommit<'a> {
 }
 
 /// `(topic, partition, error)` of every partition in the answer.
-fn txn_commit(client: &mut RawClient, version: i16, commit: &TxnCommit<'_>) -> Vec<(String, i32, i16)> {
+fn txn_commit(
+    client: &mut RawClient,
+    version: i16,
+    commit: &TxnCommit<'_>,
+) -> Vec<(String, i32, i16)> {
     let mut request = TxnOffsetCommitRequest::default();
     request.transactional_id = TransactionalId(s("payments-tx"));
     request.group_id = GroupId(s(commit.group));
@@ -129,13 +133,15 @@ fn txn_commit(client: &mut RawClient, version: i16, commit: &TxnCommit<'_>) -> V
             t
         })
         .collect();
-    let response: TxnOffsetCommitResponse =
-        retry_while_loading(|| client.request(ApiKey::TxnOffsetCommit, version, &request), |r: &TxnOffsetCommitResponse| {
+    let response: TxnOffsetCommitResponse = retry_while_loading(
+        || client.request(ApiKey::TxnOffsetCommit, version, &request),
+        |r: &TxnOffsetCommitResponse| {
             r.topics
                 .iter()
                 .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
                 .collect()
-        });
+        },
+    );
     response
         .topics
         .iter()
@@ -211,7 +217,10 @@ fn fetch_v8_stable(client: &mut RawClient) -> Vec<(i32, i64, i16)> {
         || client.request(ApiKey::OffsetFetch, 8, &request),
         |r: &OffsetFetchResponse| r.groups.iter().map(|g| g.error_code).collect(),
     );
-    assert_eq!(response.groups[0].error_code, 0, "OffsetFetch v8: {response:?}");
+    assert_eq!(
+        response.groups[0].error_code, 0,
+        "OffsetFetch v8: {response:?}"
+    );
     response.groups[0]
         .topics
         .iter()
@@ -304,7 +313,11 @@ fn txn_offset_commit_stays_pending_across_restarts() {
             offsets: &[(TOPIC, 1, TXN_OFFSET_1)],
         },
     );
-    assert_eq!(answered, vec![(TOPIC.to_string(), 1, 0)], "TxnOffsetCommit v0");
+    assert_eq!(
+        answered,
+        vec![(TOPIC.to_string(), 1, 0)],
+        "TxnOffsetCommit v0"
+    );
 
     // KIP-447 checks: a generation for a group that does not exist.
     let answered = txn_commit(
@@ -342,7 +355,11 @@ fn txn_offset_commit_stays_pending_across_restarts() {
     );
     assert_eq!(
         txn_commit(&mut client, 4, &commit_as(older)),
-        vec![(TOPIC.to_string(), 2, code(ResponseError::InvalidProducerEpoch))],
+        vec![(
+            TOPIC.to_string(),
+            2,
+            code(ResponseError::InvalidProducerEpoch)
+        )],
         "TxnOffsetCommit with an older producer epoch"
     );
 

@@ -825,7 +825,8 @@ impl GroupCoordinator {
         request: TxnOffsetCommitRequest,
         out: &mut Effects,
     ) -> Reply<TxnOffsetCommitResponse> {
-        let fail_all = |error: ErrorCode| Reply::Ready(fail_every_partition(&request.topics, error));
+        let fail_all =
+            |error: ErrorCode| Reply::Ready(fail_every_partition(&request.topics, error));
         if request.group_id.is_empty() {
             return fail_all(ErrorCode::InvalidGroupId);
         }
@@ -991,7 +992,10 @@ impl GroupCoordinator {
     /// `fetchAllOffsets`; the latter lists only committed partitions).
     pub fn offset_fetch(&self, request: &OffsetFetchRequest) -> OffsetFetchResponse {
         let unstable = |group_id: &str, topic: &str, partition_index: i32| {
-            request.require_stable && self.txn_offsets.has_partition(group_id, topic, partition_index)
+            request.require_stable
+                && self
+                    .txn_offsets
+                    .has_partition(group_id, topic, partition_index)
         };
         let unstable_answer = |partition_index: i32| OffsetFetchPartitionResponse {
             partition_index,
@@ -1183,7 +1187,8 @@ impl GroupCoordinator {
                     }
                     Some(group) => {
                         let pending = self.txn_offsets.partitions_of_group(group_id);
-                        self.core.delete_group_records(group, &pending, &mut records);
+                        self.core
+                            .delete_group_records(group, &pending, &mut records);
                         None
                     }
                 }
@@ -1256,9 +1261,11 @@ impl GroupCoordinator {
                         // Kafka writes the tombstone for a pending
                         // transactional offset too.
                         if offsets.is_some_and(|o| o.contains_key(&partition))
-                            || self
-                                .txn_offsets
-                                .has_partition(&request.group_id, &topic.name, partition)
+                            || self.txn_offsets.has_partition(
+                                &request.group_id,
+                                &topic.name,
+                                partition,
+                            )
                         {
                             records.push(CoordinatorRecord::OffsetCommit {
                                 key: OffsetCommitKey {
@@ -1462,7 +1469,12 @@ impl GroupCoordinator {
     /// ([`GroupCoordinator::on_txn_marker`], called in log order) commits or
     /// aborts them. Offsets of transactions still open at the end of the
     /// log stay pending.
-    pub fn replay_transactional(&mut self, now_ms: i64, producer_id: i64, record: &CoordinatorRecord) {
+    pub fn replay_transactional(
+        &mut self,
+        now_ms: i64,
+        producer_id: i64,
+        record: &CoordinatorRecord,
+    ) {
         self.apply_txn_record(now_ms, producer_id, record, true);
     }
 
@@ -1734,11 +1746,10 @@ impl GroupCoordinator {
                         .entry(key.group.clone())
                         .or_insert_with(|| Group::new(&key.group, now_ms));
                     let log_order = self.core.next_log_order();
-                    group
-                        .offsets
-                        .entry(key.topic.clone())
-                        .or_default()
-                        .insert(key.partition, OffsetAndMetadata::from_record(value, log_order));
+                    group.offsets.entry(key.topic.clone()).or_default().insert(
+                        key.partition,
+                        OffsetAndMetadata::from_record(value, log_order),
+                    );
                 }
                 None => {
                     // A tombstone also drops every pending transactional

@@ -30,8 +30,8 @@ pub mod records;
 pub mod service;
 
 mod classic;
-mod txn_offsets;
 mod timer;
+mod txn_offsets;
 
 pub use api::*;
 pub use classic::GroupState;

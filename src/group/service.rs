@@ -378,7 +378,11 @@ impl GroupShard {
     /// a no-op the second time.
     pub fn on_txn_marker(&self, partition: i32, producer_id: i64, commit: bool) {
         let Some(slot) = self.slots.borrow().get(&partition).cloned() else {
-            tracing::warn!(partition, producer_id, "transaction marker for an offsets partition without a coordinator here");
+            tracing::warn!(
+                partition,
+                producer_id,
+                "transaction marker for an offsets partition without a coordinator here"
+            );
             return;
         };
         let mut s = slot.borrow_mut();
@@ -448,13 +452,8 @@ async fn load(shard: &Rc<Shard>, slot: &SlotRef) -> anyhow::Result<usize> {
             let now = now_ms();
             let mut s = slot.borrow_mut();
             for (batch, header) in batches {
-                replayed += replay_offsets_batch(
-                    &mut s.coordinator,
-                    now,
-                    partition_index,
-                    &header,
-                    batch,
-                )?;
+                replayed +=
+                    replay_offsets_batch(&mut s.coordinator, now, partition_index, &header, batch)?;
             }
         }
         if next_offset <= offset {
@@ -746,13 +745,19 @@ mod tests {
         replay(&mut coordinator, offset_batch(0, 10, producer(70)));
         replay(&mut coordinator, offset_batch(1, 20, producer(71)));
         replay(&mut coordinator, offset_batch(2, 30, producer(72)));
-        assert_eq!(fetch(&coordinator, 0), (-1, Some(ErrorCode::UnstableOffsetCommit)));
+        assert_eq!(
+            fetch(&coordinator, 0),
+            (-1, Some(ErrorCode::UnstableOffsetCommit))
+        );
 
         replay(&mut coordinator, marker(70, true));
         replay(&mut coordinator, marker(71, false));
         assert_eq!(fetch(&coordinator, 0), (10, None));
         assert_eq!(fetch(&coordinator, 1), (-1, None));
-        assert_eq!(fetch(&coordinator, 2), (-1, Some(ErrorCode::UnstableOffsetCommit)));
+        assert_eq!(
+            fetch(&coordinator, 2),
+            (-1, Some(ErrorCode::UnstableOffsetCommit))
+        );
         assert_eq!(coordinator.pending_txn_offset(72, "g", "t", 2), Some(30));
     }
 }

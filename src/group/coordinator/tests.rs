@@ -1426,7 +1426,12 @@ impl Harness {
     }
 
     /// (offset, error) of one partition, with or without `require_stable`.
-    fn fetch_stable(&self, topic: &str, partition: i32, require_stable: bool) -> (i64, Option<ErrorCode>) {
+    fn fetch_stable(
+        &self,
+        topic: &str,
+        partition: i32,
+        require_stable: bool,
+    ) -> (i64, Option<ErrorCode>) {
         let response = self.coordinator.offset_fetch(&OffsetFetchRequest {
             groups: vec![OffsetFetchGroup {
                 group_id: GROUP.to_string(),
@@ -1497,7 +1502,8 @@ fn txn_offsets_are_pending_until_the_commit_marker() {
     );
     assert_eq!(h.fetch_stable("orders", 2, true), (-1, None));
     assert_eq!(
-        h.coordinator.pending_txn_offset(PRODUCER, GROUP, "orders", 0),
+        h.coordinator
+            .pending_txn_offset(PRODUCER, GROUP, "orders", 0),
         Some(10)
     );
 
@@ -1545,14 +1551,22 @@ fn commit_marker_replaces_only_offsets_written_before_the_txn_record() {
     h.ack_all_logged(&mut log);
     assert_eq!(h.fetch_stable("orders", 0, false), (20, None));
     h.marker(&mut log, PRODUCER, true);
-    assert_eq!(h.fetch_stable("orders", 0, false), (20, None), "later plain commit wins");
+    assert_eq!(
+        h.fetch_stable("orders", 0, false),
+        (20, None),
+        "later plain commit wins"
+    );
 
     h.commit("", -1, None, &[("orders", 1, 30)]);
     h.ack_all_logged(&mut log);
     h.txn_commit(&[("orders", 1, 31)]);
     h.ack_all_logged(&mut log);
     h.marker(&mut log, PRODUCER, true);
-    assert_eq!(h.fetch_stable("orders", 1, false), (31, None), "later txn commit wins");
+    assert_eq!(
+        h.fetch_stable("orders", 1, false),
+        (31, None),
+        "later txn commit wins"
+    );
 
     // The same log replayed gives the same answers.
     let reloaded = replay_log(&log);
@@ -1638,9 +1652,15 @@ fn txn_commit_member_and_generation_checks() {
     assert_eq!(h.txn_errors(good), Some(vec![None]));
 
     let stale = h.txn_commit_as(PRODUCER, &members[0], 0, &[("orders", 0, 3)]);
-    assert_eq!(h.txn_errors(stale), Some(vec![Some(ErrorCode::IllegalGeneration)]));
+    assert_eq!(
+        h.txn_errors(stale),
+        Some(vec![Some(ErrorCode::IllegalGeneration)])
+    );
     let stranger = h.txn_commit_as(PRODUCER, "nobody", 1, &[("orders", 0, 3)]);
-    assert_eq!(h.txn_errors(stranger), Some(vec![Some(ErrorCode::UnknownMemberId)]));
+    assert_eq!(
+        h.txn_errors(stranger),
+        Some(vec![Some(ErrorCode::UnknownMemberId)])
+    );
     assert!(h.appends.is_empty(), "refused commits write nothing");
 
     let mut other = Harness::new();
@@ -1692,11 +1712,9 @@ fn refused_txn_append_answers_its_error_and_leaves_nothing_pending() {
     let mut h = Harness::new();
     let txn = h.txn_commit(&[("orders", 0, 10)]);
     let append = h.appends.pop_front().expect("one append");
-    let effects = h.coordinator.append_completed(
-        h.now_ms,
-        append.id,
-        Err(ErrorCode::InvalidProducerEpoch),
-    );
+    let effects =
+        h.coordinator
+            .append_completed(h.now_ms, append.id, Err(ErrorCode::InvalidProducerEpoch));
     h.absorb(effects);
     assert_eq!(
         h.txn_errors(txn),

@@ -321,7 +321,8 @@ mod tests {
         for version in 0..=4 {
             let mut buf = BytesMut::new();
             wire.encode(&mut buf, version).expect("encodes");
-            let back = TxnOffsetCommitResponse::decode(&mut buf.freeze(), version).expect("decodes");
+            let back =
+                TxnOffsetCommitResponse::decode(&mut buf.freeze(), version).expect("decodes");
             assert_eq!(back.topics[0].partitions[0].partition_index, 1);
         }
     }
