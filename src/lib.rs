@@ -13,3 +13,4 @@ pub mod runtime;
 pub mod server;
 pub mod shard;
 pub mod storage;
+pub mod txn;

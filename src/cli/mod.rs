@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{BrokerConfig, BrokerDefaults, FlushPolicy, GroupSettings};
+use crate::config::{BrokerConfig, BrokerDefaults, FlushPolicy, GroupSettings, TxnSettings};
 
 /// ringbroker: a Kafka-compatible broker, one shard per core.
 #[derive(Debug, Parser)]
@@ -139,6 +139,24 @@ pub struct ServeArgs {
     /// Most members one group may have [group.max.size].
     #[arg(long, default_value_t = i32::MAX)]
     pub group_max_size: i32,
+    /// Partitions of the __transaction_state topic; fixed once the topic exists [transaction.state.log.num.partitions].
+    #[arg(long, default_value_t = 50)]
+    pub transaction_state_log_num_partitions: i32,
+    /// Segment size of __transaction_state [transaction.state.log.segment.bytes].
+    #[arg(long, default_value_t = 104_857_600)]
+    pub transaction_state_log_segment_bytes: i32,
+    /// Longest transaction timeout a producer may ask for [transaction.max.timeout.ms].
+    #[arg(long, default_value_t = 900_000)]
+    pub transaction_max_timeout_ms: i32,
+    /// A transactional id unused this long is forgotten [transactional.id.expiration.ms].
+    #[arg(long, default_value_t = 604_800_000)]
+    pub transactional_id_expiration_ms: i64,
+    /// How often transactions past their timeout are looked for and aborted [transaction.abort.timed.out.transaction.cleanup.interval.ms].
+    #[arg(long, default_value_t = 10_000)]
+    pub transaction_abort_timed_out_transaction_cleanup_interval_ms: i64,
+    /// How often expired transactional ids are looked for and removed [transaction.remove.expired.transaction.cleanup.interval.ms].
+    #[arg(long, default_value_t = 3_600_000)]
+    pub transaction_remove_expired_transaction_cleanup_interval_ms: i64,
     /// Milliseconds SIGTERM waits for in-flight requests before closing.
     #[arg(long, default_value_t = 10_000)]
     pub shutdown_timeout_ms: u64,
@@ -240,6 +258,18 @@ impl ServeArgs {
         if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms {
             bail!("--group-min-session-timeout-ms must not exceed --group-max-session-timeout-ms");
         }
+        if self.transaction_state_log_num_partitions < 1 {
+            bail!("--transaction-state-log-num-partitions must be at least 1");
+        }
+        if self.transaction_max_timeout_ms < 1 {
+            bail!("--transaction-max-timeout-ms must be at least 1");
+        }
+        if self.transactional_id_expiration_ms < 1
+            || self.transaction_abort_timed_out_transaction_cleanup_interval_ms < 1
+            || self.transaction_remove_expired_transaction_cleanup_interval_ms < 1
+        {
+            bail!("transaction expiration and cleanup intervals must be at least 1 ms");
+        }
         if self.socket_request_max_bytes < 1024 {
             bail!("--socket-request-max-bytes must be at least 1024");
         }
@@ -294,6 +324,16 @@ impl ServeArgs {
                 group_min_session_timeout_ms: self.group_min_session_timeout_ms,
                 group_max_session_timeout_ms: self.group_max_session_timeout_ms,
                 group_max_size: self.group_max_size,
+            },
+            txns: TxnSettings {
+                transaction_state_log_num_partitions: self.transaction_state_log_num_partitions,
+                transaction_state_log_segment_bytes: self.transaction_state_log_segment_bytes,
+                transaction_max_timeout_ms: self.transaction_max_timeout_ms,
+                transactional_id_expiration_ms: self.transactional_id_expiration_ms,
+                transaction_abort_timed_out_transaction_cleanup_interval_ms: self
+                    .transaction_abort_timed_out_transaction_cleanup_interval_ms,
+                transaction_remove_expired_transaction_cleanup_interval_ms: self
+                    .transaction_remove_expired_transaction_cleanup_interval_ms,
             },
         })
     }

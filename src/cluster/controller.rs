@@ -239,21 +239,50 @@ pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 /// # Errors
 /// When the controller cannot be reached or refuses.
 pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> anyhow::Result<()> {
-    if shard.image().topic(OFFSETS_TOPIC).is_some() {
+    let groups = &shard.config.groups;
+    ensure_internal_topic(
+        shard,
+        OFFSETS_TOPIC,
+        groups.offsets_topic_num_partitions,
+        groups.offsets_topic_segment_bytes,
+    )
+    .await
+}
+
+/// Creates `__transaction_state` if it does not exist yet, with
+/// `transaction.state.log.num.partitions` partitions, compacted, as Kafka
+/// does on the first transactional lookup.
+///
+/// # Errors
+/// When the controller cannot be reached or refuses.
+pub async fn ensure_txn_state_topic(shard: &Rc<Shard>) -> anyhow::Result<()> {
+    let txns = &shard.config.txns;
+    ensure_internal_topic(
+        shard,
+        crate::txn::TXN_STATE_TOPIC,
+        txns.transaction_state_log_num_partitions,
+        txns.transaction_state_log_segment_bytes,
+    )
+    .await
+}
+
+async fn ensure_internal_topic(
+    shard: &Rc<Shard>,
+    name: &str,
+    num_partitions: i32,
+    segment_bytes: i32,
+) -> anyhow::Result<()> {
+    if shard.image().topic(name).is_some() {
         return Ok(());
     }
-    let groups = &shard.config.groups;
     let spec = CreateTopicSpec {
-        name: OFFSETS_TOPIC.to_string(),
-        num_partitions: groups.offsets_topic_num_partitions,
+        name: name.to_string(),
+        num_partitions,
         replication_factor: 1,
         configs: vec![
             ("cleanup.policy".to_string(), "compact".to_string()),
             ("compression.type".to_string(), "producer".to_string()),
-            (
-                "segment.bytes".to_string(),
-                groups.offsets_topic_segment_bytes.to_string(),
-            ),
+            ("segment.bytes".to_string(), segment_bytes.to_string()),
         ],
     };
     let request = ShardRequest::Controller(ControllerRequest::CreateTopics {
@@ -269,13 +298,13 @@ pub async fn ensure_offsets_topic(shard: &Rc<Shard>) -> anyhow::Result<()> {
                 Ok(())
             }
             Some(o) => anyhow::bail!(
-                "cannot create {OFFSETS_TOPIC}: error {} {:?}",
+                "cannot create {name}: error {} {:?}",
                 o.error_code,
                 o.error_message
             ),
-            None => anyhow::bail!("cannot create {OFFSETS_TOPIC}: no answer"),
+            None => anyhow::bail!("cannot create {name}: no answer"),
         },
-        other => anyhow::bail!("cannot create {OFFSETS_TOPIC}: unexpected reply {other:?}"),
+        other => anyhow::bail!("cannot create {name}: unexpected reply {other:?}"),
     }
 }
 

@@ -69,6 +69,38 @@ pub struct BrokerConfig {
     pub shutdown_timeout_ms: u64,
     /// Group coordinator settings.
     pub groups: GroupSettings,
+    /// Transaction coordinator settings.
+    pub txns: TxnSettings,
+}
+
+/// Settings of the transaction coordinator, with Kafka's names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnSettings {
+    /// `transaction.state.log.num.partitions`.
+    pub transaction_state_log_num_partitions: i32,
+    /// `transaction.state.log.segment.bytes`.
+    pub transaction_state_log_segment_bytes: i32,
+    /// `transaction.max.timeout.ms`.
+    pub transaction_max_timeout_ms: i32,
+    /// `transactional.id.expiration.ms`.
+    pub transactional_id_expiration_ms: i64,
+    /// `transaction.abort.timed.out.transaction.cleanup.interval.ms`.
+    pub transaction_abort_timed_out_transaction_cleanup_interval_ms: i64,
+    /// `transaction.remove.expired.transaction.cleanup.interval.ms`.
+    pub transaction_remove_expired_transaction_cleanup_interval_ms: i64,
+}
+
+impl Default for TxnSettings {
+    fn default() -> Self {
+        TxnSettings {
+            transaction_state_log_num_partitions: 50,
+            transaction_state_log_segment_bytes: 104_857_600,
+            transaction_max_timeout_ms: 900_000,
+            transactional_id_expiration_ms: 604_800_000,
+            transaction_abort_timed_out_transaction_cleanup_interval_ms: 10_000,
+            transaction_remove_expired_transaction_cleanup_interval_ms: 3_600_000,
+        }
+    }
 }
 
 /// Settings of the group coordinator, with Kafka's names.
@@ -132,8 +164,36 @@ impl BrokerConfig {
                 Some(self.connections_max_idle_ms.to_string())
             }
             _ if self.broker_overridden(name) => self.broker_defaults.value_of(name),
-            _ => self.group_static_value(name),
+            _ => self
+                .group_static_value(name)
+                .or_else(|| self.txn_static_value(name)),
         }
+    }
+
+    fn txn_static_value(&self, name: &str) -> Option<String> {
+        let mine = &self.txns;
+        let kafka = TxnSettings::default();
+        let pick = |t: &TxnSettings| -> Option<String> {
+            Some(match name {
+                "transaction.state.log.num.partitions" => {
+                    t.transaction_state_log_num_partitions.to_string()
+                }
+                "transaction.state.log.segment.bytes" => {
+                    t.transaction_state_log_segment_bytes.to_string()
+                }
+                "transaction.max.timeout.ms" => t.transaction_max_timeout_ms.to_string(),
+                "transactional.id.expiration.ms" => t.transactional_id_expiration_ms.to_string(),
+                "transaction.abort.timed.out.transaction.cleanup.interval.ms" => t
+                    .transaction_abort_timed_out_transaction_cleanup_interval_ms
+                    .to_string(),
+                "transaction.remove.expired.transaction.cleanup.interval.ms" => t
+                    .transaction_remove_expired_transaction_cleanup_interval_ms
+                    .to_string(),
+                _ => return None,
+            })
+        };
+        let value = pick(mine)?;
+        (Some(&value) != pick(&kafka).as_ref()).then_some(value)
     }
 
     fn group_static_value(&self, name: &str) -> Option<String> {

@@ -75,6 +75,39 @@ pub const API_RANGES: &[ApiRange] = &[
         max: 5,
         served_min: 0,
     },
+    // Transactions V1 (the protocol every client falls back to while the
+    // broker does not finalize transaction.version 2): AddPartitionsToTxn
+    // v4+ is broker-to-broker (KAFKA-15757) and EndTxn v5 is V2.
+    ApiRange {
+        key: ApiKey::AddPartitionsToTxn,
+        advertised_min: 0,
+        max: 3,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::AddOffsetsToTxn,
+        advertised_min: 0,
+        max: 4,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::EndTxn,
+        advertised_min: 0,
+        max: 4,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::DescribeTransactions,
+        advertised_min: 0,
+        max: 0,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::ListTransactions,
+        advertised_min: 0,
+        max: 1,
+        served_min: 0,
+    },
     ApiRange {
         key: ApiKey::FindCoordinator,
         advertised_min: 0,
@@ -216,5 +249,24 @@ mod tests {
             }
         }
         assert_eq!(range_of(ApiKey::JoinGroup).unwrap().advertised_min, 0);
+    }
+
+    #[test]
+    fn transaction_ranges_cover_librdkafka_and_stay_off_v2() {
+        // librdkafka sends AddPartitionsToTxn/AddOffsetsToTxn v0 and EndTxn
+        // v0-1; Java 4.x falls back to V1 without the feature flag.
+        for (key, versions) in [
+            (ApiKey::AddPartitionsToTxn, 0..=3),
+            (ApiKey::AddOffsetsToTxn, 0..=4),
+            (ApiKey::EndTxn, 0..=4),
+            (ApiKey::DescribeTransactions, 0..=0),
+            (ApiKey::ListTransactions, 0..=1),
+        ] {
+            for version in versions {
+                assert!(is_served(key, version), "{key:?} v{version}");
+            }
+        }
+        assert!(!is_served(ApiKey::AddPartitionsToTxn, 4));
+        assert!(!is_served(ApiKey::EndTxn, 5));
     }
 }

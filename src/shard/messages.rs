@@ -285,6 +285,14 @@ pub enum ShardRequest {
     /// partitions, once the group coordinator has applied it to the
     /// transaction's pending offsets.
     WriteTxnMarkers(Vec<TxnMarkerWrite>),
+    /// For the transaction coordinator of `__transaction_state` partition
+    /// `partition`.
+    Txn {
+        /// Transaction state partition (ignored by List).
+        partition: i32,
+        /// The call.
+        call: crate::txn::TxnCall,
+    },
     /// For the group coordinator of `__consumer_offsets` partition `partition`.
     Group {
         /// Offsets partition (ignored by ListGroups).
@@ -311,6 +319,8 @@ pub enum ShardReply {
     Controller(ControllerReply),
     /// From a group coordinator.
     Group(GroupReply),
+    /// From a transaction coordinator.
+    Txn(crate::txn::TxnReply),
     /// Per marker, per partition (the request's shape): Kafka error code,
     /// 0 when written. UNKNOWN_TOPIC_OR_PARTITION for a partition that no
     /// longer exists; INVALID_PRODUCER_EPOCH when the partition has seen a

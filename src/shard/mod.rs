@@ -23,6 +23,8 @@ use crate::cluster::{MetadataImage, MetadataRecord, TopicImage};
 use crate::config::limits::FETCH_WAITERS_PER_SHARD_MAX;
 use crate::config::{BrokerConfig, FlushPolicy};
 use crate::group::service::GroupShard;
+use crate::txn::service::TxnShard;
+use crate::txn::TXN_STATE_TOPIC;
 use crate::partition::{Partition, PartitionError, PartitionSettings};
 use crate::protocol::ErrorCode;
 use crate::storage::{CompactionConfig, CompactionOutcome, Log, LogConfig};
@@ -60,6 +62,9 @@ pub struct Shard {
     producer_ids: Cell<(i64, i64)>,
     /// Group coordinators of the offsets partitions this shard owns.
     pub groups: GroupShard,
+    /// Transaction coordinators of the transaction state partitions this
+    /// shard owns.
+    pub txns: TxnShard,
 }
 
 /// Kafka error code as i16.
@@ -110,6 +115,7 @@ impl Shard {
             closing: Cell::new(false),
             producer_ids: Cell::new((0, 0)),
             groups: GroupShard::default(),
+            txns: TxnShard::default(),
         })
     }
 
@@ -170,6 +176,7 @@ impl Shard {
             "partitions loaded"
         );
         self.start_group_coordinators();
+        self.start_txn_coordinators();
         Ok(())
     }
 
@@ -227,6 +234,9 @@ impl Shard {
                     }
                     if name == OFFSETS_TOPIC {
                         self.start_group_coordinators();
+                    }
+                    if name == TXN_STATE_TOPIC {
+                        self.start_txn_coordinators();
                     }
                 }
                 MetadataRecord::DeleteTopic { name, topic_id } => {
@@ -292,6 +302,10 @@ impl Shard {
                 async { ShardReply::Applied }.boxed_local()
             }
             ShardRequest::Group { partition, call } => self.groups_submit(partition, call),
+            ShardRequest::Txn { partition, call } => {
+                let shard = self.clone();
+                self.txns.submit(shard, partition, call)
+            }
             ShardRequest::WriteTxnMarkers(markers) => {
                 let written = self.write_txn_markers(markers).await;
                 async move { ShardReply::WriteTxnMarkers(written.await) }.boxed_local()
@@ -574,6 +588,20 @@ impl Shard {
         }
     }
 
+    /// Starts the transaction coordinators of the transaction state
+    /// partitions this shard owns.
+    fn start_txn_coordinators(self: &Rc<Self>) {
+        let image = self.image();
+        let Some(topic) = image.topic(TXN_STATE_TOPIC) else {
+            return;
+        };
+        for partition in 0..topic.partition_shards.len() as i32 {
+            if self.owner_of(topic, partition) == Some(self.id) {
+                self.txns.start(self, partition);
+            }
+        }
+    }
+
     /// Every `log.cleaner.backoff.ms`, compacts the partitions of compacted
     /// topics this shard owns, one at a time (each compaction yields, so
     /// produce and fetch keep running). Stops when the shard shuts down.
@@ -675,6 +703,7 @@ impl Shard {
     pub async fn close_all(&self) -> usize {
         self.closing.set(true);
         self.groups.stop_all();
+        self.txns.stop_all();
         let partitions: Vec<Rc<Partition>> = self.partitions.borrow().values().cloned().collect();
         let mut failures = 0;
         for partition in partitions {

@@ -34,7 +34,9 @@ def free_port():
 class Broker:
     """A ringbroker process with its log in `log_path`."""
 
-    def __init__(self, work_dir: pathlib.Path):
+    def __init__(self, work_dir: pathlib.Path, extra_args=(), cores=1):
+        self.extra_args = list(extra_args)
+        self.cores = cores
         self.port = free_port()
         self.data_dir = work_dir / "data"
         self.data_dir.mkdir(parents=True)
@@ -52,8 +54,9 @@ class Broker:
             str(BROKER_BIN), "serve",
             "--listen", self.bootstrap,
             "--data-dir", str(self.data_dir),
-            "--cores", "1",
+            "--cores", str(self.cores),
             "--num-partitions", str(DEFAULT_PARTITIONS),
+            *self.extra_args,
         ]
         log = open(self.log_path, "ab")
         log.write(f"==== pytest: {' '.join(args)} ====\n".encode())

@@ -23,7 +23,6 @@ deadline.
 """
 
 import json
-import os
 import pathlib
 import signal
 import subprocess
@@ -55,46 +54,9 @@ GROUP_FLAGS = [
 ]
 
 
-class GroupBroker(conftest.Broker):
-    """conftest's Broker with the group flags added to its command line."""
-
-    def start(self):
-        if not conftest.BROKER_BIN.exists():
-            pytest.fail(f"{conftest.BROKER_BIN} does not exist: run `cargo build --release` or set RINGBROKER_BIN")
-        args = [
-            str(conftest.BROKER_BIN), "serve",
-            "--listen", self.bootstrap,
-            "--data-dir", str(self.data_dir),
-            "--cores", "1",
-            "--num-partitions", str(conftest.DEFAULT_PARTITIONS),
-            *GROUP_FLAGS,
-        ]
-        log = open(self.log_path, "ab")
-        log.write(f"==== pytest: {' '.join(args)} ====\n".encode())
-        log.flush()
-        offset = log.tell()
-        env = dict(os.environ, NO_COLOR="1")
-        self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
-        log.close()
-        ready = f"ringbroker ready on {self.bootstrap}"
-        deadline = time.monotonic() + conftest.READY_TIMEOUT_S
-        while True:
-            with open(self.log_path, "rb") as f:
-                f.seek(offset)
-                if ready in f.read().decode(errors="replace"):
-                    return
-            if self.process.poll() is not None:
-                pytest.fail(f"broker exited with {self.process.returncode} before it was ready:\n{self.log_text()}")
-            if time.monotonic() > deadline:
-                self.process.kill()
-                self.process.wait()
-                pytest.fail(f"broker not ready after {conftest.READY_TIMEOUT_S} s:\n{self.log_text()}")
-            time.sleep(0.02)
-
-
 @pytest.fixture(scope="module")
 def group_broker(tmp_path_factory):
-    broker = GroupBroker(tmp_path_factory.mktemp("ringbroker-groups"))
+    broker = conftest.Broker(tmp_path_factory.mktemp("ringbroker-groups"), extra_args=GROUP_FLAGS)
     broker.start()
     try:
         yield broker

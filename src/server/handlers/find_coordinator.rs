@@ -1,7 +1,8 @@
-//! FindCoordinator (key 10): every group (and, later, transactional id) is
+//! FindCoordinator (key 10): every group and transactional id is
 //! coordinated by this node; the shard that runs the coordinator is an
 //! internal detail the router hides. The first group lookup creates the
-//! `__consumer_offsets` topic, as Kafka does.
+//! `__consumer_offsets` topic and the first transactional lookup
+//! `__transaction_state`, as Kafka does.
 
 use std::rc::Rc;
 
@@ -11,7 +12,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::encode_response;
 use super::str_bytes;
-use crate::cluster::controller::ensure_offsets_topic;
+use crate::cluster::controller::{ensure_offsets_topic, ensure_txn_state_topic};
 use crate::protocol::ErrorCode;
 use crate::server::connection::Responder;
 use crate::shard::Shard;
@@ -42,10 +43,13 @@ pub async fn handle(
                     Some(e.to_string()),
                 ),
             },
-            KEY_TYPE_TRANSACTION => (
-                Some(ErrorCode::CoordinatorNotAvailable),
-                Some("transactions are not supported by this broker yet".to_string()),
-            ),
+            KEY_TYPE_TRANSACTION => match ensure_txn_state_topic(&shard).await {
+                Ok(()) => (None, None),
+                Err(e) => (
+                    Some(ErrorCode::CoordinatorNotAvailable),
+                    Some(e.to_string()),
+                ),
+            },
             other => (
                 Some(ErrorCode::InvalidRequest),
                 Some(format!("Unknown coordinator key type {other}")),
@@ -56,13 +60,12 @@ pub async fn handle(
             .into_iter()
             .map(|key| {
                 let mut c = Coordinator::default();
-                let key_error =
-                    if request.key_type == KEY_TYPE_GROUP && key.is_empty() && error.is_none() {
-                        // Kafka refuses an empty group id.
-                        Some(ErrorCode::InvalidRequest)
-                    } else {
-                        error
-                    };
+                let key_error = if key.is_empty() && error.is_none() {
+                    // Kafka refuses an empty group or transactional id.
+                    Some(ErrorCode::InvalidRequest)
+                } else {
+                    error
+                };
                 c.key = key;
                 c.error_code = key_error.map_or(0, |e| e.code());
                 if key_error.is_none() {

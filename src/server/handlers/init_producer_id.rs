@@ -1,17 +1,23 @@
-//! InitProducerId (key 22): gives an idempotent producer a fresh producer id
-//! with epoch 0. Kafka's transaction coordinator does the same for a
-//! non-transactional producer, whatever id and epoch it sends (KIP-360 only
-//! bumps epochs of transactional ids). Transactional ids are not coordinated
-//! here yet: they get COORDINATOR_NOT_AVAILABLE, as FindCoordinator gives.
+//! InitProducerId (key 22). Without a transactional id: a fresh producer id
+//! with epoch 0 for an idempotent producer, whatever id and epoch it sends
+//! (Kafka bumps epochs only for transactional ids). With one: the
+//! transaction coordinator of the id answers (new id, epoch bump, fencing
+//! of an older producer and abort of its open transaction, KIP-360 retries).
 
 use std::rc::Rc;
 
 use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
 use super::encode_response;
+use super::txn_common::txn_error_code;
 use crate::protocol::ErrorCode;
 use crate::server::connection::Responder;
 use crate::shard::Shard;
+use crate::txn::service::call_txn;
+use crate::txn::{TxnCall, TxnReply};
+
+/// First version whose clients know PRODUCER_FENCED.
+const PRODUCER_FENCED_SINCE: i16 = 4;
 
 /// Answers InitProducerId.
 pub async fn handle(
@@ -22,21 +28,48 @@ pub async fn handle(
 ) -> Responder {
     let shard = shard.clone();
     Box::pin(async move {
-        let mut response = InitProducerIdResponse::default();
-        response.producer_id = ProducerId(-1);
-        response.producer_epoch = -1;
-        if request.transactional_id.is_some() {
-            response.error_code = ErrorCode::CoordinatorNotAvailable.code();
-        } else {
-            match shard.next_producer_id().await {
-                Ok(id) => {
-                    response.producer_id = ProducerId(id);
-                    response.producer_epoch = 0;
-                }
+        let outcome = match request.transactional_id.as_ref().map(|id| id.as_str()) {
+            None => match shard.next_producer_id().await {
+                Ok(id) => Ok((id, 0)),
                 Err(e) => {
                     tracing::warn!(error = %e, "InitProducerId failed");
-                    response.error_code = ErrorCode::CoordinatorNotAvailable.code();
+                    Err(ErrorCode::CoordinatorNotAvailable)
                 }
+            },
+            Some("") => Err(ErrorCode::InvalidRequest),
+            Some(transactional_id) => {
+                let max_timeout_ms = shard.config.txns.transaction_max_timeout_ms;
+                let timeout_ms = request.transaction_timeout_ms;
+                if timeout_ms <= 0 || timeout_ms > max_timeout_ms {
+                    Err(ErrorCode::InvalidTransactionTimeout)
+                } else {
+                    let call = TxnCall::InitProducerId {
+                        transactional_id: transactional_id.to_string(),
+                        timeout_ms,
+                        producer_id: request.producer_id.0,
+                        producer_epoch: request.producer_epoch,
+                    };
+                    match call_txn(&shard, transactional_id, call).await {
+                        TxnReply::InitProducerId(answer) => answer,
+                        TxnReply::Unavailable(e) => Err(e),
+                        other => {
+                            tracing::error!(?other, "transaction coordinator answered the wrong call");
+                            Err(ErrorCode::UnknownServerError)
+                        }
+                    }
+                }
+            }
+        };
+        let mut response = InitProducerIdResponse::default();
+        match outcome {
+            Ok((id, epoch)) => {
+                response.producer_id = ProducerId(id);
+                response.producer_epoch = epoch;
+            }
+            Err(e) => {
+                response.producer_id = ProducerId(-1);
+                response.producer_epoch = -1;
+                response.error_code = txn_error_code(e, version, PRODUCER_FENCED_SINCE);
             }
         }
         encode_response(ApiKey::InitProducerId, version, correlation_id, &response)

@@ -3,12 +3,16 @@
 //! a [`Responder`] that completes the rest. Error codes are chosen here, at
 //! the edge, from the outcomes shards report.
 
+pub mod add_offsets_to_txn;
+pub mod add_partitions_to_txn;
 pub mod api_versions;
 pub mod create_topics;
 pub mod delete_groups;
 pub mod delete_topics;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_transactions;
+pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod groups;
@@ -18,12 +22,14 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_transactions;
 pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
 pub mod produce;
 pub mod sync_group;
+pub mod txn_common;
 pub mod txn_offset_commit;
 
 use std::collections::BTreeMap;
@@ -120,6 +126,25 @@ pub async fn dispatch(
         }
         ApiKey::InitProducerId => {
             init_producer_id::handle(shard, decode(&mut body, version)?, version, correlation_id)
+                .await
+        }
+        ApiKey::AddPartitionsToTxn => {
+            add_partitions_to_txn::handle(shard, decode(&mut body, version)?, version, correlation_id)
+                .await
+        }
+        ApiKey::AddOffsetsToTxn => {
+            add_offsets_to_txn::handle(shard, decode(&mut body, version)?, version, correlation_id)
+                .await
+        }
+        ApiKey::EndTxn => {
+            end_txn::handle(shard, decode(&mut body, version)?, version, correlation_id).await
+        }
+        ApiKey::DescribeTransactions => {
+            describe_transactions::handle(shard, decode(&mut body, version)?, version, correlation_id)
+                .await
+        }
+        ApiKey::ListTransactions => {
+            list_transactions::handle(shard, decode(&mut body, version)?, version, correlation_id)
                 .await
         }
         ApiKey::FindCoordinator => {

@@ -70,13 +70,10 @@ fn validate_records(
             "clients may not produce control batches".into(),
         ));
     }
-    if header.is_transactional() {
-        // Transactional batches need a transaction coordinator, which this
-        // broker does not have yet; refuse rather than append data no
-        // commit or abort marker will ever close.
+    if header.is_transactional() && header.producer_id < 0 {
         return Err((
             ErrorCode::InvalidRecord,
-            "transactional produce is not supported by this broker yet".into(),
+            "a transactional batch needs a producer id".into(),
         ));
     }
     if header.producer_id >= 0 && (header.producer_epoch < 0 || header.base_sequence < 0) {
@@ -142,7 +139,6 @@ pub async fn handle(
     let mut flat = Vec::new(); // (topic position, partition position)
     let mut groups: ShardGroups<ProduceItem> = ShardGroups::new();
     let acks_valid = matches!(acks, 0 | 1 | -1);
-    let transactional = request.transactional_id.is_some();
     let records_bytes_total: usize = request
         .topic_data
         .iter()
@@ -163,13 +159,6 @@ pub async fn handle(
             };
             if !acks_valid {
                 partitions.push(refuse(ErrorCode::InvalidRequiredAcks, None));
-                continue;
-            }
-            if transactional {
-                partitions.push(refuse(
-                    ErrorCode::TransactionalIdAuthorizationFailed,
-                    Some("transactions are not supported by this broker yet".into()),
-                ));
                 continue;
             }
             let Some(topic) = topic else {

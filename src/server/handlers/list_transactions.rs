@@ -1,0 +1,66 @@
+//! ListTransactions (key 66, v0-1): the transactional ids of every
+//! coordinator on this node, filtered by state, producer id and (v1,
+//! KIP-994) how long the transaction has been running. Unknown state names
+//! are echoed in `unknown_state_filters`, as Kafka does.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::list_transactions_response::TransactionState;
+use kafka_protocol::messages::{
+    ApiKey, ListTransactionsRequest, ListTransactionsResponse, ProducerId,
+};
+
+use super::{encode_response, str_bytes};
+use crate::server::connection::Responder;
+use crate::shard::Shard;
+use crate::txn::service::list_all;
+use crate::txn::{ListFilter, TxnState};
+
+/// Answers ListTransactions.
+pub async fn handle(
+    shard: &Rc<Shard>,
+    request: ListTransactionsRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Responder {
+    let shard = shard.clone();
+    Box::pin(async move {
+        let mut response = ListTransactionsResponse::default();
+        let mut states = Vec::new();
+        for name in &request.state_filters {
+            match TxnState::ALL.iter().find(|s| s.name() == name.as_str()) {
+                Some(state) => states.push(*state),
+                None => response.unknown_state_filters.push(name.clone()),
+            }
+        }
+        let nothing_can_match = !request.state_filters.is_empty() && states.is_empty();
+        let filter = ListFilter {
+            states,
+            producer_ids: request.producer_id_filters.iter().map(|p| p.0).collect(),
+            min_duration_ms: if version >= 1 {
+                request.duration_filter
+            } else {
+                -1
+            },
+        };
+        if !nothing_can_match {
+            match list_all(&shard, filter).await {
+                Ok(mut listed) => {
+                    listed.sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
+                    response.transaction_states = listed
+                        .into_iter()
+                        .map(|t| {
+                            let mut state = TransactionState::default();
+                            state.transactional_id = str_bytes(&t.transactional_id).into();
+                            state.producer_id = ProducerId(t.producer_id);
+                            state.transaction_state = str_bytes(t.state.name());
+                            state
+                        })
+                        .collect();
+                }
+                Err(e) => response.error_code = e.code(),
+            }
+        }
+        encode_response(ApiKey::ListTransactions, version, correlation_id, &response)
+    })
+}

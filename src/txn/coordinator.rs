@@ -1,0 +1,491 @@
+//! The transaction coordinator's decisions, without I/O: given a
+//! transactional id's metadata and a request, what to write and what to
+//! answer, following Kafka's `TransactionCoordinator` (transactions V1, the
+//! protocol every client speaks when the broker does not finalize
+//! `transaction.version` 2). The service applies a decision only after its
+//! record is durable; while a write or the markers of a decision are in
+//! flight the metadata is `pending`, and other requests for the id get
+//! CONCURRENT_TRANSACTIONS. Pure code, used on the coordinator's shard.
+
+use std::collections::BTreeSet;
+
+use crate::protocol::ErrorCode;
+use crate::shard::messages::TopicPartition;
+
+use super::records::{TxnLogValue, TxnState};
+
+/// Epochs at or above this are exhausted: the next bump takes a new
+/// producer id (Kafka keeps `Short.MaxValue` for fencing).
+pub const EPOCH_EXHAUSTED: i16 = i16::MAX - 1;
+
+/// What the coordinator knows of one transactional id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnMetadata {
+    /// Current producer id.
+    pub producer_id: i64,
+    /// Producer id before the last change of id (KIP-360), or -1.
+    pub last_producer_id: i64,
+    /// Current epoch.
+    pub producer_epoch: i16,
+    /// Epoch before the last bump, or -1; lets a retried InitProducerId
+    /// whose answer was lost get the same answer.
+    pub last_producer_epoch: i16,
+    /// `transaction.timeout.ms`.
+    pub timeout_ms: i32,
+    /// State.
+    pub state: TxnState,
+    /// Partitions of the open (or finishing) transaction.
+    pub partitions: BTreeSet<TopicPartition>,
+    /// Start of the current transaction, or -1.
+    pub start_ms: i64,
+    /// Last change.
+    pub last_update_ms: i64,
+    /// A write or the markers of a decision are in flight.
+    pub pending: bool,
+}
+
+impl TxnMetadata {
+    /// The record value persisted for this metadata.
+    pub fn to_log_value(&self) -> TxnLogValue {
+        TxnLogValue {
+            producer_id: self.producer_id,
+            producer_epoch: self.producer_epoch,
+            timeout_ms: self.timeout_ms,
+            state: self.state,
+            partitions: self.partitions.clone(),
+            last_update_ms: self.last_update_ms,
+            start_ms: self.start_ms,
+        }
+    }
+
+    /// Metadata read back from the log.
+    pub fn from_log_value(value: TxnLogValue) -> TxnMetadata {
+        TxnMetadata {
+            producer_id: value.producer_id,
+            last_producer_id: -1,
+            producer_epoch: value.producer_epoch,
+            last_producer_epoch: -1,
+            timeout_ms: value.timeout_ms,
+            state: value.state,
+            partitions: value.partitions,
+            start_ms: value.start_ms,
+            last_update_ms: value.last_update_ms,
+            pending: false,
+        }
+    }
+
+    /// True in PrepareCommit or PrepareAbort.
+    pub fn is_preparing(&self) -> bool {
+        matches!(self.state, TxnState::PrepareCommit | TxnState::PrepareAbort)
+    }
+}
+
+/// What to do with an InitProducerId.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InitDecision {
+    /// Answer now.
+    Reply(Result<(i64, i16), ErrorCode>),
+    /// Take a fresh producer id, then [`with_new_producer_id`].
+    NeedNewProducerId,
+    /// Persist this metadata (same id, epoch bumped), then answer its id
+    /// and epoch.
+    Write(TxnMetadata),
+    /// The id has an open transaction: persist this PrepareAbort (epoch
+    /// bumped, fencing the old producer), answer CONCURRENT_TRANSACTIONS and
+    /// finish the abort; the client retries.
+    AbortOngoing(TxnMetadata),
+}
+
+/// Kafka's `prepareInitProducerIdTransit` for an existing or new id.
+pub fn decide_init(
+    existing: Option<&TxnMetadata>,
+    expected_producer_id: i64,
+    expected_epoch: i16,
+    timeout_ms: i32,
+    now_ms: i64,
+) -> InitDecision {
+    let Some(m) = existing else {
+        return InitDecision::NeedNewProducerId;
+    };
+    if m.pending {
+        return InitDecision::Reply(Err(ErrorCode::ConcurrentTransactions));
+    }
+    let expected_given = expected_producer_id >= 0;
+    if expected_given {
+        // KIP-360: the producer may only re-initialise the id it has, or
+        // retry after a bump to a new id whose answer it never got.
+        let valid = m.producer_epoch < 0
+            || expected_producer_id == m.producer_id
+            || (expected_producer_id == m.last_producer_id && expected_epoch >= EPOCH_EXHAUSTED);
+        if !valid {
+            return InitDecision::Reply(Err(ErrorCode::ProducerFenced));
+        }
+    }
+    match m.state {
+        TxnState::PrepareAbort | TxnState::PrepareCommit | TxnState::PrepareEpochFence => {
+            InitDecision::Reply(Err(ErrorCode::ConcurrentTransactions))
+        }
+        TxnState::Ongoing => {
+            let mut target = m.clone();
+            if target.producer_epoch < EPOCH_EXHAUSTED {
+                target.last_producer_epoch = target.producer_epoch;
+                target.producer_epoch += 1;
+            }
+            target.state = TxnState::PrepareAbort;
+            target.last_update_ms = now_ms;
+            InitDecision::AbortOngoing(target)
+        }
+        TxnState::Dead => InitDecision::Reply(Err(ErrorCode::ConcurrentTransactions)),
+        TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort => {
+            if expected_given && expected_producer_id == m.producer_id {
+                if expected_epoch != m.producer_epoch {
+                    if expected_epoch == m.last_producer_epoch && m.last_producer_epoch >= 0 {
+                        // The answer to the last bump was lost: same answer.
+                        return InitDecision::Reply(Ok((m.producer_id, m.producer_epoch)));
+                    }
+                    return InitDecision::Reply(Err(ErrorCode::ProducerFenced));
+                }
+            } else if expected_given
+                && expected_producer_id == m.last_producer_id
+                && m.producer_epoch == 0
+            {
+                // Retry after a change of producer id: same answer.
+                return InitDecision::Reply(Ok((m.producer_id, m.producer_epoch)));
+            }
+            if m.producer_epoch >= EPOCH_EXHAUSTED {
+                return InitDecision::NeedNewProducerId;
+            }
+            let mut target = m.clone();
+            target.last_producer_epoch = m.producer_epoch;
+            target.producer_epoch = m.producer_epoch + 1;
+            target.state = TxnState::Empty;
+            target.partitions.clear();
+            target.timeout_ms = timeout_ms;
+            target.start_ms = -1;
+            target.last_update_ms = now_ms;
+            InitDecision::Write(target)
+        }
+    }
+}
+
+/// The metadata to persist when the id gets producer id `producer_id`
+/// (new id, or the old one's epochs are exhausted): epoch 0, Empty.
+pub fn with_new_producer_id(
+    existing: Option<&TxnMetadata>,
+    producer_id: i64,
+    timeout_ms: i32,
+    now_ms: i64,
+) -> TxnMetadata {
+    TxnMetadata {
+        producer_id,
+        last_producer_id: existing.map_or(-1, |m| m.producer_id),
+        producer_epoch: 0,
+        last_producer_epoch: -1,
+        timeout_ms,
+        state: TxnState::Empty,
+        partitions: BTreeSet::new(),
+        start_ms: -1,
+        last_update_ms: now_ms,
+        pending: false,
+    }
+}
+
+/// Checks the producer of a transactional request against the metadata:
+/// Kafka's INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED and
+/// CONCURRENT_TRANSACTIONS order.
+fn check_producer(
+    existing: Option<&TxnMetadata>,
+    producer_id: i64,
+    producer_epoch: i16,
+) -> Result<&TxnMetadata, ErrorCode> {
+    let m = existing.ok_or(ErrorCode::InvalidProducerIdMapping)?;
+    if m.producer_id != producer_id {
+        return Err(ErrorCode::InvalidProducerIdMapping);
+    }
+    if m.producer_epoch != producer_epoch {
+        return Err(ErrorCode::ProducerFenced);
+    }
+    if m.pending {
+        return Err(ErrorCode::ConcurrentTransactions);
+    }
+    Ok(m)
+}
+
+/// AddPartitionsToTxn: Ok(None) when every partition is already in the
+/// open transaction (nothing to write), Ok(Some(target)) to persist.
+///
+/// # Errors
+/// The error code for every partition of the request.
+pub fn decide_add_partitions(
+    existing: Option<&TxnMetadata>,
+    producer_id: i64,
+    producer_epoch: i16,
+    partitions: &[TopicPartition],
+    now_ms: i64,
+) -> Result<Option<TxnMetadata>, ErrorCode> {
+    let m = check_producer(existing, producer_id, producer_epoch)?;
+    match m.state {
+        TxnState::PrepareCommit | TxnState::PrepareAbort | TxnState::PrepareEpochFence => {
+            return Err(ErrorCode::ConcurrentTransactions)
+        }
+        TxnState::Dead => return Err(ErrorCode::InvalidTxnState),
+        TxnState::Ongoing if partitions.iter().all(|p| m.partitions.contains(p)) => {
+            return Ok(None)
+        }
+        _ => {}
+    }
+    let mut target = m.clone();
+    if target.state != TxnState::Ongoing {
+        target.partitions.clear();
+        target.start_ms = now_ms;
+    }
+    target.state = TxnState::Ongoing;
+    target.partitions.extend(partitions.iter().cloned());
+    target.last_update_ms = now_ms;
+    Ok(Some(target))
+}
+
+/// EndTxn: Ok(None) for a retry of an EndTxn already completed,
+/// Ok(Some(prepared)) to persist PrepareCommit/PrepareAbort and then write
+/// the markers.
+///
+/// # Errors
+/// The code to answer.
+pub fn decide_end(
+    existing: Option<&TxnMetadata>,
+    producer_id: i64,
+    producer_epoch: i16,
+    commit: bool,
+    now_ms: i64,
+) -> Result<Option<TxnMetadata>, ErrorCode> {
+    let m = check_producer(existing, producer_id, producer_epoch)?;
+    match (m.state, commit) {
+        (TxnState::Ongoing, _) => {
+            let mut target = m.clone();
+            target.state = if commit {
+                TxnState::PrepareCommit
+            } else {
+                TxnState::PrepareAbort
+            };
+            target.last_update_ms = now_ms;
+            Ok(Some(target))
+        }
+        (TxnState::CompleteCommit, true) | (TxnState::CompleteAbort, false) => Ok(None),
+        (TxnState::PrepareCommit, true) | (TxnState::PrepareAbort, false) => {
+            Err(ErrorCode::ConcurrentTransactions)
+        }
+        (TxnState::PrepareEpochFence, _) => Err(ErrorCode::ConcurrentTransactions),
+        _ => Err(ErrorCode::InvalidTxnState),
+    }
+}
+
+/// The metadata once every marker of `prepared` is written: Complete*, no
+/// partitions.
+///
+/// # Panics
+/// If `prepared` is not in a Prepare state (a caller bug).
+pub fn completed(prepared: &TxnMetadata, now_ms: i64) -> TxnMetadata {
+    let state = match prepared.state {
+        TxnState::PrepareCommit => TxnState::CompleteCommit,
+        TxnState::PrepareAbort => TxnState::CompleteAbort,
+        other => panic!("completing a transaction in state {other:?}"),
+    };
+    TxnMetadata {
+        state,
+        partitions: BTreeSet::new(),
+        last_update_ms: now_ms,
+        pending: false,
+        ..prepared.clone()
+    }
+}
+
+/// For an open transaction past its timeout and not busy: the PrepareAbort
+/// to persist, with the epoch bumped so the producer is fenced (Kafka's
+/// `abortTimedOutTransactions`). None otherwise.
+pub fn timed_out_abort(m: &TxnMetadata, now_ms: i64) -> Option<TxnMetadata> {
+    if m.pending || m.state != TxnState::Ongoing || m.start_ms < 0 {
+        return None;
+    }
+    if now_ms.saturating_sub(m.start_ms) <= i64::from(m.timeout_ms) {
+        return None;
+    }
+    let mut target = m.clone();
+    if target.producer_epoch < EPOCH_EXHAUSTED {
+        target.last_producer_epoch = target.producer_epoch;
+        target.producer_epoch += 1;
+    }
+    target.state = TxnState::PrepareAbort;
+    target.last_update_ms = now_ms;
+    Some(target)
+}
+
+/// True when the id has been idle for `transactional.id.expiration.ms`
+/// with no transaction in progress, so it may be removed.
+pub fn is_expired(m: &TxnMetadata, now_ms: i64, expiration_ms: i64) -> bool {
+    !m.pending
+        && matches!(
+            m.state,
+            TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort
+        )
+        && now_ms.saturating_sub(m.last_update_ms) >= expiration_ms
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tp(topic: &str, partition: i32) -> TopicPartition {
+        TopicPartition {
+            topic: topic.to_string(),
+            partition,
+        }
+    }
+
+    fn fresh() -> TxnMetadata {
+        with_new_producer_id(None, 1000, 60_000, 1)
+    }
+
+    #[test]
+    fn a_new_id_takes_a_producer_id_and_re_init_bumps_the_epoch() {
+        assert_eq!(
+            decide_init(None, -1, -1, 60_000, 0),
+            InitDecision::NeedNewProducerId
+        );
+        let m = fresh();
+        assert_eq!((m.producer_id, m.producer_epoch, m.state), (1000, 0, TxnState::Empty));
+        let InitDecision::Write(bumped) = decide_init(Some(&m), -1, -1, 30_000, 5) else {
+            panic!("expected a bump");
+        };
+        assert_eq!((bumped.producer_id, bumped.producer_epoch), (1000, 1));
+        assert_eq!(bumped.timeout_ms, 30_000);
+        // KIP-360: a retry with the epoch before the bump gets the same answer.
+        assert_eq!(
+            decide_init(Some(&bumped), 1000, 0, 30_000, 6),
+            InitDecision::Reply(Ok((1000, 1)))
+        );
+        // Someone else's producer id is fenced.
+        assert_eq!(
+            decide_init(Some(&bumped), 55, 0, 30_000, 6),
+            InitDecision::Reply(Err(ErrorCode::ProducerFenced))
+        );
+        let mut exhausted = bumped.clone();
+        exhausted.producer_epoch = EPOCH_EXHAUSTED;
+        assert_eq!(
+            decide_init(Some(&exhausted), -1, -1, 30_000, 7),
+            InitDecision::NeedNewProducerId
+        );
+        let renewed = with_new_producer_id(Some(&exhausted), 2000, 30_000, 8);
+        assert_eq!((renewed.producer_id, renewed.last_producer_id), (2000, 1000));
+    }
+
+    #[test]
+    fn init_during_an_open_transaction_fences_and_aborts_it() {
+        let m = fresh();
+        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 10)
+            .unwrap()
+            .unwrap();
+        let InitDecision::AbortOngoing(abort) = decide_init(Some(&open), -1, -1, 60_000, 20) else {
+            panic!("expected an abort");
+        };
+        assert_eq!(abort.state, TxnState::PrepareAbort);
+        assert_eq!(abort.producer_epoch, 1);
+        assert!(abort.partitions.contains(&tp("t", 0)));
+        // The fenced producer's EndTxn is refused.
+        assert_eq!(
+            decide_end(Some(&abort), 1000, 0, true, 21),
+            Err(ErrorCode::ProducerFenced)
+        );
+        let mut busy = abort.clone();
+        busy.pending = true;
+        assert_eq!(
+            decide_init(Some(&busy), -1, -1, 60_000, 22),
+            InitDecision::Reply(Err(ErrorCode::ConcurrentTransactions))
+        );
+        let done = completed(&abort, 30);
+        assert_eq!(done.state, TxnState::CompleteAbort);
+        assert!(done.partitions.is_empty());
+        let InitDecision::Write(next) = decide_init(Some(&done), -1, -1, 60_000, 31) else {
+            panic!("expected a bump");
+        };
+        assert_eq!(next.producer_epoch, 2);
+    }
+
+    #[test]
+    fn add_partitions_opens_and_extends_the_transaction() {
+        let m = fresh();
+        assert_eq!(
+            decide_add_partitions(None, 1000, 0, &[tp("t", 0)], 5),
+            Err(ErrorCode::InvalidProducerIdMapping)
+        );
+        assert_eq!(
+            decide_add_partitions(Some(&m), 999, 0, &[tp("t", 0)], 5),
+            Err(ErrorCode::InvalidProducerIdMapping)
+        );
+        assert_eq!(
+            decide_add_partitions(Some(&m), 1000, 3, &[tp("t", 0)], 5),
+            Err(ErrorCode::ProducerFenced)
+        );
+        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 5)
+            .unwrap()
+            .unwrap();
+        assert_eq!((open.state, open.start_ms), (TxnState::Ongoing, 5));
+        assert_eq!(
+            decide_add_partitions(Some(&open), 1000, 0, &[tp("t", 0)], 6),
+            Ok(None)
+        );
+        let more = decide_add_partitions(Some(&open), 1000, 0, &[tp("u", 1)], 7)
+            .unwrap()
+            .unwrap();
+        assert_eq!(more.partitions.len(), 2);
+        assert_eq!(more.start_ms, 5, "the start does not move");
+        let prepared = decide_end(Some(&more), 1000, 0, true, 8).unwrap().unwrap();
+        assert_eq!(
+            decide_add_partitions(Some(&prepared), 1000, 0, &[tp("t", 0)], 9),
+            Err(ErrorCode::ConcurrentTransactions)
+        );
+    }
+
+    #[test]
+    fn end_txn_follows_kafkas_state_table() {
+        let m = fresh();
+        assert_eq!(
+            decide_end(Some(&m), 1000, 0, true, 1),
+            Err(ErrorCode::InvalidTxnState)
+        );
+        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 2)
+            .unwrap()
+            .unwrap();
+        let prepared = decide_end(Some(&open), 1000, 0, true, 3).unwrap().unwrap();
+        assert_eq!(prepared.state, TxnState::PrepareCommit);
+        assert_eq!(
+            decide_end(Some(&prepared), 1000, 0, true, 4),
+            Err(ErrorCode::ConcurrentTransactions)
+        );
+        assert_eq!(
+            decide_end(Some(&prepared), 1000, 0, false, 4),
+            Err(ErrorCode::InvalidTxnState)
+        );
+        let done = completed(&prepared, 5);
+        assert_eq!(decide_end(Some(&done), 1000, 0, true, 6), Ok(None));
+        assert_eq!(
+            decide_end(Some(&done), 1000, 0, false, 6),
+            Err(ErrorCode::InvalidTxnState)
+        );
+    }
+
+    #[test]
+    fn timeouts_abort_with_a_bumped_epoch_and_idle_ids_expire() {
+        let m = fresh();
+        assert_eq!(timed_out_abort(&m, i64::MAX), None);
+        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 100)
+            .unwrap()
+            .unwrap();
+        assert_eq!(timed_out_abort(&open, 100 + 60_000), None);
+        let abort = timed_out_abort(&open, 100 + 60_001).unwrap();
+        assert_eq!((abort.state, abort.producer_epoch), (TxnState::PrepareAbort, 1));
+        assert!(!is_expired(&open, i64::MAX, 1));
+        let done = completed(&abort, 200);
+        assert!(!is_expired(&done, 299, 100));
+        assert!(is_expired(&done, 300, 100));
+    }
+}

@@ -1,0 +1,160 @@
+// The Java Kafka client (kafka-clients 4.x, from Maven Central) against
+// ringbroker, run by tests/python/test_java_client.py as a single-file
+// program: `java -cp <classpath> JavaClient.java <mode> <bootstrap> <topic>`.
+// Prints one JSON object on stdout with what it saw; the Python test
+// asserts on it. Exits non-zero on any client exception.
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.stream.Collectors;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.ProducerState;
+import org.apache.kafka.clients.admin.TransactionDescription;
+import org.apache.kafka.clients.admin.TransactionListing;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+public class JavaClient {
+    static final int PARTITIONS = 2;
+
+    public static void main(String[] args) throws Exception {
+        String mode = args[0];
+        String bootstrap = args[1];
+        String topic = args[2];
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1))).all().get();
+        }
+        switch (mode) {
+            case "idempotent-defaults" -> idempotentDefaults(bootstrap, topic);
+            case "transactions" -> transactions(bootstrap, topic);
+            default -> throw new IllegalArgumentException("unknown mode " + mode);
+        }
+    }
+
+    /** The producer's defaults: acks=all and idempotence on. */
+    static void idempotentDefaults(String bootstrap, String topic) throws Exception {
+        Properties props = new Properties();
+        props.put("bootstrap.servers", bootstrap);
+        int records = 2000;
+        List<Long> offsets = new ArrayList<>();
+        try (KafkaProducer<String, String> producer =
+                new KafkaProducer<>(props, new StringSerializer(), new StringSerializer())) {
+            List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
+            for (int i = 0; i < records; i++) {
+                sent.add(producer.send(new ProducerRecord<>(topic, i % PARTITIONS, "k" + i, "v" + i)));
+            }
+            for (var future : sent) {
+                offsets.add(future.get().offset());
+            }
+        }
+        List<String> values = read(bootstrap, topic, "read_uncommitted", records);
+        System.out.printf("{\"acked\": %d, \"read\": %d, \"distinct\": %d}%n",
+                offsets.size(), values.size(), values.stream().distinct().count());
+    }
+
+    /** Ten transactions of ten records, every fifth aborted; then what the
+     * admin client says about the transactional id and the producers. */
+    static void transactions(String bootstrap, String topic) throws Exception {
+        String transactionalId = topic + "-java-txn";
+        Properties props = new Properties();
+        props.put("bootstrap.servers", bootstrap);
+        props.put("transactional.id", transactionalId);
+        int committed = 0;
+        int aborted = 0;
+        try (KafkaProducer<String, String> producer =
+                new KafkaProducer<>(props, new StringSerializer(), new StringSerializer())) {
+            producer.initTransactions();
+            for (int t = 1; t <= 10; t++) {
+                producer.beginTransaction();
+                for (int i = 0; i < 10; i++) {
+                    producer.send(new ProducerRecord<>(topic, i % PARTITIONS, "k", "t" + t + "-" + i));
+                }
+                if (t % 5 == 0) {
+                    producer.flush();
+                    producer.abortTransaction();
+                    aborted += 10;
+                } else {
+                    producer.commitTransaction();
+                    committed += 10;
+                }
+            }
+            producer.beginTransaction();
+            producer.send(new ProducerRecord<>(topic, 0, "k", "open")).get();
+            String state;
+            String listed;
+            String producers;
+            try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+                TransactionDescription description =
+                        admin.describeTransactions(List.of(transactionalId)).description(transactionalId).get();
+                state = description.state().toString();
+                Collection<TransactionListing> listings = admin.listTransactions().all().get();
+                listed = listings.stream()
+                        .filter(l -> l.transactionalId().equals(transactionalId))
+                        .map(l -> l.state().toString())
+                        .collect(Collectors.joining(","));
+                List<ProducerState> active = admin.describeProducers(List.of(new TopicPartition(topic, 0)))
+                        .partitionResult(new TopicPartition(topic, 0)).get().activeProducers();
+                producers = active.stream()
+                        .map(p -> p.currentTransactionStartOffset().isPresent() ? "open" : "idle")
+                        .collect(Collectors.joining(","));
+            }
+            producer.abortTransaction();
+            List<String> readCommitted = read(bootstrap, topic, "read_committed", committed);
+            List<String> readUncommitted = read(bootstrap, topic, "read_uncommitted", committed + aborted + 1);
+            System.out.printf(
+                    "{\"committed\": %d, \"aborted\": %d, \"read_committed\": %d, \"read_committed_distinct\": %d, "
+                            + "\"read_committed_aborted\": %d, \"read_uncommitted\": %d, \"state\": \"%s\", "
+                            + "\"listed\": \"%s\", \"producers\": \"%s\"}%n",
+                    committed, aborted, readCommitted.size(), readCommitted.stream().distinct().count(),
+                    readCommitted.stream().filter(v -> v.startsWith("t5-") || v.startsWith("t10-") || v.equals("open")).count(),
+                    readUncommitted.size(), state, listed, producers);
+        }
+    }
+
+    /** Every record value from the start of both partitions: stops after
+     * `expected` values plus a quiet second, or after 20 s. */
+    static List<String> read(String bootstrap, String topic, String isolation, int expected) {
+        Map<String, Object> config = new HashMap<>();
+        config.put("bootstrap.servers", bootstrap);
+        config.put("isolation.level", isolation);
+        config.put("enable.auto.commit", "false");
+        List<String> values = new ArrayList<>();
+        try (KafkaConsumer<String, String> consumer =
+                new KafkaConsumer<>(config, new StringDeserializer(), new StringDeserializer())) {
+            List<TopicPartition> partitions = new ArrayList<>();
+            for (int p = 0; p < PARTITIONS; p++) {
+                partitions.add(new TopicPartition(topic, p));
+            }
+            consumer.assign(partitions);
+            consumer.seekToBeginning(partitions);
+            long deadline = System.currentTimeMillis() + 20_000;
+            long quietSince = System.currentTimeMillis();
+            while (System.currentTimeMillis() < deadline) {
+                var records = consumer.poll(Duration.ofMillis(200));
+                for (ConsumerRecord<String, String> record : records) {
+                    values.add(record.value());
+                    quietSince = System.currentTimeMillis();
+                }
+                if (values.size() >= expected && System.currentTimeMillis() - quietSince > 1000) {
+                    break;
+                }
+            }
+        }
+        Collections.sort(values);
+        return values;
+    }
+}

@@ -1,0 +1,64 @@
+"""The Java client (kafka-clients 4.1.1 from Maven Central) against ringbroker.
+
+Goal: the Java producer works with its defaults (acks=all, idempotence on):
+every acknowledged record is read back once. Its transactions commit and
+abort as with Kafka: read_committed readers see exactly the committed
+records and none of the aborted ones or of the still-open transaction,
+read_uncommitted readers see all of them; the admin client describes the
+open transaction (Ongoing), lists it, and DescribeProducers shows the
+producer with an open transaction on the partition.
+
+Method: tests/java/JavaClient.java runs as a single-file Java program on a
+classpath Maven resolves from tests/java/pom.xml (cached in the session), and
+prints what it saw as JSON. The test is skipped only where `java` or `mvn`
+is not installed.
+"""
+
+import json
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+JAVA_DIR = pathlib.Path(__file__).resolve().parents[1] / "java"
+
+
+@pytest.fixture(scope="module")
+def classpath(tmp_path_factory):
+    if shutil.which("java") is None or shutil.which("mvn") is None:
+        pytest.skip("java and mvn are needed for the Java client tests")
+    output = tmp_path_factory.mktemp("java") / "classpath.txt"
+    subprocess.run(
+        ["mvn", "-q", "-B", "-f", str(JAVA_DIR / "pom.xml"), "dependency:build-classpath",
+         f"-Dmdep.outputFile={output}"],
+        check=True, timeout=600,
+    )
+    return output.read_text().strip()
+
+
+def run_java(classpath, mode, broker, topic):
+    completed = subprocess.run(
+        ["java", "-cp", classpath, str(JAVA_DIR / "JavaClient.java"), mode, broker.bootstrap, topic],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert completed.returncode == 0, f"JavaClient {mode} failed:\n{completed.stdout}\n{completed.stderr}"
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def test_java_producer_defaults_are_idempotent_and_every_ack_is_read_back(classpath, broker, topic):
+    seen = run_java(classpath, "idempotent-defaults", broker, topic)
+    assert seen == {"acked": 2000, "read": 2000, "distinct": 2000}
+
+
+def test_java_transactions_hide_aborted_and_open_records_from_read_committed(classpath, broker, topic):
+    seen = run_java(classpath, "transactions", broker, topic)
+    assert seen["committed"] == 80 and seen["aborted"] == 20
+    assert seen["read_committed"] == 80
+    assert seen["read_committed_distinct"] == 80
+    assert seen["read_committed_aborted"] == 0
+    # 80 committed + 20 aborted + the record of the transaction aborted last.
+    assert seen["read_uncommitted"] == 101
+    assert seen["state"] == "Ongoing"
+    assert seen["listed"] == "Ongoing"
+    assert seen["producers"] == "open"

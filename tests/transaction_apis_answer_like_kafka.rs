@@ -1,0 +1,340 @@
+//! Goal: the transaction coordinator's APIs answer as Kafka 4.x does for a
+//! transactional id's life cycle and its error cases. ApiVersions advertises
+//! AddPartitionsToTxn 0-3 (4+ is broker-to-broker), AddOffsetsToTxn 0-4,
+//! EndTxn 0-4 (5 is transactions V2), DescribeTransactions 0 and
+//! ListTransactions 0-1. FindCoordinator for a transactional id names this
+//! broker and refuses an empty id. InitProducerId refuses a timeout above
+//! `transaction.max.timeout.ms`, gives epoch 0 to a new id and bumps it on
+//! re-init. EndTxn without an open transaction is INVALID_TXN_STATE; a wrong
+//! producer id INVALID_PRODUCER_ID_MAPPING; an old epoch PRODUCER_FENCED for
+//! v2+ clients and INVALID_PRODUCER_EPOCH for v0-1. AddPartitionsToTxn with
+//! a missing topic answers UNKNOWN_TOPIC_OR_PARTITION for it and
+//! OPERATION_NOT_ATTEMPTED for the rest. DescribeTransactions shows an open
+//! transaction's state, partitions and timeout, TRANSACTIONAL_ID_NOT_FOUND
+//! for an unknown id; ListTransactions filters by state and echoes unknown
+//! state names. The coordinator's state survives a SIGKILL: after restart
+//! the committed transaction is CompleteCommit and the open one is still
+//! Ongoing, and committing it then works.
+//!
+//! Method: one broker with 2 shards, driven over one TCP connection with
+//! hand-built `kafka-protocol` requests.
+
+mod common;
+
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::{
+    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse, ApiKey, CreateTopicsRequest, CreateTopicsResponse,
+    DescribeTransactionsRequest, DescribeTransactionsResponse, EndTxnRequest, EndTxnResponse,
+    FindCoordinatorRequest, FindCoordinatorResponse, GroupId, InitProducerIdRequest,
+    InitProducerIdResponse, ListTransactionsRequest, ListTransactionsResponse, ProducerId,
+    TopicName, TransactionalId,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use common::wire::{api_versions, RawClient};
+use common::{Broker, BrokerOptions};
+
+const TOPIC: &str = "payments";
+const TXN: &str = "payments-writer";
+const OTHER_TXN: &str = "ledger-writer";
+
+fn s(value: &str) -> StrBytes {
+    StrBytes::from_string(value.to_string())
+}
+
+fn code(error: ResponseError) -> i16 {
+    error.code()
+}
+
+fn init(client: &mut RawClient, id: &str, timeout_ms: i32, version: i16) -> InitProducerIdResponse {
+    let mut request = InitProducerIdRequest::default();
+    request.transactional_id = Some(TransactionalId(s(id)));
+    request.transaction_timeout_ms = timeout_ms;
+    request.producer_id = ProducerId(-1);
+    request.producer_epoch = -1;
+    client.request(ApiKey::InitProducerId, version, &request)
+}
+
+/// InitProducerId until the coordinator has loaded (and, after a fence,
+/// finished the abort): COORDINATOR_LOAD_IN_PROGRESS and
+/// CONCURRENT_TRANSACTIONS are retriable.
+fn init_retrying(client: &mut RawClient, id: &str) -> (i64, i16) {
+    let mut last = 0;
+    for _ in 0..200 {
+        let response = init(client, id, 60_000, 4);
+        if response.error_code == 0 {
+            return (response.producer_id.0, response.producer_epoch);
+        }
+        last = response.error_code;
+        assert!(
+            last == code(ResponseError::CoordinatorLoadInProgress)
+                || last == code(ResponseError::ConcurrentTransactions),
+            "InitProducerId {id}: error {last}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("InitProducerId {id} kept failing with {last}");
+}
+
+fn add_partitions(
+    client: &mut RawClient,
+    id: &str,
+    producer: (i64, i16),
+    topics: &[(&str, &[i32])],
+    version: i16,
+) -> Vec<(String, i32, i16)> {
+    let mut request = AddPartitionsToTxnRequest::default();
+    request.v3_and_below_transactional_id = TransactionalId(s(id));
+    request.v3_and_below_producer_id = ProducerId(producer.0);
+    request.v3_and_below_producer_epoch = producer.1;
+    for (name, partitions) in topics {
+        let mut topic = AddPartitionsToTxnTopic::default();
+        topic.name = TopicName(s(name));
+        topic.partitions = partitions.to_vec();
+        request.v3_and_below_topics.push(topic);
+    }
+    let response: AddPartitionsToTxnResponse =
+        client.request(ApiKey::AddPartitionsToTxn, version, &request);
+    let mut results = Vec::new();
+    for topic in response.results_by_topic_v3_and_below {
+        for p in topic.results_by_partition {
+            results.push((topic.name.to_string(), p.partition_index, p.partition_error_code));
+        }
+    }
+    results.sort();
+    results
+}
+
+fn end_txn(client: &mut RawClient, id: &str, producer: (i64, i16), commit: bool, version: i16) -> i16 {
+    let mut request = EndTxnRequest::default();
+    request.transactional_id = TransactionalId(s(id));
+    request.producer_id = ProducerId(producer.0);
+    request.producer_epoch = producer.1;
+    request.committed = commit;
+    let response: EndTxnResponse = client.request(ApiKey::EndTxn, version, &request);
+    response.error_code
+}
+
+fn describe(client: &mut RawClient, ids: &[&str]) -> DescribeTransactionsResponse {
+    let mut request = DescribeTransactionsRequest::default();
+    request.transactional_ids = ids.iter().map(|id| TransactionalId(s(id))).collect();
+    client.request(ApiKey::DescribeTransactions, 0, &request)
+}
+
+/// Describes `id` until its state is `state` (markers finish after EndTxn
+/// is answered).
+fn wait_for_state(client: &mut RawClient, id: &str, state: &str) {
+    for _ in 0..200 {
+        let response = describe(client, &[id]);
+        let found = &response.transaction_states[0];
+        if found.error_code == 0 && found.transaction_state.as_str() == state {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    panic!("{id} never reached {state}");
+}
+
+fn list(client: &mut RawClient, states: &[&str]) -> ListTransactionsResponse {
+    let mut request = ListTransactionsRequest::default();
+    request.state_filters = states.iter().map(|f| s(f)).collect();
+    request.duration_filter = -1;
+    client.request(ApiKey::ListTransactions, 1, &request)
+}
+
+#[test]
+fn transaction_apis_answer_like_kafka() {
+    let mut broker = Broker::start(BrokerOptions::default().cores(2));
+    let mut client = RawClient::connect(&broker.bootstrap());
+
+    let versions = api_versions(&broker.bootstrap());
+    let range = |key: ApiKey| {
+        versions
+            .api_keys
+            .iter()
+            .find(|k| k.api_key == key as i16)
+            .map(|k| (k.min_version, k.max_version))
+    };
+    assert_eq!(range(ApiKey::AddPartitionsToTxn), Some((0, 3)));
+    assert_eq!(range(ApiKey::AddOffsetsToTxn), Some((0, 4)));
+    assert_eq!(range(ApiKey::EndTxn), Some((0, 4)));
+    assert_eq!(range(ApiKey::DescribeTransactions), Some((0, 0)));
+    assert_eq!(range(ApiKey::ListTransactions), Some((0, 1)));
+
+    let mut create = CreateTopicsRequest::default();
+    let mut topic = CreatableTopic::default();
+    topic.name = TopicName(s(TOPIC));
+    topic.num_partitions = 4;
+    topic.replication_factor = 1;
+    create.topics.push(topic);
+    create.timeout_ms = 10_000;
+    let created: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 5, &create);
+    assert_eq!(created.topics[0].error_code, 0);
+
+    // FindCoordinator for a transactional id.
+    let mut find = FindCoordinatorRequest::default();
+    find.key_type = 1;
+    find.coordinator_keys = vec![s(TXN), s("")];
+    let found: FindCoordinatorResponse = client.request(ApiKey::FindCoordinator, 4, &find);
+    assert_eq!(found.coordinators[0].error_code, 0);
+    assert_eq!(found.coordinators[0].port, i32::from(broker.port()));
+    assert_eq!(
+        found.coordinators[1].error_code,
+        code(ResponseError::InvalidRequest)
+    );
+
+    // InitProducerId: timeout bound, new id, re-init bumps the epoch.
+    let too_long = init(&mut client, TXN, 900_001, 4);
+    assert_eq!(
+        too_long.error_code,
+        code(ResponseError::InvalidTransactionTimeout)
+    );
+    let first = init_retrying(&mut client, TXN);
+    assert_eq!(first.1, 0);
+    let producer = init_retrying(&mut client, TXN);
+    assert_eq!(producer, (first.0, 1), "re-init keeps the id and bumps the epoch");
+
+    // EndTxn error table.
+    assert_eq!(
+        end_txn(&mut client, TXN, producer, true, 3),
+        code(ResponseError::InvalidTxnState),
+        "no open transaction"
+    );
+    assert_eq!(
+        end_txn(&mut client, TXN, (producer.0 + 1000, 1), true, 3),
+        code(ResponseError::InvalidProducerIdMapping)
+    );
+    assert_eq!(
+        end_txn(&mut client, TXN, first, true, 3),
+        code(ResponseError::ProducerFenced)
+    );
+    assert_eq!(
+        end_txn(&mut client, TXN, first, true, 1),
+        code(ResponseError::InvalidProducerEpoch),
+        "v0-1 clients do not know PRODUCER_FENCED"
+    );
+
+    // AddPartitionsToTxn: a missing topic spoils the whole request.
+    let refused = add_partitions(
+        &mut client,
+        TXN,
+        producer,
+        &[(TOPIC, &[0]), ("no-such-topic", &[0])],
+        0,
+    );
+    assert_eq!(
+        refused,
+        vec![
+            ("no-such-topic".to_string(), 0, code(ResponseError::UnknownTopicOrPartition)),
+            (TOPIC.to_string(), 0, code(ResponseError::OperationNotAttempted)),
+        ]
+    );
+    let added = add_partitions(&mut client, TXN, producer, &[(TOPIC, &[0, 3])], 3);
+    assert!(added.iter().all(|(_, _, c)| *c == 0), "{added:?}");
+    let mut offsets = AddOffsetsToTxnRequest::default();
+    offsets.transactional_id = TransactionalId(s(TXN));
+    offsets.producer_id = ProducerId(producer.0);
+    offsets.producer_epoch = producer.1;
+    offsets.group_id = GroupId(s("payments-group"));
+    let offsets_added: AddOffsetsToTxnResponse =
+        client.request(ApiKey::AddOffsetsToTxn, 0, &offsets);
+    assert_eq!(offsets_added.error_code, 0);
+
+    let described = describe(&mut client, &[TXN, "unknown-id"]);
+    let open = &described.transaction_states[0];
+    assert_eq!(open.error_code, 0);
+    assert_eq!(open.transaction_state.as_str(), "Ongoing");
+    assert_eq!(open.transaction_timeout_ms, 60_000);
+    assert_eq!((open.producer_id.0, open.producer_epoch), producer);
+    assert!(open.transaction_start_time_ms > 0);
+    let mut topics: Vec<(String, Vec<i32>)> = open
+        .topics
+        .iter()
+        .map(|t| (t.topic.to_string(), t.partitions.clone()))
+        .collect();
+    topics.sort();
+    assert_eq!(topics.len(), 2, "{topics:?}");
+    assert_eq!(topics[0].0, "__consumer_offsets");
+    assert_eq!(topics[1], (TOPIC.to_string(), vec![0, 3]));
+    assert_eq!(
+        described.transaction_states[1].error_code,
+        code(ResponseError::TransactionalIdNotFound)
+    );
+
+    // Commit it, and leave a second id's transaction open.
+    assert_eq!(end_txn(&mut client, TXN, producer, true, 3), 0);
+    wait_for_state(&mut client, TXN, "CompleteCommit");
+    assert_eq!(end_txn(&mut client, TXN, producer, true, 3), 0, "a retried commit succeeds");
+    assert_eq!(
+        end_txn(&mut client, TXN, producer, false, 3),
+        code(ResponseError::InvalidTxnState)
+    );
+    let other = init_retrying(&mut client, OTHER_TXN);
+    let added = add_partitions(&mut client, OTHER_TXN, other, &[(TOPIC, &[1])], 3);
+    assert_eq!(added, vec![(TOPIC.to_string(), 1, 0)]);
+
+    let listed = list(&mut client, &["Ongoing", "Sleeping"]);
+    assert_eq!(listed.error_code, 0);
+    assert_eq!(
+        listed.unknown_state_filters.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
+        vec!["Sleeping".to_string()]
+    );
+    let ongoing: Vec<String> = listed
+        .transaction_states
+        .iter()
+        .map(|t| t.transactional_id.to_string())
+        .collect();
+    assert_eq!(ongoing, vec![OTHER_TXN.to_string()]);
+    assert_eq!(list(&mut client, &[]).transaction_states.len(), 2);
+
+    // The coordinator's state survives a SIGKILL.
+    drop(client);
+    broker.kill9();
+    broker.restart();
+    let mut client = RawClient::connect(&broker.bootstrap());
+    wait_for_state(&mut client, TXN, "CompleteCommit");
+    wait_for_state(&mut client, OTHER_TXN, "Ongoing");
+    assert_eq!(end_txn(&mut client, OTHER_TXN, other, true, 3), 0);
+    wait_for_state(&mut client, OTHER_TXN, "CompleteCommit");
+    let next = init_retrying(&mut client, TXN);
+    assert_eq!(next, (producer.0, producer.1 + 1), "epochs continue after restart");
+    broker.terminate();
+}
+
+/// Goal: a transactional id idle for `transactional.id.expiration.ms` is
+/// removed (tombstoned): DescribeTransactions then answers
+/// TRANSACTIONAL_ID_NOT_FOUND, also after a restart, and InitProducerId
+/// starts it over with a new producer id.
+#[test]
+fn idle_transactional_ids_expire() {
+    let mut broker = Broker::start(
+        BrokerOptions::default()
+            .arg("--transactional-id-expiration-ms", 1000)
+            .arg("--transaction-abort-timed-out-transaction-cleanup-interval-ms", 200)
+            .arg("--transaction-remove-expired-transaction-cleanup-interval-ms", 200),
+    );
+    let mut client = RawClient::connect(&broker.bootstrap());
+    let first = init_retrying(&mut client, TXN);
+    wait_for_state(&mut client, TXN, "Empty");
+    let mut gone = false;
+    for _ in 0..200 {
+        let found = describe(&mut client, &[TXN]);
+        if found.transaction_states[0].error_code == code(ResponseError::TransactionalIdNotFound) {
+            gone = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(gone, "{TXN} did not expire");
+    drop(client);
+    broker.kill9();
+    broker.restart();
+    let mut client = RawClient::connect(&broker.bootstrap());
+    let again = init_retrying(&mut client, TXN);
+    assert_ne!(again.0, first.0, "an expired id starts over with a new producer id");
+    assert_eq!(again.1, 0);
+    broker.terminate();
+}
