@@ -48,6 +48,11 @@ pub struct GroupCoordinator {
     groups: BTreeMap<String, Group>,
     /// Offsets written by TxnOffsetCommit whose transaction has not ended.
     txn_offsets: PendingTxnOffsets,
+    /// Markers that arrived while a TxnOffsetCommit append of the same
+    /// producer was still unacknowledged: (producer id, commit), applied
+    /// once that producer has no append in flight. At most one per
+    /// producer, so bounded by the appends in flight.
+    deferred_markers: Vec<(i64, bool)>,
     core: Core,
 }
 
@@ -286,6 +291,7 @@ impl GroupCoordinator {
         let mut coordinator = GroupCoordinator {
             groups: BTreeMap::new(),
             txn_offsets: PendingTxnOffsets::default(),
+            deferred_markers: Vec::new(),
             core: Core {
                 config,
                 timers: Timers::default(),
@@ -925,7 +931,45 @@ impl GroupCoordinator {
     /// applying one twice (once by load, once by the writer) is harmless.
     /// Call it for markers in log order relative to the appends that are
     /// acknowledged.
+    ///
+    /// A marker that arrives while a TxnOffsetCommit append of the producer
+    /// is written but not yet acknowledged (the transaction coordinator
+    /// aborted a timed-out transaction meanwhile) waits for that
+    /// acknowledgement, so those offsets are not left pending after their
+    /// transaction ended.
     pub fn on_txn_marker(&mut self, now_ms: i64, producer_id: i64, commit: bool) {
+        if self.producer_has_append_in_flight(producer_id) {
+            self.deferred_markers.retain(|&(id, _)| id != producer_id);
+            self.deferred_markers.push((producer_id, commit));
+            return;
+        }
+        self.apply_txn_marker(now_ms, producer_id, commit);
+    }
+
+    fn producer_has_append_in_flight(&self, producer_id: i64) -> bool {
+        self.core
+            .in_flight
+            .iter()
+            .any(|a| a.producer.is_some_and(|p| p.producer_id == producer_id))
+    }
+
+    /// Applies the deferred markers whose producer has no append in flight
+    /// any more.
+    fn apply_deferred_markers(&mut self, now_ms: i64) {
+        if self.deferred_markers.is_empty() {
+            return;
+        }
+        let deferred = std::mem::take(&mut self.deferred_markers);
+        for (producer_id, commit) in deferred {
+            if self.producer_has_append_in_flight(producer_id) {
+                self.deferred_markers.push((producer_id, commit));
+            } else {
+                self.apply_txn_marker(now_ms, producer_id, commit);
+            }
+        }
+    }
+
+    fn apply_txn_marker(&mut self, now_ms: i64, producer_id: i64, commit: bool) {
         let Some(pending) = self.txn_offsets.take_producer(producer_id) else {
             return;
         };
@@ -1361,6 +1405,9 @@ impl GroupCoordinator {
                 self.after_append_failed(now_ms, append.then, error, &mut out);
             }
         }
+        if append.producer.is_some() {
+            self.apply_deferred_markers(now_ms);
+        }
         out
     }
 
@@ -1568,6 +1615,7 @@ impl GroupCoordinator {
         }
         self.groups.clear();
         self.txn_offsets.clear();
+        self.deferred_markers.clear();
         self.core.timers.clear();
         out
     }

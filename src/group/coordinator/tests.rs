@@ -1820,3 +1820,33 @@ fn unload_answers_waiting_txn_commits_and_forgets_pending_offsets() {
     );
     assert_eq!(h.coordinator.pending_txn_producers(), 0);
 }
+
+/// A marker that arrives while the producer's TxnOffsetCommit append is
+/// written but not yet acknowledged (a timed-out transaction aborted
+/// meanwhile) is applied once the append is acknowledged, so nothing stays
+/// pending after the transaction ended; markers of other producers are not
+/// held back.
+#[test]
+fn marker_arriving_before_the_txn_append_is_acknowledged_waits_for_it() {
+    let mut h = Harness::new();
+    h.txn_commit_as(PRODUCER + 1, "", -1, &[("orders", 1, 21)]);
+    h.ack_all();
+    let txn = h.txn_commit(&[("orders", 0, 10)]);
+    h.coordinator.on_txn_marker(h.now_ms, PRODUCER, false);
+    h.coordinator.on_txn_marker(h.now_ms, PRODUCER + 1, true);
+    assert_eq!(
+        h.fetch_stable("orders", 1, true),
+        (21, None),
+        "not held back"
+    );
+    h.ack_all();
+    assert_eq!(h.txn_errors(txn), Some(vec![None]));
+    assert_eq!(h.coordinator.pending_txn_producers(), 0);
+    assert_eq!(h.fetch_stable("orders", 0, true), (-1, None));
+
+    let txn = h.txn_commit(&[("orders", 0, 12)]);
+    h.coordinator.on_txn_marker(h.now_ms, PRODUCER, true);
+    h.ack_all();
+    assert_eq!(h.txn_errors(txn), Some(vec![None]));
+    assert_eq!(h.fetch_stable("orders", 0, true), (12, None));
+}
