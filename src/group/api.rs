@@ -6,7 +6,7 @@
 //! # Pending requests
 //!
 //! JoinGroup and SyncGroup are answered when the rebalance gets there, and
-//! OffsetCommit, SyncGroup (the leader's assignment), DeleteGroups,
+//! OffsetCommit, TxnOffsetCommit, SyncGroup (the leader's assignment), DeleteGroups,
 //! OffsetDelete and a static member's rejoin are answered only once the
 //! records they wrote are durable. Heartbeat, LeaveGroup and the reads are
 //! always answered at once. So each call that may wait takes

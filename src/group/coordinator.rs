@@ -22,6 +22,12 @@
 //! - For consumer groups, a member the leader gave no (or zero-byte)
 //!   assignment gets a valid empty `ConsumerProtocolAssignment`.
 //! - Protocol-selection ties go to the smallest protocol name.
+//! - Transactional offsets: which of a COMMIT's pending offsets and a plain
+//!   commit wins is decided by the order their records were applied (a
+//!   counter that follows log order), not by their log offsets, which the
+//!   pure coordinator does not see; the outcome is the same. A marker that
+//!   arrives before the producer's TxnOffsetCommit append is acknowledged
+//!   waits for it.
 //!
 //! Shard-local: one instance per `__consumer_offsets` partition, on the
 //! shard that owns that partition.
