@@ -1,10 +1,26 @@
 //! One partition replica on its owning shard: the log handle, the high
-//! watermark, and the fetch waiters woken by appends. This is the only place
-//! that appends to a log. Lives on its owning shard only.
+//! watermark, the producer state with its open transactions and the last
+//! stable offset (LSO) they hold back, the aborted-transaction index, and
+//! the fetch waiters woken by appends and markers. This is the only place
+//! that appends to a log. Lives on its owning shard only; a shard-local view
+//! of one replica.
+//!
+//! Transactions on the partition side follow Kafka's `UnifiedLog` and
+//! `ProducerStateManager`: a transactional batch opens its producer's
+//! transaction at its first offset; a COMMIT or ABORT marker closes it. The
+//! LSO is the first offset of the oldest open transaction, or the high
+//! watermark when none is open; read_committed fetches stop there. An ABORT
+//! marker adds an [`AbortedTxn`] to the `.txnindex` file of the segment
+//! holding it, and the newest [`ABORTED_TXNS_IN_MEMORY_MAX`] entries stay in
+//! memory; older ones are read from the files when a fetch reaches back to
+//! them. After a crash the open transactions and the entries past the
+//! producer snapshot are rebuilt from the log, and the files rewritten to
+//! match it.
 
 pub mod producer_state;
 
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::rc::Rc;
 
@@ -17,8 +33,9 @@ use crate::protocol::record_batch::{
     build_control_batch, BatchHeader, TxnMarkerRecord, ATTRIBUTES_OFFSET, ATTR_TIMESTAMP_TYPE,
     CRC_OFFSET,
 };
+use crate::storage::txn_index::{self, AbortedTxn};
 use crate::storage::{
-    AppendInfo, CompactionConfig, CompactionStats, Log, ReadResult, StorageError,
+    AppendInfo, CompactionConfig, CompactionRequest, CompactionStats, Log, ReadResult, StorageError,
 };
 use producer_state::{
     parse_snapshot_file_name, snapshot_file_name, AppendCheck, ProducerError, ProducerStateManager,
@@ -26,6 +43,84 @@ use producer_state::{
 
 /// Bytes read per step while rebuilding producer state from the log.
 const PRODUCER_STATE_READ_BYTES: usize = 1024 * 1024;
+
+/// Aborted transactions a partition keeps in memory (the newest; 32 bytes
+/// each, so at most 32 KiB per partition). A read_committed fetch that
+/// reaches back past them reads the `.txnindex` files instead.
+pub const ABORTED_TXNS_IN_MEMORY_MAX: usize = 1024;
+
+/// Aborted transactions a compaction round takes into account. Past this
+/// the round is skipped (logged): cleaning without knowing which data was
+/// aborted could let aborted values shadow committed ones.
+pub const ABORTED_TXNS_PER_COMPACTION_MAX: usize = 1 << 20;
+
+/// The newest aborted transactions of a partition, by marker offset.
+#[derive(Debug, Default)]
+struct AbortedTxnCache {
+    entries: VecDeque<AbortedTxn>,
+    /// Every aborted transaction whose marker lies at or after this offset
+    /// is in `entries`.
+    complete_from: i64,
+}
+
+impl AbortedTxnCache {
+    /// From every entry of the log, sorted by marker offset.
+    fn from_sorted(all: &[AbortedTxn]) -> Self {
+        let keep_from = all.len().saturating_sub(ABORTED_TXNS_IN_MEMORY_MAX);
+        let entries: VecDeque<AbortedTxn> = all[keep_from..].iter().copied().collect();
+        let complete_from = if keep_from == 0 {
+            i64::MIN
+        } else {
+            entries.front().map_or(i64::MIN, |e| e.last_offset)
+        };
+        AbortedTxnCache {
+            entries,
+            complete_from,
+        }
+    }
+
+    fn push(&mut self, entry: AbortedTxn) {
+        if let Some(last) = self.entries.back() {
+            assert!(
+                entry.last_offset > last.last_offset,
+                "markers in offset order"
+            );
+        }
+        self.entries.push_back(entry);
+        if self.entries.len() > ABORTED_TXNS_IN_MEMORY_MAX {
+            self.entries.pop_front();
+            self.complete_from = self.entries.front().map_or(i64::MIN, |e| e.last_offset);
+        }
+        assert!(self.entries.len() <= ABORTED_TXNS_IN_MEMORY_MAX);
+    }
+}
+
+/// One producer as DescribeProducers shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerDescription {
+    /// Producer id.
+    pub producer_id: i64,
+    /// Current epoch.
+    pub producer_epoch: i16,
+    /// Last sequence written, or -1.
+    pub last_sequence: i32,
+    /// Timestamp of the last write.
+    pub last_timestamp: i64,
+    /// Epoch of the coordinator that wrote its last marker, or -1.
+    pub coordinator_epoch: i32,
+    /// First offset of its open transaction, or -1.
+    pub current_txn_start_offset: i64,
+}
+
+/// What a consumer fetch read.
+#[derive(Debug, Default)]
+pub struct FetchRead {
+    /// Whole batches.
+    pub read: ReadResult,
+    /// read_committed: the aborted transactions overlapping what was read,
+    /// as (producer id, first offset); None for read_uncommitted.
+    pub aborted_transactions: Option<Vec<(i64, i64)>>,
+}
 
 /// Failures of partition operations.
 #[derive(Debug, Error)]
@@ -75,6 +170,11 @@ pub struct Partition {
     waiters: RefCell<Vec<oneshot::Sender<()>>>,
     deleted: Cell<bool>,
     producers: RefCell<ProducerStateManager>,
+    aborted: RefCell<AbortedTxnCache>,
+    /// An aborted-transaction entry could not be written to its file: the
+    /// next clean close writes no producer snapshot, so the next start
+    /// rebuilds the files from the log.
+    txn_index_write_failed: Cell<bool>,
     /// Held from an idempotent batch's sequence check to its offset
     /// assignment, so two batches of one producer are checked in order
     /// against the state each leaves.
@@ -107,6 +207,8 @@ impl Partition {
             waiters: RefCell::new(Vec::new()),
             deleted: Cell::new(false),
             producers: RefCell::new(ProducerStateManager::new()),
+            aborted: RefCell::new(AbortedTxnCache::default()),
+            txn_index_write_failed: Cell::new(false),
             producer_append_lock: glommio::sync::Semaphore::new(1),
         })
     }
@@ -120,6 +222,16 @@ impl Partition {
     /// it is the log end offset.
     pub fn high_watermark(&self) -> i64 {
         self.log.log_end_offset()
+    }
+
+    /// Kafka's last stable offset: the first offset of the oldest open
+    /// transaction, or the high watermark when none is open.
+    pub fn last_stable_offset(&self) -> i64 {
+        let high_watermark = self.high_watermark();
+        self.producers
+            .borrow()
+            .first_unstable_offset()
+            .map_or(high_watermark, |first| first.min(high_watermark))
     }
 
     /// First offset still in the log.
@@ -235,7 +347,7 @@ impl Partition {
         let _permit = self.producer_append_lock.acquire_permit(1).await;
         self.producers
             .borrow()
-            .check_marker(producer_id, producer_epoch)?;
+            .check_marker(producer_id, producer_epoch, coordinator_epoch)?;
         let now = now_ms();
         let marker = TxnMarkerRecord {
             commit,
@@ -253,11 +365,44 @@ impl Partition {
             .log
             .append(batch, &header, self.leader_epoch, now)
             .await?;
-        self.producers
-            .borrow_mut()
-            .on_marker(producer_id, producer_epoch, coordinator_epoch, now);
+        let marker_offset = info.base_offset;
+        let (closed, last_stable_offset) = {
+            let mut producers = self.producers.borrow_mut();
+            let closed = producers.on_marker(producer_id, producer_epoch, coordinator_epoch, now);
+            (closed, producers.first_unstable_offset())
+        };
+        // The LSO may have moved: read_committed waiters re-read.
         self.wake_waiters();
-        Ok(info.base_offset)
+        if !commit {
+            // Kafka records an aborted transaction even when it wrote
+            // nothing here (its first offset is then the marker's).
+            let entry = AbortedTxn {
+                producer_id,
+                first_offset: closed.unwrap_or(marker_offset),
+                last_offset: marker_offset,
+                last_stable_offset: last_stable_offset.unwrap_or(marker_offset + 1),
+            };
+            self.aborted.borrow_mut().push(entry);
+            self.append_txn_index_entry(entry).await;
+        }
+        Ok(marker_offset)
+    }
+
+    /// Appends an aborted-transaction entry to its segment's `.txnindex`
+    /// file. A failure is logged and remembered: memory still answers, and
+    /// the next start rebuilds the file from the log.
+    async fn append_txn_index_entry(&self, entry: AbortedTxn) {
+        let dir = self.log.dir().to_path_buf();
+        let segment_base_offset = self.log.segment_base_offset_of(entry.last_offset);
+        let written = glommio::executor()
+            .spawn_blocking(move || {
+                txn_index::append_txn_index_entry(&dir, segment_base_offset, &entry)
+            })
+            .await;
+        if let Err(error) = written {
+            tracing::error!(topic = %self.topic, partition = self.index, %error, "cannot write an aborted transaction to the txnindex");
+            self.txn_index_write_failed.set(true);
+        }
     }
 
     /// Rebuilds idempotent producer state after the log was opened: from
@@ -309,6 +454,8 @@ impl Partition {
                 }
             }
         }
+        let replay_start = start;
+        let mut replayed: Vec<AbortedTxn> = Vec::new();
         let mut offset = start;
         while offset < log_end_offset {
             let read = self
@@ -320,9 +467,29 @@ impl Partition {
             }
             let chunk = read.into_contiguous();
             let mut next = offset;
-            for (_, header) in crate::protocol::record_batch::BatchIter::new(&chunk, false) {
+            for (position, header) in crate::protocol::record_batch::BatchIter::new(&chunk, false) {
                 if header.producer_id >= 0 && header.base_offset >= offset {
-                    state.load_from_batch(&header, header.base_offset);
+                    let marker = if header.is_control() {
+                        let batch = chunk.slice(position..position + header.total_bytes());
+                        txn_index::decode_txn_marker(&batch, &header)
+                    } else {
+                        None
+                    };
+                    let closed = state.load_from_batch(&header, header.base_offset);
+                    if let Some(marker) = marker {
+                        state.load_coordinator_epoch(header.producer_id, marker.coordinator_epoch);
+                        if !marker.commit {
+                            let marker_offset = header.base_offset;
+                            replayed.push(AbortedTxn {
+                                producer_id: header.producer_id,
+                                first_offset: closed.unwrap_or(marker_offset),
+                                last_offset: marker_offset,
+                                last_stable_offset: state
+                                    .first_unstable_offset()
+                                    .unwrap_or(marker_offset + 1),
+                            });
+                        }
+                    }
                 }
                 next = next.max(header.last_offset() + 1);
             }
@@ -333,6 +500,7 @@ impl Partition {
             glommio::yield_if_needed().await;
         }
         *self.producers.borrow_mut() = state;
+        self.load_txn_index(replay_start, replayed).await;
         // Snapshots past the log end describe data that is gone.
         let stale: Vec<PathBuf> = snapshots
             .into_iter()
@@ -351,6 +519,137 @@ impl Partition {
         Ok(())
     }
 
+    /// Makes the `.txnindex` files match the log: entries whose marker lies
+    /// before `replay_start` come from the files (synced before the snapshot
+    /// the replay started from was written), the others from the replay;
+    /// entries are regrouped by the segment holding their marker, damaged or
+    /// stale files are rewritten and files of vanished segments deleted.
+    /// Start-up holds every entry in memory once (32 bytes each), then keeps
+    /// the newest [`ABORTED_TXNS_IN_MEMORY_MAX`].
+    async fn load_txn_index(&self, replay_start: i64, replayed: Vec<AbortedTxn>) {
+        let dir = self.log.dir().to_path_buf();
+        let segment_bases = self.log.segment_base_offsets();
+        let (entries, rewritten) = glommio::executor()
+            .spawn_blocking(move || {
+                let current = txn_index::read_txn_index_files(&dir);
+                let mut all: Vec<AbortedTxn> = current
+                    .values()
+                    .flatten()
+                    .filter(|entry| entry.last_offset < replay_start)
+                    .copied()
+                    .collect();
+                all.extend(replayed);
+                let wanted = txn_index::group_by_segment(&sorted_unique(all), &segment_bases);
+                let rewritten = txn_index::rewrite_txn_index_files(&dir, &current, &wanted);
+                let kept: Vec<AbortedTxn> = wanted.into_values().flatten().collect();
+                (sorted_unique(kept), rewritten)
+            })
+            .await;
+        match rewritten {
+            Ok(0) => {}
+            Ok(files) => {
+                tracing::info!(topic = %self.topic, partition = self.index, files, "rewrote txnindex files from the log")
+            }
+            Err(error) => {
+                tracing::error!(topic = %self.topic, partition = self.index, %error, "cannot rewrite txnindex files");
+                self.txn_index_write_failed.set(true);
+            }
+        }
+        *self.aborted.borrow_mut() = AbortedTxnCache::from_sorted(&entries);
+    }
+
+    /// Every aborted transaction of the log, by marker offset: from memory
+    /// when it holds them all, else from the files.
+    async fn aborted_transactions_all(&self) -> Vec<AbortedTxn> {
+        {
+            let cache = self.aborted.borrow();
+            if cache.complete_from == i64::MIN {
+                return cache.entries.iter().copied().collect();
+            }
+        }
+        let dir = self.log.dir().to_path_buf();
+        glommio::executor()
+            .spawn_blocking(move || {
+                sorted_unique(
+                    txn_index::read_txn_index_files(&dir)
+                        .into_values()
+                        .flatten()
+                        .collect(),
+                )
+            })
+            .await
+    }
+
+    /// Kafka's `collectAbortedTransactions`: the aborted transactions that
+    /// overlap `[fetch_offset, upper_bound_offset)`, as (producer id, first
+    /// offset). From memory when it reaches back to `fetch_offset`; else
+    /// from the `.txnindex` files of the segment holding `fetch_offset` and
+    /// the ones after it, up to the first entry whose LSO reaches the upper
+    /// bound (no later marker can close a transaction that started below
+    /// it).
+    pub async fn aborted_transactions(
+        &self,
+        fetch_offset: i64,
+        upper_bound_offset: i64,
+    ) -> Vec<(i64, i64)> {
+        {
+            let cache = self.aborted.borrow();
+            if fetch_offset >= cache.complete_from {
+                return txn_index::collect_aborted(
+                    cache.entries.iter(),
+                    fetch_offset,
+                    upper_bound_offset,
+                );
+            }
+        }
+        let dir = self.log.dir().to_path_buf();
+        let bases = self.log.segment_base_offsets();
+        let floor = txn_index::segment_base_holding(&bases, fetch_offset).unwrap_or(i64::MIN);
+        let candidates: Vec<i64> = bases.into_iter().filter(|base| *base >= floor).collect();
+        glommio::executor()
+            .spawn_blocking(move || {
+                let mut found = Vec::new();
+                for base in candidates {
+                    let entries =
+                        txn_index::read_txn_index_file(&txn_index::txn_index_path(&dir, base));
+                    let complete = entries
+                        .iter()
+                        .any(|entry| entry.last_stable_offset >= upper_bound_offset);
+                    found.extend(txn_index::collect_aborted(
+                        &entries,
+                        fetch_offset,
+                        upper_bound_offset,
+                    ));
+                    if complete {
+                        break;
+                    }
+                }
+                found
+            })
+            .await
+    }
+
+    /// Regroups the `.txnindex` entries by the segments that hold their
+    /// markers now (after compaction merged segments). Holds the producer
+    /// lock so no marker appends to a file meanwhile.
+    async fn reconcile_txn_index(&self) {
+        let _permit = self.producer_append_lock.acquire_permit(1).await;
+        let dir = self.log.dir().to_path_buf();
+        let segment_bases = self.log.segment_base_offsets();
+        let rewritten = glommio::executor()
+            .spawn_blocking(move || {
+                let current = txn_index::read_txn_index_files(&dir);
+                let all = sorted_unique(current.values().flatten().copied().collect());
+                let wanted = txn_index::group_by_segment(&all, &segment_bases);
+                txn_index::rewrite_txn_index_files(&dir, &current, &wanted)
+            })
+            .await;
+        if let Err(error) = rewritten {
+            tracing::error!(topic = %self.topic, partition = self.index, %error, "cannot regroup txnindex files after compaction");
+            self.txn_index_write_failed.set(true);
+        }
+    }
+
     /// Writes `<log end offset>.snapshot` of the producer state and removes
     /// older snapshots. Called after a clean close of the log.
     ///
@@ -359,10 +658,22 @@ impl Partition {
     pub async fn write_producer_snapshot(&self) -> Result<(), PartitionError> {
         let dir = self.log.dir().to_path_buf();
         let path = dir.join(snapshot_file_name(self.log.log_end_offset()));
+        if self.txn_index_write_failed.get() {
+            // Without a new snapshot the next start replays the log from the
+            // previous one and rebuilds the txnindex entries written since.
+            return Err(PartitionError::Snapshot {
+                path,
+                reason: "a txnindex write failed; the log will be replayed instead".into(),
+            });
+        }
         let bytes = self.producers.borrow().encode_snapshot();
         let write_path = path.clone();
         glommio::executor()
             .spawn_blocking(move || -> std::io::Result<()> {
+                // Entries before the snapshot are never rebuilt from the log.
+                if let Some(parent) = write_path.parent() {
+                    txn_index::sync_txn_index_files(parent)?;
+                }
                 let temporary = write_path.with_extension("snapshot.tmp");
                 std::fs::write(&temporary, &bytes)?;
                 std::fs::File::open(&temporary)?.sync_all()?;
@@ -420,6 +731,62 @@ impl Partition {
             .await?)
     }
 
+    /// A consumer's read: whole batches from `offset` up to the high
+    /// watermark, or for read_committed up to the last stable offset, with
+    /// the aborted transactions overlapping what was read (read_committed).
+    /// An offset at or past the limit reads nothing.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub async fn fetch(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        read_committed: bool,
+    ) -> Result<FetchRead, PartitionError> {
+        let limit = if read_committed {
+            self.last_stable_offset()
+        } else {
+            self.high_watermark()
+        };
+        let mut fetched = FetchRead {
+            read: ReadResult::default(),
+            aborted_transactions: read_committed.then(Vec::new),
+        };
+        if offset >= limit {
+            return Ok(fetched);
+        }
+        fetched.read = self.log.read(offset, limit, max_bytes, true).await?;
+        if read_committed {
+            if let Some(upper_bound_offset) = next_offset_after_pieces(&fetched.read.batches) {
+                fetched.aborted_transactions =
+                    Some(self.aborted_transactions(offset, upper_bound_offset).await);
+            }
+        }
+        Ok(fetched)
+    }
+
+    /// The producers with state on this partition, by producer id.
+    pub fn describe_producers(&self) -> Vec<ProducerDescription> {
+        self.producers
+            .borrow()
+            .entries()
+            .map(|(producer_id, entry)| ProducerDescription {
+                producer_id,
+                producer_epoch: entry.producer_epoch(),
+                last_sequence: entry.last_sequence(),
+                last_timestamp: entry.last_timestamp_ms(),
+                coordinator_epoch: entry.coordinator_epoch(),
+                current_txn_start_offset: entry.current_txn_first_offset().unwrap_or(-1),
+            })
+            .collect()
+    }
+
+    /// Open transactions on this partition: (first offset, producer id).
+    pub fn open_transactions(&self) -> Vec<(i64, i64)> {
+        self.producers.borrow().open_txns().collect()
+    }
+
     /// ListOffsets by timestamp.
     ///
     /// # Errors
@@ -439,10 +806,21 @@ impl Partition {
         Ok(self.log.max_timestamp_offset().await?)
     }
 
-    /// A receiver that fires on the next append, or None when data at
-    /// `offset` is already there (or the partition is deleted).
-    pub fn wait_for_data(&self, offset: i64) -> Option<oneshot::Receiver<()>> {
-        if offset < self.high_watermark() || self.deleted.get() {
+    /// A receiver that fires on the next append or marker, or None when
+    /// data at `offset` is already readable (below the high watermark, or
+    /// below the last stable offset for read_committed) or the partition is
+    /// deleted.
+    pub fn wait_for_data(
+        &self,
+        offset: i64,
+        read_committed: bool,
+    ) -> Option<oneshot::Receiver<()>> {
+        let available = if read_committed {
+            self.last_stable_offset()
+        } else {
+            self.high_watermark()
+        };
+        if offset < available || self.deleted.get() {
             return None;
         }
         let (tx, rx) = oneshot::channel();
@@ -470,7 +848,26 @@ impl Partition {
         if self.deleted.get() {
             return Err(self.deleted_error());
         }
-        Ok(self.log.compact(config, now_ms()).await?)
+        // Never past the LSO: an open transaction may still abort.
+        let clean_below_offset = self.last_stable_offset();
+        let active_producers = self.producers.borrow().last_data_offsets();
+        let aborted = self.aborted_transactions_all().await;
+        if aborted.len() > ABORTED_TXNS_PER_COMPACTION_MAX {
+            tracing::warn!(topic = %self.topic, partition = self.index, aborted = aborted.len(), "too many aborted transactions to compact safely; skipping");
+            return Ok(CompactionStats::default());
+        }
+        let request = CompactionRequest {
+            now_ms: now_ms(),
+            force: false,
+            clean_below_offset,
+            active_producers: Some(&active_producers),
+            aborted_transactions: Some(&aborted),
+        };
+        let stats = self.log.compact_with(config, &request).await?;
+        if stats.segments_read > 0 {
+            self.reconcile_txn_index().await;
+        }
+        Ok(stats)
     }
 
     /// Closes the log cleanly (shutdown).
@@ -501,6 +898,68 @@ impl Partition {
     }
 }
 
+/// Entries sorted by marker offset, exact duplicates removed (a crash
+/// during a regrouping can leave an entry in two files).
+fn sorted_unique(mut entries: Vec<AbortedTxn>) -> Vec<AbortedTxn> {
+    entries.sort_by_key(|entry| (entry.last_offset, *entry));
+    entries.dedup();
+    entries
+}
+
+/// The offset after the last batch of `pieces` (whole batches, split
+/// anywhere), read from the batch headers without joining the pieces; None
+/// when there is no whole batch header.
+fn next_offset_after_pieces(pieces: &[Bytes]) -> Option<i64> {
+    /// baseOffset (8) batchLength (4) partitionLeaderEpoch (4) magic (1)
+    /// crc (4) attributes (2) lastOffsetDelta (4).
+    const PREFIX_BYTES: usize = 27;
+    let mut piece = 0usize;
+    let mut within = 0usize;
+    let mut next = None;
+    loop {
+        // Copy the prefix of the batch at the cursor, across pieces.
+        let mut prefix = [0u8; PREFIX_BYTES];
+        let (mut p, mut w, mut filled) = (piece, within, 0usize);
+        while filled < PREFIX_BYTES && p < pieces.len() {
+            let available = &pieces[p][w.min(pieces[p].len())..];
+            let take = available.len().min(PREFIX_BYTES - filled);
+            prefix[filled..filled + take].copy_from_slice(&available[..take]);
+            filled += take;
+            w += take;
+            if w >= pieces[p].len() {
+                p += 1;
+                w = 0;
+            }
+        }
+        if filled < PREFIX_BYTES {
+            return next;
+        }
+        let base_offset = i64::from_be_bytes(prefix[0..8].try_into().ok()?);
+        let batch_length = i32::from_be_bytes(prefix[8..12].try_into().ok()?);
+        let last_offset_delta = i32::from_be_bytes(prefix[23..27].try_into().ok()?);
+        if batch_length < 0 || last_offset_delta < 0 {
+            return next;
+        }
+        next = Some(base_offset + i64::from(last_offset_delta) + 1);
+        // Skip the whole batch.
+        let mut skip = 12 + batch_length as usize;
+        while skip > 0 && piece < pieces.len() {
+            let left = pieces[piece].len() - within;
+            if skip < left {
+                within += skip;
+                skip = 0;
+            } else {
+                skip -= left;
+                piece += 1;
+                within = 0;
+            }
+        }
+        if skip > 0 {
+            return next;
+        }
+    }
+}
+
 /// Rewrites a batch for a LogAppendTime topic: sets the timestamp-type bit and
 /// maxTimestamp to `now`, and recomputes the CRC (both fields are covered by
 /// it), as Kafka does. This copies the batch; CreateTime topics never do.
@@ -519,9 +978,384 @@ fn stamp_log_append_time(batch: &Bytes, header: &BatchHeader, now: i64) -> (Byte
 }
 
 #[cfg(test)]
+impl Partition {
+    /// Simulates kill -9: drops the partition (the caller holds the only
+    /// handle) without closing its log or writing a producer snapshot.
+    pub(crate) async fn crash_for_tests(self: Rc<Self>) {
+        let Ok(partition) = Rc::try_unwrap(self) else {
+            panic!("another handle on the partition is alive");
+        };
+        partition.log.crash_for_tests().await;
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::record_batch::{tests::sample_batch, validate_batch};
+    use crate::protocol::record_batch::{
+        build_batch, build_producer_batch, tests::sample_batch, validate_batch, BatchProducer,
+        NewRecord,
+    };
+    use crate::storage::{run_on_executor, test_support::small_config, txn_index};
+    use std::path::Path;
+
+    const SETTINGS: PartitionSettings = PartitionSettings {
+        log_append_time: false,
+    };
+
+    async fn open_partition(dir: &Path, create: bool, clean: bool) -> Rc<Partition> {
+        let log = if create {
+            Log::create(dir, small_config(1 << 20), Uuid::nil()).await
+        } else {
+            Log::open(dir, small_config(1 << 20), clean).await
+        };
+        let partition = Partition::new(
+            "t".into(),
+            0,
+            Uuid::nil(),
+            log.expect("log opens"),
+            SETTINGS,
+        );
+        partition.load_producer_state().await.expect("state loads");
+        partition
+    }
+
+    /// A batch of one keyed record; transactional from `producer` when given.
+    fn keyed(key: &str, value: &str, producer: Option<(i64, i32)>) -> (Bytes, BatchHeader) {
+        let record = NewRecord {
+            key: Some(key.as_bytes()),
+            value: Some(value.as_bytes()),
+        };
+        let bytes = match producer {
+            Some((producer_id, base_sequence)) => build_producer_batch(
+                &[record],
+                1_000,
+                Some(BatchProducer {
+                    producer_id,
+                    producer_epoch: 0,
+                    base_sequence,
+                    transactional: true,
+                }),
+            ),
+            None => build_batch(&[record], 1_000),
+        };
+        let header = validate_batch(&bytes).expect("built batch is valid");
+        (Bytes::from(bytes), header)
+    }
+
+    async fn append(partition: &Partition, batch: (Bytes, BatchHeader)) -> i64 {
+        let (info, _) = partition.append(batch.0, &batch.1).await.expect("append");
+        info.base_offset
+    }
+
+    /// (key, value, producer id) of every data record, in offset order.
+    async fn data_records(
+        partition: &Partition,
+        read_committed: bool,
+    ) -> Vec<(String, String, i64)> {
+        let fetched = partition.fetch(0, 1 << 20, read_committed).await.unwrap();
+        let mut bytes = fetched.read.into_contiguous();
+        let sets = kafka_protocol::records::RecordBatchDecoder::decode_all(&mut bytes).unwrap();
+        sets.into_iter()
+            .flat_map(|set| set.records)
+            .filter(|record| !record.control)
+            .map(|record| {
+                let text =
+                    |b: Option<Bytes>| String::from_utf8(b.unwrap_or_default().to_vec()).unwrap();
+                (text(record.key), text(record.value), record.producer_id)
+            })
+            .collect()
+    }
+
+    /// Goal: the LSO stays at the first offset of the oldest open
+    /// transaction and moves with markers; read_committed fetches stop there
+    /// and list the aborted transaction; read_uncommitted gets everything and
+    /// no list; DescribeProducers sees both producers. Method: plain data,
+    /// two transactions, a COMMIT and an ABORT, checked after each step.
+    #[test]
+    fn last_stable_offset_follows_open_transactions_and_markers() {
+        run_on_executor(|| async {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("t-0");
+            let partition = open_partition(&dir, true, true).await;
+            let plain = Bytes::from(sample_batch(0, 3, 1_000));
+            let header = validate_batch(&plain).unwrap();
+            partition.append(plain, &header).await.unwrap();
+            assert_eq!(partition.last_stable_offset(), 3);
+            assert_eq!(append(&partition, keyed("a", "1", Some((1, 0)))).await, 3);
+            assert_eq!(append(&partition, keyed("b", "2", Some((2, 0)))).await, 4);
+            assert_eq!(partition.high_watermark(), 5);
+            assert_eq!(partition.last_stable_offset(), 3);
+            assert!(partition.wait_for_data(3, true).is_some());
+            assert!(partition.wait_for_data(3, false).is_none());
+            let committed = partition.fetch(0, 1 << 20, true).await.unwrap();
+            assert_eq!(next_offset_after_pieces(&committed.read.batches), Some(3));
+            assert_eq!(committed.aborted_transactions, Some(vec![]));
+            assert!(partition
+                .fetch(3, 1 << 20, true)
+                .await
+                .unwrap()
+                .read
+                .batches
+                .is_empty());
+
+            assert_eq!(partition.write_txn_marker(1, 0, 0, true).await.unwrap(), 5);
+            assert_eq!(partition.last_stable_offset(), 4);
+            assert_eq!(partition.write_txn_marker(2, 0, 0, false).await.unwrap(), 6);
+            assert_eq!(partition.last_stable_offset(), 7);
+            assert_eq!(partition.open_transactions(), vec![]);
+            let committed = partition.fetch(0, 1 << 20, true).await.unwrap();
+            assert_eq!(committed.aborted_transactions, Some(vec![(2, 4)]));
+            assert_eq!(next_offset_after_pieces(&committed.read.batches), Some(7));
+            assert_eq!(partition.aborted_transactions(5, 7).await, vec![(2, 4)]);
+            assert_eq!(partition.aborted_transactions(7, 9).await, vec![]);
+            let uncommitted = partition.fetch(0, 1 << 20, false).await.unwrap();
+            assert_eq!(uncommitted.aborted_transactions, None);
+            assert_eq!(data_records(&partition, false).await.len(), 5);
+
+            let producers = partition.describe_producers();
+            assert_eq!(producers.len(), 2);
+            assert_eq!(producers[0].producer_id, 1);
+            assert_eq!(producers[0].current_txn_start_offset, -1);
+            assert_eq!(producers[1].last_sequence, 0);
+            let files = txn_index::read_txn_index_files(&dir);
+            let entries: Vec<AbortedTxn> = files.into_values().flatten().collect();
+            assert_eq!(
+                entries,
+                vec![AbortedTxn {
+                    producer_id: 2,
+                    first_offset: 4,
+                    last_offset: 6,
+                    last_stable_offset: 7,
+                }]
+            );
+            // A marker from an older coordinator is fenced.
+            let fenced = partition
+                .write_txn_marker(2, 0, -5, true)
+                .await
+                .unwrap_err();
+            assert!(matches!(
+                fenced,
+                PartitionError::Producer(ProducerError::CoordinatorFenced { .. })
+            ));
+        });
+    }
+
+    /// Goal: the offset after the last batch is found whatever way the
+    /// batches are split into pieces (the log's tail cache hands out headers
+    /// and bodies separately). Method: three batches cut into pieces of
+    /// every size from 1 byte up, plus an empty list and a lone fragment.
+    #[test]
+    fn next_offset_is_found_across_any_split_of_the_pieces() {
+        let mut joined = Vec::new();
+        for (base_offset, count) in [(0i64, 3), (3, 1), (9, 2)] {
+            joined.extend(sample_batch(base_offset, count, 1_000));
+        }
+        for piece_bytes in 1..=joined.len() {
+            let pieces: Vec<Bytes> = joined
+                .chunks(piece_bytes)
+                .map(Bytes::copy_from_slice)
+                .collect();
+            assert_eq!(next_offset_after_pieces(&pieces), Some(11), "{piece_bytes}");
+        }
+        assert_eq!(next_offset_after_pieces(&[]), None);
+        assert_eq!(next_offset_after_pieces(&[Bytes::copy_from_slice(&joined[..20])]), None);
+    }
+
+    /// Goal: after kill -9 (no snapshot, txnindex files possibly stale),
+    /// the open transaction still holds the LSO, aborted entries are
+    /// rebuilt from the log and stale entries past the log end are removed;
+    /// a later ABORT releases the LSO; a clean restart keeps it all. Method:
+    /// transactions across several small segments, a fake entry and a
+    /// deleted file, crash, reopen, check; abort; close; reopen.
+    #[test]
+    fn recovery_rebuilds_open_transactions_and_the_txnindex_from_the_log() {
+        run_on_executor(|| async {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("t-0");
+            let partition = open_partition(&dir, true, true).await;
+            let mut expected = Vec::new();
+            for round in 0..6i64 {
+                let producer_id = 10 + round;
+                let first = append(&partition, keyed("k", "v", Some((producer_id, 0)))).await;
+                append(&partition, keyed("k", "w", None)).await;
+                let commit = round % 2 == 0;
+                let marker = partition
+                    .write_txn_marker(producer_id, 0, 3, commit)
+                    .await
+                    .unwrap();
+                if !commit {
+                    expected.push(AbortedTxn {
+                        producer_id,
+                        first_offset: first,
+                        last_offset: marker,
+                        last_stable_offset: marker + 1,
+                    });
+                }
+            }
+            let open_first = append(&partition, keyed("k", "open", Some((99, 0)))).await;
+            append(&partition, keyed("k", "after", None)).await;
+            assert_eq!(partition.last_stable_offset(), open_first);
+            partition.flush(true).await.unwrap();
+            assert!(
+                partition.log.segment_base_offsets().len() > 2,
+                "several segments"
+            );
+            let high_watermark = partition.high_watermark();
+            partition.crash_for_tests().await;
+
+            // Damage the index: one file gone, one stale entry past the end.
+            let files = txn_index::read_txn_index_files(&dir);
+            let (&first_base, _) = files.iter().next().unwrap();
+            std::fs::remove_file(txn_index::txn_index_path(&dir, first_base)).unwrap();
+            let stale = AbortedTxn {
+                producer_id: 7,
+                first_offset: 500,
+                last_offset: 900,
+                last_stable_offset: 901,
+            };
+            txn_index::append_txn_index_entry(&dir, first_base, &stale).unwrap();
+
+            let partition = open_partition(&dir, false, false).await;
+            assert_eq!(partition.high_watermark(), high_watermark);
+            assert_eq!(partition.last_stable_offset(), open_first);
+            assert_eq!(partition.open_transactions(), vec![(open_first, 99)]);
+            let on_disk: Vec<AbortedTxn> = txn_index::read_txn_index_files(&dir)
+                .into_values()
+                .flatten()
+                .collect();
+            assert_eq!(on_disk, expected);
+            assert_eq!(partition.aborted_transactions_all().await, expected);
+            assert_eq!(
+                partition
+                    .describe_producers()
+                    .iter()
+                    .find(|p| p.producer_id == 11)
+                    .unwrap()
+                    .coordinator_epoch,
+                3
+            );
+            assert_eq!(
+                data_records(&partition, true)
+                    .await
+                    .iter()
+                    .filter(|r| r.1 == "open")
+                    .count(),
+                0
+            );
+
+            let marker = partition.write_txn_marker(99, 0, 3, false).await.unwrap();
+            assert_eq!(partition.last_stable_offset(), partition.high_watermark());
+            expected.push(AbortedTxn {
+                producer_id: 99,
+                first_offset: open_first,
+                last_offset: marker,
+                last_stable_offset: marker + 1,
+            });
+            let aborted: Vec<(i64, i64)> = expected
+                .iter()
+                .map(|e| (e.producer_id, e.first_offset))
+                .collect();
+            assert_eq!(partition.aborted_transactions(0, marker + 1).await, aborted);
+            partition.close().await.unwrap();
+            drop(partition);
+
+            let partition = open_partition(&dir, false, true).await;
+            assert_eq!(partition.aborted_transactions_all().await, expected);
+            assert_eq!(partition.last_stable_offset(), partition.high_watermark());
+            partition.close().await.unwrap();
+        });
+    }
+
+    /// Goal: with more aborted transactions than memory keeps, fetches that
+    /// reach back past memory read the files and still find every one.
+    /// Method: more empty aborted transactions than the bound, then look
+    /// up from the start and from the newest.
+    #[test]
+    fn aborted_transactions_beyond_memory_are_read_from_the_files() {
+        run_on_executor(|| async {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("t-0");
+            let partition = open_partition(&dir, true, true).await;
+            let count = ABORTED_TXNS_IN_MEMORY_MAX + 10;
+            for producer_id in 0..count as i64 {
+                partition
+                    .write_txn_marker(producer_id, 0, 0, false)
+                    .await
+                    .unwrap();
+            }
+            assert_eq!(
+                partition.aborted.borrow().entries.len(),
+                ABORTED_TXNS_IN_MEMORY_MAX
+            );
+            let end = partition.high_watermark();
+            let all = partition.aborted_transactions(0, end).await;
+            assert_eq!(all.len(), count);
+            assert!(all
+                .iter()
+                .enumerate()
+                .all(|(i, (producer_id, first))| *producer_id == i as i64 && *first == i as i64));
+            assert_eq!(
+                partition.aborted_transactions(end - 1, end).await,
+                vec![(end - 1, end - 1)]
+            );
+            assert_eq!(
+                partition.aborted_transactions(3, 5).await,
+                vec![(3, 3), (4, 4)]
+            );
+            partition.close().await.unwrap();
+        });
+    }
+
+    /// Goal: compaction never lets an aborted value shadow a committed one,
+    /// drops aborted records, keeps markers, and never cleans at or past
+    /// the LSO. Method: committed v1, aborted v2 for the same key, filler to
+    /// close segments, an open transaction; compact; read back.
+    #[test]
+    fn compaction_drops_aborted_values_and_stops_at_the_lso() {
+        run_on_executor(|| async {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("t-0");
+            let partition = open_partition(&dir, true, true).await;
+            append(&partition, keyed("k", "committed", None)).await;
+            append(&partition, keyed("k", "aborted", Some((5, 0)))).await;
+            partition.write_txn_marker(5, 0, 0, false).await.unwrap();
+            for i in 0..12 {
+                append(&partition, keyed(&format!("f{}", i % 3), "x", None)).await;
+            }
+            let open_first = append(&partition, keyed("o", "open", Some((6, 0)))).await;
+            for i in 0..12 {
+                append(&partition, keyed(&format!("g{}", i % 3), "y", None)).await;
+            }
+            partition.flush(true).await.unwrap();
+            let config = CompactionConfig {
+                compact: true,
+                ..CompactionConfig::default()
+            };
+            let stats = partition.compact(&config).await.unwrap();
+            assert!(stats.first_uncleanable_offset <= open_first, "{stats:?}");
+            assert!(stats.segments_read > 0, "{stats:?}");
+            let records = data_records(&partition, false).await;
+            let values: Vec<&str> = records
+                .iter()
+                .filter(|r| r.0 == "k")
+                .map(|r| r.1.as_str())
+                .collect();
+            assert_eq!(values, vec!["committed"]);
+            assert!(records.iter().any(|r| r.1 == "open"));
+            // The marker is still there, and so is its txnindex entry.
+            assert_eq!(
+                partition.aborted_transactions(0, open_first).await,
+                vec![(5, 1)]
+            );
+            let on_disk: Vec<AbortedTxn> = txn_index::read_txn_index_files(&dir)
+                .into_values()
+                .flatten()
+                .collect();
+            assert_eq!(on_disk.len(), 1);
+            partition.close().await.unwrap();
+        });
+    }
 
     #[test]
     fn log_append_time_stamp_keeps_the_batch_valid() {

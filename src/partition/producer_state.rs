@@ -134,6 +134,17 @@ pub enum ProducerError {
         /// one, or -1 when the batch opens a new epoch.
         last_sequence: i32,
     },
+    /// A marker from a transaction coordinator older than the one that wrote
+    /// the producer's last marker here (Kafka's `checkCoordinatorEpoch`).
+    #[error("marker for producer {producer_id} from coordinator epoch {marker_coordinator_epoch}, older than {current_coordinator_epoch}")]
+    CoordinatorFenced {
+        /// Producer id.
+        producer_id: i64,
+        /// Coordinator epoch of the marker.
+        marker_coordinator_epoch: i32,
+        /// Coordinator epoch on record.
+        current_coordinator_epoch: i32,
+    },
     /// A non-transactional batch from a producer whose transaction is open.
     #[error("expected a transactional write from producer {producer_id}, whose transaction started at offset {txn_first_offset}")]
     InvalidTxnState {
@@ -152,6 +163,7 @@ impl ProducerError {
             ProducerError::InvalidProducerEpoch { .. } => ErrorCode::InvalidProducerEpoch,
             ProducerError::OutOfOrderSequence { .. } => ErrorCode::OutOfOrderSequenceNumber,
             ProducerError::InvalidTxnState { .. } => ErrorCode::InvalidTxnState,
+            ProducerError::CoordinatorFenced { .. } => ErrorCode::TransactionCoordinatorFenced,
         }
     }
 }
@@ -349,13 +361,17 @@ pub enum AppendCheck {
 }
 
 /// Producer state of one partition (Kafka's `ProducerStateManager`, without
-/// the file handling and the transaction bookkeeping).
+/// the file handling): producers and their open transactions.
 ///
 /// Producers sit in a `BTreeMap` so iteration, and with it the snapshot
 /// bytes, is deterministic.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProducerStateManager {
     producers: BTreeMap<i64, ProducerStateEntry>,
+    /// Open transactions: first offset -> producer id (Kafka's
+    /// `ongoingTxns`), derived from the entries' `current_txn_first_offset`
+    /// so the last stable offset is the first key.
+    open_txns: BTreeMap<i64, i64>,
 }
 
 impl ProducerStateManager {
@@ -382,6 +398,37 @@ impl ProducerStateManager {
     /// Producer ids with state and their entries, by producer id.
     pub fn entries(&self) -> impl Iterator<Item = (i64, &ProducerStateEntry)> {
         self.producers.iter().map(|(id, entry)| (*id, entry))
+    }
+
+    /// First offset of the oldest open transaction (Kafka's
+    /// `firstUnstableOffset`), or None when none is open.
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.open_txns.keys().next().copied()
+    }
+
+    /// Open transactions, by first offset: (first offset, producer id).
+    pub fn open_txns(&self) -> impl Iterator<Item = (i64, i64)> + '_ {
+        self.open_txns
+            .iter()
+            .map(|(first, producer)| (*first, *producer))
+    }
+
+    /// Producer id -> offset of its last data batch's last record, for every
+    /// producer with a batch (Kafka's `lastRecordsOfActiveProducers`, which
+    /// the cleaner keeps).
+    pub fn last_data_offsets(&self) -> std::collections::HashMap<i64, i64> {
+        self.producers
+            .iter()
+            .filter_map(|(id, entry)| entry.batches.back().map(|b| (*id, b.last_offset)))
+            .collect()
+    }
+
+    /// Records the coordinator epoch of a marker read back from the log
+    /// (the header alone does not carry it).
+    pub fn load_coordinator_epoch(&mut self, producer_id: i64, coordinator_epoch: i32) {
+        if let Some(entry) = self.producers.get_mut(&producer_id) {
+            entry.coordinator_epoch = coordinator_epoch;
+        }
     }
 
     /// Checks a batch from a client before offsets are assigned. Batches
@@ -500,9 +547,22 @@ impl ProducerStateManager {
     ///
     /// # Errors
     /// [`ProducerError::InvalidProducerEpoch`] when the partition has seen a
-    /// newer epoch of the producer.
-    pub fn check_marker(&self, producer_id: i64, producer_epoch: i16) -> Result<(), ProducerError> {
+    /// newer epoch of the producer; [`ProducerError::CoordinatorFenced`]
+    /// when a newer coordinator already wrote a marker for it.
+    pub fn check_marker(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+    ) -> Result<(), ProducerError> {
         if let Some(entry) = self.producers.get(&producer_id) {
+            if entry.coordinator_epoch > coordinator_epoch {
+                return Err(ProducerError::CoordinatorFenced {
+                    producer_id,
+                    marker_coordinator_epoch: coordinator_epoch,
+                    current_coordinator_epoch: entry.coordinator_epoch,
+                });
+            }
             if producer_epoch < entry.producer_epoch {
                 return Err(ProducerError::InvalidProducerEpoch {
                     producer_id,
@@ -533,7 +593,11 @@ impl ProducerStateManager {
         entry.update_producer_epoch(producer_epoch);
         entry.coordinator_epoch = coordinator_epoch;
         entry.last_timestamp_ms = timestamp_ms;
-        entry.current_txn_first_offset.take()
+        let closed = entry.current_txn_first_offset.take();
+        if let Some(first_offset) = closed {
+            self.forget_open_txn(first_offset, producer_id);
+        }
+        closed
     }
 
     /// Records a client batch that [`Self::check_append`] found
@@ -578,28 +642,42 @@ impl ProducerStateManager {
     /// as it was: it sits in the marker record, which the header does not
     /// carry.
     ///
+    /// Returns, for a marker, the first offset of the transaction it closed
+    /// (None for data batches and markers that closed nothing).
+    ///
     /// # Panics
     /// If `base_offset` is negative.
-    pub fn load_from_batch(&mut self, header: &BatchHeader, base_offset: i64) {
+    pub fn load_from_batch(&mut self, header: &BatchHeader, base_offset: i64) -> Option<i64> {
         assert!(base_offset >= 0, "base offset {base_offset} is negative");
         if !has_producer_id(header) {
-            return;
+            return None;
         }
         if !header.is_control() {
             self.apply_data_batch(header, base_offset);
-            return;
+            return None;
         }
         if header.record_count == 0 {
             // The cleaner emptied the marker: its transaction is gone too.
-            return;
+            return None;
         }
         let entry = self
             .producers
             .entry(header.producer_id)
             .or_insert_with(ProducerStateEntry::empty);
         entry.update_producer_epoch(header.producer_epoch);
-        entry.current_txn_first_offset = None;
         entry.last_timestamp_ms = header.max_timestamp;
+        let closed = entry.current_txn_first_offset.take();
+        if let Some(first_offset) = closed {
+            self.forget_open_txn(first_offset, header.producer_id);
+        }
+        closed
+    }
+
+    /// Removes an open transaction from the set, if it is this producer's.
+    fn forget_open_txn(&mut self, first_offset: i64, producer_id: i64) {
+        if self.open_txns.get(&first_offset) == Some(&producer_id) {
+            self.open_txns.remove(&first_offset);
+        }
     }
 
     /// Kafka's `appendDataBatch` without the checks.
@@ -621,6 +699,7 @@ impl ProducerStateManager {
         );
         if header.is_transactional() && entry.current_txn_first_offset.is_none() {
             entry.current_txn_first_offset = Some(base_offset);
+            self.open_txns.insert(base_offset, header.producer_id);
         }
     }
 
@@ -722,6 +801,18 @@ impl ProducerStateManager {
         let mut manager = ProducerStateManager::new();
         for _ in 0..entries {
             let (producer_id, entry) = decode_snapshot_entry(&mut reader)?;
+            if let Some(first_offset) = entry.current_txn_first_offset {
+                if manager
+                    .open_txns
+                    .insert(first_offset, producer_id)
+                    .is_some()
+                {
+                    return Err(SnapshotError::InvalidEntry {
+                        producer_id,
+                        reason: "two open transactions start at the same offset",
+                    });
+                }
+            }
             if manager.producers.insert(producer_id, entry).is_some() {
                 return Err(SnapshotError::DuplicateProducerId(producer_id));
             }
@@ -1161,6 +1252,40 @@ mod tests {
         assert_eq!(expected.error_code(), ErrorCode::InvalidTxnState);
         assert_eq!(state.check_append(&batch(0, 3, 1)), Err(expected.clone()));
         assert_eq!(state.check_append(&batch(1, 0, 1)), Err(expected));
+    }
+
+    /// Goal: the first unstable offset is the oldest open transaction's
+    /// first offset, follows markers on both paths (append and log replay),
+    /// survives a snapshot, and a marker from an older coordinator is
+    /// fenced. Method: two producers' transactions closed in turn.
+    #[test]
+    fn first_unstable_offset_tracks_the_oldest_open_transaction() {
+        let mut state = ProducerStateManager::new();
+        assert_eq!(state.first_unstable_offset(), None);
+        let mut other = transactional(batch(0, 0, 1));
+        other.producer_id = 17;
+        append_new(&mut state, &transactional(batch(0, 0, 2)), 10);
+        append_new(&mut state, &other, 12);
+        append_new(&mut state, &transactional(batch(0, 2, 1)), 13);
+        assert_eq!(state.first_unstable_offset(), Some(10));
+        assert_eq!(
+            state.open_txns().collect::<Vec<_>>(),
+            vec![(10, PRODUCER), (12, 17)]
+        );
+        let decoded = ProducerStateManager::decode_snapshot(&state.encode_snapshot()).unwrap();
+        assert_eq!(decoded.first_unstable_offset(), Some(10));
+        assert_eq!(state.on_marker(PRODUCER, 0, 4, 2_000), Some(10));
+        assert_eq!(state.first_unstable_offset(), Some(12));
+        assert_eq!(
+            state.check_marker(PRODUCER, 0, 3).unwrap_err().error_code(),
+            ErrorCode::TransactionCoordinatorFenced
+        );
+        assert!(state.check_marker(PRODUCER, 0, 4).is_ok());
+        let mut marker = other;
+        marker.attributes |= ATTR_CONTROL;
+        assert_eq!(state.load_from_batch(&marker, 14), Some(12));
+        assert_eq!(state.first_unstable_offset(), None);
+        assert_eq!(state.load_from_batch(&marker, 15), None);
     }
 
     /// Goal: expiry forgets producers idle for at least the expiration time,

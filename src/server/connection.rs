@@ -24,6 +24,9 @@ use crate::config::limits::{CONNECTION_IN_FLIGHT_REQUESTS_MAX, REQUEST_FRAME_BYT
 pub enum Response {
     /// A whole response frame, size prefix included.
     Frame(Bytes),
+    /// A whole response frame as pieces sent with vectored writes (record
+    /// data by reference, see `pieces.rs`).
+    Pieces(Vec<Bytes>),
     /// No response (Produce with acks=0).
     None,
     /// Close the connection (Kafka's answer to some bad requests).
@@ -67,11 +70,12 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>) {
     if let Err(e) = stream.set_nodelay(true) {
         tracing::debug!(%peer, error = %e, "cannot set TCP_NODELAY");
     }
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
     let (mut reader, writer) = stream.split();
     let (tx, rx) = glommio::channels::local_channel::new_bounded::<Responder>(
         CONNECTION_IN_FLIGHT_REQUESTS_MAX,
     );
-    let writer_task = glommio::spawn_local(write_loop(writer, rx));
+    let writer_task = glommio::spawn_local(write_loop(fd, writer, rx));
     let reason = loop {
         let frame = match read_frame(&mut reader, &state).await {
             Ok(frame) => frame,
@@ -97,6 +101,7 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>) {
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(
+    fd: std::os::fd::RawFd,
     mut writer: W,
     rx: glommio::channels::local_channel::LocalReceiver<Responder>,
 ) {
@@ -104,6 +109,16 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         match responder.await {
             Response::Frame(bytes) => {
                 if writer.write_all(&bytes).await.is_err() {
+                    break;
+                }
+            }
+            Response::Pieces(pieces) => {
+                // The socket stays open while this loop runs: the reading
+                // half and the stream are dropped only after it ends.
+                if super::pieces::write_pieces(fd, &mut writer, &pieces)
+                    .await
+                    .is_err()
+                {
                     break;
                 }
             }

@@ -4,6 +4,7 @@
 
 pub mod connection;
 pub mod handlers;
+pub mod pieces;
 pub mod versions;
 
 use std::cell::{Cell, RefCell};

@@ -187,6 +187,19 @@ pub const API_RANGES: &[ApiRange] = &[
         max: 4,
         served_min: 0,
     },
+    // Kafka 4.0 serves WriteTxnMarkers v1 only (v0 was removed by KIP-896).
+    ApiRange {
+        key: ApiKey::WriteTxnMarkers,
+        advertised_min: 1,
+        max: 1,
+        served_min: 1,
+    },
+    ApiRange {
+        key: ApiKey::DescribeProducers,
+        advertised_min: 0,
+        max: 0,
+        served_min: 0,
+    },
 ];
 
 /// The range of `key`, if served.

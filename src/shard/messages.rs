@@ -79,6 +79,10 @@ pub struct FetchResult {
     pub records: Vec<Bytes>,
     /// Total bytes in `records`.
     pub bytes: usize,
+    /// read_committed: the aborted transactions overlapping the records, as
+    /// (producer id, first offset); None for read_uncommitted (Kafka
+    /// answers null then).
+    pub aborted_transactions: Option<Vec<(i64, i64)>>,
 }
 
 /// One partition's part of ListOffsets.
@@ -268,6 +272,9 @@ pub enum ShardRequest {
         items: Vec<(TopicPartition, i64)>,
         /// Upper bound on the wait.
         max_wait_ms: u64,
+        /// 1 (read_committed): the offsets wanted are compared with the
+        /// last stable offset, so a marker moving it wakes the wait.
+        isolation_level: i8,
     },
     /// Look up offsets.
     ListOffsets {
@@ -293,6 +300,8 @@ pub enum ShardRequest {
         /// The call.
         call: crate::txn::TxnCall,
     },
+    /// DescribeProducers: the producers with state on these partitions.
+    DescribeProducers(Vec<TopicPartition>),
     /// For the group coordinator of `__consumer_offsets` partition `partition`.
     Group {
         /// Offsets partition (ignored by ListGroups).
@@ -326,4 +335,7 @@ pub enum ShardReply {
     /// longer exists; INVALID_PRODUCER_EPOCH when the partition has seen a
     /// newer epoch of the producer.
     WriteTxnMarkers(Vec<Vec<i16>>),
+    /// Per partition, in request order: its producers, or the Kafka error
+    /// code (NOT_LEADER_OR_FOLLOWER when the shard does not hold it).
+    DescribeProducers(Vec<Result<Vec<crate::partition::ProducerDescription>, i16>>),
 }

@@ -286,17 +286,38 @@ impl Shard {
     ) -> LocalBoxFuture<'static, ShardReply> {
         match request {
             ShardRequest::Produce { acks, items } => self.submit_produce(acks, items).await,
-            ShardRequest::Fetch { items, .. } => {
-                async move { ShardReply::Fetch(self.fetch(items).await) }.boxed_local()
-            }
-            ShardRequest::WaitForData { items, max_wait_ms } => async move {
-                self.wait_for_data(items, max_wait_ms).await;
+            ShardRequest::Fetch {
+                items,
+                isolation_level,
+            } => async move { ShardReply::Fetch(self.fetch(items, isolation_level == 1).await) }
+                .boxed_local(),
+            ShardRequest::WaitForData {
+                items,
+                max_wait_ms,
+                isolation_level,
+            } => async move {
+                self.wait_for_data(items, max_wait_ms, isolation_level == 1)
+                    .await;
                 ShardReply::WaitForData
             }
             .boxed_local(),
-            ShardRequest::ListOffsets { items, .. } => {
-                async move { ShardReply::ListOffsets(self.list_offsets(items).await) }.boxed_local()
+            ShardRequest::DescribeProducers(partitions) => {
+                let described = partitions
+                    .iter()
+                    .map(|tp| match self.partition(tp) {
+                        Some(partition) => Ok(partition.describe_producers()),
+                        None => Err(code(ErrorCode::NotLeaderOrFollower)),
+                    })
+                    .collect();
+                async move { ShardReply::DescribeProducers(described) }.boxed_local()
             }
+            ShardRequest::ListOffsets {
+                items,
+                isolation_level,
+            } => async move {
+                ShardReply::ListOffsets(self.list_offsets(items, isolation_level == 1).await)
+            }
+            .boxed_local(),
             ShardRequest::Apply(records) => {
                 self.apply(records).await;
                 async { ShardReply::Applied }.boxed_local()
@@ -439,7 +460,7 @@ impl Shard {
         .boxed_local()
     }
 
-    async fn fetch(&self, items: Vec<FetchItem>) -> Vec<FetchResult> {
+    async fn fetch(&self, items: Vec<FetchItem>, read_committed: bool) -> Vec<FetchResult> {
         let mut results = Vec::with_capacity(items.len());
         for item in items {
             let Some(partition) = self.partition(&item.topic_partition) else {
@@ -457,20 +478,22 @@ impl Shard {
             let mut result = FetchResult {
                 error_code: 0,
                 high_watermark,
-                last_stable_offset: high_watermark,
+                last_stable_offset: partition.last_stable_offset(),
                 log_start_offset,
+                aborted_transactions: read_committed.then(Vec::new),
                 ..FetchResult::default()
             };
             if item.fetch_offset < log_start_offset || item.fetch_offset > high_watermark {
                 result.error_code = code(ErrorCode::OffsetOutOfRange);
             } else if item.fetch_offset < high_watermark {
                 match partition
-                    .read(item.fetch_offset, item.partition_max_bytes, true)
+                    .fetch(item.fetch_offset, item.partition_max_bytes, read_committed)
                     .await
                 {
-                    Ok(read) => {
-                        result.bytes = read.bytes;
-                        result.records = read.batches;
+                    Ok(fetched) => {
+                        result.bytes = fetched.read.bytes;
+                        result.records = fetched.read.batches;
+                        result.aborted_transactions = fetched.aborted_transactions;
                     }
                     Err(e) => {
                         tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "read failed");
@@ -483,7 +506,12 @@ impl Shard {
         results
     }
 
-    async fn wait_for_data(&self, items: Vec<(TopicPartition, i64)>, max_wait_ms: u64) {
+    async fn wait_for_data(
+        &self,
+        items: Vec<(TopicPartition, i64)>,
+        max_wait_ms: u64,
+        read_committed: bool,
+    ) {
         let mut receivers = Vec::new();
         if self.fetch_waiters.get() + items.len() > FETCH_WAITERS_PER_SHARD_MAX {
             // Out of waiter slots: wait out the time instead of being woken,
@@ -496,7 +524,7 @@ impl Shard {
             let Some(partition) = self.partition(topic_partition) else {
                 return;
             };
-            match partition.wait_for_data(*offset) {
+            match partition.wait_for_data(*offset, read_committed) {
                 Some(rx) => receivers.push(rx),
                 None => return,
             }
@@ -511,7 +539,14 @@ impl Shard {
         self.fetch_waiters.set(self.fetch_waiters.get() - count);
     }
 
-    async fn list_offsets(&self, items: Vec<ListOffsetsItem>) -> Vec<ListOffsetsResult> {
+    /// Kafka's `fetchOffsetForTimestamp`: LATEST is the last fetchable
+    /// offset (the LSO for read_committed, else the high watermark), and a
+    /// timestamp or MAX_TIMESTAMP lookup finds nothing at or past it.
+    async fn list_offsets(
+        &self,
+        items: Vec<ListOffsetsItem>,
+        read_committed: bool,
+    ) -> Vec<ListOffsetsResult> {
         let mut results = Vec::with_capacity(items.len());
         for item in items {
             let Some(partition) = self.partition(&item.topic_partition) else {
@@ -524,6 +559,13 @@ impl Shard {
                 continue;
             };
             let epoch = partition.leader_epoch();
+            let last_fetchable_offset = if read_committed {
+                partition.last_stable_offset()
+            } else {
+                partition.high_watermark()
+            };
+            let fetchable =
+                |hit: Option<(i64, i64)>| hit.filter(|(offset, _)| *offset < last_fetchable_offset);
             let found = |offset: i64, timestamp: i64| ListOffsetsResult {
                 error_code: 0,
                 timestamp,
@@ -532,11 +574,10 @@ impl Shard {
             };
             let result = match item.timestamp {
                 // LATEST and LATEST_TIERED (no tiered storage: the same).
-                -1 => found(partition.high_watermark(), -1),
+                -1 | -5 => found(last_fetchable_offset, -1),
                 // EARLIEST and EARLIEST_LOCAL.
                 -2 | -4 => found(partition.log_start_offset(), -1),
-                -5 => found(partition.high_watermark(), -1),
-                -3 => match partition.max_timestamp_offset().await {
+                -3 => match partition.max_timestamp_offset().await.map(fetchable) {
                     Ok(Some((offset, timestamp))) => found(offset, timestamp),
                     Ok(None) => found(-1, -1),
                     Err(_) => ListOffsetsResult {
@@ -545,7 +586,11 @@ impl Shard {
                     },
                 },
                 timestamp if timestamp >= 0 => {
-                    match partition.offset_for_timestamp(timestamp).await {
+                    match partition
+                        .offset_for_timestamp(timestamp)
+                        .await
+                        .map(fetchable)
+                    {
                         Ok(Some((offset, ts))) => found(offset, ts),
                         Ok(None) => ListOffsetsResult {
                             leader_epoch: -1,

@@ -42,10 +42,19 @@
 //! the last batch, within the rounds range, of every producer id found there
 //! is kept, which keeps everything Kafka keeps and a little more.
 //!
-//! **Transactions are not implemented yet.** Control batches (transaction
-//! markers) are always kept whole, and transactional data is treated as
-//! committed; Kafka instead drops aborted data and, after their delete
-//! horizon, markers whose transaction has no data left.
+//! **Transactions.** The caller bounds the round by the last stable offset
+//! (`clean_below_offset`), so no open transaction is ever cleaned, and
+//! passes the partition's aborted transactions
+//! ([`CompactionRequest::aborted_transactions`]). As in Kafka's cleaner
+//! (`CleanedTransactionMetadata`), a transactional data batch inside an
+//! aborted transaction is never put in the offset map (so an aborted value
+//! cannot shadow a committed one) and its records are all removed (the
+//! batch is dropped, or emptied when it is its producer's last). Of Kafka's
+//! marker handling we do the simplest correct subset: control batches
+//! (COMMIT and ABORT markers) are always kept whole, where Kafka removes a
+//! marker once its transaction has no data left and its delete horizon has
+//! passed. Kept markers cost a few bytes each and keep every `.txnindex`
+//! entry pointing at a marker that is still in the log.
 //!
 //! **Crash safety of a segment swap** (Kafka's `LocalLog.replaceSegments`
 //! and `LogLoader`): a group is written to `NNN.log.cleaned` with its
@@ -79,6 +88,7 @@ use bytes::Bytes;
 use glommio::io::OpenOptions;
 use tracing::{info, warn};
 
+use super::txn_index::AbortedTxn;
 use super::{
     appender::{SegmentAppender, WriterCounters},
     batch_rewrite::{
@@ -189,6 +199,10 @@ pub struct CompactionRequest<'a> {
     /// (Kafka's `lastRecordsOfActiveProducers`). `None` when the caller keeps
     /// no producer state; see the module comment.
     pub active_producers: Option<&'a HashMap<i64, i64>>,
+    /// The partition's aborted transactions (Kafka's
+    /// `collectAbortedTransactions` over the round). `None` when the caller
+    /// keeps none: transactional data is then treated as committed.
+    pub aborted_transactions: Option<&'a [AbortedTxn]>,
 }
 
 impl CompactionRequest<'_> {
@@ -200,6 +214,7 @@ impl CompactionRequest<'_> {
             force: false,
             clean_below_offset: i64::MAX,
             active_producers: None,
+            aborted_transactions: None,
         }
     }
 }
@@ -300,6 +315,40 @@ impl ProducerLastBatches<'_> {
 
     fn tracks(&self) -> bool {
         matches!(self, ProducerLastBatches::Tracked { .. })
+    }
+}
+
+/// Which transactional batches belong to aborted transactions: per
+/// producer id, the (first offset, marker offset) of each.
+#[derive(Debug, Default)]
+struct AbortedRanges {
+    by_producer: HashMap<i64, Vec<(i64, i64)>>,
+}
+
+impl AbortedRanges {
+    fn new(aborted: Option<&[AbortedTxn]>) -> Self {
+        let mut by_producer: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+        for txn in aborted.unwrap_or_default() {
+            by_producer
+                .entry(txn.producer_id)
+                .or_default()
+                .push((txn.first_offset, txn.last_offset));
+        }
+        AbortedRanges { by_producer }
+    }
+
+    /// A transactional data batch whose transaction was aborted.
+    fn is_aborted(&self, header: &BatchHeader) -> bool {
+        if !header.is_transactional() || header.is_control() || header.producer_id < 0 {
+            return false;
+        }
+        self.by_producer
+            .get(&header.producer_id)
+            .is_some_and(|ranges| {
+                ranges.iter().any(|(first, marker)| {
+                    *first <= header.base_offset && header.base_offset < *marker
+                })
+            })
     }
 }
 
@@ -455,6 +504,7 @@ struct CleanContext<'a> {
     /// Kafka's `upperBoundOffsetOfCleaningRound`: the first uncleanable offset.
     upper_bound_offset: i64,
     producers: &'a ProducerLastBatches<'a>,
+    aborted: &'a AbortedRanges,
 }
 
 /// What becomes of one batch.
@@ -486,13 +536,22 @@ fn filter_batch(
     counts: &mut FilterCounts,
 ) -> Result<Filtered, String> {
     if header.is_control() {
-        // Transactions are not implemented: markers are kept whole.
+        // Markers are kept whole (see the module comment).
         return Ok(Filtered::Original);
     }
     let last_offset = header.last_offset();
     let is_last_of_producer =
         header.producer_id >= 0 && context.producers.is_last(header.producer_id, last_offset);
     let retain_empty = is_last_of_producer || last_offset + 1 == context.upper_bound_offset;
+    if context.aborted.is_aborted(header) {
+        // Aborted data: every record goes (Kafka's `discardBatchRecords`).
+        counts.records_read += u64::try_from(header.record_count.max(0)).unwrap_or(0);
+        return Ok(if retain_empty {
+            Filtered::Emptied(build_empty_batch(header))
+        } else {
+            Filtered::Dropped
+        });
+    }
     let horizon = delete_horizon_ms(header);
     let retain_deletes = match horizon {
         Some(horizon) => context.now_ms < horizon,
@@ -675,8 +734,9 @@ impl Log {
         };
         let mut map = OffsetMap::new(config.dedupe_buffer_bytes);
         map.set_latest_offset(range.first_dirty_offset - 1);
+        let aborted = AbortedRanges::new(request.aborted_transactions);
         stats.map_full = self
-            .compaction_build_offset_map(segments, &range, &mut map, &mut producers)
+            .compaction_build_offset_map(segments, &range, &mut map, &mut producers, &aborted)
             .await?;
         stats.keys_mapped = map.key_count();
         let end_offset = map.latest_offset() + 1;
@@ -696,6 +756,7 @@ impl Log {
             delete_retention_ms: config.delete_retention_ms,
             upper_bound_offset: range.first_uncleanable_offset,
             producers: &producers,
+            aborted: &aborted,
         };
         for group in groups {
             self.compaction_clean_group(&segments[group], &context, &mut stats)
@@ -742,6 +803,7 @@ impl Log {
         range: &CleanableRange,
         map: &mut OffsetMap,
         producers: &mut ProducerLastBatches<'_>,
+        aborted: &AbortedRanges,
     ) -> Result<bool, StorageError> {
         let first_dirty_offset = range.first_dirty_offset;
         for (index, segment) in segments.iter().enumerate() {
@@ -783,7 +845,9 @@ impl Log {
                     producers.note(header.producer_id, header.last_offset());
                 }
                 if header.last_offset() >= first_dirty_offset {
-                    if !header.is_control() {
+                    // Aborted records never enter the map, so they cannot
+                    // shadow committed values of the same keys.
+                    if !header.is_control() && !aborted.is_aborted(&header) {
                         let Some(bytes) = scanner.batch_bytes(total_bytes).await? else {
                             return Err(StorageError::Corrupt {
                                 path,

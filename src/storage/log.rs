@@ -676,6 +676,26 @@ impl Log {
         self.shared.state.borrow().log_end_offset
     }
 
+    /// Base offsets of the segments, ascending (the active one last).
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        let state = self.shared.state.borrow();
+        state
+            .segments
+            .iter()
+            .map(|segment| segment.base_offset)
+            .collect()
+    }
+
+    /// Base offset of the segment holding `offset`: the greatest segment
+    /// base at or below it (the first segment's for offsets below the log).
+    pub fn segment_base_offset_of(&self, offset: i64) -> i64 {
+        let state = self.shared.state.borrow();
+        let after = state
+            .segments
+            .partition_point(|segment| segment.base_offset <= offset);
+        state.segments[after.saturating_sub(1)].base_offset
+    }
+
     /// The leader epoch cache: each epoch and the first offset appended in it.
     pub fn leader_epoch_entries(&self) -> Vec<EpochEntry> {
         self.shared.state.borrow().leader_epochs.clone()

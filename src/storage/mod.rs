@@ -14,7 +14,8 @@
 //! `reader.rs` (cold reads, record lookups), `recovery.rs` (open-time
 //! checks and truncation), `checkpoint.rs` (the small metadata files),
 //! `notify.rs` (wake-up primitives), `error.rs`; compaction in
-//! `compaction.rs` (the rounds and segment swaps), `offset_map.rs` (the
+//! `compaction.rs` (the rounds and segment swaps), `txn_index.rs` (the
+//! aborted-transaction index files), `offset_map.rs` (the
 //! bounded key -> offset map) and `batch_rewrite.rs` (records of one batch,
 //! decoded and rebuilt).
 
@@ -30,6 +31,7 @@ mod offset_map;
 mod reader;
 mod recovery;
 mod segment;
+pub mod txn_index;
 
 pub use checkpoint::EpochEntry;
 pub use compaction::{CompactionConfig, CompactionOutcome, CompactionRequest, CompactionStats};

@@ -125,16 +125,7 @@ pub fn decide_init(
         TxnState::PrepareAbort | TxnState::PrepareCommit | TxnState::PrepareEpochFence => {
             InitDecision::Reply(Err(ErrorCode::ConcurrentTransactions))
         }
-        TxnState::Ongoing => {
-            let mut target = m.clone();
-            if target.producer_epoch < EPOCH_EXHAUSTED {
-                target.last_producer_epoch = target.producer_epoch;
-                target.producer_epoch += 1;
-            }
-            target.state = TxnState::PrepareAbort;
-            target.last_update_ms = now_ms;
-            InitDecision::AbortOngoing(target)
-        }
+        TxnState::Ongoing => InitDecision::AbortOngoing(fenced_abort(m, now_ms)),
         TxnState::Dead => InitDecision::Reply(Err(ErrorCode::ConcurrentTransactions)),
         TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort => {
             if expected_given && expected_producer_id == m.producer_id {
@@ -309,14 +300,22 @@ pub fn timed_out_abort(m: &TxnMetadata, now_ms: i64) -> Option<TxnMetadata> {
     if now_ms.saturating_sub(m.start_ms) <= i64::from(m.timeout_ms) {
         return None;
     }
+    Some(fenced_abort(m, now_ms))
+}
+
+/// Kafka's `prepareFenceProducerEpoch` then abort: the epoch is bumped so
+/// the producer's next request is fenced, and no previous epoch is kept, so
+/// a retry with the old epoch is fenced too rather than taken for a lost
+/// answer.
+fn fenced_abort(m: &TxnMetadata, now_ms: i64) -> TxnMetadata {
     let mut target = m.clone();
     if target.producer_epoch < EPOCH_EXHAUSTED {
-        target.last_producer_epoch = target.producer_epoch;
         target.producer_epoch += 1;
     }
+    target.last_producer_epoch = -1;
     target.state = TxnState::PrepareAbort;
     target.last_update_ms = now_ms;
-    Some(target)
+    target
 }
 
 /// True when the id has been idle for `transactional.id.expiration.ms`
@@ -403,6 +402,11 @@ mod tests {
         );
         let done = completed(&abort, 30);
         assert_eq!(done.state, TxnState::CompleteAbort);
+        // The fenced producer's KIP-360 re-init with its old epoch is fenced.
+        assert_eq!(
+            decide_init(Some(&done), 1000, 0, 60_000, 31),
+            InitDecision::Reply(Err(ErrorCode::ProducerFenced))
+        );
         assert!(done.partitions.is_empty());
         let InitDecision::Write(next) = decide_init(Some(&done), -1, -1, 60_000, 31) else {
             panic!("expected a bump");

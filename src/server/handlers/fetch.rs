@@ -1,7 +1,11 @@
 //! Fetch (key 1): reads whole batches from the owning shards, up to the high
-//! watermark. When less than `min_bytes` is available it waits, up to
-//! `max_wait_ms`, for an append on any of the partitions (an event from the
-//! owning shard, not a polling loop), then reads again.
+//! watermark, or for read_committed (isolation level 1) up to the last
+//! stable offset, with the aborted transactions overlapping what was read
+//! (null for read_uncommitted, as Kafka answers). Control batches
+//! (transaction markers) go out like any batch; clients skip them. When less
+//! than `min_bytes` is available it waits, up to `max_wait_ms`, for an
+//! append or a marker on any of the partitions (an event from the owning
+//! shard, not a polling loop), then reads again.
 //!
 //! Incremental fetch sessions (KIP-227) are declined the way Kafka declines
 //! them when its session cache is full: every response carries session id 0,
@@ -12,15 +16,19 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::future::{join_all, select, select_all, Either};
-use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{ApiKey, BrokerId, FetchRequest, FetchResponse, TopicName};
+use kafka_protocol::messages::fetch_response::{
+    AbortedTransaction, FetchableTopicResponse, PartitionData,
+};
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, FetchRequest, FetchResponse, ProducerId, TopicName,
+};
 
-use super::{encode_response, str_bytes, ShardGroups};
+use super::{encode_response, encode_response_pieces, str_bytes, ShardGroups};
+use crate::server::pieces::RecordSlots;
 use crate::protocol::ErrorCode;
 use crate::server::connection::Responder;
 use crate::shard::messages::{FetchItem, FetchResult, ShardReply, ShardRequest, TopicPartition};
 use crate::shard::Shard;
-use crate::storage::ReadResult;
 
 struct Entry {
     topic_position: usize,
@@ -105,7 +113,15 @@ pub async fn handle(
             if total >= min_bytes.max(1) || has_error || now >= deadline || entries.is_empty() {
                 break;
             }
-            if !wait_for_data(&shard, &entries, &results, deadline - now).await {
+            if !wait_for_data(
+                &shard,
+                &entries,
+                &results,
+                deadline - now,
+                request.isolation_level,
+            )
+            .await
+            {
                 break;
             }
             results = read_round(&shard, &entries, request.isolation_level).await;
@@ -123,6 +139,7 @@ pub async fn handle(
                 t
             })
             .collect();
+        let mut slots = RecordSlots::default();
         for (entry, result) in entries.iter().zip(results) {
             let mut p = PartitionData::default();
             p.partition_index = entry.topic_partition.partition;
@@ -133,20 +150,32 @@ pub async fn handle(
                 p.log_start_offset = result.log_start_offset;
             }
             p.preferred_read_replica = BrokerId(-1);
+            let fits = budget_used + result.bytes <= max_bytes || budget_used == 0;
             p.aborted_transactions = if request.isolation_level == 1 {
-                Some(Vec::new())
+                let listed = if fits {
+                    result.aborted_transactions.unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                Some(
+                    listed
+                        .into_iter()
+                        .map(|(producer_id, first_offset)| {
+                            let mut aborted = AbortedTransaction::default();
+                            aborted.producer_id = ProducerId(producer_id);
+                            aborted.first_offset = first_offset;
+                            aborted
+                        })
+                        .collect(),
+                )
             } else {
                 None
             };
-            let fits = budget_used + result.bytes <= max_bytes || budget_used == 0;
             // Records are present-but-empty when there is nothing, never null.
+            // The record data goes out by reference (server/pieces.rs).
             p.records = Some(if fits && result.bytes > 0 {
                 budget_used += result.bytes;
-                ReadResult {
-                    batches: result.records,
-                    bytes: result.bytes,
-                }
-                .into_contiguous()
+                slots.add(result.records, result.bytes)
             } else {
                 Bytes::new()
             });
@@ -156,7 +185,7 @@ pub async fn handle(
         response.error_code = 0;
         response.session_id = 0;
         response.responses = response_topics;
-        encode_response(ApiKey::Fetch, version, correlation_id, &response)
+        encode_response_pieces(ApiKey::Fetch, version, correlation_id, &response, slots)
     })
 }
 
@@ -225,18 +254,25 @@ async fn read_round(shard: &Rc<Shard>, entries: &[Entry], isolation_level: i8) -
     results
 }
 
-/// Waits until one owning shard reports an append past what was read, or
-/// until `left` passes. Returns false when nothing can be waited on.
+/// Waits until one owning shard reports an append (read_committed: a move of
+/// the last stable offset) past what was read, or until `left` passes.
+/// Returns false when nothing can be waited on.
 async fn wait_for_data(
     shard: &Rc<Shard>,
     entries: &[Entry],
     results: &[FetchResult],
     left: Duration,
+    isolation_level: i8,
 ) -> bool {
     let mut groups: ShardGroups<(TopicPartition, i64)> = ShardGroups::new();
     for (i, (e, r)) in entries.iter().zip(results).enumerate() {
         if let (None, Some(owner)) = (e.early_error, e.owner) {
-            let seen = r.high_watermark.max(e.fetch_offset);
+            let readable_end = if isolation_level == 1 {
+                r.last_stable_offset
+            } else {
+                r.high_watermark
+            };
+            let seen = readable_end.max(e.fetch_offset);
             groups.push(owner, i, (e.topic_partition.clone(), seen));
         }
     }
@@ -247,7 +283,14 @@ async fn wait_for_data(
     let mut waits = Vec::new();
     for (target, (_, items)) in groups.groups {
         match shard
-            .call(target, ShardRequest::WaitForData { items, max_wait_ms })
+            .call(
+                target,
+                ShardRequest::WaitForData {
+                    items,
+                    max_wait_ms,
+                    isolation_level,
+                },
+            )
             .await
         {
             Ok(completion) => waits.push(completion),

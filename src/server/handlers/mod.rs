@@ -13,6 +13,7 @@ pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_transactions;
 pub mod end_txn;
+pub mod describe_producers;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod groups;
@@ -31,6 +32,7 @@ pub mod produce;
 pub mod sync_group;
 pub mod txn_common;
 pub mod txn_offset_commit;
+pub mod write_txn_markers;
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -78,6 +80,45 @@ pub fn encode_response<T: Encodable>(
         return Response::Close("response encoding failed");
     }
     Response::Frame(buf.freeze())
+}
+
+/// Encodes a response whose record fields were registered in `slots`
+/// (see `server/pieces.rs`): the frame is sent as pieces, the record data by
+/// reference. Without registered data it is one frame, as
+/// [`encode_response`] makes.
+pub fn encode_response_pieces<T: Encodable>(
+    api_key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body: &T,
+    slots: super::pieces::RecordSlots,
+) -> Response {
+    if slots.is_empty() {
+        return encode_response(api_key, version, correlation_id, body);
+    }
+    let header_version = api_key.response_header_version(version);
+    let mut header = ResponseHeader::default();
+    header.correlation_id = correlation_id;
+    let (header_size, body_size) = match (
+        header.compute_size(header_version),
+        body.compute_size(version),
+    ) {
+        (Ok(h), Ok(b)) => (h, b),
+        (h, b) => {
+            tracing::error!(?api_key, version, header = ?h.err(), body = ?b.err(), "response could not be sized");
+            return Response::Close("response could not be sized");
+        }
+    };
+    let Ok(frame_size) = i32::try_from(header_size + body_size) else {
+        return Response::Close("response too large");
+    };
+    let mut buf = super::pieces::PiecesBuf::new(4 + header_size + 1024, slots);
+    buf.put_i32(frame_size);
+    if header.encode(&mut buf, header_version).is_err() || body.encode(&mut buf, version).is_err() {
+        tracing::error!(?api_key, version, "response encoding failed");
+        return Response::Close("response encoding failed");
+    }
+    Response::Pieces(buf.into_pieces())
 }
 
 /// A ready responder for an already encoded response.
@@ -196,6 +237,14 @@ pub async fn dispatch(
         }
         ApiKey::TxnOffsetCommit => {
             txn_offset_commit::handle(shard, decode(&mut body, version)?, version, correlation_id)
+        }
+        ApiKey::WriteTxnMarkers => {
+            write_txn_markers::handle(shard, decode(&mut body, version)?, version, correlation_id)
+                .await
+        }
+        ApiKey::DescribeProducers => {
+            describe_producers::handle(shard, decode(&mut body, version)?, version, correlation_id)
+                .await
         }
         _ => return Err("API not served"),
     })
