@@ -6,7 +6,7 @@
 //! # Pending requests
 //!
 //! JoinGroup and SyncGroup are answered when the rebalance gets there, and
-//! OffsetCommit, SyncGroup (the leader's assignment), DeleteGroups,
+//! OffsetCommit, TxnOffsetCommit, SyncGroup (the leader's assignment), DeleteGroups,
 //! OffsetDelete and a static member's rejoin are answered only once the
 //! records they wrote are durable. Heartbeat, LeaveGroup and the reads are
 //! always answered at once. So each call that may wait takes
@@ -56,6 +56,19 @@ pub struct Append {
     /// The records, in order. Encode each with
     /// [`CoordinatorRecord::key_bytes`] and [`CoordinatorRecord::value_bytes`].
     pub records: Vec<CoordinatorRecord>,
+    /// Set for TxnOffsetCommit: write the batch as a transactional batch of
+    /// this producer (base sequence -1), checked against the producer's
+    /// epoch on the partition; None for the coordinator's own batches.
+    pub producer: Option<TxnProducer>,
+}
+
+/// The transactional producer an [`Append`] is written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnProducer {
+    /// `producer_id`.
+    pub producer_id: i64,
+    /// `producer_epoch`.
+    pub producer_epoch: i16,
 }
 
 /// The answer to a request that was pending.
@@ -80,6 +93,8 @@ pub enum Response {
     DeleteGroups(DeleteGroupsResponse),
     /// OffsetDelete.
     OffsetDelete(OffsetDeleteResponse),
+    /// TxnOffsetCommit.
+    TxnOffsetCommit(TxnOffsetCommitResponse),
 }
 
 /// What a call asks the caller to do besides answering its own request.
@@ -391,6 +406,33 @@ pub struct OffsetCommitResponse {
     pub topics: Vec<OffsetCommitTopicResponse>,
 }
 
+/// TxnOffsetCommit (key 28), any version: offsets committed as part of a
+/// producer's transaction. They stay pending (invisible to OffsetFetch)
+/// until the transaction's COMMIT marker reaches the offsets partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxnOffsetCommitRequest {
+    /// `transactional_id` (logged only: the transaction coordinator owns it).
+    pub transactional_id: String,
+    /// `group_id`.
+    pub group_id: String,
+    /// `producer_id`.
+    pub producer_id: i64,
+    /// `producer_epoch`.
+    pub producer_epoch: i16,
+    /// `generation_id` (v3+); -1 before v3 and outside group management.
+    pub generation_id: i32,
+    /// `member_id` (v3+); "" before v3.
+    pub member_id: String,
+    /// `group_instance_id` (v3+).
+    pub group_instance_id: Option<String>,
+    /// `topics`; `committed_leader_epoch` is -1 before v2.
+    pub topics: Vec<OffsetCommitTopic>,
+}
+
+/// TxnOffsetCommit answer: per-partition errors only, the same shape as
+/// OffsetCommit's.
+pub type TxnOffsetCommitResponse = OffsetCommitResponse;
+
 /// Which partitions of a topic to fetch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetFetchTopic {
@@ -410,12 +452,14 @@ pub struct OffsetFetchGroup {
 }
 
 /// OffsetFetch (key 9), any version: v0-v7 carry one group, v8+ several.
-/// `require_stable` is accepted and ignored: transactional offsets are not
-/// tracked here yet, so nothing is ever pending.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OffsetFetchRequest {
     /// The groups.
     pub groups: Vec<OffsetFetchGroup>,
+    /// `require_stable` (v7+, KIP-447): partitions with pending
+    /// transactional offsets answer UNSTABLE_OFFSET_COMMIT (retriable)
+    /// instead of the last committed offset.
+    pub require_stable: bool,
 }
 
 /// One partition's committed offset.

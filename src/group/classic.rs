@@ -75,11 +75,19 @@ pub(crate) struct OffsetAndMetadata {
     pub commit_timestamp_ms: i64,
     /// Only commits with an explicit retention (OffsetCommit v2-v4) have one.
     pub expire_timestamp_ms: Option<i64>,
+    /// Position of the record in the offsets log, relative to the other
+    /// offset records applied by this coordinator (Kafka's `recordOffset`):
+    /// a transaction's COMMIT only replaces a committed offset whose record
+    /// came earlier in the log. Any order-preserving number works, since
+    /// records are applied in log order both when loading and when appends
+    /// are acknowledged.
+    pub log_order: u64,
 }
 
 impl OffsetAndMetadata {
-    pub fn from_record(value: &OffsetCommitValue) -> Self {
+    pub fn from_record(value: &OffsetCommitValue, log_order: u64) -> Self {
         OffsetAndMetadata {
+            log_order,
             offset: value.offset,
             leader_epoch: (value.leader_epoch >= 0).then_some(value.leader_epoch),
             metadata: value.metadata.clone(),
@@ -509,6 +517,31 @@ impl Group {
         // has no assignment yet: it must not commit for partitions it may lose.
         if self.is_in(GroupState::CompletingRebalance) {
             return Err(ErrorCode::RebalanceInProgress);
+        }
+        Ok(())
+    }
+
+    /// Kafka's `ClassicGroup.validateOffsetCommit` for transactional
+    /// commits (TxnOffsetCommit): unlike plain commits, a request without
+    /// member id and generation (v0-v2 cannot carry them) is accepted
+    /// whatever the group's state, and CompletingRebalance is no obstacle.
+    pub fn validate_txn_offset_commit(
+        &self,
+        member_id: &str,
+        group_instance_id: Option<&str>,
+        generation_id: i32,
+    ) -> Result<(), ErrorCode> {
+        if self.deleting {
+            return Err(ErrorCode::CoordinatorNotAvailable);
+        }
+        if generation_id < 0 && self.is_in(GroupState::Empty) {
+            return Ok(());
+        }
+        if generation_id >= 0 || !member_id.is_empty() || group_instance_id.is_some() {
+            self.validate_member(member_id, group_instance_id)?;
+            if generation_id != self.generation_id {
+                return Err(ErrorCode::IllegalGeneration);
+            }
         }
         Ok(())
     }

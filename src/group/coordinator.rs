@@ -22,6 +22,12 @@
 //! - For consumer groups, a member the leader gave no (or zero-byte)
 //!   assignment gets a valid empty `ConsumerProtocolAssignment`.
 //! - Protocol-selection ties go to the smallest protocol name.
+//! - Transactional offsets: which of a COMMIT's pending offsets and a plain
+//!   commit wins is decided by the order their records were applied (a
+//!   counter that follows log order), not by their log offsets, which the
+//!   pure coordinator does not see; the outcome is the same. A marker that
+//!   arrives before the producer's TxnOffsetCommit append is acknowledged
+//!   waits for it.
 //!
 //! Shard-local: one instance per `__consumer_offsets` partition, on the
 //! shard that owns that partition.
@@ -35,6 +41,7 @@ use super::classic::{Group, GroupState, Member, OffsetAndMetadata, OffsetExpirat
 use super::consumer_protocol;
 use super::records::{CoordinatorRecord, GroupMetadataKey, OffsetCommitKey};
 use super::timer::{TimerAction, TimerKey, Timers};
+use super::txn_offsets::PendingTxnOffsets;
 use super::{GroupConfig, GROUPS_PER_COORDINATOR_MAX};
 use crate::protocol::ErrorCode;
 
@@ -45,6 +52,13 @@ const CLASSIC_GROUP_TYPE: &str = "classic";
 #[derive(Debug)]
 pub struct GroupCoordinator {
     groups: BTreeMap<String, Group>,
+    /// Offsets written by TxnOffsetCommit whose transaction has not ended.
+    txn_offsets: PendingTxnOffsets,
+    /// Markers that arrived while a TxnOffsetCommit append of the same
+    /// producer was still unacknowledged: (producer id, commit), applied
+    /// once that producer has no append in flight. At most one per
+    /// producer, so bounded by the appends in flight.
+    deferred_markers: Vec<(i64, bool)>,
     core: Core,
 }
 
@@ -57,6 +71,9 @@ struct Core {
     rng: SplitMix64,
     next_append_id: u64,
     in_flight: VecDeque<InFlightAppend>,
+    /// The next [`OffsetAndMetadata::log_order`]: one per offset record
+    /// applied, in log order.
+    next_log_order: u64,
 }
 
 /// An append handed to the caller and not yet acknowledged.
@@ -64,6 +81,9 @@ struct Core {
 struct InFlightAppend {
     id: AppendId,
     records: Vec<CoordinatorRecord>,
+    /// The transactional producer of a TxnOffsetCommit's append: its offset
+    /// records become pending offsets of that producer, not committed ones.
+    producer: Option<TxnProducer>,
     then: AfterAppend,
 }
 
@@ -95,6 +115,11 @@ enum AfterAppend {
     OffsetDelete {
         request_id: RequestId,
         response: OffsetDeleteResponse,
+    },
+    /// Answer a TxnOffsetCommit.
+    TxnOffsetCommit {
+        request_id: RequestId,
+        response: TxnOffsetCommitResponse,
     },
 }
 
@@ -152,6 +177,26 @@ fn append_error_to_response_error(error: ErrorCode) -> ErrorCode {
         | ErrorCode::RecordListTooLarge
         | ErrorCode::InvalidFetchSize => ErrorCode::UnknownServerError,
         other => other,
+    }
+}
+
+/// An OffsetCommit-shaped answer with `error` on every requested partition.
+fn fail_every_partition(topics: &[OffsetCommitTopic], error: ErrorCode) -> OffsetCommitResponse {
+    OffsetCommitResponse {
+        topics: topics
+            .iter()
+            .map(|topic| OffsetCommitTopicResponse {
+                name: topic.name.clone(),
+                partitions: topic
+                    .partitions
+                    .iter()
+                    .map(|p| OffsetCommitPartitionResponse {
+                        partition_index: p.partition_index,
+                        error: Some(error),
+                    })
+                    .collect(),
+            })
+            .collect(),
     }
 }
 
@@ -251,12 +296,15 @@ impl GroupCoordinator {
         config.validate();
         let mut coordinator = GroupCoordinator {
             groups: BTreeMap::new(),
+            txn_offsets: PendingTxnOffsets::default(),
+            deferred_markers: Vec::new(),
             core: Core {
                 config,
                 timers: Timers::default(),
                 rng: SplitMix64(seed),
                 next_append_id: 0,
                 in_flight: VecDeque::new(),
+                next_log_order: 0,
             },
         };
         coordinator.core.schedule_offsets_retention(now_ms);
@@ -714,6 +762,8 @@ impl GroupCoordinator {
                         metadata,
                         commit_timestamp_ms: now_ms,
                         expire_timestamp_ms,
+                        // Given when the record is applied.
+                        log_order: 0,
                     };
                     records.push(CoordinatorRecord::OffsetCommit {
                         key: OffsetCommitKey {
@@ -751,12 +801,259 @@ impl GroupCoordinator {
     }
 
     // ------------------------------------------------------------------
+    // TxnOffsetCommit and transaction markers
+
+    /// TxnOffsetCommit (Kafka's `OffsetMetadataManager.commitTransactionalOffset`).
+    /// Ready at once when nothing is written; otherwise the offsets go out as
+    /// one [`Append`] carrying the producer ([`Append::producer`]), written as
+    /// that producer's transactional batch, and the reply is pending until it
+    /// is durable. Then the offsets are pending offsets of the producer:
+    /// OffsetFetch does not show them (and answers UNSTABLE_OFFSET_COMMIT
+    /// for their partitions under `require_stable`) until
+    /// [`GroupCoordinator::on_txn_marker`] applies the transaction's end.
+    ///
+    /// An unknown group is created (Empty, no protocol) when the generation
+    /// is negative; otherwise it is ILLEGAL_GENERATION, which Kafka answers
+    /// for every TxnOffsetCommit version. The caller checks topics exist
+    /// (UNKNOWN_TOPIC_OR_PARTITION) before.
+    pub fn txn_offset_commit(
+        &mut self,
+        now_ms: i64,
+        request_id: RequestId,
+        request: TxnOffsetCommitRequest,
+    ) -> Outcome<TxnOffsetCommitResponse> {
+        let mut out = Effects::default();
+        let reply = self.txn_offset_commit_inner(now_ms, request_id, request, &mut out);
+        Outcome {
+            reply,
+            effects: out,
+        }
+    }
+
+    fn txn_offset_commit_inner(
+        &mut self,
+        now_ms: i64,
+        request_id: RequestId,
+        request: TxnOffsetCommitRequest,
+        out: &mut Effects,
+    ) -> Reply<TxnOffsetCommitResponse> {
+        let fail_all =
+            |error: ErrorCode| Reply::Ready(fail_every_partition(&request.topics, error));
+        if request.group_id.is_empty() {
+            return fail_all(ErrorCode::InvalidGroupId);
+        }
+        if !self.groups.contains_key(&request.group_id) {
+            if request.generation_id >= 0 {
+                return fail_all(ErrorCode::IllegalGeneration);
+            }
+            if self.groups.len() >= GROUPS_PER_COORDINATOR_MAX {
+                return fail_all(ErrorCode::CoordinatorNotAvailable);
+            }
+            self.groups.insert(
+                request.group_id.clone(),
+                Group::new(&request.group_id, now_ms),
+            );
+        }
+        let group = self.groups.get(&request.group_id).expect("group exists");
+        if let Err(error) = group.validate_txn_offset_commit(
+            &request.member_id,
+            request.group_instance_id.as_deref(),
+            request.generation_id,
+        ) {
+            return fail_all(error);
+        }
+        let mut records = Vec::new();
+        let mut topics = Vec::with_capacity(request.topics.len());
+        for topic in &request.topics {
+            let mut partitions = Vec::with_capacity(topic.partitions.len());
+            for partition in &topic.partitions {
+                let metadata = partition.committed_metadata.clone().unwrap_or_default();
+                let error = if java_length(&metadata) > self.core.config.offset_metadata_max_bytes {
+                    Some(ErrorCode::OffsetMetadataTooLarge)
+                } else {
+                    // Transactional commits carry no retention: they expire
+                    // by the broker's offsets retention.
+                    let offset = OffsetAndMetadata {
+                        offset: partition.committed_offset,
+                        leader_epoch: (partition.committed_leader_epoch >= 0)
+                            .then_some(partition.committed_leader_epoch),
+                        metadata,
+                        commit_timestamp_ms: now_ms,
+                        expire_timestamp_ms: None,
+                        log_order: 0,
+                    };
+                    records.push(CoordinatorRecord::OffsetCommit {
+                        key: OffsetCommitKey {
+                            group: request.group_id.clone(),
+                            topic: topic.name.clone(),
+                            partition: partition.partition_index,
+                        },
+                        value: Some(offset.to_record()),
+                    });
+                    None
+                };
+                partitions.push(OffsetCommitPartitionResponse {
+                    partition_index: partition.partition_index,
+                    error,
+                });
+            }
+            topics.push(OffsetCommitTopicResponse {
+                name: topic.name.clone(),
+                partitions,
+            });
+        }
+        let response = OffsetCommitResponse { topics };
+        if records.is_empty() {
+            return Reply::Ready(response);
+        }
+        tracing::debug!(
+            group_id = %request.group_id,
+            transactional_id = %request.transactional_id,
+            producer_id = request.producer_id,
+            producer_epoch = request.producer_epoch,
+            offsets = records.len(),
+            "transactional offset commit"
+        );
+        self.core.append_with_producer(
+            records,
+            Some(TxnProducer {
+                producer_id: request.producer_id,
+                producer_epoch: request.producer_epoch,
+            }),
+            AfterAppend::TxnOffsetCommit {
+                request_id,
+                response,
+            },
+            out,
+        );
+        Reply::Pending
+    }
+
+    /// A transaction marker of `producer_id` is durable in this offsets
+    /// partition (Kafka's `replayEndTransactionMarker`): on COMMIT the
+    /// producer's pending offsets become the committed offsets, each only if
+    /// no offset record of its partition came later in the log; on ABORT
+    /// they are dropped. A marker without pending offsets is a no-op, so
+    /// applying one twice (once by load, once by the writer) is harmless.
+    /// Call it for markers in log order relative to the appends that are
+    /// acknowledged.
+    ///
+    /// A marker that arrives while a TxnOffsetCommit append of the producer
+    /// is written but not yet acknowledged (the transaction coordinator
+    /// aborted a timed-out transaction meanwhile) waits for that
+    /// acknowledgement, so those offsets are not left pending after their
+    /// transaction ended.
+    pub fn on_txn_marker(&mut self, now_ms: i64, producer_id: i64, commit: bool) {
+        if self.producer_has_append_in_flight(producer_id) {
+            self.deferred_markers.retain(|&(id, _)| id != producer_id);
+            self.deferred_markers.push((producer_id, commit));
+            return;
+        }
+        self.apply_txn_marker(now_ms, producer_id, commit);
+    }
+
+    fn producer_has_append_in_flight(&self, producer_id: i64) -> bool {
+        self.core
+            .in_flight
+            .iter()
+            .any(|a| a.producer.is_some_and(|p| p.producer_id == producer_id))
+    }
+
+    /// Applies the deferred markers whose producer has no append in flight
+    /// any more.
+    fn apply_deferred_markers(&mut self, now_ms: i64) {
+        if self.deferred_markers.is_empty() {
+            return;
+        }
+        let deferred = std::mem::take(&mut self.deferred_markers);
+        for (producer_id, commit) in deferred {
+            if self.producer_has_append_in_flight(producer_id) {
+                self.deferred_markers.push((producer_id, commit));
+            } else {
+                self.apply_txn_marker(now_ms, producer_id, commit);
+            }
+        }
+    }
+
+    fn apply_txn_marker(&mut self, now_ms: i64, producer_id: i64, commit: bool) {
+        let Some(pending) = self.txn_offsets.take_producer(producer_id) else {
+            return;
+        };
+        if !commit {
+            tracing::debug!(producer_id, "aborted transactional offsets dropped");
+            return;
+        }
+        for (group_id, partitions) in pending {
+            // The group may have been deleted meanwhile only if its
+            // tombstones removed these entries; a group left without a
+            // group record (all offsets had expired) comes back as a simple
+            // group, as a replayed offset record would bring it back.
+            let group = self
+                .groups
+                .entry(group_id.clone())
+                .or_insert_with(|| Group::new(&group_id, now_ms));
+            for ((topic, partition), offset) in partitions {
+                let topic_offsets = group.offsets.entry(topic.clone()).or_default();
+                match topic_offsets.get(&partition) {
+                    Some(existing) if existing.log_order > offset.log_order => {
+                        tracing::info!(
+                            group_id = %group_id,
+                            topic = %topic,
+                            partition,
+                            producer_id,
+                            "transactional offset not materialized: a later commit of the partition wins"
+                        );
+                    }
+                    _ => {
+                        topic_offsets.insert(partition, offset);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The pending transactional offset of `producer_id` for a partition of
+    /// a group, if any (for tests and admin).
+    pub fn pending_txn_offset(
+        &self,
+        producer_id: i64,
+        group_id: &str,
+        topic: &str,
+        partition: i32,
+    ) -> Option<i64> {
+        self.txn_offsets
+            .get(producer_id, group_id, topic, partition)
+            .map(|o| o.offset)
+    }
+
+    /// How many producers have pending transactional offsets here.
+    pub fn pending_txn_producers(&self) -> usize {
+        self.txn_offsets.producer_count()
+    }
+
+    // ------------------------------------------------------------------
     // Reads
 
     /// OffsetFetch for one or more groups. Partitions never committed (and
     /// every partition of an unknown group) answer offset -1. `topics: None`
-    /// lists every committed offset of the group.
+    /// lists every committed offset of the group. With `require_stable`,
+    /// a partition with pending transactional offsets answers
+    /// UNSTABLE_OFFSET_COMMIT and offset -1 (Kafka's `fetchOffsets` and
+    /// `fetchAllOffsets`; the latter lists only committed partitions).
     pub fn offset_fetch(&self, request: &OffsetFetchRequest) -> OffsetFetchResponse {
+        let unstable = |group_id: &str, topic: &str, partition_index: i32| {
+            request.require_stable
+                && self
+                    .txn_offsets
+                    .has_partition(group_id, topic, partition_index)
+        };
+        let unstable_answer = |partition_index: i32| OffsetFetchPartitionResponse {
+            partition_index,
+            committed_offset: -1,
+            committed_leader_epoch: -1,
+            metadata: String::new(),
+            error: Some(ErrorCode::UnstableOffsetCommit),
+        };
         let never_committed = |partition_index: i32| OffsetFetchPartitionResponse {
             partition_index,
             committed_offset: -1,
@@ -795,6 +1092,9 @@ impl GroupCoordinator {
                                     .partition_indexes
                                     .iter()
                                     .map(|&p| match offsets.and_then(|o| o.get(&p)) {
+                                        _ if unstable(&wanted.group_id, &topic.name, p) => {
+                                            unstable_answer(p)
+                                        }
                                         Some(offset) => committed(p, offset),
                                         None => never_committed(p),
                                     })
@@ -810,7 +1110,13 @@ impl GroupCoordinator {
                                     name: name.clone(),
                                     partitions: partitions
                                         .iter()
-                                        .map(|(&p, offset)| committed(p, offset))
+                                        .map(|(&p, offset)| {
+                                            if unstable(&wanted.group_id, name, p) {
+                                                unstable_answer(p)
+                                            } else {
+                                                committed(p, offset)
+                                            }
+                                        })
                                         .collect(),
                                 })
                                 .collect()
@@ -930,7 +1236,9 @@ impl GroupCoordinator {
                         Some(ErrorCode::NonEmptyGroup)
                     }
                     Some(group) => {
-                        self.core.delete_group_records(group, &mut records);
+                        let pending = self.txn_offsets.partitions_of_group(group_id);
+                        self.core
+                            .delete_group_records(group, &pending, &mut records);
                         None
                     }
                 }
@@ -1000,7 +1308,15 @@ impl GroupCoordinator {
                         if subscribed {
                             return (partition, Some(ErrorCode::GroupSubscribedToTopic));
                         }
-                        if offsets.is_some_and(|o| o.contains_key(&partition)) {
+                        // Kafka writes the tombstone for a pending
+                        // transactional offset too.
+                        if offsets.is_some_and(|o| o.contains_key(&partition))
+                            || self.txn_offsets.has_partition(
+                                &request.group_id,
+                                &topic.name,
+                                partition,
+                            )
+                        {
                             records.push(CoordinatorRecord::OffsetCommit {
                                 key: OffsetCommitKey {
                                     group: request.group_id.clone(),
@@ -1073,7 +1389,12 @@ impl GroupCoordinator {
         match result {
             Ok(()) => {
                 for record in &append.records {
-                    self.apply_record(now_ms, record, false);
+                    match append.producer {
+                        Some(producer) => {
+                            self.apply_txn_record(now_ms, producer.producer_id, record, false)
+                        }
+                        None => self.apply_record(now_ms, record, false),
+                    }
                 }
                 self.after_append_succeeded(now_ms, append.then, &mut out);
             }
@@ -1089,6 +1410,9 @@ impl GroupCoordinator {
                 }
                 self.after_append_failed(now_ms, append.then, error, &mut out);
             }
+        }
+        if append.producer.is_some() {
+            self.apply_deferred_markers(now_ms);
         }
         out
     }
@@ -1192,6 +1516,50 @@ impl GroupCoordinator {
         }
     }
 
+    /// Rebuilds state from one record of a transactional batch of
+    /// `producer_id` while loading: offset records become the producer's
+    /// pending offsets until a later marker of the producer
+    /// ([`GroupCoordinator::on_txn_marker`], called in log order) commits or
+    /// aborts them. Offsets of transactions still open at the end of the
+    /// log stay pending.
+    pub fn replay_transactional(
+        &mut self,
+        now_ms: i64,
+        producer_id: i64,
+        record: &CoordinatorRecord,
+    ) {
+        self.apply_txn_record(now_ms, producer_id, record, true);
+    }
+
+    /// Decodes and replays one record of a transactional batch; see
+    /// [`GroupCoordinator::replay_transactional`] and
+    /// [`GroupCoordinator::replay_bytes`].
+    ///
+    /// # Errors
+    /// The record is malformed.
+    pub fn replay_transactional_bytes(
+        &mut self,
+        now_ms: i64,
+        producer_id: i64,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) -> Result<(), super::RecordError> {
+        match CoordinatorRecord::decode(key, value) {
+            Ok(record) => {
+                self.replay_transactional(now_ms, producer_id, &record);
+                Ok(())
+            }
+            Err(super::RecordError::UnsupportedRecordType { record_type }) => {
+                tracing::debug!(
+                    record_type,
+                    "skipping __consumer_offsets record of another type"
+                );
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
+    }
+
     /// Finishes loading: every loaded member gets a fresh session timeout (as
     /// in Kafka, members must heartbeat again to stay), groups over the size
     /// limit rebalance, and the offsets expiry sweep is scheduled.
@@ -1241,6 +1609,7 @@ impl GroupCoordinator {
         while let Some(append) = self.core.in_flight.pop_front() {
             match append.then {
                 then @ (AfterAppend::OffsetCommit { .. }
+                | AfterAppend::TxnOffsetCommit { .. }
                 | AfterAppend::DeleteGroups { .. }
                 | AfterAppend::OffsetDelete { .. }) => {
                     self.after_append_failed(0, then, not_coordinator, &mut out);
@@ -1251,6 +1620,8 @@ impl GroupCoordinator {
             }
         }
         self.groups.clear();
+        self.txn_offsets.clear();
+        self.deferred_markers.clear();
         self.core.timers.clear();
         out
     }
@@ -1308,8 +1679,12 @@ impl GroupCoordinator {
             if group.deleting {
                 continue;
             }
-            let all_expired = Self::expired_offsets(group, now_ms, retention_ms, &mut records);
-            if all_expired && group.is_in(GroupState::Empty) {
+            let pending = &self.txn_offsets;
+            let all_expired =
+                Self::expired_offsets(group, pending, now_ms, retention_ms, &mut records);
+            // A group with open transactions stays, as in Kafka.
+            if all_expired && group.is_in(GroupState::Empty) && !pending.has_group(&group.group_id)
+            {
                 tracing::info!(group_id = %group.group_id, "deleting empty group whose offsets expired");
                 records.push(CoordinatorRecord::GroupMetadata {
                     key: GroupMetadataKey {
@@ -1327,9 +1702,12 @@ impl GroupCoordinator {
     }
 
     /// Adds tombstones for the group's expired offsets; true when no offset
-    /// is left after them.
+    /// is left after them. An offset whose partition has a pending
+    /// transactional offset does not expire yet (Kafka's
+    /// `cleanupExpiredOffsets`).
     fn expired_offsets(
         group: &Group,
+        pending: &PendingTxnOffsets,
         now_ms: i64,
         retention_ms: i64,
         records: &mut Vec<CoordinatorRecord>,
@@ -1360,7 +1738,7 @@ impl GroupCoordinator {
                         now_ms.saturating_sub(base_ms) >= retention_ms
                     }
                 };
-                if expired {
+                if expired && !pending.has_partition(&group.group_id, topic, partition) {
                     records.push(CoordinatorRecord::OffsetCommit {
                         key: OffsetCommitKey {
                             group: group.group_id.clone(),
@@ -1377,6 +1755,39 @@ impl GroupCoordinator {
         all_expired
     }
 
+    /// Applies a record of a transactional batch of `producer_id`: offset
+    /// records become that producer's pending offsets (the group is created
+    /// as a simple group if unknown, as for a plain commit); anything else
+    /// in such a batch is applied as usual (Kafka only routes offsets by
+    /// producer id).
+    fn apply_txn_record(
+        &mut self,
+        now_ms: i64,
+        producer_id: i64,
+        record: &CoordinatorRecord,
+        loading: bool,
+    ) {
+        let CoordinatorRecord::OffsetCommit {
+            key,
+            value: Some(value),
+        } = record
+        else {
+            self.apply_record(now_ms, record, loading);
+            return;
+        };
+        self.groups
+            .entry(key.group.clone())
+            .or_insert_with(|| Group::new(&key.group, now_ms));
+        let log_order = self.core.next_log_order();
+        self.txn_offsets.add(
+            producer_id,
+            &key.group,
+            &key.topic,
+            key.partition,
+            OffsetAndMetadata::from_record(value, log_order),
+        );
+    }
+
     /// Applies a record: at load (`loading`) every kind; on acknowledgement
     /// only offsets and group tombstones, since live membership is already
     /// ahead of the records that describe it.
@@ -1388,13 +1799,17 @@ impl GroupCoordinator {
                         .groups
                         .entry(key.group.clone())
                         .or_insert_with(|| Group::new(&key.group, now_ms));
-                    group
-                        .offsets
-                        .entry(key.topic.clone())
-                        .or_default()
-                        .insert(key.partition, OffsetAndMetadata::from_record(value));
+                    let log_order = self.core.next_log_order();
+                    group.offsets.entry(key.topic.clone()).or_default().insert(
+                        key.partition,
+                        OffsetAndMetadata::from_record(value, log_order),
+                    );
                 }
                 None => {
+                    // A tombstone also drops every pending transactional
+                    // offset of the partition (Kafka's replay does).
+                    self.txn_offsets
+                        .remove_partition(&key.group, &key.topic, key.partition);
                     if let Some(group) = self.groups.get_mut(&key.group) {
                         if let Some(partitions) = group.offsets.get_mut(&key.topic) {
                             partitions.remove(&key.partition);
@@ -1457,6 +1872,10 @@ impl GroupCoordinator {
                 request_id,
                 response,
             } => complete(out, request_id, Response::OffsetDelete(response)),
+            AfterAppend::TxnOffsetCommit {
+                request_id,
+                response,
+            } => complete(out, request_id, Response::TxnOffsetCommit(response)),
             AfterAppend::SyncAssignment {
                 group_id,
                 generation_id,
@@ -1544,6 +1963,21 @@ impl GroupCoordinator {
                     }
                 }
                 complete(out, request_id, Response::OffsetCommit(response));
+            }
+            AfterAppend::TxnOffsetCommit {
+                request_id,
+                mut response,
+            } => {
+                for partition in response
+                    .topics
+                    .iter_mut()
+                    .flat_map(|t| t.partitions.iter_mut())
+                {
+                    if partition.error.is_none() {
+                        partition.error = Some(error);
+                    }
+                }
+                complete(out, request_id, Response::TxnOffsetCommit(response));
             }
             AfterAppend::DeleteGroups {
                 request_id,
@@ -1633,15 +2067,36 @@ impl GroupCoordinator {
 
 impl Core {
     fn append(&mut self, records: Vec<CoordinatorRecord>, then: AfterAppend, out: &mut Effects) {
+        self.append_with_producer(records, None, then, out);
+    }
+
+    fn append_with_producer(
+        &mut self,
+        records: Vec<CoordinatorRecord>,
+        producer: Option<TxnProducer>,
+        then: AfterAppend,
+        out: &mut Effects,
+    ) {
         assert!(!records.is_empty());
         let id = AppendId(self.next_append_id);
         self.next_append_id += 1;
         out.appends.push(Append {
             id,
             records: records.clone(),
+            producer,
         });
-        self.in_flight
-            .push_back(InFlightAppend { id, records, then });
+        self.in_flight.push_back(InFlightAppend {
+            id,
+            records,
+            producer,
+            then,
+        });
+    }
+
+    fn next_log_order(&mut self) -> u64 {
+        let order = self.next_log_order;
+        self.next_log_order += 1;
+        order
     }
 
     fn schedule_offsets_retention(&mut self, now_ms: i64) {
@@ -1679,9 +2134,17 @@ impl Core {
         format!("{prefix}-{}", self.rng.uuid())
     }
 
-    /// Tombstones for every offset of an Empty group and then the group;
-    /// the group refuses writers until they are durable.
-    fn delete_group_records(&mut self, group: &mut Group, records: &mut Vec<CoordinatorRecord>) {
+    /// Tombstones for every offset of an Empty group, for the partitions
+    /// where only transactional offsets are pending (`pending_partitions`,
+    /// as Kafka's `deleteAllOffsets` does: pending offsets do not keep a
+    /// group from being deleted), and then the group; the group refuses
+    /// writers until they are durable.
+    fn delete_group_records(
+        &mut self,
+        group: &mut Group,
+        pending_partitions: &[(String, i32)],
+        records: &mut Vec<CoordinatorRecord>,
+    ) {
         for (topic, partitions) in &group.offsets {
             for &partition in partitions.keys() {
                 records.push(CoordinatorRecord::OffsetCommit {
@@ -1689,6 +2152,22 @@ impl Core {
                         group: group.group_id.clone(),
                         topic: topic.clone(),
                         partition,
+                    },
+                    value: None,
+                });
+            }
+        }
+        for (topic, partition) in pending_partitions {
+            let committed = group
+                .offsets
+                .get(topic)
+                .is_some_and(|p| p.contains_key(partition));
+            if !committed {
+                records.push(CoordinatorRecord::OffsetCommit {
+                    key: OffsetCommitKey {
+                        group: group.group_id.clone(),
+                        topic: topic.clone(),
+                        partition: *partition,
                     },
                     value: None,
                 });

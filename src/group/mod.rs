@@ -1,7 +1,10 @@
 //! The consumer-group coordinator for Kafka's classic group protocol
 //! (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and the committed-offsets
 //! store (OffsetCommit, OffsetFetch, OffsetDelete), plus the admin views
-//! (ListGroups, DescribeGroups, DeleteGroups).
+//! (ListGroups, DescribeGroups, DeleteGroups) and the group side of
+//! transactions: TxnOffsetCommit writes a producer's offsets as its
+//! transactional batch and keeps them pending until the transaction's marker
+//! in the offsets partition commits or aborts them.
 //!
 //! Everything here is a deterministic state machine with no I/O: each
 //! [`GroupCoordinator`] owns the groups of one `__consumer_offsets` partition
@@ -16,6 +19,7 @@
 //! encodings, [`api`] the request, response and effect types (and how
 //! pending requests and appends work), [`coordinator`] the state machine,
 //! `classic` one group's membership state, `timer` the deadline queue,
+//! `txn_offsets` the pending transactional offsets,
 //! [`consumer_protocol`] the few bytes of the embedded consumer protocol the
 //! broker reads or writes.
 //!
@@ -31,6 +35,7 @@ pub mod service;
 
 mod classic;
 mod timer;
+mod txn_offsets;
 
 pub use api::*;
 pub use classic::GroupState;

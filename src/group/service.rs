@@ -113,8 +113,11 @@ use crate::group::{
     Append, Effects, GroupConfig, GroupCoordinator, Outcome, Reply, RequestId, Response,
     GROUP_MEMBERS_MAX,
 };
-use crate::partition::now_ms;
-use crate::protocol::record_batch::{build_batch, validate_batch, BatchIter, NewRecord};
+use crate::partition::{now_ms, PartitionError};
+use crate::protocol::record_batch::{
+    build_producer_batch, validate_batch, BatchHeader, BatchIter, BatchProducer, NewRecord,
+    TxnMarkerRecord,
+};
 use crate::shard::messages::TopicPartition;
 
 /// Bytes read per step while loading an offsets partition.
@@ -197,6 +200,7 @@ fn reply_of(response: Response) -> GroupReply {
         Response::OffsetCommit(r) => GroupReply::OffsetCommit(r),
         Response::DeleteGroups(r) => GroupReply::DeleteGroups(r),
         Response::OffsetDelete(r) => GroupReply::OffsetDelete(r),
+        Response::TxnOffsetCommit(r) => GroupReply::TxnOffsetCommit(r),
     }
 }
 
@@ -354,8 +358,38 @@ impl GroupShard {
                 let outcome = s.coordinator.offset_delete(now, id, &r);
                 finish(&mut s, id, outcome, GroupReply::OffsetDelete)
             }
+            GroupCall::TxnOffsetCommit(r) => {
+                let outcome = s.coordinator.txn_offset_commit(now, id, r);
+                finish(&mut s, id, outcome, GroupReply::TxnOffsetCommit)
+            }
             GroupCall::ListGroups(_) => unreachable!("handled above"),
         }
+    }
+
+    /// A COMMIT (`commit`) or ABORT marker of `producer_id` is durable in
+    /// offsets partition `partition` of this shard: the producer's pending
+    /// transactional offsets in every group of that partition are
+    /// materialized or dropped ([`GroupCoordinator::on_txn_marker`]).
+    /// Call it only after the marker's fdatasync succeeded.
+    ///
+    /// A coordinator still loading ignores the call: its load reads the log
+    /// up to the high watermark, which already covers the durable marker,
+    /// and applies the marker there in log order. Applying a marker twice is
+    /// a no-op the second time.
+    pub fn on_txn_marker(&self, partition: i32, producer_id: i64, commit: bool) {
+        let Some(slot) = self.slots.borrow().get(&partition).cloned() else {
+            tracing::warn!(
+                partition,
+                producer_id,
+                "transaction marker for an offsets partition without a coordinator here"
+            );
+            return;
+        };
+        let mut s = slot.borrow_mut();
+        if !s.loaded || s.stopped {
+            return;
+        }
+        s.coordinator.on_txn_marker(now_ms(), producer_id, commit);
     }
 
     /// Stops every coordinator: pending requests get NOT_COORDINATOR.
@@ -406,9 +440,10 @@ async fn load(shard: &Rc<Shard>, slot: &SlotRef) -> anyhow::Result<usize> {
         let mut batches = Vec::new();
         for (position, header) in iter.by_ref() {
             next_offset = header.last_offset() + 1;
-            if !header.is_control() {
-                batches.push(chunk.slice(position..position + header.total_bytes()));
-            }
+            batches.push((
+                chunk.slice(position..position + header.total_bytes()),
+                header,
+            ));
         }
         if let Some(e) = iter.stopped_by {
             anyhow::bail!("offsets partition {partition_index} has a bad batch near offset {next_offset}: {e}");
@@ -416,19 +451,9 @@ async fn load(shard: &Rc<Shard>, slot: &SlotRef) -> anyhow::Result<usize> {
         {
             let now = now_ms();
             let mut s = slot.borrow_mut();
-            for mut batch in batches {
-                let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut batch)
-                    .map_err(|e| anyhow::anyhow!("cannot decode offsets batch: {e}"))?;
-                for record in set.records {
-                    let Some(key) = record.key else { continue };
-                    if let Err(e) = s
-                        .coordinator
-                        .replay_bytes(now, &key, record.value.as_deref())
-                    {
-                        tracing::warn!(partition = partition_index, offset = record.offset, error = %e, "skipping an offsets record");
-                    }
-                    replayed += 1;
-                }
+            for (batch, header) in batches {
+                replayed +=
+                    replay_offsets_batch(&mut s.coordinator, now, partition_index, &header, batch)?;
             }
         }
         if next_offset <= offset {
@@ -436,6 +461,67 @@ async fn load(shard: &Rc<Shard>, slot: &SlotRef) -> anyhow::Result<usize> {
         }
         offset = next_offset;
         glommio::yield_if_needed().await;
+    }
+    Ok(replayed)
+}
+
+/// Replays one batch of an offsets partition into `coordinator`, in log
+/// order: a control batch's transaction marker commits or drops its
+/// producer's pending offsets; a transactional batch (TxnOffsetCommit's)
+/// adds pending offsets of its producer; any other batch is replayed as
+/// committed state. Returns the number of data records replayed.
+///
+/// # Errors
+/// The batch's records cannot be decoded.
+fn replay_offsets_batch(
+    coordinator: &mut GroupCoordinator,
+    now: i64,
+    partition_index: i32,
+    header: &BatchHeader,
+    mut batch: Bytes,
+) -> anyhow::Result<usize> {
+    let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut batch).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot decode offsets batch at offset {}: {e}",
+            header.base_offset
+        )
+    })?;
+    if header.is_control() {
+        for record in set.records {
+            let (Some(key), Some(value)) = (&record.key, &record.value) else {
+                continue;
+            };
+            match TxnMarkerRecord::decode(key, value) {
+                Some(marker) => coordinator.on_txn_marker(now, header.producer_id, marker.commit),
+                None => tracing::warn!(
+                    partition = partition_index,
+                    offset = record.offset,
+                    "skipping an unknown control record"
+                ),
+            }
+        }
+        return Ok(0);
+    }
+    let producer_id = header
+        .is_transactional()
+        .then_some(header.producer_id)
+        .filter(|&id| id >= 0);
+    let mut replayed = 0;
+    for record in set.records {
+        let Some(key) = record.key else { continue };
+        let outcome = match producer_id {
+            Some(producer_id) => coordinator.replay_transactional_bytes(
+                now,
+                producer_id,
+                &key,
+                record.value.as_deref(),
+            ),
+            None => coordinator.replay_bytes(now, &key, record.value.as_deref()),
+        };
+        if let Err(e) = outcome {
+            tracing::warn!(partition = partition_index, offset = record.offset, error = %e, "skipping an offsets record");
+        }
+        replayed += 1;
     }
     Ok(replayed)
 }
@@ -458,30 +544,34 @@ async fn append_loop(shard: Rc<Shard>, slot: SlotRef) {
             continue;
         }
         let partition_index = slot.borrow().partition;
-        let result = write_appends(&shard, partition_index, &batch).await;
+        let results = write_appends(&shard, partition_index, &batch).await;
         let mut s = slot.borrow_mut();
         if s.stopped {
             return;
         }
-        for append in batch {
-            let outcome = result.as_ref().map(|_| ()).map_err(|code| *code);
+        for (append, outcome) in batch.into_iter().zip(results) {
             let effects = s.coordinator.append_completed(now_ms(), append.id, outcome);
             absorb(&mut s, effects);
         }
     }
 }
 
+/// Writes `appends` in order and syncs once; one outcome per append, in
+/// order. A transactional append refused for its producer's epoch fails
+/// alone; a log failure fails it and everything after it.
 async fn write_appends(
     shard: &Rc<Shard>,
     partition_index: i32,
     appends: &[Append],
-) -> Result<(), ErrorCode> {
+) -> Vec<Result<(), ErrorCode>> {
     let Some(partition) = shard.partition(&offsets_topic_partition(partition_index)) else {
-        return Err(ErrorCode::NotLeaderOrFollower);
+        return vec![Err(ErrorCode::NotLeaderOrFollower); appends.len()];
     };
     let now = now_ms();
+    let mut results: Vec<Result<(), ErrorCode>> = Vec::with_capacity(appends.len());
     for append in appends {
         if append.records.is_empty() {
+            results.push(Ok(()));
             continue;
         }
         let encoded: Vec<(Bytes, Option<Bytes>)> = append
@@ -496,18 +586,47 @@ async fn write_appends(
                 value: v.as_deref(),
             })
             .collect();
-        let batch = Bytes::from(build_batch(&records, now));
-        let header = validate_batch(&batch).map_err(|_| ErrorCode::CorruptMessage)?;
-        if let Err(e) = partition.append(batch, &header).await {
-            tracing::error!(partition = partition_index, error = %e, "cannot append to the offsets topic");
-            return Err(ErrorCode::KafkaStorageError);
+        // TxnOffsetCommit's offsets go out as one transactional batch of
+        // the producer (no sequence: the coordinator writes it), which
+        // opens the producer's transaction on this partition.
+        let producer = append.producer.map(|p| BatchProducer {
+            producer_id: p.producer_id,
+            producer_epoch: p.producer_epoch,
+            base_sequence: -1,
+            transactional: true,
+        });
+        let batch = Bytes::from(build_producer_batch(&records, now, producer));
+        let Ok(header) = validate_batch(&batch) else {
+            results.push(Err(ErrorCode::CorruptMessage));
+            continue;
+        };
+        let appended = match producer {
+            Some(_) => partition
+                .append_from_coordinator(batch, &header)
+                .await
+                .map(|_| ()),
+            None => partition.append(batch, &header).await.map(|_| ()),
+        };
+        match appended {
+            Ok(()) => results.push(Ok(())),
+            Err(PartitionError::Producer(e)) => {
+                tracing::info!(partition = partition_index, error = %e, "transactional offsets refused");
+                results.push(Err(e.error_code()));
+            }
+            Err(e) => {
+                tracing::error!(partition = partition_index, error = %e, "cannot append to the offsets topic");
+                results.resize(appends.len(), Err(ErrorCode::KafkaStorageError));
+                return results;
+            }
         }
     }
-    partition.flush(true).await.map_err(|e| {
+    if let Err(e) = partition.flush(true).await {
         tracing::error!(partition = partition_index, error = %e, "cannot sync the offsets topic");
-        ErrorCode::KafkaStorageError
-    })?;
-    Ok(())
+        for result in results.iter_mut() {
+            *result = Err(ErrorCode::KafkaStorageError);
+        }
+    }
+    results
 }
 
 /// Fires the coordinator's timers (session expiry, rebalance and join
@@ -540,5 +659,105 @@ async fn timer_loop(slot: SlotRef) {
         let effects = s.coordinator.on_tick(now_ms());
         s.timer_deadline = None;
         absorb(&mut s, effects);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::group::{
+        CoordinatorRecord, OffsetCommitKey, OffsetCommitValue, OffsetFetchGroup,
+        OffsetFetchRequest, OffsetFetchTopic,
+    };
+    use crate::protocol::record_batch::build_control_batch;
+
+    fn offset_batch(partition: i32, offset: i64, producer: Option<BatchProducer>) -> Bytes {
+        let record = CoordinatorRecord::OffsetCommit {
+            key: OffsetCommitKey {
+                group: "g".into(),
+                topic: "t".into(),
+                partition,
+            },
+            value: Some(OffsetCommitValue {
+                offset,
+                leader_epoch: -1,
+                metadata: String::new(),
+                commit_timestamp_ms: 1,
+                expire_timestamp_ms: -1,
+            }),
+        };
+        let (key, value) = (record.key_bytes(), record.value_bytes());
+        let records = [NewRecord {
+            key: Some(&key[..]),
+            value: value.as_deref(),
+        }];
+        Bytes::from(build_producer_batch(&records, 1, producer))
+    }
+
+    fn replay(coordinator: &mut GroupCoordinator, batch: Bytes) {
+        let header = validate_batch(&batch).expect("valid batch");
+        replay_offsets_batch(coordinator, 0, 0, &header, batch).expect("replays");
+    }
+
+    fn fetch(coordinator: &GroupCoordinator, partition: i32) -> (i64, Option<ErrorCode>) {
+        let response = coordinator.offset_fetch(&OffsetFetchRequest {
+            groups: vec![OffsetFetchGroup {
+                group_id: "g".into(),
+                topics: Some(vec![OffsetFetchTopic {
+                    name: "t".into(),
+                    partition_indexes: vec![partition],
+                }]),
+            }],
+            require_stable: true,
+        });
+        let p = &response.groups[0].topics[0].partitions[0];
+        (p.committed_offset, p.error)
+    }
+
+    /// Loading decodes the batches exactly as written: a transactional
+    /// batch of a producer (the TxnOffsetCommit append) gives pending
+    /// offsets, a control batch's COMMIT or ABORT marker (as
+    /// `Partition::write_txn_marker` writes it) ends them, and a plain batch
+    /// is committed at once.
+    #[test]
+    fn load_replays_transactional_and_control_batches_as_written() {
+        let mut coordinator = GroupCoordinator::new(GroupConfig::default(), 1, 0);
+        let producer = |producer_id| {
+            Some(BatchProducer {
+                producer_id,
+                producer_epoch: 3,
+                base_sequence: -1,
+                transactional: true,
+            })
+        };
+        let marker = |producer_id, commit| {
+            Bytes::from(build_control_batch(
+                producer_id,
+                3,
+                TxnMarkerRecord {
+                    commit,
+                    coordinator_epoch: 9,
+                },
+                1,
+            ))
+        };
+        replay(&mut coordinator, offset_batch(0, 5, None));
+        replay(&mut coordinator, offset_batch(0, 10, producer(70)));
+        replay(&mut coordinator, offset_batch(1, 20, producer(71)));
+        replay(&mut coordinator, offset_batch(2, 30, producer(72)));
+        assert_eq!(
+            fetch(&coordinator, 0),
+            (-1, Some(ErrorCode::UnstableOffsetCommit))
+        );
+
+        replay(&mut coordinator, marker(70, true));
+        replay(&mut coordinator, marker(71, false));
+        assert_eq!(fetch(&coordinator, 0), (10, None));
+        assert_eq!(fetch(&coordinator, 1), (-1, None));
+        assert_eq!(
+            fetch(&coordinator, 2),
+            (-1, Some(ErrorCode::UnstableOffsetCommit))
+        );
+        assert_eq!(coordinator.pending_txn_offset(72, "g", "t", 2), Some(30));
     }
 }

@@ -178,6 +178,15 @@ pub const API_RANGES: &[ApiRange] = &[
         max: 0,
         served_min: 0,
     },
+    // TxnOffsetCommit: Kafka 4.0 has 0-5; v4 differs from v3 only by the
+    // TRANSACTION_ABORTABLE error of KIP-890 verification, which we never
+    // send; v5 is transactions V2, not enabled here.
+    ApiRange {
+        key: ApiKey::TxnOffsetCommit,
+        advertised_min: 0,
+        max: 4,
+        served_min: 0,
+    },
     // Kafka 4.0 serves WriteTxnMarkers v1 only (v0 was removed by KIP-896).
     ApiRange {
         key: ApiKey::WriteTxnMarkers,
@@ -246,6 +255,7 @@ mod tests {
             (ApiKey::DescribeGroups, 0..=6),
             (ApiKey::DeleteGroups, 0..=2),
             (ApiKey::OffsetDelete, 0..=0),
+            (ApiKey::TxnOffsetCommit, 0..=4),
         ] {
             for version in versions {
                 assert!(is_served(key, version), "{key:?} v{version}");

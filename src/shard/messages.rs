@@ -195,6 +195,9 @@ pub enum GroupCall {
     },
     /// OffsetDelete.
     OffsetDelete(group::OffsetDeleteRequest),
+    /// TxnOffsetCommit: offsets of a producer's transaction, pending until
+    /// its marker reaches this offsets partition.
+    TxnOffsetCommit(group::TxnOffsetCommitRequest),
 }
 
 /// The group coordinator's answer.
@@ -220,6 +223,8 @@ pub enum GroupReply {
     DeleteGroups(group::DeleteGroupsResponse),
     /// OffsetDelete.
     OffsetDelete(group::OffsetDeleteResponse),
+    /// TxnOffsetCommit.
+    TxnOffsetCommit(group::TxnOffsetCommitResponse),
     /// No coordinator could answer: NOT_COORDINATOR,
     /// COORDINATOR_LOAD_IN_PROGRESS or COORDINATOR_NOT_AVAILABLE; the
     /// handler puts it in every error field of the response.

@@ -355,7 +355,11 @@ impl Shard {
     ) -> LocalBoxFuture<'static, Vec<Vec<i16>>> {
         let mut codes = Vec::with_capacity(markers.len());
         let mut written: Vec<((usize, usize), Rc<Partition>)> = Vec::new();
+        // (producer id, commit) of each marker, by row: the group
+        // coordinator applies the ones written to offsets partitions.
+        let mut outcomes: Vec<(i64, bool)> = Vec::with_capacity(markers.len());
         for marker in markers {
+            outcomes.push((marker.producer_id, marker.commit));
             let mut per_partition = Vec::with_capacity(marker.partitions.len());
             for tp in &marker.partitions {
                 let Some(partition) = self.partition(tp) else {
@@ -390,6 +394,7 @@ impl Shard {
             }
             codes.push(per_partition);
         }
+        let shard = self.clone();
         async move {
             let flushes = written.iter().map(|(_, p)| p.flush(true));
             for (((row, column), partition), outcome) in written.iter().zip(join_all(flushes).await) {
@@ -397,6 +402,13 @@ impl Shard {
                     // Not durable: the coordinator must write it again.
                     tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "cannot sync a transaction marker");
                     codes[*row][*column] = code(ErrorCode::KafkaStorageError);
+                    continue;
+                }
+                // Durable in an offsets partition: the transaction's pending
+                // offsets there are committed or dropped before the answer.
+                if partition.topic == crate::cluster::controller::OFFSETS_TOPIC {
+                    let (producer_id, commit) = outcomes[*row];
+                    shard.groups.on_txn_marker(partition.index, producer_id, commit);
                 }
             }
             codes

@@ -277,6 +277,7 @@ impl Harness {
                     partition_indexes: vec![partition],
                 }]),
             }],
+            require_stable: false,
         });
         response.groups[0].topics[0].partitions[0].committed_offset
     }
@@ -637,6 +638,7 @@ fn offsets_commit_and_fetch_with_minus_one_for_never_committed() {
                 topics: None,
             },
         ],
+        require_stable: false,
     });
     let partitions = &all.groups[0].topics[0].partitions;
     assert_eq!(partitions.len(), 2);
@@ -938,6 +940,7 @@ fn replay_from_records_reproduces_state() {
             group_id: GROUP.to_string(),
             topics: None,
         }],
+        require_stable: false,
     };
     assert_eq!(
         reloaded.offset_fetch(&everything),
@@ -1329,4 +1332,521 @@ fn member_ids_are_client_id_and_uuid_and_deterministic() {
     let uuid = ids[0].strip_prefix("client-").expect("client id prefix");
     assert_eq!(uuid.len(), 36);
     assert_eq!(uuid.as_bytes()[14], b'4', "version 4 UUID");
+}
+
+// ----------------------------------------------------------------------
+// Transactional offsets (TxnOffsetCommit and markers)
+
+const PRODUCER: i64 = 4_000;
+
+/// One entry of the offsets log as the transactional tests keep it: a
+/// record with the producer of its batch (None for plain batches), or a
+/// transaction marker.
+#[derive(Debug, Clone)]
+enum LogEntry {
+    Record(Option<i64>, CoordinatorRecord),
+    Marker(i64, bool),
+}
+
+impl Harness {
+    fn txn_commit_as(
+        &mut self,
+        producer_id: i64,
+        member_id: &str,
+        generation_id: i32,
+        offsets: &[(&str, i32, i64)],
+    ) -> RequestId {
+        let request_id = self.request_id();
+        let request = TxnOffsetCommitRequest {
+            transactional_id: "tx".to_string(),
+            group_id: GROUP.to_string(),
+            producer_id,
+            producer_epoch: 0,
+            generation_id,
+            member_id: member_id.to_string(),
+            group_instance_id: None,
+            topics: offsets
+                .iter()
+                .map(|&(topic, partition, offset)| OffsetCommitTopic {
+                    name: topic.to_string(),
+                    partitions: vec![OffsetCommitPartition {
+                        partition_index: partition,
+                        committed_offset: offset,
+                        committed_leader_epoch: 2,
+                        committed_metadata: Some("txn".to_string()),
+                    }],
+                })
+                .collect(),
+        };
+        let outcome = self
+            .coordinator
+            .txn_offset_commit(self.now_ms, request_id, request);
+        self.absorb_reply(request_id, outcome, Response::TxnOffsetCommit);
+        request_id
+    }
+
+    fn txn_commit(&mut self, offsets: &[(&str, i32, i64)]) -> RequestId {
+        self.txn_commit_as(PRODUCER, "", -1, offsets)
+    }
+
+    /// The errors of a TxnOffsetCommit, once answered, flattened.
+    fn txn_errors(&mut self, request_id: RequestId) -> Option<Vec<Option<ErrorCode>>> {
+        match self.completions.remove(&request_id)? {
+            Response::TxnOffsetCommit(r) => Some(
+                r.topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter().map(|p| p.error))
+                    .collect(),
+            ),
+            other => panic!("expected a TxnOffsetCommit answer, got {other:?}"),
+        }
+    }
+
+    /// Acknowledges every outstanding append, logging it with its producer.
+    fn ack_all_logged(&mut self, log: &mut Vec<LogEntry>) {
+        while let Some(append) = self.appends.pop_front() {
+            let producer = append.producer.map(|p| p.producer_id);
+            log.extend(
+                append
+                    .records
+                    .iter()
+                    .map(|r| LogEntry::Record(producer, r.clone())),
+            );
+            let effects = self
+                .coordinator
+                .append_completed(self.now_ms, append.id, Ok(()));
+            self.absorb(effects);
+        }
+    }
+
+    fn marker(&mut self, log: &mut Vec<LogEntry>, producer_id: i64, commit: bool) {
+        log.push(LogEntry::Marker(producer_id, commit));
+        self.coordinator
+            .on_txn_marker(self.now_ms, producer_id, commit);
+    }
+
+    /// (offset, error) of one partition, with or without `require_stable`.
+    fn fetch_stable(
+        &self,
+        topic: &str,
+        partition: i32,
+        require_stable: bool,
+    ) -> (i64, Option<ErrorCode>) {
+        let response = self.coordinator.offset_fetch(&OffsetFetchRequest {
+            groups: vec![OffsetFetchGroup {
+                group_id: GROUP.to_string(),
+                topics: Some(vec![OffsetFetchTopic {
+                    name: topic.to_string(),
+                    partition_indexes: vec![partition],
+                }]),
+            }],
+            require_stable,
+        });
+        let p = &response.groups[0].topics[0].partitions[0];
+        (p.committed_offset, p.error)
+    }
+}
+
+/// Replays `log` into a fresh coordinator, as the service's load does.
+fn replay_log(log: &[LogEntry]) -> GroupCoordinator {
+    let mut coordinator = GroupCoordinator::new(GroupConfig::default(), 7, 0);
+    for entry in log {
+        match entry {
+            LogEntry::Record(None, record) => coordinator.replay(0, record),
+            LogEntry::Record(Some(producer_id), record) => {
+                coordinator.replay_transactional(0, *producer_id, record)
+            }
+            LogEntry::Marker(producer_id, commit) => {
+                coordinator.on_txn_marker(0, *producer_id, *commit)
+            }
+        }
+    }
+    let _ = coordinator.loaded(0);
+    coordinator
+}
+
+/// A transactional commit is durable but invisible: OffsetFetch answers the
+/// last committed offset, and UNSTABLE_OFFSET_COMMIT with require_stable,
+/// until the COMMIT marker makes it the committed offset. The append is one
+/// batch carrying the producer.
+#[test]
+fn txn_offsets_are_pending_until_the_commit_marker() {
+    let mut h = Harness::new();
+    let mut log = Vec::new();
+    let plain = h.commit("", -1, None, &[("orders", 0, 5)]);
+    h.ack_all_logged(&mut log);
+    assert_eq!(h.commit_error(plain), Some(None));
+
+    let txn = h.txn_commit(&[("orders", 0, 10), ("orders", 1, 11)]);
+    assert_eq!(h.appends.len(), 1);
+    assert_eq!(
+        h.appends[0].producer,
+        Some(TxnProducer {
+            producer_id: PRODUCER,
+            producer_epoch: 0
+        })
+    );
+    assert_eq!(h.appends[0].records.len(), 2);
+    assert!(h.txn_errors(txn).is_none(), "answered only once durable");
+    h.ack_all_logged(&mut log);
+    assert_eq!(h.txn_errors(txn), Some(vec![None, None]));
+
+    assert_eq!(h.fetch_stable("orders", 0, false), (5, None));
+    assert_eq!(
+        h.fetch_stable("orders", 0, true),
+        (-1, Some(ErrorCode::UnstableOffsetCommit))
+    );
+    assert_eq!(
+        h.fetch_stable("orders", 1, true),
+        (-1, Some(ErrorCode::UnstableOffsetCommit))
+    );
+    assert_eq!(h.fetch_stable("orders", 2, true), (-1, None));
+    assert_eq!(
+        h.coordinator
+            .pending_txn_offset(PRODUCER, GROUP, "orders", 0),
+        Some(10)
+    );
+
+    h.marker(&mut log, PRODUCER, true);
+    assert_eq!(h.fetch_stable("orders", 0, true), (10, None));
+    assert_eq!(h.fetch_stable("orders", 1, true), (11, None));
+    assert_eq!(h.coordinator.pending_txn_producers(), 0);
+    // A second marker (load and writer both applying it) changes nothing.
+    h.marker(&mut log, PRODUCER, true);
+    assert_eq!(h.fetch_stable("orders", 0, false), (10, None));
+}
+
+/// An ABORT marker drops the producer's pending offsets and leaves other
+/// producers' pending offsets alone.
+#[test]
+fn abort_marker_drops_only_that_producers_offsets() {
+    let mut h = Harness::new();
+    let mut log = Vec::new();
+    h.commit("", -1, None, &[("orders", 0, 5)]);
+    h.txn_commit_as(PRODUCER, "", -1, &[("orders", 0, 10)]);
+    h.txn_commit_as(PRODUCER + 1, "", -1, &[("orders", 1, 21)]);
+    h.ack_all_logged(&mut log);
+
+    h.marker(&mut log, PRODUCER, false);
+    assert_eq!(h.fetch_stable("orders", 0, true), (5, None));
+    assert_eq!(
+        h.fetch_stable("orders", 1, true),
+        (-1, Some(ErrorCode::UnstableOffsetCommit))
+    );
+    h.marker(&mut log, PRODUCER + 1, true);
+    assert_eq!(h.fetch_stable("orders", 1, true), (21, None));
+    assert_eq!(h.fetch_stable("orders", 0, true), (5, None));
+}
+
+/// Kafka keeps the offset whose record is latest in the log: a plain
+/// commit written after the transactional one wins over the COMMIT marker,
+/// and a transactional commit written after a plain one replaces it.
+#[test]
+fn commit_marker_replaces_only_offsets_written_before_the_txn_record() {
+    let mut h = Harness::new();
+    let mut log = Vec::new();
+    h.txn_commit(&[("orders", 0, 10)]);
+    h.ack_all_logged(&mut log);
+    h.commit("", -1, None, &[("orders", 0, 20)]);
+    h.ack_all_logged(&mut log);
+    assert_eq!(h.fetch_stable("orders", 0, false), (20, None));
+    h.marker(&mut log, PRODUCER, true);
+    assert_eq!(
+        h.fetch_stable("orders", 0, false),
+        (20, None),
+        "later plain commit wins"
+    );
+
+    h.commit("", -1, None, &[("orders", 1, 30)]);
+    h.ack_all_logged(&mut log);
+    h.txn_commit(&[("orders", 1, 31)]);
+    h.ack_all_logged(&mut log);
+    h.marker(&mut log, PRODUCER, true);
+    assert_eq!(
+        h.fetch_stable("orders", 1, false),
+        (31, None),
+        "later txn commit wins"
+    );
+
+    // The same log replayed gives the same answers.
+    let reloaded = replay_log(&log);
+    let everything = OffsetFetchRequest {
+        groups: vec![OffsetFetchGroup {
+            group_id: GROUP.to_string(),
+            topics: None,
+        }],
+        require_stable: true,
+    };
+    assert_eq!(
+        reloaded.offset_fetch(&everything),
+        h.coordinator.offset_fetch(&everything)
+    );
+}
+
+/// Loading replays transactional batches as pending offsets and markers in
+/// log order: committed and aborted transactions end as they did, and a
+/// transaction still open at the end of the log stays pending (and is
+/// committed by a marker arriving after the load).
+#[test]
+fn load_replays_pending_offsets_and_markers_in_log_order() {
+    let mut h = Harness::new();
+    let mut log = Vec::new();
+    h.commit("", -1, None, &[("orders", 0, 1)]);
+    h.txn_commit_as(PRODUCER, "", -1, &[("orders", 0, 10)]);
+    h.txn_commit_as(PRODUCER + 1, "", -1, &[("orders", 1, 20)]);
+    h.ack_all_logged(&mut log);
+    h.marker(&mut log, PRODUCER + 1, false);
+    h.txn_commit_as(PRODUCER + 2, "", -1, &[("orders", 2, 30)]);
+    h.ack_all_logged(&mut log);
+    h.marker(&mut log, PRODUCER + 2, true);
+    // PRODUCER's transaction is still open.
+
+    let mut reloaded = replay_log(&log);
+    let fetch = |c: &GroupCoordinator, partition: i32, require_stable: bool| {
+        let response = c.offset_fetch(&OffsetFetchRequest {
+            groups: vec![OffsetFetchGroup {
+                group_id: GROUP.to_string(),
+                topics: Some(vec![OffsetFetchTopic {
+                    name: "orders".to_string(),
+                    partition_indexes: vec![partition],
+                }]),
+            }],
+            require_stable,
+        });
+        let p = &response.groups[0].topics[0].partitions[0];
+        (p.committed_offset, p.error)
+    };
+    assert_eq!(fetch(&reloaded, 0, false), (1, None));
+    assert_eq!(
+        fetch(&reloaded, 0, true),
+        (-1, Some(ErrorCode::UnstableOffsetCommit))
+    );
+    assert_eq!(fetch(&reloaded, 1, true), (-1, None), "aborted");
+    assert_eq!(fetch(&reloaded, 2, true), (30, None), "committed");
+    assert_eq!(reloaded.pending_txn_producers(), 1);
+    assert_eq!(
+        reloaded.pending_txn_offset(PRODUCER, GROUP, "orders", 0),
+        Some(10)
+    );
+
+    reloaded.on_txn_marker(0, PRODUCER, true);
+    assert_eq!(fetch(&reloaded, 0, true), (10, None));
+}
+
+/// TxnOffsetCommit's group checks (Kafka's transactional
+/// `validateOffsetCommit`): v0-v2 requests without member and generation
+/// are accepted even while the group has members; v3 requests are checked
+/// for member and generation; an unknown group with a generation is
+/// ILLEGAL_GENERATION; an empty group id is INVALID_GROUP_ID.
+#[test]
+fn txn_commit_member_and_generation_checks() {
+    let mut h = Harness::new();
+    let members = h.stable_group_of_three();
+
+    let anonymous = h.txn_commit_as(PRODUCER, "", -1, &[("orders", 0, 1)]);
+    h.ack_all();
+    assert_eq!(h.txn_errors(anonymous), Some(vec![None]));
+
+    let good = h.txn_commit_as(PRODUCER, &members[0], 1, &[("orders", 0, 2)]);
+    h.ack_all();
+    assert_eq!(h.txn_errors(good), Some(vec![None]));
+
+    let stale = h.txn_commit_as(PRODUCER, &members[0], 0, &[("orders", 0, 3)]);
+    assert_eq!(
+        h.txn_errors(stale),
+        Some(vec![Some(ErrorCode::IllegalGeneration)])
+    );
+    let stranger = h.txn_commit_as(PRODUCER, "nobody", 1, &[("orders", 0, 3)]);
+    assert_eq!(
+        h.txn_errors(stranger),
+        Some(vec![Some(ErrorCode::UnknownMemberId)])
+    );
+    assert!(h.appends.is_empty(), "refused commits write nothing");
+
+    let mut other = Harness::new();
+    let unknown_group = other.txn_commit_as(PRODUCER, "m", 3, &[("orders", 0, 3)]);
+    assert_eq!(
+        other.txn_errors(unknown_group),
+        Some(vec![Some(ErrorCode::IllegalGeneration)])
+    );
+    assert_eq!(other.coordinator.group_count(), 0);
+    let created = other.txn_commit(&[("orders", 0, 3)]);
+    assert_eq!(other.state(), (GroupState::Empty, 0), "a simple group");
+    other.ack_all();
+    assert_eq!(other.txn_errors(created), Some(vec![None]));
+
+    let request_id = other.request_id();
+    let outcome = other.coordinator.txn_offset_commit(
+        0,
+        request_id,
+        TxnOffsetCommitRequest {
+            transactional_id: "tx".into(),
+            group_id: String::new(),
+            producer_id: PRODUCER,
+            producer_epoch: 0,
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+            topics: vec![OffsetCommitTopic {
+                name: "orders".into(),
+                partitions: vec![OffsetCommitPartition {
+                    partition_index: 0,
+                    committed_offset: 1,
+                    committed_leader_epoch: -1,
+                    committed_metadata: None,
+                }],
+            }],
+        },
+    );
+    let response = outcome.reply.ready().expect("answered at once");
+    assert_eq!(
+        response.topics[0].partitions[0].error,
+        Some(ErrorCode::InvalidGroupId)
+    );
+}
+
+/// A failed append (the partition refused the producer's epoch) answers
+/// that error and leaves nothing pending.
+#[test]
+fn refused_txn_append_answers_its_error_and_leaves_nothing_pending() {
+    let mut h = Harness::new();
+    let txn = h.txn_commit(&[("orders", 0, 10)]);
+    let append = h.appends.pop_front().expect("one append");
+    let effects =
+        h.coordinator
+            .append_completed(h.now_ms, append.id, Err(ErrorCode::InvalidProducerEpoch));
+    h.absorb(effects);
+    assert_eq!(
+        h.txn_errors(txn),
+        Some(vec![Some(ErrorCode::InvalidProducerEpoch)])
+    );
+    assert_eq!(h.coordinator.pending_txn_producers(), 0);
+    assert_eq!(h.fetch_stable("orders", 0, true), (-1, None));
+}
+
+/// Deleting an Empty group writes tombstones for partitions that only
+/// have pending transactional offsets too (Kafka's `deleteAllOffsets`);
+/// once durable, the pending offsets are gone and a later COMMIT marker
+/// brings nothing back. OffsetDelete tombstones a pending-only partition.
+#[test]
+fn deleting_a_group_or_its_offsets_removes_pending_txn_offsets() {
+    let mut h = Harness::new();
+    h.commit("", -1, None, &[("orders", 0, 5)]);
+    h.txn_commit(&[("orders", 0, 10), ("orders", 1, 11)]);
+    h.ack_all();
+
+    let request_id = h.request_id();
+    let outcome = h
+        .coordinator
+        .delete_groups(h.now_ms, request_id, &[GROUP.to_string()]);
+    h.absorb_reply(request_id, outcome, Response::DeleteGroups);
+    let tombstoned: Vec<(String, i32)> = h.appends[0]
+        .records
+        .iter()
+        .filter_map(|r| match r {
+            CoordinatorRecord::OffsetCommit { key, value: None } => {
+                Some((key.topic.clone(), key.partition))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        tombstoned,
+        vec![("orders".to_string(), 0), ("orders".to_string(), 1)]
+    );
+    h.ack_all();
+    assert_eq!(h.coordinator.pending_txn_producers(), 0);
+    h.coordinator.on_txn_marker(h.now_ms, PRODUCER, true);
+    assert_eq!(h.coordinator.group_count(), 0);
+
+    let mut h = Harness::new();
+    h.txn_commit(&[("payments", 3, 10)]);
+    h.ack_all();
+    let request_id = h.request_id();
+    let outcome = h.coordinator.offset_delete(
+        h.now_ms,
+        request_id,
+        &OffsetDeleteRequest {
+            group_id: GROUP.to_string(),
+            topics: vec![OffsetFetchTopic {
+                name: "payments".into(),
+                partition_indexes: vec![3],
+            }],
+        },
+    );
+    assert_eq!(outcome.reply, Reply::Pending);
+    h.absorb_reply(request_id, outcome, Response::OffsetDelete);
+    h.ack_all();
+    assert_eq!(h.coordinator.pending_txn_producers(), 0);
+}
+
+/// An offset whose partition has a pending transactional offset does not
+/// expire, and a group with open transactions is not deleted by the sweep;
+/// once the transaction ends, the usual expiry applies.
+#[test]
+fn pending_txn_offsets_hold_back_expiry_of_their_partition_and_group() {
+    let mut h = Harness::new();
+    h.commit("", -1, None, &[("orders", 0, 5)]);
+    h.ack_all();
+    h.txn_commit(&[("orders", 0, 10)]);
+    h.ack_all();
+    let retention_ms = GroupConfig::default().offsets_retention_ms;
+    h.advance(retention_ms + 600_000);
+    assert!(h.appends.is_empty(), "nothing expires while pending");
+    assert_eq!(h.fetch_stable("orders", 0, false), (5, None));
+    assert_eq!(h.coordinator.group_count(), 1);
+
+    h.coordinator.on_txn_marker(h.now_ms, PRODUCER, false);
+    h.advance(600_000);
+    h.ack_all();
+    assert_eq!(h.fetch_stable("orders", 0, false), (-1, None));
+    assert_eq!(h.coordinator.group_count(), 0);
+}
+
+/// Unloading answers a TxnOffsetCommit waiting for its append with
+/// NOT_COORDINATOR and forgets the pending offsets.
+#[test]
+fn unload_answers_waiting_txn_commits_and_forgets_pending_offsets() {
+    let mut h = Harness::new();
+    h.txn_commit(&[("orders", 0, 1)]);
+    h.ack_all();
+    let waiting = h.txn_commit(&[("orders", 1, 2)]);
+    let effects = h.coordinator.unload();
+    h.absorb(effects);
+    h.appends.clear();
+    assert_eq!(
+        h.txn_errors(waiting),
+        Some(vec![Some(ErrorCode::NotCoordinator)])
+    );
+    assert_eq!(h.coordinator.pending_txn_producers(), 0);
+}
+
+/// A marker that arrives while the producer's TxnOffsetCommit append is
+/// written but not yet acknowledged (a timed-out transaction aborted
+/// meanwhile) is applied once the append is acknowledged, so nothing stays
+/// pending after the transaction ended; markers of other producers are not
+/// held back.
+#[test]
+fn marker_arriving_before_the_txn_append_is_acknowledged_waits_for_it() {
+    let mut h = Harness::new();
+    h.txn_commit_as(PRODUCER + 1, "", -1, &[("orders", 1, 21)]);
+    h.ack_all();
+    let txn = h.txn_commit(&[("orders", 0, 10)]);
+    h.coordinator.on_txn_marker(h.now_ms, PRODUCER, false);
+    h.coordinator.on_txn_marker(h.now_ms, PRODUCER + 1, true);
+    assert_eq!(
+        h.fetch_stable("orders", 1, true),
+        (21, None),
+        "not held back"
+    );
+    h.ack_all();
+    assert_eq!(h.txn_errors(txn), Some(vec![None]));
+    assert_eq!(h.coordinator.pending_txn_producers(), 0);
+    assert_eq!(h.fetch_stable("orders", 0, true), (-1, None));
+
+    let txn = h.txn_commit(&[("orders", 0, 12)]);
+    h.coordinator.on_txn_marker(h.now_ms, PRODUCER, true);
+    h.ack_all();
+    assert_eq!(h.txn_errors(txn), Some(vec![None]));
+    assert_eq!(h.fetch_stable("orders", 0, true), (12, None));
 }

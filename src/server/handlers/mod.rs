@@ -31,6 +31,7 @@ pub mod offset_fetch;
 pub mod produce;
 pub mod sync_group;
 pub mod txn_common;
+pub mod txn_offset_commit;
 pub mod write_txn_markers;
 
 use std::collections::BTreeMap;
@@ -233,6 +234,9 @@ pub async fn dispatch(
         }
         ApiKey::OffsetDelete => {
             offset_delete::handle(shard, decode(&mut body, version)?, version, correlation_id)
+        }
+        ApiKey::TxnOffsetCommit => {
+            txn_offset_commit::handle(shard, decode(&mut body, version)?, version, correlation_id)
         }
         ApiKey::WriteTxnMarkers => {
             write_txn_markers::handle(shard, decode(&mut body, version)?, version, correlation_id)

@@ -8,8 +8,11 @@
 //!
 //! Group-level errors go in `error_code` from v2 (per group from v8); v1 has
 //! none, so a group-level error is given on every requested partition, as
-//! Kafka does (`OffsetFetchResponse.groupError`). `require_stable` (v7+) and
-//! the v9 member id and epoch (checked only for KIP-848 groups) are ignored.
+//! Kafka does (`OffsetFetchResponse.groupError`). With `require_stable`
+//! (v7+, KIP-447) a partition that has pending transactional offsets answers
+//! UNSTABLE_OFFSET_COMMIT at partition level (offset -1), and the client
+//! retries. The v9 member id and epoch (checked only for KIP-848 groups) are
+//! ignored.
 
 use std::rc::Rc;
 
@@ -185,6 +188,7 @@ pub fn handle(
     let shard = shard.clone();
     Box::pin(async move {
         let wanted = to_coordinator(&request, version);
+        let require_stable = version >= 7 && request.require_stable;
         let response = if version >= 8 {
             let items = wanted
                 .iter()
@@ -193,7 +197,12 @@ pub fn handle(
             let answers = call_by_partition(
                 &shard,
                 items,
-                |groups| GroupCall::OffsetFetch(group::OffsetFetchRequest { groups }),
+                |groups| {
+                    GroupCall::OffsetFetch(group::OffsetFetchRequest {
+                        groups,
+                        require_stable,
+                    })
+                },
                 take_groups,
             )
             .await;
@@ -215,6 +224,7 @@ pub fn handle(
             };
             let call = GroupCall::OffsetFetch(group::OffsetFetchRequest {
                 groups: vec![one.clone()],
+                require_stable,
             });
             let answer = match take_groups(call_group(&shard, &one.group_id, call).await) {
                 Ok(groups) if groups.len() == 1 => groups.into_iter().next().expect("one group"),

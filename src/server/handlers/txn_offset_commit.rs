@@ -1,0 +1,329 @@
+//! TxnOffsetCommit (key 28), v0-v4: a transactional producer commits a
+//! consumer group's offsets inside its transaction (consume-transform-
+//! produce). The group's coordinator writes them to the group's
+//! `__consumer_offsets` partition as one transactional batch of the producer
+//! and answers once it is durable; they stay pending, invisible to
+//! OffsetFetch, until the transaction's COMMIT marker reaches that partition
+//! (an ABORT marker drops them).
+//!
+//! As for OffsetCommit (Kafka's `KafkaApis.handleTxnOffsetCommitRequest`),
+//! partitions of unknown topics, or partitions a topic does not have, are
+//! answered UNKNOWN_TOPIC_OR_PARTITION here and never reach the coordinator.
+//! Coordinator errors (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+//! COORDINATOR_NOT_AVAILABLE) go on every partition it was asked about: the
+//! response has no top-level error.
+//!
+//! Versions: v2 adds `committed_leader_epoch`, v3 (flexible) the member id,
+//! generation and group instance id that the coordinator checks (KIP-447:
+//! ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID). v4 only
+//! allows the broker to answer TRANSACTION_ABORTABLE, which comes from
+//! KIP-890's partition verification that we do not run, so v4 is served as
+//! v3. v5 belongs to transactions V2 (the commit adds the offsets partition
+//! to the transaction implicitly), which this broker does not enable, and is
+//! not advertised.
+//!
+//! Not checked here (Kafka checks them): that the transaction coordinator
+//! added the offsets partition to the transaction (AddOffsetsToTxn,
+//! `transaction.partition.verification.enable`); only the producer epoch is
+//! checked, by the partition when the batch is appended
+//! (INVALID_PRODUCER_EPOCH for an older epoch).
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::txn_offset_commit_response::{
+    TxnOffsetCommitResponsePartition, TxnOffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{ApiKey, TxnOffsetCommitRequest, TxnOffsetCommitResponse};
+
+use super::encode_response;
+use super::groups::{opt_string, partition_exists, string, topic_exists, unexpected, TopicErrors};
+use crate::group;
+use crate::group::service::call_group;
+use crate::protocol::ErrorCode;
+use crate::server::connection::Responder;
+use crate::shard::messages::{GroupCall, GroupReply};
+use crate::shard::Shard;
+
+/// The coordinator's request for a wire request of `version`, keeping only
+/// the partitions `exists` accepts; the others are added to `errors` as
+/// UNKNOWN_TOPIC_OR_PARTITION.
+pub fn to_coordinator(
+    request: &TxnOffsetCommitRequest,
+    version: i16,
+    topic_exists: impl Fn(&str) -> bool,
+    partition_exists: impl Fn(&str, i32) -> bool,
+    errors: &mut TopicErrors,
+) -> group::TxnOffsetCommitRequest {
+    let unknown = ErrorCode::UnknownTopicOrPartition.code();
+    let mut topics = Vec::new();
+    for topic in &request.topics {
+        let name = string(&topic.name);
+        if !topic_exists(&name) {
+            for partition in &topic.partitions {
+                errors.add(&name, partition.partition_index, unknown);
+            }
+            continue;
+        }
+        let mut partitions = Vec::new();
+        for partition in &topic.partitions {
+            if !partition_exists(&name, partition.partition_index) {
+                errors.add(&name, partition.partition_index, unknown);
+                continue;
+            }
+            partitions.push(group::OffsetCommitPartition {
+                partition_index: partition.partition_index,
+                committed_offset: partition.committed_offset,
+                committed_leader_epoch: if version >= 2 {
+                    partition.committed_leader_epoch
+                } else {
+                    -1
+                },
+                committed_metadata: opt_string(&partition.committed_metadata),
+            });
+        }
+        if !partitions.is_empty() {
+            topics.push(group::OffsetCommitTopic { name, partitions });
+        }
+    }
+    let v3 = version >= 3;
+    group::TxnOffsetCommitRequest {
+        transactional_id: string(&request.transactional_id),
+        group_id: string(&request.group_id),
+        producer_id: request.producer_id.0,
+        producer_epoch: request.producer_epoch,
+        generation_id: if v3 { request.generation_id } else { -1 },
+        member_id: if v3 {
+            string(&request.member_id)
+        } else {
+            String::new()
+        },
+        group_instance_id: if v3 {
+            opt_string(&request.group_instance_id)
+        } else {
+            None
+        },
+        topics,
+    }
+}
+
+/// The coordinator's answer when it could not be asked: `error` for every
+/// partition sent to it.
+fn failed(
+    request: &group::TxnOffsetCommitRequest,
+    error: ErrorCode,
+) -> group::TxnOffsetCommitResponse {
+    group::OffsetCommitResponse {
+        topics: request
+            .topics
+            .iter()
+            .map(|t| group::OffsetCommitTopicResponse {
+                name: t.name.clone(),
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| group::OffsetCommitPartitionResponse {
+                        partition_index: p.partition_index,
+                        error: Some(error),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// The wire answer: the handler's own partition errors merged with the
+/// coordinator's answer.
+pub fn to_wire(
+    mut errors: TopicErrors,
+    response: group::TxnOffsetCommitResponse,
+) -> TxnOffsetCommitResponse {
+    for topic in response.topics {
+        for partition in topic.partitions {
+            errors.add(
+                &topic.name,
+                partition.partition_index,
+                group::error_code(partition.error),
+            );
+        }
+    }
+    let mut wire = TxnOffsetCommitResponse::default();
+    wire.topics = errors.into_wire(
+        |name, partitions| {
+            let mut topic = TxnOffsetCommitResponseTopic::default();
+            topic.name = name;
+            topic.partitions = partitions;
+            topic
+        },
+        |index, error_code| {
+            let mut partition = TxnOffsetCommitResponsePartition::default();
+            partition.partition_index = index;
+            partition.error_code = error_code;
+            partition
+        },
+    );
+    wire
+}
+
+/// Answers TxnOffsetCommit.
+pub fn handle(
+    shard: &Rc<Shard>,
+    request: TxnOffsetCommitRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Responder {
+    let shard = shard.clone();
+    Box::pin(async move {
+        let mut errors = TopicErrors::default();
+        let call = to_coordinator(
+            &request,
+            version,
+            |topic| topic_exists(&shard, topic),
+            |topic, partition| partition_exists(&shard, topic, partition),
+            &mut errors,
+        );
+        let response = if call.topics.is_empty() {
+            group::OffsetCommitResponse { topics: Vec::new() }
+        } else if call.group_id.is_empty() {
+            // Kafka's GroupCoordinatorService answers this before routing.
+            failed(&call, ErrorCode::InvalidGroupId)
+        } else {
+            let group_id = call.group_id.clone();
+            let sent = call.clone();
+            match call_group(&shard, &group_id, GroupCall::TxnOffsetCommit(call)).await {
+                GroupReply::TxnOffsetCommit(response) => response,
+                GroupReply::Unavailable(error) => failed(&sent, error),
+                other => failed(&sent, unexpected("TxnOffsetCommit", &other)),
+            }
+        };
+        encode_response(
+            ApiKey::TxnOffsetCommit,
+            version,
+            correlation_id,
+            &to_wire(errors, response),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::BytesMut;
+    use kafka_protocol::messages::txn_offset_commit_request::{
+        TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::{ProducerId, TransactionalId};
+    use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+
+    use super::*;
+    use crate::server::handlers::groups::{group_id, topic_name};
+
+    fn request() -> TxnOffsetCommitRequest {
+        let partition = |index: i32, offset: i64| {
+            let mut p = TxnOffsetCommitRequestPartition::default();
+            p.partition_index = index;
+            p.committed_offset = offset;
+            p.committed_leader_epoch = 4;
+            p.committed_metadata = Some(StrBytes::from_static_str("meta"));
+            p
+        };
+        let topic = |name: &str, partitions| {
+            let mut t = TxnOffsetCommitRequestTopic::default();
+            t.name = topic_name(name);
+            t.partitions = partitions;
+            t
+        };
+        let mut request = TxnOffsetCommitRequest::default();
+        request.transactional_id = TransactionalId(StrBytes::from_static_str("tx"));
+        request.group_id = group_id("g");
+        request.producer_id = ProducerId(7);
+        request.producer_epoch = 2;
+        request.generation_id = 5;
+        request.member_id = StrBytes::from_static_str("m-1");
+        request.group_instance_id = Some(StrBytes::from_static_str("i-1"));
+        request.topics = vec![
+            topic("known", vec![partition(0, 10), partition(7, 70)]),
+            topic("missing", vec![partition(0, 5)]),
+        ];
+        request
+    }
+
+    /// v3+ carry the member, generation and instance; unknown topics and
+    /// partitions are answered before the coordinator and listed first.
+    #[test]
+    fn v3_passes_the_member_and_unknown_partitions_are_answered_here() {
+        let mut errors = TopicErrors::default();
+        let call = to_coordinator(
+            &request(),
+            3,
+            |t| t == "known",
+            |t, p| t == "known" && p < 2,
+            &mut errors,
+        );
+        assert_eq!(call.producer_id, 7);
+        assert_eq!(call.producer_epoch, 2);
+        assert_eq!(call.generation_id, 5);
+        assert_eq!(call.member_id, "m-1");
+        assert_eq!(call.group_instance_id.as_deref(), Some("i-1"));
+        assert_eq!(call.topics.len(), 1);
+        assert_eq!(call.topics[0].partitions[0].committed_leader_epoch, 4);
+        let unknown = ErrorCode::UnknownTopicOrPartition.code();
+        let wire = to_wire(
+            errors,
+            group::OffsetCommitResponse {
+                topics: vec![group::OffsetCommitTopicResponse {
+                    name: "known".into(),
+                    partitions: vec![group::OffsetCommitPartitionResponse {
+                        partition_index: 0,
+                        error: Some(ErrorCode::IllegalGeneration),
+                    }],
+                }],
+            },
+        );
+        let flat: Vec<(String, i32, i16)> = wire
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(|p| (t.name.to_string(), p.partition_index, p.error_code))
+            })
+            .collect();
+        assert_eq!(
+            flat,
+            vec![
+                ("known".to_string(), 7, unknown),
+                ("known".to_string(), 0, ErrorCode::IllegalGeneration.code()),
+                ("missing".to_string(), 0, unknown),
+            ]
+        );
+    }
+
+    /// v0-v2 have no member fields (generation -1, empty member), and v0-v1
+    /// no leader epoch.
+    #[test]
+    fn old_versions_have_no_member_and_v0_v1_no_leader_epoch() {
+        for version in 0..=2 {
+            let mut errors = TopicErrors::default();
+            let call = to_coordinator(&request(), version, |_| true, |_, _| true, &mut errors);
+            assert_eq!(call.generation_id, -1);
+            assert_eq!(call.member_id, "");
+            assert_eq!(call.group_instance_id, None);
+            let epoch = call.topics[0].partitions[0].committed_leader_epoch;
+            assert_eq!(epoch, if version >= 2 { 4 } else { -1 });
+        }
+    }
+
+    /// Every served version's answer encodes and decodes back.
+    #[test]
+    fn responses_round_trip_for_every_served_version() {
+        let mut errors = TopicErrors::default();
+        errors.add("t", 1, ErrorCode::UnknownTopicOrPartition.code());
+        let wire = to_wire(errors, group::OffsetCommitResponse { topics: Vec::new() });
+        for version in 0..=4 {
+            let mut buf = BytesMut::new();
+            wire.encode(&mut buf, version).expect("encodes");
+            let back =
+                TxnOffsetCommitResponse::decode(&mut buf.freeze(), version).expect("decodes");
+            assert_eq!(back.topics[0].partitions[0].partition_index, 1);
+        }
+    }
+}
