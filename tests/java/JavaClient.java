@@ -12,6 +12,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.stream.Collectors;
 
 import org.apache.kafka.clients.admin.Admin;
@@ -41,6 +42,7 @@ public class JavaClient {
         switch (mode) {
             case "idempotent-defaults" -> idempotentDefaults(bootstrap, topic);
             case "transactions" -> transactions(bootstrap, topic);
+            case "copier" -> copier(bootstrap, topic);
             default -> throw new IllegalArgumentException("unknown mode " + mode);
         }
     }
@@ -123,6 +125,84 @@ public class JavaClient {
                     readCommitted.stream().filter(v -> v.startsWith("t5-") || v.startsWith("t10-") || v.equals("open")).count(),
                     readUncommitted.size(), state, listed, producers);
         }
+    }
+
+    /** A consume-transform-produce loop with a subscribed group member:
+     * sendOffsetsToTransaction carries the member id and generation
+     * (TxnOffsetCommit v3+). Every third transaction is aborted and its
+     * input re-read from the committed offsets. */
+    static void copier(String bootstrap, String topic) throws Exception {
+        String sink = topic + "-out";
+        String group = topic + "-copier";
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            admin.createTopics(List.of(new NewTopic(sink, PARTITIONS, (short) 1))).all().get();
+        }
+        int records = 200;
+        Properties plain = new Properties();
+        plain.put("bootstrap.servers", bootstrap);
+        try (KafkaProducer<String, String> producer =
+                new KafkaProducer<>(plain, new StringSerializer(), new StringSerializer())) {
+            for (int i = 0; i < records; i++) {
+                producer.send(new ProducerRecord<>(topic, i % PARTITIONS, null, "r" + i));
+            }
+        }
+        Map<String, Object> consumerConfig = new HashMap<>();
+        consumerConfig.put("bootstrap.servers", bootstrap);
+        consumerConfig.put("group.id", group);
+        consumerConfig.put("isolation.level", "read_committed");
+        consumerConfig.put("enable.auto.commit", "false");
+        consumerConfig.put("auto.offset.reset", "earliest");
+        consumerConfig.put("max.poll.records", "20");
+        Properties txnConfig = new Properties();
+        txnConfig.put("bootstrap.servers", bootstrap);
+        txnConfig.put("transactional.id", topic + "-copier-txn");
+        int copied = 0;
+        int aborts = 0;
+        long committedTotal = 0;
+        try (KafkaConsumer<String, String> consumer =
+                        new KafkaConsumer<>(consumerConfig, new StringDeserializer(), new StringDeserializer());
+                KafkaProducer<String, String> producer =
+                        new KafkaProducer<>(txnConfig, new StringSerializer(), new StringSerializer())) {
+            producer.initTransactions();
+            consumer.subscribe(List.of(topic));
+            long deadline = System.currentTimeMillis() + 60_000;
+            int transactions = 0;
+            while (copied < records && System.currentTimeMillis() < deadline) {
+                var polled = consumer.poll(Duration.ofMillis(200));
+                if (polled.isEmpty()) {
+                    continue;
+                }
+                transactions++;
+                producer.beginTransaction();
+                Map<TopicPartition, org.apache.kafka.clients.consumer.OffsetAndMetadata> offsets = new HashMap<>();
+                for (ConsumerRecord<String, String> record : polled) {
+                    producer.send(new ProducerRecord<>(sink, record.partition(), null, "copy-" + record.value()));
+                    offsets.put(new TopicPartition(record.topic(), record.partition()),
+                            new org.apache.kafka.clients.consumer.OffsetAndMetadata(record.offset() + 1));
+                }
+                producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+                if (transactions % 3 == 0) {
+                    producer.flush();
+                    producer.abortTransaction();
+                    aborts++;
+                    var committed = consumer.committed(offsets.keySet());
+                    for (TopicPartition tp : offsets.keySet()) {
+                        var at = committed.get(tp);
+                        consumer.seek(tp, at == null ? 0 : at.offset());
+                    }
+                } else {
+                    producer.commitTransaction();
+                    copied += polled.count();
+                }
+            }
+            var committed = consumer.committed(Set.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1)));
+            for (var at : committed.values()) {
+                committedTotal += at == null ? 0 : at.offset();
+            }
+        }
+        List<String> out = read(bootstrap, sink, "read_committed", records);
+        System.out.printf("{\"copied\": %d, \"aborts\": %d, \"committed_offsets\": %d, \"read_committed\": %d, \"read_committed_distinct\": %d}%n",
+                copied, aborts, committedTotal, out.size(), out.stream().distinct().count());
     }
 
     /** Every record value from the start of both partitions: stops after

@@ -6,7 +6,11 @@ abort as with Kafka: read_committed readers see exactly the committed
 records and none of the aborted ones or of the still-open transaction,
 read_uncommitted readers see all of them; the admin client describes the
 open transaction (Ongoing), lists it, and DescribeProducers shows the
-producer with an open transaction on the partition.
+producer with an open transaction on the partition. A consume-transform-produce
+copier whose consumer is a subscribed group member (sendOffsetsToTransaction
+with member id and generation) and that aborts every third transaction
+copies each input record exactly once and leaves the group's committed
+offsets at the input's end.
 
 Method: tests/java/JavaClient.java runs as a single-file Java program on a
 classpath Maven resolves from tests/java/pom.xml (cached in the session), and
@@ -62,3 +66,12 @@ def test_java_transactions_hide_aborted_and_open_records_from_read_committed(cla
     assert seen["state"] == "Ongoing"
     assert seen["listed"] == "Ongoing"
     assert seen["producers"] == "open"
+
+
+def test_java_copier_with_a_group_member_copies_exactly_once(classpath, broker, topic):
+    seen = run_java(classpath, "copier", broker, topic)
+    assert seen["aborts"] > 0
+    assert seen["copied"] == 200
+    assert seen["committed_offsets"] == 200
+    assert seen["read_committed"] == 200
+    assert seen["read_committed_distinct"] == 200
