@@ -101,7 +101,7 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub key_count: u64,
     /// Acknowledgements: 0, 1 or all (-1 is the same as all).
-    #[arg(long, default_value = "1", value_parser = parse_acks)]
+    #[arg(long, default_value = "1", value_parser = parse_acks, allow_hyphen_values = true)]
     pub acks: i16,
     /// Target bytes of one record batch (whole messages; at least one message).
     #[arg(long, default_value_t = 16384, value_parser = clap::value_parser!(u32).range(1..=BATCH_BYTES_MAX as i64))]

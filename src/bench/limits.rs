@@ -5,7 +5,9 @@
 //!   when two are given), 1 MiB writes;
 //! - O_DIRECT appends of `--write-bytes` into new blocks of a fresh file
 //!   (as the broker's segment appender writes), with 1 and 32 writes in
-//!   flight, through glommio DMA files (io_uring);
+//!   flight, through glommio DMA files (io_uring); and the same writes into
+//!   a file preallocated with fallocate (the ceiling a preallocating
+//!   appender could reach);
 //! - fdatasync latency after a 4 KiB O_DIRECT overwrite of an allocated
 //!   block, and after a 4 KiB append into a new block (which also changes
 //!   the file size, so the file system journals metadata).
@@ -63,14 +65,19 @@ pub fn loopback_tcp(seconds: u64, writer_cpu: usize, reader_cpu: usize) -> anyho
         }
         Ok((received, first.map_or(Duration::ZERO, |f| f.elapsed())))
     });
-    pin_current_thread(writer_cpu);
-    let mut stream = TcpStream::connect(address)?;
-    let buffer = vec![0x5au8; LOOPBACK_CHUNK_BYTES];
-    let end = Instant::now() + Duration::from_secs(seconds);
-    while Instant::now() < end {
-        stream.write_all(&buffer)?;
-    }
-    drop(stream);
+    let writer = std::thread::spawn(move || -> anyhow::Result<()> {
+        pin_current_thread(writer_cpu);
+        let mut stream = TcpStream::connect(address)?;
+        let buffer = vec![0x5au8; LOOPBACK_CHUNK_BYTES];
+        let end = Instant::now() + Duration::from_secs(seconds);
+        while Instant::now() < end {
+            stream.write_all(&buffer)?;
+        }
+        Ok(())
+    });
+    writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("loopback writer thread failed"))??;
     let (received, elapsed) = reader
         .join()
         .map_err(|_| anyhow::anyhow!("loopback reader thread failed"))??;
@@ -81,17 +88,20 @@ fn scratch_path(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!(".ringbroker-limits-{}-{name}", std::process::id()))
 }
 
-/// O_DIRECT appends of `write_bytes` with `depth` writes in flight for
+/// O_DIRECT writes of `write_bytes` with `depth` writes in flight for
 /// `seconds`, each file growing to `file_bytes` and then replaced by a fresh
-/// one; MB/s (10^6).
-async fn odirect_appends(
+/// one; MB/s (10^6). With `preallocate` the file is first extended to
+/// `file_bytes` with fallocate, so writes do not extend it (ext4 serialises
+/// size-extending direct writes, so appends get no parallelism from depth).
+async fn odirect_writes(
     dir: &Path,
     write_bytes: usize,
     depth: usize,
     file_bytes: u64,
     seconds: u64,
+    preallocate: bool,
 ) -> anyhow::Result<f64> {
-    let path = scratch_path(dir, "appends");
+    let path = scratch_path(dir, "writes");
     let end = Instant::now() + Duration::from_secs(seconds);
     let start = Instant::now();
     let mut written = 0u64;
@@ -99,6 +109,11 @@ async fn odirect_appends(
         let file = DmaFile::create(&path)
             .await
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
+        if preallocate {
+            file.pre_allocate(file_bytes, false)
+                .await
+                .map_err(|e| anyhow::anyhow!("fallocate failed: {e}"))?;
+        }
         let mut position = 0u64;
         let mut in_flight = FuturesUnordered::new();
         while position < file_bytes && Instant::now() < end {
@@ -180,6 +195,7 @@ pub fn run_limits(args: &LimitsArgs) -> anyhow::Result<LimitsResult> {
     })?;
     std::fs::create_dir_all(&args.dir)
         .with_context(|| format!("cannot create {}", args.dir.display()))?;
+    let machine = MachineFacts::gather(&args.dir);
     let mut notes = Vec::new();
     let writer_cpu = cpus[0];
     let reader_cpu = *cpus.get(1).unwrap_or(&cpus[0]);
@@ -194,8 +210,6 @@ pub fn run_limits(args: &LimitsArgs) -> anyhow::Result<LimitsResult> {
             None
         }
     };
-    // The thread pinned itself for the writer; let the disk part float to
-    // its own executor pinned on the first CPU.
     let dir = args.dir.clone();
     let (seconds, write_bytes, file_bytes, samples) =
         (args.seconds, args.write_bytes, args.file_bytes, args.sync_samples);
@@ -204,16 +218,20 @@ pub fn run_limits(args: &LimitsArgs) -> anyhow::Result<LimitsResult> {
         .spawn(move || async move {
             let mut notes = Vec::new();
             let mut note = |what: &str, e: anyhow::Error| notes.push(format!("{what} not measured: {e:#}"));
-            eprintln!("limits: O_DIRECT appends of {write_bytes} B, 1 in flight, {seconds} s ...");
-            let qd1 = odirect_appends(&dir, write_bytes, 1, file_bytes, seconds)
-                .await
-                .map_err(|e| note("O_DIRECT with 1 in flight", e))
-                .ok();
-            eprintln!("limits: O_DIRECT appends of {write_bytes} B, 32 in flight, {seconds} s ...");
-            let qd32 = odirect_appends(&dir, write_bytes, 32, file_bytes, seconds)
-                .await
-                .map_err(|e| note("O_DIRECT with 32 in flight", e))
-                .ok();
+            if let Err(e) = crate::storage::ensure_iopoll_probed(&dir).await {
+                note("iopoll probe", e.into());
+            }
+            let mut writes = Vec::new();
+            for (preallocate, depth) in [(false, 1), (false, 32), (true, 1), (true, 32)] {
+                let kind = if preallocate { "writes into a preallocated file" } else { "appends" };
+                eprintln!("limits: O_DIRECT {kind} of {write_bytes} B, {depth} in flight, {seconds} s ...");
+                writes.push(
+                    odirect_writes(&dir, write_bytes, depth, file_bytes, seconds, preallocate)
+                        .await
+                        .map_err(|e| note(&format!("O_DIRECT {kind} with {depth} in flight"), e))
+                        .ok(),
+                );
+            }
             eprintln!("limits: fdatasync after a 4 KiB overwrite, {samples} samples ...");
             let overwrite = fdatasync_latency(&dir, samples, false)
                 .await
@@ -224,23 +242,25 @@ pub fn run_limits(args: &LimitsArgs) -> anyhow::Result<LimitsResult> {
                 .await
                 .map_err(|e| note("fdatasync after append", e))
                 .ok();
-            (qd1, qd32, overwrite, append, notes)
+            (writes, overwrite, append, notes)
         })
         .map_err(|e| anyhow::anyhow!("cannot start a glommio executor (io_uring?): {e}"))?
         .join()
         .map_err(|e| anyhow::anyhow!("the disk measurements failed: {e}"))?;
-    let (qd1, qd32, overwrite, append, disk_notes) = disk;
+    let (writes, overwrite, append, disk_notes) = disk;
     notes.extend(disk_notes);
     Ok(LimitsResult {
         tool: "ringbroker bench limits".into(),
         started_unix_ms: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64),
-        machine: MachineFacts::gather(&args.dir),
+        machine,
         loopback_tcp_mb_per_sec: loopback,
         odirect_write_bytes: args.write_bytes,
-        odirect_write_qd1_mb_per_sec: qd1,
-        odirect_write_qd32_mb_per_sec: qd32,
+        odirect_write_qd1_mb_per_sec: writes[0],
+        odirect_write_qd32_mb_per_sec: writes[1],
+        odirect_prealloc_qd1_mb_per_sec: writes[2],
+        odirect_prealloc_qd32_mb_per_sec: writes[3],
         fdatasync_overwrite_us: overwrite,
         fdatasync_append_us: append,
         notes,
@@ -275,6 +295,16 @@ pub fn render_limits(result: &LimitsResult) -> String {
         "O_DIRECT appends {} KiB, 32 in flight: {}\n",
         result.odirect_write_bytes / 1024,
         mb(result.odirect_write_qd32_mb_per_sec)
+    );
+    out += &format!(
+        "O_DIRECT preallocated {} KiB, 1 in flight:  {}\n",
+        result.odirect_write_bytes / 1024,
+        mb(result.odirect_prealloc_qd1_mb_per_sec)
+    );
+    out += &format!(
+        "O_DIRECT preallocated {} KiB, 32 in flight: {}\n",
+        result.odirect_write_bytes / 1024,
+        mb(result.odirect_prealloc_qd32_mb_per_sec)
     );
     out += &format!("fdatasync after 4 KiB overwrite:     {}\n", sync(&result.fdatasync_overwrite_us));
     out += &format!("fdatasync after 4 KiB append:        {}\n", sync(&result.fdatasync_append_us));

@@ -208,6 +208,10 @@ pub struct LimitsResult {
     pub odirect_write_qd1_mb_per_sec: Option<f64>,
     /// O_DIRECT appends, 32 writes in flight, MB/s.
     pub odirect_write_qd32_mb_per_sec: Option<f64>,
+    /// O_DIRECT writes into a preallocated file, one in flight, MB/s.
+    pub odirect_prealloc_qd1_mb_per_sec: Option<f64>,
+    /// O_DIRECT writes into a preallocated file, 32 in flight, MB/s.
+    pub odirect_prealloc_qd32_mb_per_sec: Option<f64>,
     /// fdatasync after a 4 KiB overwrite of an allocated block.
     pub fdatasync_overwrite_us: Option<LatencySummary>,
     /// fdatasync after a 4 KiB append into a new block.
@@ -315,9 +319,14 @@ pub fn limit_fractions(result: &BenchResult, limits: &LimitsResult) -> Vec<Limit
             limits.loopback_tcp_mb_per_sec,
         );
         push(
-            "produce wire MB/s / O_DIRECT write MB/s (32 in flight)",
+            "produce wire MB/s / O_DIRECT append MB/s (32 in flight)",
             produce.wire_mb_per_sec,
             limits.odirect_write_qd32_mb_per_sec,
+        );
+        push(
+            "produce wire MB/s / O_DIRECT preallocated write MB/s (32 in flight)",
+            produce.wire_mb_per_sec,
+            limits.odirect_prealloc_qd32_mb_per_sec,
         );
     }
     if let Some(consume) = &result.consume {
@@ -684,6 +693,8 @@ mod tests {
             odirect_write_bytes: 131072,
             odirect_write_qd1_mb_per_sec: None,
             odirect_write_qd32_mb_per_sec: Some(1.1),
+            odirect_prealloc_qd1_mb_per_sec: None,
+            odirect_prealloc_qd32_mb_per_sec: None,
             fdatasync_overwrite_us: None,
             fdatasync_append_us: LatencySummary::of(&histogram([100, 150])),
             notes: vec![],
