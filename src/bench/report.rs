@@ -478,7 +478,7 @@ pub fn render_svg(title: &str, series: &[Series<'_>]) -> String {
         .filter(|s| !s.histogram.is_empty())
         .map(|s| s.histogram.max() as f64)
         .fold(0.0, f64::max);
-    let (y_top, y_step) = axis_scale(max_value);
+    let (y_top, y_step) = axis_scale(max_value * 1.15);
     let x_of = |nines: f64| LEFT + nines / PLOT_NINES_MAX * plot_w;
     let y_of = |value: f64| TOP + plot_h - value / y_top * plot_h;
     let mut svg = String::new();

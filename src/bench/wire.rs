@@ -194,15 +194,41 @@ impl ControlClient {
     }
 
     /// Offsets of `partitions` at `timestamp` (-2 earliest, -1 latest).
+    /// Retries for up to 30 s while partitions answer with a retriable error
+    /// (a topic just created: Kafka lists leaders in Metadata a moment
+    /// before they answer ListOffsets).
     ///
     /// # Errors
-    /// I/O and decoding errors, or a partition's error code.
+    /// I/O and decoding errors, or a partition's non-retriable error code.
     pub fn list_offsets(
         &mut self,
         topic: &str,
         partitions: &[i32],
         timestamp: i64,
     ) -> anyhow::Result<BTreeMap<i32, i64>> {
+        let deadline = Instant::now() + CONTROL_TIMEOUT;
+        loop {
+            match self.list_offsets_once(topic, partitions, timestamp)? {
+                Ok(offsets) => return Ok(offsets),
+                Err((partition, code)) => {
+                    // 3 UNKNOWN_TOPIC_OR_PARTITION, 5 LEADER_NOT_AVAILABLE,
+                    // 6 NOT_LEADER_OR_FOLLOWER, 74/75 fenced/unknown leader epoch.
+                    let retriable = matches!(code, 3 | 5 | 6 | 74 | 75);
+                    if !retriable || Instant::now() > deadline {
+                        bail!("ListOffsets {topic}/{partition}: error code {code}");
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            }
+        }
+    }
+
+    fn list_offsets_once(
+        &mut self,
+        topic: &str,
+        partitions: &[i32],
+        timestamp: i64,
+    ) -> anyhow::Result<Result<BTreeMap<i32, i64>, (i32, i16)>> {
         let request = ListOffsetsRequest::default()
             .with_replica_id(BrokerId(-1))
             .with_topics(vec![ListOffsetsTopic::default()
@@ -224,16 +250,12 @@ impl ControlClient {
         for topic_response in response.topics {
             for p in topic_response.partitions {
                 if p.error_code != 0 {
-                    bail!(
-                        "ListOffsets {topic}/{}: error code {}",
-                        p.partition_index,
-                        p.error_code
-                    );
+                    return Ok(Err((p.partition_index, p.error_code)));
                 }
                 offsets.insert(p.partition_index, p.offset);
             }
         }
-        Ok(offsets)
+        Ok(Ok(offsets))
     }
 }
 
