@@ -207,7 +207,7 @@ fn parse_write_bytes(value: &str) -> Result<usize, String> {
     let bytes: usize = value
         .parse()
         .map_err(|_| format!("{value:?} is not a number"))?;
-    if bytes < 4096 || bytes > 64 << 20 || bytes % 4096 != 0 {
+    if !(4096..=64 << 20).contains(&bytes) || bytes % 4096 != 0 {
         return Err("must be a multiple of 4096 in 4 KiB..=64 MiB".into());
     }
     Ok(bytes)
