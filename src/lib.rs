@@ -3,6 +3,7 @@
 //! See ARCHITECTURE.md in the shared folder for the map; each module's top
 //! comment says what it owns and which core its values live on.
 
+pub mod bench;
 pub mod cli;
 pub mod cluster;
 pub mod config;

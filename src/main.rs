@@ -39,5 +39,12 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Bench(args) => match ringbroker::bench::run(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("ringbroker bench: {e:#}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }

@@ -24,6 +24,8 @@ pub struct Cli {
 pub enum Command {
     /// Run a broker.
     Serve(Box<ServeArgs>),
+    /// Load-generate against a Kafka broker, or measure the machine's limits.
+    Bench(crate::bench::args::BenchArgs),
 }
 
 /// Settings of `ringbroker serve`. Kafka's config name is given in brackets.

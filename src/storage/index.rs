@@ -74,6 +74,11 @@ impl OffsetIndex {
         self.entries.len()
     }
 
+    /// True when the index has no entry.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     /// The last entry, if any.
     pub fn last(&self) -> Option<OffsetPosition> {
         self.entries
@@ -224,6 +229,11 @@ impl TimeIndex {
     /// Number of entries (the file holds 12 bytes per entry).
     pub fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// True when the index has no entry.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
 
     /// The last entry, if any.

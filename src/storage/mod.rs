@@ -36,6 +36,7 @@ pub mod txn_index;
 pub use checkpoint::EpochEntry;
 pub use compaction::{CompactionConfig, CompactionOutcome, CompactionRequest, CompactionStats};
 pub use error::StorageError;
+pub use index::{OffsetIndex, OffsetPosition, TimeIndex};
 pub use log::{AppendInfo, Log, LogConfig, LogStats, ReadResult};
 pub use segment::ensure_iopoll_probed;
 

@@ -1,0 +1,315 @@
+//! `ringbroker bench limits`: the machine's own ceilings, so broker results
+//! can be printed as fractions of them.
+//!
+//! - one TCP stream over loopback (writer and reader threads on two CPUs
+//!   when two are given), 1 MiB writes;
+//! - O_DIRECT appends of `--write-bytes` into new blocks of a fresh file
+//!   (as the broker's segment appender writes), with 1 and 32 writes in
+//!   flight, through glommio DMA files (io_uring); and the same writes into
+//!   a file preallocated with fallocate (the ceiling a preallocating
+//!   appender could reach);
+//! - fdatasync latency after a 4 KiB O_DIRECT overwrite of an allocated
+//!   block, and after a 4 KiB append into a new block (which also changes
+//!   the file size, so the file system journals metadata).
+//!
+//! Sketch (issue 5's figures for this kind of machine): loopback ~2.3 GB/s;
+//! O_DIRECT ~0.6 GB/s with one write in flight, ~2.1 GB/s with 32;
+//! fdatasync p50/p99 ~40/230 us after an overwrite, ~260 us/1.1 ms after an
+//! append.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use futures::stream::{FuturesUnordered, StreamExt};
+use glommio::io::DmaFile;
+use glommio::{LocalExecutorBuilder, Placement};
+
+use super::args::{allowed_cpus, choose_cpus, LimitsArgs};
+use super::report::{
+    new_latency_histogram, record_latency, LatencySummary, LimitsResult, MachineFacts,
+};
+
+const LOOPBACK_CHUNK_BYTES: usize = 1 << 20;
+const SYNC_BLOCK_BYTES: usize = 4096;
+
+fn pin_current_thread(cpu: usize) {
+    let mut set = nix::sched::CpuSet::new();
+    if set.set(cpu).is_ok() {
+        let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set);
+    }
+}
+
+/// One TCP stream over loopback for `seconds`; MB/s (10^6) received.
+///
+/// # Errors
+/// Socket errors.
+pub fn loopback_tcp(seconds: u64, writer_cpu: usize, reader_cpu: usize) -> anyhow::Result<f64> {
+    let listener = TcpListener::bind("127.0.0.1:0").context("binding a loopback socket")?;
+    let address = listener.local_addr()?;
+    let reader = std::thread::spawn(move || -> anyhow::Result<(u64, Duration)> {
+        pin_current_thread(reader_cpu);
+        let (mut stream, _) = listener.accept()?;
+        let mut buffer = vec![0u8; LOOPBACK_CHUNK_BYTES];
+        let mut received = 0u64;
+        let mut first: Option<Instant> = None;
+        loop {
+            let n = stream.read(&mut buffer)?;
+            if n == 0 {
+                break;
+            }
+            first.get_or_insert_with(Instant::now);
+            received += n as u64;
+        }
+        Ok((received, first.map_or(Duration::ZERO, |f| f.elapsed())))
+    });
+    let writer = std::thread::spawn(move || -> anyhow::Result<()> {
+        pin_current_thread(writer_cpu);
+        let mut stream = TcpStream::connect(address)?;
+        let buffer = vec![0x5au8; LOOPBACK_CHUNK_BYTES];
+        let end = Instant::now() + Duration::from_secs(seconds);
+        while Instant::now() < end {
+            stream.write_all(&buffer)?;
+        }
+        Ok(())
+    });
+    writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("loopback writer thread failed"))??;
+    let (received, elapsed) = reader
+        .join()
+        .map_err(|_| anyhow::anyhow!("loopback reader thread failed"))??;
+    Ok(received as f64 / elapsed.as_secs_f64().max(1e-9) / 1e6)
+}
+
+fn scratch_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!(".ringbroker-limits-{}-{name}", std::process::id()))
+}
+
+/// O_DIRECT writes of `write_bytes` with `depth` writes in flight for
+/// `seconds`, each file growing to `file_bytes` and then replaced by a fresh
+/// one; MB/s (10^6). With `preallocate` the file is first extended to
+/// `file_bytes` with fallocate, so writes do not extend it (ext4 serialises
+/// size-extending direct writes, so appends get no parallelism from depth).
+async fn odirect_writes(
+    dir: &Path,
+    write_bytes: usize,
+    depth: usize,
+    file_bytes: u64,
+    seconds: u64,
+    preallocate: bool,
+) -> anyhow::Result<f64> {
+    let path = scratch_path(dir, "writes");
+    let end = Instant::now() + Duration::from_secs(seconds);
+    let start = Instant::now();
+    let mut written = 0u64;
+    while Instant::now() < end {
+        let file = DmaFile::create(&path)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
+        if preallocate {
+            file.pre_allocate(file_bytes, false)
+                .await
+                .map_err(|e| anyhow::anyhow!("fallocate failed: {e}"))?;
+        }
+        let mut position = 0u64;
+        let mut in_flight = FuturesUnordered::new();
+        while position < file_bytes && Instant::now() < end {
+            while in_flight.len() < depth && position < file_bytes {
+                let mut buffer = file.alloc_dma_buffer(write_bytes);
+                buffer.as_bytes_mut().fill(0xa5);
+                in_flight.push(file.write_at(buffer, position));
+                position += write_bytes as u64;
+            }
+            if let Some(result) = in_flight.next().await {
+                let n = result.map_err(|e| anyhow::anyhow!("O_DIRECT write failed: {e}"))?;
+                written += n as u64;
+            }
+        }
+        while let Some(result) = in_flight.next().await {
+            written += result.map_err(|e| anyhow::anyhow!("O_DIRECT write failed: {e}"))? as u64;
+        }
+        drop(in_flight);
+        file.close()
+            .await
+            .map_err(|e| anyhow::anyhow!("close failed: {e}"))?;
+        std::fs::remove_file(&path).ok();
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    Ok(written as f64 / elapsed.max(1e-9) / 1e6)
+}
+
+/// fdatasync latencies: after a 4 KiB overwrite of an allocated block
+/// (`append == false`) or after a 4 KiB append into a new block.
+async fn fdatasync_latency(dir: &Path, samples: u32, append: bool) -> anyhow::Result<LatencySummary> {
+    let path = scratch_path(dir, if append { "sync-append" } else { "sync-overwrite" });
+    let file = DmaFile::create(&path)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
+    let mut histogram = new_latency_histogram();
+    if !append {
+        // Allocate and make durable the blocks that will be overwritten.
+        let buffer = file.alloc_dma_buffer(1 << 20);
+        file.write_at(buffer, 0)
+            .await
+            .map_err(|e| anyhow::anyhow!("write failed: {e}"))?;
+        file.fdatasync()
+            .await
+            .map_err(|e| anyhow::anyhow!("fdatasync failed: {e}"))?;
+    }
+    for sample in 0..u64::from(samples) {
+        let position = if append {
+            sample * SYNC_BLOCK_BYTES as u64
+        } else {
+            (sample % 256) * SYNC_BLOCK_BYTES as u64
+        };
+        let mut buffer = file.alloc_dma_buffer(SYNC_BLOCK_BYTES);
+        buffer.as_bytes_mut().fill(sample as u8);
+        file.write_at(buffer, position)
+            .await
+            .map_err(|e| anyhow::anyhow!("write failed: {e}"))?;
+        let started = Instant::now();
+        file.fdatasync()
+            .await
+            .map_err(|e| anyhow::anyhow!("fdatasync failed: {e}"))?;
+        record_latency(&mut histogram, started.elapsed().as_micros() as i64, 1);
+    }
+    file.close()
+        .await
+        .map_err(|e| anyhow::anyhow!("close failed: {e}"))?;
+    std::fs::remove_file(&path).ok();
+    LatencySummary::of(&histogram).context("no fdatasync samples")
+}
+
+/// Runs every measurement and returns the result (each one that fails is
+/// left out with a note saying why).
+///
+/// # Errors
+/// Bad flags or a directory that cannot be used.
+pub fn run_limits(args: &LimitsArgs) -> anyhow::Result<LimitsResult> {
+    let available = allowed_cpus();
+    let cpus = choose_cpus(args.cores, args.cpuset.as_deref(), &available, |all| {
+        all.iter().copied().take(2).collect()
+    })?;
+    std::fs::create_dir_all(&args.dir)
+        .with_context(|| format!("cannot create {}", args.dir.display()))?;
+    let machine = MachineFacts::gather(&args.dir);
+    let mut notes = Vec::new();
+    let writer_cpu = cpus[0];
+    let reader_cpu = *cpus.get(1).unwrap_or(&cpus[0]);
+    if cpus.len() < 2 {
+        notes.push("loopback TCP measured with writer and reader on one CPU".to_string());
+    }
+    eprintln!("limits: loopback TCP, one stream, {} s ...", args.seconds);
+    let loopback = match loopback_tcp(args.seconds, writer_cpu, reader_cpu) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            notes.push(format!("loopback TCP not measured: {e:#}"));
+            None
+        }
+    };
+    let dir = args.dir.clone();
+    let (seconds, write_bytes, file_bytes, samples) =
+        (args.seconds, args.write_bytes, args.file_bytes, args.sync_samples);
+    let disk = LocalExecutorBuilder::new(Placement::Fixed(writer_cpu))
+        .name("bench-limits")
+        .spawn(move || async move {
+            let mut notes = Vec::new();
+            let mut note = |what: &str, e: anyhow::Error| notes.push(format!("{what} not measured: {e:#}"));
+            if let Err(e) = crate::storage::ensure_iopoll_probed(&dir).await {
+                note("iopoll probe", e.into());
+            }
+            let mut writes = Vec::new();
+            for (preallocate, depth) in [(false, 1), (false, 32), (true, 1), (true, 32)] {
+                let kind = if preallocate { "writes into a preallocated file" } else { "appends" };
+                eprintln!("limits: O_DIRECT {kind} of {write_bytes} B, {depth} in flight, {seconds} s ...");
+                writes.push(
+                    odirect_writes(&dir, write_bytes, depth, file_bytes, seconds, preallocate)
+                        .await
+                        .map_err(|e| note(&format!("O_DIRECT {kind} with {depth} in flight"), e))
+                        .ok(),
+                );
+            }
+            eprintln!("limits: fdatasync after a 4 KiB overwrite, {samples} samples ...");
+            let overwrite = fdatasync_latency(&dir, samples, false)
+                .await
+                .map_err(|e| note("fdatasync after overwrite", e))
+                .ok();
+            eprintln!("limits: fdatasync after a 4 KiB append, {samples} samples ...");
+            let append = fdatasync_latency(&dir, samples, true)
+                .await
+                .map_err(|e| note("fdatasync after append", e))
+                .ok();
+            (writes, overwrite, append, notes)
+        })
+        .map_err(|e| anyhow::anyhow!("cannot start a glommio executor (io_uring?): {e}"))?
+        .join()
+        .map_err(|e| anyhow::anyhow!("the disk measurements failed: {e}"))?;
+    let (writes, overwrite, append, disk_notes) = disk;
+    notes.extend(disk_notes);
+    Ok(LimitsResult {
+        tool: "ringbroker bench limits".into(),
+        started_unix_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64),
+        machine,
+        loopback_tcp_mb_per_sec: loopback,
+        odirect_write_bytes: args.write_bytes,
+        odirect_write_qd1_mb_per_sec: writes[0],
+        odirect_write_qd32_mb_per_sec: writes[1],
+        odirect_prealloc_qd1_mb_per_sec: writes[2],
+        odirect_prealloc_qd32_mb_per_sec: writes[3],
+        fdatasync_overwrite_us: overwrite,
+        fdatasync_append_us: append,
+        notes,
+    })
+}
+
+/// The limits as printed.
+pub fn render_limits(result: &LimitsResult) -> String {
+    let mb = |v: Option<f64>| v.map_or("not measured".to_string(), |v| format!("{v:.0} MB/s"));
+    let sync = |s: &Option<LatencySummary>| {
+        s.as_ref().map_or("not measured".to_string(), |s| {
+            format!("p50 {} us, p99 {} us, max {} us", s.p50_us, s.p99_us, s.max_us)
+        })
+    };
+    let m = &result.machine;
+    let mut out = format!(
+        "machine: {} ({} CPUs allowed), kernel {}, memlock {}, disk {}, load {}\n",
+        m.cpu_model,
+        m.cpus_allowed,
+        m.kernel,
+        m.memlock_kib.map_or("unlimited".into(), |k| format!("{k} KiB")),
+        m.disk,
+        m.load_average
+    );
+    out += &format!("loopback TCP, one stream:            {}\n", mb(result.loopback_tcp_mb_per_sec));
+    out += &format!(
+        "O_DIRECT appends {} KiB, 1 in flight:  {}\n",
+        result.odirect_write_bytes / 1024,
+        mb(result.odirect_write_qd1_mb_per_sec)
+    );
+    out += &format!(
+        "O_DIRECT appends {} KiB, 32 in flight: {}\n",
+        result.odirect_write_bytes / 1024,
+        mb(result.odirect_write_qd32_mb_per_sec)
+    );
+    out += &format!(
+        "O_DIRECT preallocated {} KiB, 1 in flight:  {}\n",
+        result.odirect_write_bytes / 1024,
+        mb(result.odirect_prealloc_qd1_mb_per_sec)
+    );
+    out += &format!(
+        "O_DIRECT preallocated {} KiB, 32 in flight: {}\n",
+        result.odirect_write_bytes / 1024,
+        mb(result.odirect_prealloc_qd32_mb_per_sec)
+    );
+    out += &format!("fdatasync after 4 KiB overwrite:     {}\n", sync(&result.fdatasync_overwrite_us));
+    out += &format!("fdatasync after 4 KiB append:        {}\n", sync(&result.fdatasync_append_us));
+    for note in &result.notes {
+        out += &format!("note: {note}\n");
+    }
+    out
+}

@@ -1,0 +1,692 @@
+//! The load generator: one pinned glommio executor per chosen CPU, each
+//! running producer and consumer connections as tasks. Producers send
+//! pre-encoded requests with a bounded window of requests in flight;
+//! consumers fetch in a loop, one fetch in flight. Only counters shared for
+//! the progress line cross threads (atomics); histograms stay on their
+//! executor and are merged at the end.
+//!
+//! Sketch of what the client costs: a send is a 4-byte patch and one write
+//! syscall per request (in end-to-end mode also a CRC32C over the request's
+//! batches, ~1 us per 16 KiB); a consumed batch is a header parse. At 1 GB/s
+//! of 16 KiB batches that is ~60k requests/s, well under one core, so the
+//! broker, not this client, should be what saturates.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use bytes::Bytes;
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use glommio::net::TcpStream;
+use glommio::{LocalExecutorBuilder, Placement};
+use hdrhistogram::Histogram;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, FetchRequest, FetchResponse, ProduceResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use super::args::{LoadPlan, Mode, StartFrom};
+use super::batches::{batch_send_time_us, build_produce_frames, BatchSpec, ProduceFrame, Rng};
+use super::report::{new_latency_histogram, record_latency};
+use super::wire::{
+    decode_response, encode_frame, frame_size, prepare_topic, ControlClient, TopicLayout,
+    FETCH_VERSION, PRODUCE_VERSION,
+};
+use crate::protocol::record_batch::BatchIter;
+
+/// Most bytes of pre-encoded requests one run may hold in memory.
+const PREENCODED_BYTES_MAX: usize = 1 << 30;
+/// How long end-to-end consumers wait for the last produced records.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(15);
+/// Registered io_uring memory per bench executor (network only; no DMA).
+const BENCH_IO_MEMORY_BYTES: usize = 512 * 1024;
+
+/// Counters shared with the progress line.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Acknowledged (or, with acks=0, sent) records.
+    pub produced_messages: AtomicU64,
+    /// Their batch bytes.
+    pub produced_wire_bytes: AtomicU64,
+    /// Consumed records.
+    pub consumed_messages: AtomicU64,
+    /// Their batch bytes.
+    pub consumed_wire_bytes: AtomicU64,
+    /// Producer connections still running.
+    pub producers_running: AtomicUsize,
+    /// Set on the first failure: everyone stops.
+    pub abort: AtomicBool,
+}
+
+/// What one connection measured.
+#[derive(Debug)]
+pub struct ConnOutcome {
+    /// Produce latency (producers).
+    pub produce_latency: Histogram<u64>,
+    /// End-to-end latency (consumers in end-to-end mode).
+    pub e2e_latency: Histogram<u64>,
+    /// Records produced and acknowledged.
+    pub produced_messages: u64,
+    /// Value bytes produced.
+    pub produced_payload_bytes: u64,
+    /// Batch bytes produced.
+    pub produced_wire_bytes: u64,
+    /// Produce requests answered.
+    pub produce_requests: u64,
+    /// Records consumed.
+    pub consumed_messages: u64,
+    /// Batch bytes consumed.
+    pub consumed_wire_bytes: u64,
+    /// Fetches made.
+    pub fetches: u64,
+    /// When its first request went out.
+    pub started: Option<Instant>,
+    /// When its last answer came in.
+    pub finished: Option<Instant>,
+    /// Why it stopped early.
+    pub error: Option<String>,
+}
+
+impl ConnOutcome {
+    fn new() -> Self {
+        ConnOutcome {
+            produce_latency: new_latency_histogram(),
+            e2e_latency: new_latency_histogram(),
+            produced_messages: 0,
+            produced_payload_bytes: 0,
+            produced_wire_bytes: 0,
+            produce_requests: 0,
+            consumed_messages: 0,
+            consumed_wire_bytes: 0,
+            fetches: 0,
+            started: None,
+            finished: None,
+            error: None,
+        }
+    }
+
+    /// Adds `other` into `self`.
+    pub fn merge(&mut self, other: ConnOutcome) {
+        let _ = self.produce_latency.add(&other.produce_latency);
+        let _ = self.e2e_latency.add(&other.e2e_latency);
+        self.produced_messages += other.produced_messages;
+        self.produced_payload_bytes += other.produced_payload_bytes;
+        self.produced_wire_bytes += other.produced_wire_bytes;
+        self.produce_requests += other.produce_requests;
+        self.consumed_messages += other.consumed_messages;
+        self.consumed_wire_bytes += other.consumed_wire_bytes;
+        self.fetches += other.fetches;
+        self.started = match (self.started, other.started) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.finished = match (self.finished, other.finished) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        if self.error.is_none() {
+            self.error = other.error;
+        }
+    }
+}
+
+/// Work of one producer connection.
+struct ProducerJob {
+    address: String,
+    frames: Vec<ProduceFrame>,
+    /// Records this connection sends in count mode.
+    message_budget: Option<u64>,
+}
+
+/// Work of one consumer connection.
+struct ConsumerJob {
+    address: String,
+    /// Partition -> next offset.
+    offsets: BTreeMap<i32, i64>,
+}
+
+enum Job {
+    Produce(ProducerJob),
+    Consume(ConsumerJob),
+}
+
+/// Run-wide settings every task reads.
+#[derive(Debug, Clone)]
+struct Settings {
+    mode: Mode,
+    topic: String,
+    deadline: Option<Instant>,
+    count: Option<u64>,
+    max_in_flight: usize,
+    linger: Duration,
+    acks: i16,
+    uncompressed: bool,
+    fetch_partition_max_bytes: i32,
+    fetch_max_wait_ms: i32,
+}
+
+fn now_unix_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
+}
+
+/// Partitions of `partitions` taken by client `index` of `clients`: round
+/// robin; with more clients than partitions, client i takes partition
+/// i mod partitions.
+pub fn assign(partitions: &[i32], clients: usize, index: usize) -> Vec<i32> {
+    if partitions.is_empty() || clients == 0 {
+        return Vec::new();
+    }
+    if clients >= partitions.len() {
+        return vec![partitions[index % partitions.len()]];
+    }
+    partitions
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % clients == index)
+        .map(|(_, &p)| p)
+        .collect()
+}
+
+fn group_by_leader(layout: &TopicLayout, partitions: &[i32]) -> BTreeMap<String, Vec<i32>> {
+    let mut groups: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+    for p in partitions {
+        if let Some(address) = layout.leaders.get(p) {
+            groups.entry(address.clone()).or_default().push(*p);
+        }
+    }
+    groups
+}
+
+/// Runs the load described by `plan` and returns what the connections
+/// measured, merged, and the run's elapsed time.
+///
+/// # Errors
+/// Set-up failures (topic, offsets, executors); failures of connections are
+/// reported in the outcome's `error`.
+pub fn run_load(
+    plan: &LoadPlan,
+    counters: &Arc<Counters>,
+) -> anyhow::Result<(ConnOutcome, Duration)> {
+    let args = &plan.args;
+    let layout = prepare_topic(&args.bootstrap, &args.topic, args.partitions)?;
+    let partitions = layout.partitions();
+    let mut jobs: Vec<Job> = Vec::new();
+    let spec = BatchSpec {
+        messages: plan.messages_per_batch,
+        message_bytes: args.message_bytes,
+        keys: args.key_distribution,
+        key_count: args.key_count,
+        compression: args.compression,
+    };
+    if plan.mode.consumes() {
+        let timestamp = match plan.from {
+            StartFrom::Earliest => -2,
+            StartFrom::Latest => -1,
+        };
+        for index in 0..args.consumers as usize {
+            let mine = assign(&partitions, args.consumers as usize, index);
+            for (address, group) in group_by_leader(&layout, &mine) {
+                let offsets = ControlClient::connect(&address)?
+                    .list_offsets(&args.topic, &group, timestamp)
+                    .with_context(|| format!("start offsets from {address}"))?;
+                jobs.push(Job::Consume(ConsumerJob { address, offsets }));
+            }
+        }
+    }
+    if plan.mode.produces() {
+        let mut rng = Rng::new(args.seed);
+        let mut preencoded = 0usize;
+        let producer_jobs_start = jobs.len();
+        for index in 0..args.producers as usize {
+            let mine = assign(&partitions, args.producers as usize, index);
+            for (address, group) in group_by_leader(&layout, &mine) {
+                let frames = build_produce_frames(
+                    &args.topic,
+                    &group,
+                    args.acks,
+                    &spec,
+                    args.request_bytes_max as usize,
+                    &mut rng,
+                    now_unix_us() / 1000,
+                )?;
+                preencoded += frames.iter().map(|f| f.frame.len()).sum::<usize>();
+                if preencoded > PREENCODED_BYTES_MAX {
+                    bail!(
+                        "pre-encoded requests would exceed {PREENCODED_BYTES_MAX} bytes; lower --partitions, --producers or --batch-bytes"
+                    );
+                }
+                jobs.push(Job::Produce(ProducerJob {
+                    address,
+                    frames,
+                    message_budget: None,
+                }));
+            }
+        }
+        let producer_jobs = jobs.len() - producer_jobs_start;
+        if let Some(count) = args.count {
+            let share = count.div_ceil(producer_jobs as u64);
+            for job in &mut jobs[producer_jobs_start..] {
+                if let Job::Produce(p) = job {
+                    p.message_budget = Some(share);
+                }
+            }
+        }
+        counters
+            .producers_running
+            .store(producer_jobs, Ordering::SeqCst);
+    }
+
+    let nr_workers = plan.cpus.len().min(jobs.len()).max(1);
+    let mut per_worker: Vec<Vec<Job>> = (0..nr_workers).map(|_| Vec::new()).collect();
+    for (index, job) in jobs.into_iter().enumerate() {
+        per_worker[index % nr_workers].push(job);
+    }
+    raise_memlock();
+    let ready = Arc::new(AtomicUsize::new(0));
+    let go = Arc::new(AtomicBool::new(false));
+    let mut handles = Vec::new();
+    let settings_template = Settings {
+        mode: plan.mode,
+        topic: args.topic.clone(),
+        deadline: None,
+        count: args.count,
+        max_in_flight: args.max_in_flight as usize,
+        linger: Duration::from_millis(args.linger_ms),
+        acks: args.acks,
+        uncompressed: args.compression == super::args::CompressionArg::None,
+        fetch_partition_max_bytes: args.fetch_partition_max_bytes as i32,
+        fetch_max_wait_ms: args.fetch_max_wait_ms as i32,
+    };
+    let start_cell = Arc::new(std::sync::Mutex::new(None::<Instant>));
+    for (worker, jobs) in per_worker.into_iter().enumerate() {
+        let cpu = plan.cpus[worker];
+        let counters = counters.clone();
+        let ready = ready.clone();
+        let go = go.clone();
+        let settings = settings_template.clone();
+        let start_cell = start_cell.clone();
+        let duration = plan.duration_secs.map(Duration::from_secs);
+        let handle = LocalExecutorBuilder::new(Placement::Fixed(cpu))
+            .name(&format!("bench-{worker}"))
+            .io_memory(BENCH_IO_MEMORY_BYTES)
+            .spawn(move || async move {
+                ready.fetch_add(1, Ordering::SeqCst);
+                while !go.load(Ordering::SeqCst) {
+                    glommio::timer::sleep(Duration::from_millis(1)).await;
+                }
+                let start = start_cell
+                    .lock()
+                    .map(|s| s.unwrap_or_else(Instant::now))
+                    .unwrap_or_else(|_| Instant::now());
+                let settings = Settings {
+                    deadline: duration.map(|d| start + d),
+                    ..settings
+                };
+                let mut tasks = Vec::new();
+                for job in jobs {
+                    let counters = counters.clone();
+                    let settings = settings.clone();
+                    tasks.push(glommio::spawn_local(async move {
+                        let mut outcome = ConnOutcome::new();
+                        let result = match job {
+                            Job::Produce(job) => {
+                                let r = produce(job, &settings, &counters, &mut outcome).await;
+                                counters.producers_running.fetch_sub(1, Ordering::SeqCst);
+                                r
+                            }
+                            Job::Consume(job) => {
+                                consume(job, &settings, &counters, &mut outcome).await
+                            }
+                        };
+                        if let Err(e) = result {
+                            outcome.error = Some(format!("{e:#}"));
+                            counters.abort.store(true, Ordering::SeqCst);
+                        }
+                        outcome
+                    }));
+                }
+                let mut merged = ConnOutcome::new();
+                for task in tasks {
+                    merged.merge(task.await);
+                }
+                merged
+            })
+            .map_err(|e| anyhow::anyhow!("cannot start a bench executor on CPU {cpu}: {e}"))?;
+        handles.push(handle);
+    }
+    while ready.load(Ordering::SeqCst) < handles.len() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let start = Instant::now();
+    if let Ok(mut cell) = start_cell.lock() {
+        *cell = Some(start);
+    }
+    go.store(true, Ordering::SeqCst);
+    let mut total = ConnOutcome::new();
+    for handle in handles {
+        match handle.join() {
+            Ok(outcome) => total.merge(outcome),
+            Err(e) => {
+                total.error.get_or_insert_with(|| format!("a bench executor failed: {e}"));
+            }
+        }
+    }
+    let elapsed = match (total.started, total.finished) {
+        (Some(a), Some(b)) if b > a => b - a,
+        _ => start.elapsed(),
+    };
+    Ok((total, elapsed))
+}
+
+/// Raises RLIMIT_MEMLOCK to the hard limit (io_uring rings and buffers).
+fn raise_memlock() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_MEMLOCK) {
+        if soft < hard {
+            let _ = setrlimit(Resource::RLIMIT_MEMLOCK, hard, hard);
+        }
+    }
+}
+
+async fn connect(address: &str) -> anyhow::Result<TcpStream> {
+    let stream = TcpStream::connect(address)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot connect to {address}: {e}"))?;
+    stream
+        .set_nodelay(true)
+        .map_err(|e| anyhow::anyhow!("TCP_NODELAY on {address}: {e}"))?;
+    Ok(stream)
+}
+
+async fn read_frame(stream: &mut TcpStream) -> anyhow::Result<Bytes> {
+    let mut prefix = [0u8; 4];
+    stream
+        .read_exact(&mut prefix)
+        .await
+        .context("reading a response")?;
+    let mut payload = vec![0u8; frame_size(prefix)?];
+    stream
+        .read_exact(&mut payload)
+        .await
+        .context("reading a response")?;
+    Ok(Bytes::from(payload))
+}
+
+fn past(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| Instant::now() >= d)
+}
+
+/// One producer connection: keeps up to `max_in_flight` requests in flight,
+/// cycling over its pre-encoded requests, until the deadline or its budget.
+async fn produce(
+    mut job: ProducerJob,
+    settings: &Settings,
+    counters: &Counters,
+    outcome: &mut ConnOutcome,
+) -> anyhow::Result<()> {
+    let mut stream = connect(&job.address).await?;
+    // (correlation id, frame index, sent at)
+    let mut in_flight: VecDeque<(i32, usize, Instant)> = VecDeque::new();
+    let mut correlation_id = 0i32;
+    let mut next_frame = 0usize;
+    let mut sent_messages = 0u64;
+    let mut next_send_at = Instant::now();
+    let frames_count = job.frames.len();
+    outcome.started = Some(Instant::now());
+    loop {
+        while in_flight.len() < settings.max_in_flight
+            && !past(settings.deadline)
+            && !counters.abort.load(Ordering::Relaxed)
+            && job.message_budget.map_or(true, |b| sent_messages < b)
+        {
+            if !settings.linger.is_zero() {
+                let now = Instant::now();
+                if next_send_at > now {
+                    if !in_flight.is_empty() {
+                        break; // read an answer while waiting
+                    }
+                    glommio::timer::sleep(next_send_at - now).await;
+                }
+                next_send_at = Instant::now() + settings.linger;
+            }
+            let index = next_frame;
+            next_frame = (next_frame + 1) % frames_count;
+            correlation_id = correlation_id.wrapping_add(1);
+            let frame = &mut job.frames[index];
+            frame.set_correlation_id(correlation_id);
+            if settings.mode == Mode::EndToEnd {
+                frame.stamp(now_unix_us());
+            }
+            let sent_at = Instant::now();
+            stream
+                .write_all(&frame.frame)
+                .await
+                .with_context(|| format!("sending a produce request to {}", job.address))?;
+            sent_messages += frame.messages;
+            if settings.acks == 0 {
+                account_produced(frame, counters, outcome);
+            } else {
+                in_flight.push_back((correlation_id, index, sent_at));
+            }
+        }
+        let Some((expected, index, sent_at)) = in_flight.pop_front() else {
+            if settings.acks == 0 {
+                stream.flush().await.ok();
+            }
+            break;
+        };
+        let payload = read_frame(&mut stream)
+            .await
+            .with_context(|| format!("produce answer from {}", job.address))?;
+        let response: ProduceResponse = decode_response(payload, PRODUCE_VERSION, expected)?;
+        for topic in &response.responses {
+            for p in &topic.partition_responses {
+                if p.error_code != 0 {
+                    bail!(
+                        "produce to {}/{} failed with error code {}",
+                        settings.topic,
+                        p.index,
+                        p.error_code
+                    );
+                }
+            }
+        }
+        let latency = sent_at.elapsed();
+        record_latency(&mut outcome.produce_latency, latency.as_micros() as i64, 1);
+        outcome.produce_requests += 1;
+        account_produced(&job.frames[index], counters, outcome);
+    }
+    outcome.finished = Some(Instant::now());
+    Ok(())
+}
+
+fn account_produced(frame: &ProduceFrame, counters: &Counters, outcome: &mut ConnOutcome) {
+    let wire: u64 = frame.batches.iter().map(|b| b.1 as u64).sum();
+    outcome.produced_messages += frame.messages;
+    outcome.produced_payload_bytes += frame.payload_bytes;
+    outcome.produced_wire_bytes += wire;
+    counters
+        .produced_messages
+        .fetch_add(frame.messages, Ordering::Relaxed);
+    counters
+        .produced_wire_bytes
+        .fetch_add(wire, Ordering::Relaxed);
+}
+
+fn consumer_should_stop(settings: &Settings, counters: &Counters, drain_since: &mut Option<Instant>) -> bool {
+    if counters.abort.load(Ordering::Relaxed) {
+        return true;
+    }
+    let consumed = counters.consumed_messages.load(Ordering::Relaxed);
+    match settings.mode {
+        Mode::EndToEnd => {
+            if counters.producers_running.load(Ordering::SeqCst) > 0 {
+                return false;
+            }
+            if consumed >= counters.produced_messages.load(Ordering::SeqCst) {
+                return true;
+            }
+            let since = drain_since.get_or_insert_with(Instant::now);
+            since.elapsed() > DRAIN_TIMEOUT
+        }
+        _ => {
+            if let Some(count) = settings.count {
+                return consumed >= count;
+            }
+            past(settings.deadline)
+        }
+    }
+}
+
+/// One consumer connection: fetches its partitions from their offsets until
+/// the run ends, counting records (and, end-to-end, their latency).
+async fn consume(
+    mut job: ConsumerJob,
+    settings: &Settings,
+    counters: &Counters,
+    outcome: &mut ConnOutcome,
+) -> anyhow::Result<()> {
+    let mut stream = connect(&job.address).await?;
+    let topic = TopicName(StrBytes::from_string(settings.topic.clone()));
+    let max_bytes = (settings.fetch_partition_max_bytes as i64 * job.offsets.len() as i64)
+        .min(64 * 1024 * 1024) as i32;
+    let mut correlation_id = 0i32;
+    let mut drain_since = None;
+    outcome.started = Some(Instant::now());
+    while !consumer_should_stop(settings, counters, &mut drain_since) {
+        correlation_id = correlation_id.wrapping_add(1);
+        let request = FetchRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_max_wait_ms(settings.fetch_max_wait_ms)
+            .with_min_bytes(1)
+            .with_max_bytes(max_bytes)
+            .with_isolation_level(0)
+            .with_session_id(0)
+            .with_session_epoch(-1)
+            .with_topics(vec![FetchTopic::default().with_topic(topic.clone()).with_partitions(
+                job.offsets
+                    .iter()
+                    .map(|(&p, &offset)| {
+                        FetchPartition::default()
+                            .with_partition(p)
+                            .with_current_leader_epoch(-1)
+                            .with_fetch_offset(offset)
+                            .with_log_start_offset(-1)
+                            .with_partition_max_bytes(settings.fetch_partition_max_bytes)
+                    })
+                    .collect(),
+            )]);
+        let frame = encode_frame(ApiKey::Fetch, FETCH_VERSION, correlation_id, &request)?;
+        stream
+            .write_all(&frame)
+            .await
+            .with_context(|| format!("sending a fetch to {}", job.address))?;
+        let payload = read_frame(&mut stream)
+            .await
+            .with_context(|| format!("fetch answer from {}", job.address))?;
+        let response: FetchResponse = decode_response(payload, FETCH_VERSION, correlation_id)?;
+        outcome.fetches += 1;
+        if response.error_code != 0 {
+            bail!("fetch failed with error code {}", response.error_code);
+        }
+        let received_us = now_unix_us();
+        let mut fetched = 0u64;
+        for topic_response in &response.responses {
+            for p in &topic_response.partitions {
+                if p.error_code != 0 {
+                    bail!(
+                        "fetch from {}/{} failed with error code {}",
+                        settings.topic,
+                        p.partition_index,
+                        p.error_code
+                    );
+                }
+                let Some(offset) = job.offsets.get_mut(&p.partition_index) else {
+                    continue;
+                };
+                let Some(records) = &p.records else { continue };
+                let mut messages = 0u64;
+                let mut wire = 0u64;
+                let mut batches = BatchIter::new(records, false);
+                for (at, header) in &mut batches {
+                    let last = header.last_offset();
+                    if last < *offset {
+                        continue;
+                    }
+                    let count = (last - header.base_offset.max(*offset) + 1) as u64;
+                    messages += count;
+                    wire += header.total_bytes() as u64;
+                    if settings.mode == Mode::EndToEnd {
+                        let bytes = &records[at..at + header.total_bytes()];
+                        if let Some(sent_us) =
+                            batch_send_time_us(bytes, settings.uncompressed && header.compression() == 0)
+                        {
+                            record_latency(&mut outcome.e2e_latency, received_us - sent_us, count);
+                        }
+                    }
+                    *offset = last + 1;
+                }
+                fetched += messages;
+                outcome.consumed_messages += messages;
+                outcome.consumed_wire_bytes += wire;
+                counters
+                    .consumed_messages
+                    .fetch_add(messages, Ordering::Relaxed);
+                counters
+                    .consumed_wire_bytes
+                    .fetch_add(wire, Ordering::Relaxed);
+            }
+        }
+        if fetched > 0 {
+            outcome.finished = Some(Instant::now());
+        }
+    }
+    if outcome.finished.is_none() {
+        outcome.finished = Some(Instant::now());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_are_assigned_round_robin_and_shared_when_clients_outnumber_them() {
+        let parts: Vec<i32> = (0..5).collect();
+        assert_eq!(assign(&parts, 2, 0), vec![0, 2, 4]);
+        assert_eq!(assign(&parts, 2, 1), vec![1, 3]);
+        assert_eq!(assign(&parts, 7, 6), vec![1]);
+        assert_eq!(assign(&[], 2, 0), Vec::<i32>::new());
+        let all: Vec<i32> = (0..3).flat_map(|i| assign(&parts, 3, i)).collect();
+        let mut sorted = all.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, parts);
+    }
+
+    #[test]
+    fn outcomes_merge() {
+        let mut a = ConnOutcome::new();
+        let mut b = ConnOutcome::new();
+        let t0 = Instant::now();
+        a.produced_messages = 3;
+        a.started = Some(t0 + Duration::from_millis(5));
+        a.finished = Some(t0 + Duration::from_millis(10));
+        b.produced_messages = 4;
+        b.started = Some(t0);
+        b.finished = Some(t0 + Duration::from_millis(7));
+        record_latency(&mut b.produce_latency, 100, 2);
+        b.error = Some("x".into());
+        a.merge(b);
+        assert_eq!(a.produced_messages, 7);
+        assert_eq!(a.started, Some(t0));
+        assert_eq!(a.finished, Some(t0 + Duration::from_millis(10)));
+        assert_eq!(a.produce_latency.len(), 2);
+        assert_eq!(a.error.as_deref(), Some("x"));
+    }
+}

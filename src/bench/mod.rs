@@ -1,0 +1,205 @@
+//! `ringbroker bench`: a Kafka-protocol load generator in the broker's own
+//! binary (produce, consume, end-to-end) and `bench limits`, the machine's
+//! ceilings. The client speaks the protocol through kafka-protocol's types
+//! and the project's record-batch builder, runs thread-per-core on pinned
+//! glommio executors, and pre-encodes its requests so that what saturates
+//! is the broker.
+//!
+//! Files: `args.rs` (flags, validation), `wire.rs` (frames, control-plane
+//! calls), `batches.rs` (pre-encoded batches and requests), `load.rs` (the
+//! producer and consumer tasks), `report.rs` (histogram summaries, JSON,
+//! SVG), `limits.rs` (`bench limits`).
+
+pub mod args;
+pub mod batches;
+pub mod limits;
+pub mod load;
+pub mod report;
+pub mod wire;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use args::{BenchArgs, BenchCommand, LoadPlan, Mode};
+use load::{run_load, ConnOutcome, Counters};
+use report::{
+    limit_fractions, load_average, read_limits, render_svg, render_text, write_json, BenchResult,
+    LatencySummary, RunConfig, Series, Throughput,
+};
+
+/// Runs `ringbroker bench ...`.
+///
+/// # Errors
+/// Bad flags, an unreachable broker, a failed connection (the message says
+/// which), or files that cannot be written.
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let (mode, load) = match args.command {
+        BenchCommand::Limits(limits_args) => {
+            let result = limits::run_limits(&limits_args)?;
+            print!("{}", limits::render_limits(&result));
+            if let Some(path) = &limits_args.json {
+                write_json(path, &result)?;
+                println!("limits written to {}", path.display());
+            }
+            return Ok(());
+        }
+        BenchCommand::Produce(a) => (Mode::Produce, a),
+        BenchCommand::Consume(a) => (Mode::Consume, a),
+        BenchCommand::EndToEnd(a) => (Mode::EndToEnd, a),
+    };
+    let plan = load.plan(mode)?;
+    // Read the limits first so a bad file fails before the run, not after.
+    let limits = plan.args.limits.as_deref().map(read_limits).transpose()?;
+    let counters = Arc::new(Counters::default());
+    let started_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let stop_progress = Arc::new(AtomicBool::new(false));
+    let progress = (!plan.args.quiet).then(|| {
+        let counters = counters.clone();
+        let stop = stop_progress.clone();
+        std::thread::spawn(move || progress_loop(&counters, &stop))
+    });
+    let outcome = run_load(&plan, &counters);
+    stop_progress.store(true, Ordering::SeqCst);
+    if let Some(handle) = progress {
+        let _ = handle.join();
+    }
+    let (outcome, elapsed) = outcome?;
+    let mut result = assemble(&plan, &outcome, elapsed, started_unix_ms);
+    if let Some(limits) = &limits {
+        result.limit_fractions = limit_fractions(&result, limits);
+    }
+    print!("{}", render_text(&result));
+    if let Some(path) = &plan.args.json {
+        write_json(path, &result)?;
+    }
+    if let Some(path) = &plan.args.plot {
+        let title = format!(
+            "ringbroker bench {} {} ({} B messages, acks {}, {} partitions)",
+            result.mode,
+            result.label,
+            plan.args.message_bytes,
+            if plan.args.acks == -1 { "all".to_string() } else { plan.args.acks.to_string() },
+            plan.args.partitions
+        );
+        let mut series = Vec::new();
+        if !outcome.produce_latency.is_empty() {
+            series.push(Series {
+                name: "produce (request sent -> response)",
+                histogram: &outcome.produce_latency,
+            });
+        }
+        if !outcome.e2e_latency.is_empty() {
+            series.push(Series {
+                name: "end-to-end (record timestamp -> consumed)",
+                histogram: &outcome.e2e_latency,
+            });
+        }
+        std::fs::write(path, render_svg(&title, &series))
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
+    if let Some(error) = &outcome.error {
+        anyhow::bail!("a connection failed: {error}");
+    }
+    Ok(())
+}
+
+fn assemble(
+    plan: &LoadPlan,
+    outcome: &ConnOutcome,
+    elapsed: Duration,
+    started_unix_ms: i64,
+) -> BenchResult {
+    let a = &plan.args;
+    let secs = elapsed.as_secs_f64();
+    let mut notes = Vec::new();
+    if plan.mode.produces() && a.acks == 0 {
+        notes.push("acks=0: the broker answers nothing, so produce latency is not measured and produced counts are what was sent".into());
+    }
+    if plan.mode == Mode::EndToEnd && a.compression != args::CompressionArg::None {
+        notes.push("compressed batches carry only millisecond timestamps: end-to-end latency has 1 ms resolution".into());
+    }
+    if plan.mode == Mode::EndToEnd && outcome.consumed_messages < outcome.produced_messages {
+        notes.push(format!(
+            "consumers read {} of {} acknowledged records before the drain timeout",
+            outcome.consumed_messages, outcome.produced_messages
+        ));
+    }
+    BenchResult {
+        tool: "ringbroker bench".into(),
+        mode: plan.mode.name().into(),
+        label: a.label.clone(),
+        started_unix_ms,
+        elapsed_secs: secs,
+        config: RunConfig {
+            bootstrap: a.bootstrap.clone(),
+            topic: a.topic.clone(),
+            partitions: a.partitions,
+            producers: if plan.mode.produces() { a.producers } else { 0 },
+            consumers: if plan.mode.consumes() { a.consumers } else { 0 },
+            message_bytes: a.message_bytes,
+            messages_per_batch: plan.messages_per_batch,
+            acks: a.acks,
+            batch_bytes: a.batch_bytes,
+            linger_ms: a.linger_ms,
+            compression: format!("{:?}", a.compression).to_lowercase(),
+            key_distribution: format!("{:?}", a.key_distribution).to_lowercase(),
+            max_in_flight: a.max_in_flight,
+            duration_secs: plan.duration_secs,
+            count: a.count,
+            from: format!("{:?}", plan.from).to_lowercase(),
+            cpus: plan.cpus.clone(),
+        },
+        produce: plan.mode.produces().then(|| {
+            Throughput::new(
+                outcome.produced_messages,
+                outcome.produced_payload_bytes,
+                outcome.produced_wire_bytes,
+                outcome.produce_requests,
+                secs,
+            )
+        }),
+        produce_latency_us: LatencySummary::of(&outcome.produce_latency),
+        consume: plan.mode.consumes().then(|| {
+            Throughput::new(
+                outcome.consumed_messages,
+                outcome.consumed_messages * u64::from(a.message_bytes),
+                outcome.consumed_wire_bytes,
+                outcome.fetches,
+                secs,
+            )
+        }),
+        end_to_end_latency_us: LatencySummary::of(&outcome.e2e_latency),
+        limit_fractions: Vec::new(),
+        load_average: load_average(),
+        notes,
+    }
+}
+
+fn progress_loop(counters: &Counters, stop: &AtomicBool) {
+    let start = Instant::now();
+    let mut last = (Instant::now(), 0u64, 0u64, 0u64, 0u64);
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(100));
+        if last.0.elapsed() < Duration::from_secs(1) {
+            continue;
+        }
+        let now = Instant::now();
+        let pm = counters.produced_messages.load(Ordering::Relaxed);
+        let pb = counters.produced_wire_bytes.load(Ordering::Relaxed);
+        let cm = counters.consumed_messages.load(Ordering::Relaxed);
+        let cb = counters.consumed_wire_bytes.load(Ordering::Relaxed);
+        let dt = (now - last.0).as_secs_f64();
+        eprintln!(
+            "[{:>5.1} s] produced {pm} msgs ({:.0} msgs/s, {:.1} MB/s)  consumed {cm} msgs ({:.0} msgs/s, {:.1} MB/s)",
+            start.elapsed().as_secs_f64(),
+            (pm - last.1) as f64 / dt,
+            (pb - last.2) as f64 / dt / 1e6,
+            (cm - last.3) as f64 / dt,
+            (cb - last.4) as f64 / dt / 1e6,
+        );
+        last = (now, pm, pb, cm, cb);
+    }
+}
