@@ -84,6 +84,7 @@ fn router_round_trip(c: &mut Criterion) {
                     let body = ShardRequest::WaitForData {
                         items: Vec::new(),
                         max_wait_ms: 0,
+                        isolation_level: 0,
                     };
                     let reply = router.send(1, body).await.expect("send");
                     match stream.recv().await {

@@ -183,7 +183,7 @@ mod tests {
             .unwrap();
         assert_eq!(read_all(dir.path()).unwrap(), vec![a.clone()]);
         // The cut is permanent and appending continues after it.
-        append_at_startup(dir.path(), &[b.clone()]).unwrap();
+        append_at_startup(dir.path(), std::slice::from_ref(&b)).unwrap();
         assert_eq!(read_all(dir.path()).unwrap(), vec![a, b]);
     }
 }

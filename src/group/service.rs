@@ -34,22 +34,9 @@ pub async fn group_partition(shard: &Rc<Shard>, group_id: &str) -> Option<i32> {
 /// Sends `call` to the coordinator of offsets partition `partition` and waits
 /// for its answer.
 pub async fn call_partition(shard: &Rc<Shard>, partition: i32, call: GroupCall) -> GroupReply {
-    let image = shard.image();
-    let Some(owner) = image
-        .topic(OFFSETS_TOPIC)
-        .and_then(|t| shard.owner_of(t, partition))
-    else {
-        return GroupReply::Unavailable(ErrorCode::CoordinatorNotAvailable);
-    };
-    let completion = match shard
-        .call(owner, ShardRequest::Group { partition, call })
-        .await
-    {
-        Ok(completion) => completion,
-        Err(_) => return GroupReply::Unavailable(ErrorCode::CoordinatorNotAvailable),
-    };
-    match completion.await {
-        Ok(ShardReply::Group(reply)) => reply,
+    let request = ShardRequest::Group { partition, call };
+    match shard.call_owner(OFFSETS_TOPIC, partition, request).await {
+        Some(ShardReply::Group(reply)) => reply,
         _ => GroupReply::Unavailable(ErrorCode::CoordinatorNotAvailable),
     }
 }

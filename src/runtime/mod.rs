@@ -247,6 +247,7 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         write_buffer_bytes = config.write_buffer_bytes,
         write_behind = config.write_behind,
         partition_cache_bytes = config.partition_cache_bytes,
+        partition_pending_bytes_max = config.partition_pending_bytes_max,
         flush_policy = ?config.flush_policy,
         "starting shards"
     );

@@ -284,6 +284,22 @@ impl Shard {
         Ok(async move { rx.await.map_err(|_| RouterError::Dropped(target)) }.boxed_local())
     }
 
+    /// Sends `request` to the shard that owns partition `partition` of
+    /// `topic` and waits for the reply: None when no shard owns it (unknown
+    /// topic or partition) or the owner cannot be reached.
+    pub async fn call_owner(
+        self: &Rc<Self>,
+        topic: &str,
+        partition: i32,
+        request: ShardRequest,
+    ) -> Option<ShardReply> {
+        let image = self.image();
+        let owner = image
+            .topic(topic)
+            .and_then(|t| self.owner_of(t, partition))?;
+        self.call(owner, request).await.ok()?.await.ok()
+    }
+
     /// Runs the ordered part of a request now and returns its completion.
     pub async fn submit(
         self: Rc<Self>,

@@ -66,19 +66,9 @@ pub async fn txn_partition(shard: &Rc<Shard>, transactional_id: &str) -> Option<
 /// Sends `call` to the coordinator of transaction state partition
 /// `partition` and waits for its answer.
 pub async fn call_partition(shard: &Rc<Shard>, partition: i32, call: TxnCall) -> TxnReply {
-    let image = shard.image();
-    let Some(owner) = image
-        .topic(TXN_STATE_TOPIC)
-        .and_then(|t| shard.owner_of(t, partition))
-    else {
-        return TxnReply::Unavailable(ErrorCode::CoordinatorNotAvailable);
-    };
-    let completion = match shard.call(owner, ShardRequest::Txn { partition, call }).await {
-        Ok(completion) => completion,
-        Err(_) => return TxnReply::Unavailable(ErrorCode::CoordinatorNotAvailable),
-    };
-    match completion.await {
-        Ok(ShardReply::Txn(reply)) => reply,
+    let request = ShardRequest::Txn { partition, call };
+    match shard.call_owner(TXN_STATE_TOPIC, partition, request).await {
+        Some(ShardReply::Txn(reply)) => reply,
         _ => TxnReply::Unavailable(ErrorCode::CoordinatorNotAvailable),
     }
 }

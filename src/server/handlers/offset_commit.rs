@@ -89,19 +89,19 @@ pub fn to_coordinator(
 }
 
 /// The coordinator's answer when it could not be asked: `error` for every
-/// partition sent to it.
-fn failed(request: &group::OffsetCommitRequest, error: ErrorCode) -> group::OffsetCommitResponse {
+/// partition sent to it, given as (topic, partition indexes).
+pub fn failed<'a>(
+    topics: impl Iterator<Item = (&'a String, Vec<i32>)>,
+    error: ErrorCode,
+) -> group::OffsetCommitResponse {
     group::OffsetCommitResponse {
-        topics: request
-            .topics
-            .iter()
-            .map(|t| group::OffsetCommitTopicResponse {
-                name: t.name.clone(),
-                partitions: t
-                    .partitions
-                    .iter()
-                    .map(|p| group::OffsetCommitPartitionResponse {
-                        partition_index: p.partition_index,
+        topics: topics
+            .map(|(name, partitions)| group::OffsetCommitTopicResponse {
+                name: name.clone(),
+                partitions: partitions
+                    .into_iter()
+                    .map(|partition_index| group::OffsetCommitPartitionResponse {
+                        partition_index,
                         error: Some(error),
                     })
                     .collect(),
@@ -110,12 +110,17 @@ fn failed(request: &group::OffsetCommitRequest, error: ErrorCode) -> group::Offs
     }
 }
 
-/// The wire answer: the handler's own partition errors merged with the
-/// coordinator's answer.
-pub fn to_wire(
-    mut errors: TopicErrors,
-    response: group::OffsetCommitResponse,
-) -> OffsetCommitResponse {
+fn partitions_of(
+    request: &group::OffsetCommitRequest,
+) -> impl Iterator<Item = (&String, Vec<i32>)> {
+    request.topics.iter().map(|t| {
+        let partitions = t.partitions.iter().map(|p| p.partition_index).collect();
+        (&t.name, partitions)
+    })
+}
+
+/// Adds the coordinator's per-partition answers to the handler's own errors.
+pub fn merge_coordinator_errors(errors: &mut TopicErrors, response: group::OffsetCommitResponse) {
     for topic in response.topics {
         for partition in topic.partitions {
             errors.add(
@@ -125,6 +130,15 @@ pub fn to_wire(
             );
         }
     }
+}
+
+/// The wire answer: the handler's own partition errors merged with the
+/// coordinator's answer.
+pub fn to_wire(
+    mut errors: TopicErrors,
+    response: group::OffsetCommitResponse,
+) -> OffsetCommitResponse {
+    merge_coordinator_errors(&mut errors, response);
     let mut wire = OffsetCommitResponse::default();
     wire.topics = errors.into_wire(
         |name, partitions| {
@@ -167,8 +181,8 @@ pub fn handle(
             let sent = call.clone();
             match call_group(&shard, &group_id, GroupCall::OffsetCommit(call)).await {
                 GroupReply::OffsetCommit(response) => response,
-                GroupReply::Unavailable(error) => failed(&sent, error),
-                other => failed(&sent, unexpected("OffsetCommit", &other)),
+                GroupReply::Unavailable(error) => failed(partitions_of(&sent), error),
+                other => failed(partitions_of(&sent), unexpected("OffsetCommit", &other)),
             }
         };
         encode_response(

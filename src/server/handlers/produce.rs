@@ -140,7 +140,7 @@ pub async fn handle(
         Vec::with_capacity(request.topic_data.len());
     let mut flat = Vec::new(); // (topic position, partition position)
     let mut groups: ShardGroups<ProduceItem> = ShardGroups::new();
-    let acks_valid = matches!(acks, 0 | 1 | -1);
+    let acks_valid = (-1..=1).contains(&acks);
     let records_bytes_total: usize = request
         .topic_data
         .iter()

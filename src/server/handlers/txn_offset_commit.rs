@@ -36,6 +36,7 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 use kafka_protocol::messages::{ApiKey, TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
 use super::encode_response;
+use super::offset_commit::{failed, merge_coordinator_errors};
 use super::groups::{opt_string, partition_exists, string, topic_exists, unexpected, TopicErrors};
 use crate::group;
 use crate::group::service::call_group;
@@ -106,29 +107,13 @@ pub fn to_coordinator(
     }
 }
 
-/// The coordinator's answer when it could not be asked: `error` for every
-/// partition sent to it.
-fn failed(
+fn partitions_of(
     request: &group::TxnOffsetCommitRequest,
-    error: ErrorCode,
-) -> group::TxnOffsetCommitResponse {
-    group::OffsetCommitResponse {
-        topics: request
-            .topics
-            .iter()
-            .map(|t| group::OffsetCommitTopicResponse {
-                name: t.name.clone(),
-                partitions: t
-                    .partitions
-                    .iter()
-                    .map(|p| group::OffsetCommitPartitionResponse {
-                        partition_index: p.partition_index,
-                        error: Some(error),
-                    })
-                    .collect(),
-            })
-            .collect(),
-    }
+) -> impl Iterator<Item = (&String, Vec<i32>)> {
+    request.topics.iter().map(|t| {
+        let partitions = t.partitions.iter().map(|p| p.partition_index).collect();
+        (&t.name, partitions)
+    })
 }
 
 /// The wire answer: the handler's own partition errors merged with the
@@ -137,15 +122,7 @@ pub fn to_wire(
     mut errors: TopicErrors,
     response: group::TxnOffsetCommitResponse,
 ) -> TxnOffsetCommitResponse {
-    for topic in response.topics {
-        for partition in topic.partitions {
-            errors.add(
-                &topic.name,
-                partition.partition_index,
-                group::error_code(partition.error),
-            );
-        }
-    }
+    merge_coordinator_errors(&mut errors, response);
     let mut wire = TxnOffsetCommitResponse::default();
     wire.topics = errors.into_wire(
         |name, partitions| {
@@ -185,14 +162,14 @@ pub fn handle(
             group::OffsetCommitResponse { topics: Vec::new() }
         } else if call.group_id.is_empty() {
             // Kafka's GroupCoordinatorService answers this before routing.
-            failed(&call, ErrorCode::InvalidGroupId)
+            failed(partitions_of(&call), ErrorCode::InvalidGroupId)
         } else {
             let group_id = call.group_id.clone();
             let sent = call.clone();
             match call_group(&shard, &group_id, GroupCall::TxnOffsetCommit(call)).await {
                 GroupReply::TxnOffsetCommit(response) => response,
-                GroupReply::Unavailable(error) => failed(&sent, error),
-                other => failed(&sent, unexpected("TxnOffsetCommit", &other)),
+                GroupReply::Unavailable(error) => failed(partitions_of(&sent), error),
+                other => failed(partitions_of(&sent), unexpected("TxnOffsetCommit", &other)),
             }
         };
         encode_response(
