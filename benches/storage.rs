@@ -96,10 +96,16 @@ fn segment_append(c: &mut Criterion) {
         ..LogConfig::default()
     };
     let log = executor.run(async {
-        ensure_iopoll_probed(scratch.path()).await.expect("iopoll probe");
-        Log::create(&scratch.path().join("bench-0"), config, uuid::Uuid::new_v4())
+        ensure_iopoll_probed(scratch.path())
             .await
-            .expect("create log")
+            .expect("iopoll probe");
+        Log::create(
+            &scratch.path().join("bench-0"),
+            config,
+            uuid::Uuid::new_v4(),
+        )
+        .await
+        .expect("create log")
     });
     let (bytes, header) = batch();
     let mut group = c.benchmark_group("log_append_16KiB");
@@ -112,7 +118,9 @@ fn segment_append(c: &mut Criterion) {
             executor.run(async {
                 let start = Instant::now();
                 for _ in 0..iters {
-                    log.append(bytes.clone(), &header, 0, now_ms()).await.expect("append");
+                    log.append(bytes.clone(), &header, 0, now_ms())
+                        .await
+                        .expect("append");
                 }
                 log.flush(false).await.expect("flush");
                 start.elapsed()
@@ -124,7 +132,9 @@ fn segment_append(c: &mut Criterion) {
             executor.run(async {
                 let start = Instant::now();
                 for _ in 0..iters {
-                    log.append(bytes.clone(), &header, 0, now_ms()).await.expect("append");
+                    log.append(bytes.clone(), &header, 0, now_ms())
+                        .await
+                        .expect("append");
                     log.flush(true).await.expect("fdatasync");
                 }
                 start.elapsed()

@@ -86,7 +86,9 @@ fn bench_produce_then_consume_counts_match_the_broker() {
     let produced_messages = produced["produce"]["messages"].as_u64().expect("count");
     assert!(produced_messages > 0, "something was produced: {produced}");
     assert!(produced["produce_latency_us"]["p99_us"].as_u64().is_some());
-    assert!(produced["produce_latency_us"]["p99_99_us"].as_u64().is_some());
+    assert!(produced["produce_latency_us"]["p99_99_us"]
+        .as_u64()
+        .is_some());
     let svg = std::fs::read_to_string(&plot).expect("plot written");
     assert!(svg.starts_with("<svg") && svg.contains("<polyline"));
 

@@ -101,14 +101,24 @@ fn add_partitions(
     let mut results = Vec::new();
     for topic in response.results_by_topic_v3_and_below {
         for p in topic.results_by_partition {
-            results.push((topic.name.to_string(), p.partition_index, p.partition_error_code));
+            results.push((
+                topic.name.to_string(),
+                p.partition_index,
+                p.partition_error_code,
+            ));
         }
     }
     results.sort();
     results
 }
 
-fn end_txn(client: &mut RawClient, id: &str, producer: (i64, i16), commit: bool, version: i16) -> i16 {
+fn end_txn(
+    client: &mut RawClient,
+    id: &str,
+    producer: (i64, i16),
+    commit: bool,
+    version: i16,
+) -> i16 {
     let mut request = EndTxnRequest::default();
     request.transactional_id = TransactionalId(s(id));
     request.producer_id = ProducerId(producer.0);
@@ -195,7 +205,11 @@ fn transaction_apis_answer_like_kafka() {
     let first = init_retrying(&mut client, TXN);
     assert_eq!(first.1, 0);
     let producer = init_retrying(&mut client, TXN);
-    assert_eq!(producer, (first.0, 1), "re-init keeps the id and bumps the epoch");
+    assert_eq!(
+        producer,
+        (first.0, 1),
+        "re-init keeps the id and bumps the epoch"
+    );
 
     // EndTxn error table.
     assert_eq!(
@@ -228,8 +242,16 @@ fn transaction_apis_answer_like_kafka() {
     assert_eq!(
         refused,
         vec![
-            ("no-such-topic".to_string(), 0, code(ResponseError::UnknownTopicOrPartition)),
-            (TOPIC.to_string(), 0, code(ResponseError::OperationNotAttempted)),
+            (
+                "no-such-topic".to_string(),
+                0,
+                code(ResponseError::UnknownTopicOrPartition)
+            ),
+            (
+                TOPIC.to_string(),
+                0,
+                code(ResponseError::OperationNotAttempted)
+            ),
         ]
     );
     let added = add_partitions(&mut client, TXN, producer, &[(TOPIC, &[0, 3])], 3);
@@ -267,7 +289,11 @@ fn transaction_apis_answer_like_kafka() {
     // Commit it, and leave a second id's transaction open.
     assert_eq!(end_txn(&mut client, TXN, producer, true, 3), 0);
     wait_for_state(&mut client, TXN, "CompleteCommit");
-    assert_eq!(end_txn(&mut client, TXN, producer, true, 3), 0, "a retried commit succeeds");
+    assert_eq!(
+        end_txn(&mut client, TXN, producer, true, 3),
+        0,
+        "a retried commit succeeds"
+    );
     assert_eq!(
         end_txn(&mut client, TXN, producer, false, 3),
         code(ResponseError::InvalidTxnState)
@@ -279,7 +305,11 @@ fn transaction_apis_answer_like_kafka() {
     let listed = list(&mut client, &["Ongoing", "Sleeping"]);
     assert_eq!(listed.error_code, 0);
     assert_eq!(
-        listed.unknown_state_filters.iter().map(|f| f.to_string()).collect::<Vec<_>>(),
+        listed
+            .unknown_state_filters
+            .iter()
+            .map(|f| f.to_string())
+            .collect::<Vec<_>>(),
         vec!["Sleeping".to_string()]
     );
     let ongoing: Vec<String> = listed
@@ -300,7 +330,11 @@ fn transaction_apis_answer_like_kafka() {
     assert_eq!(end_txn(&mut client, OTHER_TXN, other, true, 3), 0);
     wait_for_state(&mut client, OTHER_TXN, "CompleteCommit");
     let next = init_retrying(&mut client, TXN);
-    assert_eq!(next, (producer.0, producer.1 + 1), "epochs continue after restart");
+    assert_eq!(
+        next,
+        (producer.0, producer.1 + 1),
+        "epochs continue after restart"
+    );
     broker.terminate();
 }
 
@@ -313,8 +347,14 @@ fn idle_transactional_ids_expire() {
     let mut broker = Broker::start(
         BrokerOptions::default()
             .arg("--transactional-id-expiration-ms", 1000)
-            .arg("--transaction-abort-timed-out-transaction-cleanup-interval-ms", 200)
-            .arg("--transaction-remove-expired-transaction-cleanup-interval-ms", 200),
+            .arg(
+                "--transaction-abort-timed-out-transaction-cleanup-interval-ms",
+                200,
+            )
+            .arg(
+                "--transaction-remove-expired-transaction-cleanup-interval-ms",
+                200,
+            ),
     );
     let mut client = RawClient::connect(&broker.bootstrap());
     let first = init_retrying(&mut client, TXN);
@@ -334,7 +374,10 @@ fn idle_transactional_ids_expire() {
     broker.restart();
     let mut client = RawClient::connect(&broker.bootstrap());
     let again = init_retrying(&mut client, TXN);
-    assert_ne!(again.0, first.0, "an expired id starts over with a new producer id");
+    assert_ne!(
+        again.0, first.0,
+        "an expired id starts over with a new producer id"
+    );
     assert_eq!(again.1, 0);
     broker.terminate();
 }

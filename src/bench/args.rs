@@ -364,11 +364,19 @@ impl LoadArgs {
         if mode == Mode::EndToEnd && self.acks == 0 {
             bail!("end-to-end needs --acks 1 or all (acks=0 gives no way to know what was sent)");
         }
-        let record_overhead = 32 + if self.key_distribution == KeyDistribution::None { 0 } else { 8 };
+        let record_overhead = 32
+            + if self.key_distribution == KeyDistribution::None {
+                0
+            } else {
+                8
+            };
         let per_message = self.message_bytes as usize + record_overhead;
         let messages_per_batch = (self.batch_bytes as usize / per_message).max(1);
         if messages_per_batch * per_message + 61 > BATCH_BYTES_MAX + 48_000 {
-            bail!("one message of --message-bytes {} does not fit a batch", self.message_bytes);
+            bail!(
+                "one message of --message-bytes {} does not fit a batch",
+                self.message_bytes
+            );
         }
         let cpus = choose_cpus(self.cores, self.cpuset.as_deref(), available, |all| {
             vec![*all.last().expect("not empty")]
@@ -420,7 +428,9 @@ mod tests {
 
     #[test]
     fn defaults_plan_one_worker_on_the_last_cpu() {
-        let plan = load(&["produce"]).plan_with_cpus(Mode::Produce, &[0, 1]).unwrap();
+        let plan = load(&["produce"])
+            .plan_with_cpus(Mode::Produce, &[0, 1])
+            .unwrap();
         assert_eq!(plan.cpus, vec![1]);
         assert_eq!(plan.duration_secs, Some(10));
         assert_eq!(plan.args.acks, 1);
@@ -452,8 +462,11 @@ mod tests {
                 .unwrap_err()
                 .to_string()
         };
-        assert!(err(&["consume", "--consumers", "3", "--partitions", "2"], Mode::Consume)
-            .contains("--consumers"));
+        assert!(err(
+            &["consume", "--consumers", "3", "--partitions", "2"],
+            Mode::Consume
+        )
+        .contains("--consumers"));
         assert!(err(&["end-to-end", "--acks", "0"], Mode::EndToEnd).contains("acks"));
         assert!(err(&["produce", "--topic", "a b"], Mode::Produce).contains("--topic"));
         assert!(err(&["produce", "--cpuset", "5"], Mode::Produce).contains("CPU 5"));
@@ -468,11 +481,19 @@ mod tests {
             .unwrap();
         assert_eq!(plan.from, StartFrom::Latest);
         assert_eq!(plan.duration_secs, None);
-        let plan = load(&["produce", "--message-bytes", "1000000", "--batch-bytes", "100"])
+        let plan = load(&[
+            "produce",
+            "--message-bytes",
+            "1000000",
+            "--batch-bytes",
+            "100",
+        ])
+        .plan_with_cpus(Mode::Produce, &[0, 1])
+        .unwrap();
+        assert_eq!(plan.messages_per_batch, 1);
+        let plan = load(&["produce", "--cores", "2"])
             .plan_with_cpus(Mode::Produce, &[0, 1])
             .unwrap();
-        assert_eq!(plan.messages_per_batch, 1);
-        let plan = load(&["produce", "--cores", "2"]).plan_with_cpus(Mode::Produce, &[0, 1]).unwrap();
         assert_eq!(plan.cpus, vec![0, 1]);
     }
 

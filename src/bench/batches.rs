@@ -30,7 +30,11 @@ pub struct Rng(u64);
 impl Rng {
     /// A generator from `seed` (0 is replaced by a constant).
     pub fn new(seed: u64) -> Self {
-        Rng(if seed == 0 { 0x9E37_79B9_7F4A_7C15 } else { seed })
+        Rng(if seed == 0 {
+            0x9E37_79B9_7F4A_7C15
+        } else {
+            seed
+        })
     }
     /// The next value.
     pub fn next_u64(&mut self) -> u64 {
@@ -134,7 +138,9 @@ pub fn encode_batch(
     timestamp_ms: i64,
 ) -> anyhow::Result<EncodedBatch> {
     let messages = spec.messages.max(1) as usize;
-    let keys: Vec<Option<[u8; 8]>> = (0..messages).map(|_| key_for(spec, rng, sequence)).collect();
+    let keys: Vec<Option<[u8; 8]>> = (0..messages)
+        .map(|_| key_for(spec, rng, sequence))
+        .collect();
     let values: Vec<Vec<u8>> = (0..messages)
         .map(|_| filler(rng, spec.message_bytes as usize))
         .collect();
@@ -203,7 +209,8 @@ pub fn encode_batch(
 /// microsecond stamp into the first value when there is room, and the CRC.
 pub fn stamp_batch(batch: &mut [u8], stamp_offset: Option<usize>, now_us: i64) {
     let now_ms = now_us / 1000;
-    batch[FIRST_TIMESTAMP_OFFSET..FIRST_TIMESTAMP_OFFSET + 8].copy_from_slice(&now_ms.to_be_bytes());
+    batch[FIRST_TIMESTAMP_OFFSET..FIRST_TIMESTAMP_OFFSET + 8]
+        .copy_from_slice(&now_ms.to_be_bytes());
     batch[MAX_TIMESTAMP_OFFSET..MAX_TIMESTAMP_OFFSET + 8].copy_from_slice(&now_ms.to_be_bytes());
     if let Some(at) = stamp_offset {
         batch[at..at + STAMP_BYTES].copy_from_slice(&now_us.to_be_bytes());
@@ -363,12 +370,18 @@ mod tests {
                 KeyDistribution::Uniform,
                 KeyDistribution::Sequential,
             ] {
-                let b = encode_batch(&spec(compression, keys), &mut Rng::new(1), &mut 0, 1000)
-                    .unwrap();
+                let b =
+                    encode_batch(&spec(compression, keys), &mut Rng::new(1), &mut 0, 1000).unwrap();
                 let header = validate_batch(&b.bytes).unwrap();
                 assert_eq!(header.last_offset_delta, 3);
-                assert_eq!(header.compression() != 0, compression != CompressionArg::None);
-                assert_eq!(b.stamp_offset.is_some(), compression == CompressionArg::None);
+                assert_eq!(
+                    header.compression() != 0,
+                    compression != CompressionArg::None
+                );
+                assert_eq!(
+                    b.stamp_offset.is_some(),
+                    compression == CompressionArg::None
+                );
             }
         }
     }
@@ -396,7 +409,10 @@ mod tests {
         .unwrap();
         stamp_batch(&mut c.bytes, c.stamp_offset, now_us);
         validate_batch(&c.bytes).unwrap();
-        assert_eq!(batch_send_time_us(&c.bytes, false), Some(now_us / 1000 * 1000));
+        assert_eq!(
+            batch_send_time_us(&c.bytes, false),
+            Some(now_us / 1000 * 1000)
+        );
     }
 
     #[test]

@@ -143,8 +143,19 @@ async fn odirect_writes(
 
 /// fdatasync latencies: after a 4 KiB overwrite of an allocated block
 /// (`append == false`) or after a 4 KiB append into a new block.
-async fn fdatasync_latency(dir: &Path, samples: u32, append: bool) -> anyhow::Result<LatencySummary> {
-    let path = scratch_path(dir, if append { "sync-append" } else { "sync-overwrite" });
+async fn fdatasync_latency(
+    dir: &Path,
+    samples: u32,
+    append: bool,
+) -> anyhow::Result<LatencySummary> {
+    let path = scratch_path(
+        dir,
+        if append {
+            "sync-append"
+        } else {
+            "sync-overwrite"
+        },
+    );
     let file = DmaFile::create(&path)
         .await
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
@@ -211,8 +222,12 @@ pub fn run_limits(args: &LimitsArgs) -> anyhow::Result<LimitsResult> {
         }
     };
     let dir = args.dir.clone();
-    let (seconds, write_bytes, file_bytes, samples) =
-        (args.seconds, args.write_bytes, args.file_bytes, args.sync_samples);
+    let (seconds, write_bytes, file_bytes, samples) = (
+        args.seconds,
+        args.write_bytes,
+        args.file_bytes,
+        args.sync_samples,
+    );
     let disk = LocalExecutorBuilder::new(Placement::Fixed(writer_cpu))
         .name("bench-limits")
         .spawn(move || async move {
@@ -272,7 +287,10 @@ pub fn render_limits(result: &LimitsResult) -> String {
     let mb = |v: Option<f64>| v.map_or("not measured".to_string(), |v| format!("{v:.0} MB/s"));
     let sync = |s: &Option<LatencySummary>| {
         s.as_ref().map_or("not measured".to_string(), |s| {
-            format!("p50 {} us, p99 {} us, max {} us", s.p50_us, s.p99_us, s.max_us)
+            format!(
+                "p50 {} us, p99 {} us, max {} us",
+                s.p50_us, s.p99_us, s.max_us
+            )
         })
     };
     let m = &result.machine;
@@ -281,11 +299,15 @@ pub fn render_limits(result: &LimitsResult) -> String {
         m.cpu_model,
         m.cpus_allowed,
         m.kernel,
-        m.memlock_kib.map_or("unlimited".into(), |k| format!("{k} KiB")),
+        m.memlock_kib
+            .map_or("unlimited".into(), |k| format!("{k} KiB")),
         m.disk,
         m.load_average
     );
-    out += &format!("loopback TCP, one stream:            {}\n", mb(result.loopback_tcp_mb_per_sec));
+    out += &format!(
+        "loopback TCP, one stream:            {}\n",
+        mb(result.loopback_tcp_mb_per_sec)
+    );
     out += &format!(
         "O_DIRECT appends {} KiB, 1 in flight:  {}\n",
         result.odirect_write_bytes / 1024,
@@ -306,8 +328,14 @@ pub fn render_limits(result: &LimitsResult) -> String {
         result.odirect_write_bytes / 1024,
         mb(result.odirect_prealloc_qd32_mb_per_sec)
     );
-    out += &format!("fdatasync after 4 KiB overwrite:     {}\n", sync(&result.fdatasync_overwrite_us));
-    out += &format!("fdatasync after 4 KiB append:        {}\n", sync(&result.fdatasync_append_us));
+    out += &format!(
+        "fdatasync after 4 KiB overwrite:     {}\n",
+        sync(&result.fdatasync_overwrite_us)
+    );
+    out += &format!(
+        "fdatasync after 4 KiB append:        {}\n",
+        sync(&result.fdatasync_append_us)
+    );
     for note in &result.notes {
         out += &format!("note: {note}\n");
     }

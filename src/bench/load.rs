@@ -372,7 +372,9 @@ pub fn run_load(
         match handle.join() {
             Ok(outcome) => total.merge(outcome),
             Err(e) => {
-                total.error.get_or_insert_with(|| format!("a bench executor failed: {e}"));
+                total
+                    .error
+                    .get_or_insert_with(|| format!("a bench executor failed: {e}"));
             }
         }
     }
@@ -518,7 +520,11 @@ fn account_produced(frame: &ProduceFrame, counters: &Counters, outcome: &mut Con
         .fetch_add(wire, Ordering::Relaxed);
 }
 
-fn consumer_should_stop(settings: &Settings, counters: &Counters, drain_since: &mut Option<Instant>) -> bool {
+fn consumer_should_stop(
+    settings: &Settings,
+    counters: &Counters,
+    drain_since: &mut Option<Instant>,
+) -> bool {
     if counters.abort.load(Ordering::Relaxed) {
         return true;
     }
@@ -568,19 +574,21 @@ async fn consume(
             .with_isolation_level(0)
             .with_session_id(0)
             .with_session_epoch(-1)
-            .with_topics(vec![FetchTopic::default().with_topic(topic.clone()).with_partitions(
-                job.offsets
-                    .iter()
-                    .map(|(&p, &offset)| {
-                        FetchPartition::default()
-                            .with_partition(p)
-                            .with_current_leader_epoch(-1)
-                            .with_fetch_offset(offset)
-                            .with_log_start_offset(-1)
-                            .with_partition_max_bytes(settings.fetch_partition_max_bytes)
-                    })
-                    .collect(),
-            )]);
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(topic.clone())
+                .with_partitions(
+                    job.offsets
+                        .iter()
+                        .map(|(&p, &offset)| {
+                            FetchPartition::default()
+                                .with_partition(p)
+                                .with_current_leader_epoch(-1)
+                                .with_fetch_offset(offset)
+                                .with_log_start_offset(-1)
+                                .with_partition_max_bytes(settings.fetch_partition_max_bytes)
+                        })
+                        .collect(),
+                )]);
         let frame = encode_frame(ApiKey::Fetch, FETCH_VERSION, correlation_id, &request)?;
         stream
             .write_all(&frame)
@@ -623,9 +631,10 @@ async fn consume(
                     wire += header.total_bytes() as u64;
                     if settings.mode == Mode::EndToEnd {
                         let bytes = &records[at..at + header.total_bytes()];
-                        if let Some(sent_us) =
-                            batch_send_time_us(bytes, settings.uncompressed && header.compression() == 0)
-                        {
+                        if let Some(sent_us) = batch_send_time_us(
+                            bytes,
+                            settings.uncompressed && header.compression() == 0,
+                        ) {
                             record_latency(&mut outcome.e2e_latency, received_us - sent_us, count);
                         }
                     }

@@ -81,7 +81,11 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             result.mode,
             result.label,
             plan.args.message_bytes,
-            if plan.args.acks == -1 { "all".to_string() } else { plan.args.acks.to_string() },
+            if plan.args.acks == -1 {
+                "all".to_string()
+            } else {
+                plan.args.acks.to_string()
+            },
             plan.args.partitions
         );
         let mut series = Vec::new();

@@ -253,11 +253,12 @@ impl MachineFacts {
         let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
             .map(|s| s.trim().to_string())
             .unwrap_or_else(|_| "unknown".into());
-        let memlock_kib = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_MEMLOCK)
-            .ok()
-            .and_then(|(soft, _)| {
-                (soft != nix::sys::resource::RLIM_INFINITY).then_some(soft / 1024)
-            });
+        let memlock_kib =
+            nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_MEMLOCK)
+                .ok()
+                .and_then(|(soft, _)| {
+                    (soft != nix::sys::resource::RLIM_INFINITY).then_some(soft / 1024)
+                });
         MachineFacts {
             cpu_model,
             cpus_allowed: super::args::allowed_cpus().len(),
@@ -291,8 +292,12 @@ fn disk_of(dir: &Path) -> String {
             let device = fields.next()?;
             let mount_point = fields.next()?;
             let fs_type = fields.next()?;
-            dir.starts_with(mount_point)
-                .then(|| (mount_point.len(), format!("{device} {fs_type} ({mount_point})")))
+            dir.starts_with(mount_point).then(|| {
+                (
+                    mount_point.len(),
+                    format!("{device} {fs_type} ({mount_point})"),
+                )
+            })
         })
         .max_by_key(|(len, _)| *len)
         .map(|(_, s)| s)
@@ -424,8 +429,12 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
 pub fn read_limits(path: &Path) -> anyhow::Result<LimitsResult> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a `ringbroker bench limits` result", path.display()))
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a `ringbroker bench limits` result",
+            path.display()
+        )
+    })
 }
 
 /// Percentile positions plotted, as "nines": x = log10(1 / (1 - q)).
@@ -722,9 +731,18 @@ mod tests {
         let svg = render_svg(
             "produce <acks=all> & e2e",
             &[
-                Series { name: "produce", histogram: &a },
-                Series { name: "end-to-end", histogram: &b },
-                Series { name: "none", histogram: &empty },
+                Series {
+                    name: "produce",
+                    histogram: &a,
+                },
+                Series {
+                    name: "end-to-end",
+                    histogram: &b,
+                },
+                Series {
+                    name: "none",
+                    histogram: &empty,
+                },
             ],
         );
         assert!(svg.starts_with("<svg"));
@@ -734,7 +752,11 @@ mod tests {
         assert!(svg.contains("99.999%"));
         // Every polyline has PLOT_STEPS + 1 points inside the plot.
         for line in svg.lines().filter(|l| l.starts_with("<polyline")) {
-            let points = line.split("points=\"").nth(1).unwrap().trim_end_matches("\"/>");
+            let points = line
+                .split("points=\"")
+                .nth(1)
+                .unwrap()
+                .trim_end_matches("\"/>");
             assert_eq!(points.split(' ').count(), PLOT_STEPS + 1);
             for point in points.split(' ') {
                 let (x, y) = point.split_once(',').unwrap();

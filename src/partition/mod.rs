@@ -1159,7 +1159,10 @@ mod tests {
             assert_eq!(next_offset_after_pieces(&pieces), Some(11), "{piece_bytes}");
         }
         assert_eq!(next_offset_after_pieces(&[]), None);
-        assert_eq!(next_offset_after_pieces(&[Bytes::copy_from_slice(&joined[..20])]), None);
+        assert_eq!(
+            next_offset_after_pieces(&[Bytes::copy_from_slice(&joined[..20])]),
+            None
+        );
     }
 
     /// Goal: after kill -9 (no snapshot, txnindex files possibly stale),

@@ -462,8 +462,9 @@ fn encode_batch(
         body.extend_from_slice(&record);
     }
     let count = records.len() as i32;
-    let (producer_id, producer_epoch, base_sequence) =
-        producer.map_or((-1, -1, -1), |p| (p.producer_id, p.producer_epoch, p.base_sequence));
+    let (producer_id, producer_epoch, base_sequence) = producer.map_or((-1, -1, -1), |p| {
+        (p.producer_id, p.producer_epoch, p.base_sequence)
+    });
     let mut b = Vec::with_capacity(BATCH_HEADER_BYTES + body.len());
     b.extend_from_slice(&0i64.to_be_bytes());
     b.extend_from_slice(
@@ -616,7 +617,10 @@ pub(crate) mod tests {
         let b = build_control_batch(42, 3, marker, 1000);
         let h = validate_batch(&b).unwrap();
         assert!(h.is_control() && h.is_transactional());
-        assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence), (42, 3, -1));
+        assert_eq!(
+            (h.producer_id, h.producer_epoch, h.base_sequence),
+            (42, 3, -1)
+        );
         assert_eq!(h.record_count, 1);
         let (key, value) = marker.encode();
         assert_eq!(TxnMarkerRecord::decode(&key, &value), Some(marker));

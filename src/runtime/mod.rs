@@ -411,7 +411,10 @@ async fn shard_main(
             let listener = glommio::net::TcpListener::bind(address)
                 .map_err(|e| anyhow::anyhow!("cannot serve metrics on {address}: {e}"))?;
             tracing::info!(%address, "serving metrics");
-            Some(glommio::spawn_local(crate::metrics::serve(listener, shard.clone())))
+            Some(glommio::spawn_local(crate::metrics::serve(
+                listener,
+                shard.clone(),
+            )))
         }
         _ => None,
     };

@@ -72,7 +72,8 @@ impl RecordSlots {
             // One piece is its own marker: the codec writes this very
             // slice, which PiecesBuf recognises the same way.
             let piece = pieces.into_iter().next().expect("one piece");
-            self.slots.push((piece.as_ptr() as usize, piece.len(), vec![piece.clone()]));
+            self.slots
+                .push((piece.as_ptr() as usize, piece.len(), vec![piece.clone()]));
             return piece;
         }
         let start = self.next_marker_start;
@@ -223,7 +224,8 @@ pub async fn write_pieces<W: AsyncWrite + Unpin>(
             .take(IOVECS_PER_SEND)
             .map(IoSlice::new)
             .collect();
-        let flags = nix::sys::socket::MsgFlags::MSG_DONTWAIT | nix::sys::socket::MsgFlags::MSG_NOSIGNAL;
+        let flags =
+            nix::sys::socket::MsgFlags::MSG_DONTWAIT | nix::sys::socket::MsgFlags::MSG_NOSIGNAL;
         let sent = match nix::sys::socket::sendmsg::<()>(fd, &iovecs, &[], flags, None) {
             Ok(sent) => sent,
             Err(nix::errno::Errno::EAGAIN) => {
@@ -299,10 +301,20 @@ mod tests {
             let pieces = buf.into_pieces();
             let flat: Vec<u8> = pieces.iter().flat_map(|p| p.iter().copied()).collect();
             assert_eq!(flat, expected.to_vec(), "v{version}");
-            assert!(pieces.iter().any(|p| p.as_ptr() == second.as_ptr()), "shared, not copied");
+            assert!(
+                pieces.iter().any(|p| p.as_ptr() == second.as_ptr()),
+                "shared, not copied"
+            );
             assert!(pieces.iter().any(|p| p.as_ptr() == alone.as_ptr()));
             let decoded = FetchResponse::decode(&mut Bytes::from(flat), version).unwrap();
-            assert_eq!(decoded.responses[0].partitions[0].records.as_ref().unwrap().len(), 300);
+            assert_eq!(
+                decoded.responses[0].partitions[0]
+                    .records
+                    .as_ref()
+                    .unwrap()
+                    .len(),
+                300
+            );
         }
         assert_eq!(fetch_bytes_copied(), 0);
     }
@@ -314,7 +326,10 @@ mod tests {
             next_marker_start: RECORDS_MARKER_BYTES - 10,
         };
         let before = fetch_bytes_copied();
-        let joined = slots.add(vec![Bytes::from_static(b"abcdefgh"), Bytes::from_static(b"ijkl")], 12);
+        let joined = slots.add(
+            vec![Bytes::from_static(b"abcdefgh"), Bytes::from_static(b"ijkl")],
+            12,
+        );
         assert_eq!(&joined[..], b"abcdefghijkl");
         assert_eq!(fetch_bytes_copied() - before, 12);
         assert!(slots.is_empty());

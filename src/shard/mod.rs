@@ -23,11 +23,11 @@ use crate::cluster::{MetadataImage, MetadataRecord, TopicImage};
 use crate::config::limits::FETCH_WAITERS_PER_SHARD_MAX;
 use crate::config::{BrokerConfig, FlushPolicy};
 use crate::group::service::GroupShard;
-use crate::txn::service::TxnShard;
-use crate::txn::TXN_STATE_TOPIC;
 use crate::partition::{Partition, PartitionError, PartitionSettings};
 use crate::protocol::ErrorCode;
 use crate::storage::{CompactionConfig, CompactionOutcome, Log, LogConfig};
+use crate::txn::service::TxnShard;
+use crate::txn::TXN_STATE_TOPIC;
 
 /// Kafka's `producer.id.expiration.ms`: idempotent producer state idle this
 /// long is forgotten.

@@ -351,7 +351,10 @@ mod tests {
             InitDecision::NeedNewProducerId
         );
         let m = fresh();
-        assert_eq!((m.producer_id, m.producer_epoch, m.state), (1000, 0, TxnState::Empty));
+        assert_eq!(
+            (m.producer_id, m.producer_epoch, m.state),
+            (1000, 0, TxnState::Empty)
+        );
         let InitDecision::Write(bumped) = decide_init(Some(&m), -1, -1, 30_000, 5) else {
             panic!("expected a bump");
         };
@@ -374,7 +377,10 @@ mod tests {
             InitDecision::NeedNewProducerId
         );
         let renewed = with_new_producer_id(Some(&exhausted), 2000, 30_000, 8);
-        assert_eq!((renewed.producer_id, renewed.last_producer_id), (2000, 1000));
+        assert_eq!(
+            (renewed.producer_id, renewed.last_producer_id),
+            (2000, 1000)
+        );
     }
 
     #[test]
@@ -486,7 +492,10 @@ mod tests {
             .unwrap();
         assert_eq!(timed_out_abort(&open, 100 + 60_000), None);
         let abort = timed_out_abort(&open, 100 + 60_001).unwrap();
-        assert_eq!((abort.state, abort.producer_epoch), (TxnState::PrepareAbort, 1));
+        assert_eq!(
+            (abort.state, abort.producer_epoch),
+            (TxnState::PrepareAbort, 1)
+        );
         assert!(!is_expired(&open, i64::MAX, 1));
         let done = completed(&abort, 200);
         assert!(!is_expired(&done, 299, 100));

@@ -255,7 +255,10 @@ struct Reader<'a> {
 impl Reader<'_> {
     fn take(&mut self, n: usize) -> Result<&[u8], TxnRecordError> {
         let end = self.at.checked_add(n).ok_or(TxnRecordError::Truncated)?;
-        let slice = self.bytes.get(self.at..end).ok_or(TxnRecordError::Truncated)?;
+        let slice = self
+            .bytes
+            .get(self.at..end)
+            .ok_or(TxnRecordError::Truncated)?;
         self.at = end;
         Ok(slice)
     }

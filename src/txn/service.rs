@@ -197,11 +197,7 @@ impl TxnShard {
         })
         .detach();
         if !self.cleanup_started.replace(true) {
-            glommio::spawn_local(cleanup_loop(
-                shard.clone(),
-                self.stopped.clone(),
-            ))
-            .detach();
+            glommio::spawn_local(cleanup_loop(shard.clone(), self.stopped.clone())).detach();
         }
     }
 
@@ -235,7 +231,10 @@ impl TxnShard {
             TxnCall::Describe { transactional_ids } => {
                 let s = slot.borrow();
                 ready(TxnReply::Describe(
-                    transactional_ids.iter().map(|id| describe(&s, id)).collect(),
+                    transactional_ids
+                        .iter()
+                        .map(|id| describe(&s, id))
+                        .collect(),
                 ))
             }
             TxnCall::InitProducerId {
@@ -585,12 +584,7 @@ async fn finish(shard: Rc<Shard>, slot: SlotRef, id: String) {
 /// owning shards, retrying failed partitions. A partition whose topic is
 /// gone, or that has seen a newer epoch of the producer, needs no marker.
 /// False when the coordinator stopped first.
-async fn write_markers(
-    shard: &Rc<Shard>,
-    slot: &SlotRef,
-    txn: &TxnMetadata,
-    commit: bool,
-) -> bool {
+async fn write_markers(shard: &Rc<Shard>, slot: &SlotRef, txn: &TxnMetadata, commit: bool) -> bool {
     let mut remaining: Vec<TopicPartition> = txn.partitions.iter().cloned().collect();
     loop {
         if slot.borrow().stopped {
@@ -765,7 +759,8 @@ async fn cleanup_loop(shard: Rc<Shard>, stopped: Rc<Cell<bool>>) {
                 }
             }
         }
-        if now - last_expiry >= settings.transaction_remove_expired_transaction_cleanup_interval_ms {
+        if now - last_expiry >= settings.transaction_remove_expired_transaction_cleanup_interval_ms
+        {
             last_expiry = now;
             for slot in &slots {
                 remove_expired(&shard, slot, settings.transactional_id_expiration_ms).await;

@@ -47,7 +47,8 @@ pub async fn handle(
             }
         };
         let mut response = AddOffsetsToTxnResponse::default();
-        response.error_code = error.map_or(0, |e| txn_error_code(e, version, PRODUCER_FENCED_SINCE));
+        response.error_code =
+            error.map_or(0, |e| txn_error_code(e, version, PRODUCER_FENCED_SINCE));
         encode_response(ApiKey::AddOffsetsToTxn, version, correlation_id, &response)
     })
 }

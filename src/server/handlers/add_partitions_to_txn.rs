@@ -92,6 +92,11 @@ pub async fn handle(
                 topic
             })
             .collect();
-        encode_response(ApiKey::AddPartitionsToTxn, version, correlation_id, &response)
+        encode_response(
+            ApiKey::AddPartitionsToTxn,
+            version,
+            correlation_id,
+            &response,
+        )
     })
 }

@@ -98,6 +98,11 @@ pub async fn handle(
             }
             response.transaction_states.push(state);
         }
-        encode_response(ApiKey::DescribeTransactions, version, correlation_id, &response)
+        encode_response(
+            ApiKey::DescribeTransactions,
+            version,
+            correlation_id,
+            &response,
+        )
     })
 }

@@ -35,7 +35,8 @@ pub async fn handle(
         };
         let error = unit_reply_error(call_txn(&shard, &transactional_id, call).await);
         let mut response = EndTxnResponse::default();
-        response.error_code = error.map_or(0, |e| txn_error_code(e, version, PRODUCER_FENCED_SINCE));
+        response.error_code =
+            error.map_or(0, |e| txn_error_code(e, version, PRODUCER_FENCED_SINCE));
         encode_response(ApiKey::EndTxn, version, correlation_id, &response)
     })
 }

@@ -24,9 +24,9 @@ use kafka_protocol::messages::{
 };
 
 use super::{encode_response, encode_response_pieces, str_bytes, ShardGroups};
-use crate::server::pieces::RecordSlots;
 use crate::protocol::ErrorCode;
 use crate::server::connection::Responder;
+use crate::server::pieces::RecordSlots;
 use crate::shard::messages::{FetchItem, FetchResult, ShardReply, ShardRequest, TopicPartition};
 use crate::shard::Shard;
 

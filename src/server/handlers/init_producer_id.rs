@@ -53,7 +53,10 @@ pub async fn handle(
                         TxnReply::InitProducerId(answer) => answer,
                         TxnReply::Unavailable(e) => Err(e),
                         other => {
-                            tracing::error!(?other, "transaction coordinator answered the wrong call");
+                            tracing::error!(
+                                ?other,
+                                "transaction coordinator answered the wrong call"
+                            );
                             Err(ErrorCode::UnknownServerError)
                         }
                     }

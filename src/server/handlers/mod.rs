@@ -11,9 +11,9 @@ pub mod delete_groups;
 pub mod delete_topics;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_producers;
 pub mod describe_transactions;
 pub mod end_txn;
-pub mod describe_producers;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod groups;
@@ -37,8 +37,9 @@ pub mod write_txn_markers;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::buf::ByteBufMut;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use super::connection::{Responder, Response};
@@ -60,26 +61,16 @@ pub fn encode_response<T: Encodable>(
     correlation_id: i32,
     body: &T,
 ) -> Response {
-    let header_version = api_key.response_header_version(version);
-    let mut header = ResponseHeader::default();
-    header.correlation_id = correlation_id;
-    let (header_size, body_size) = match (
-        header.compute_size(header_version),
-        body.compute_size(version),
+    match encode_frame(
+        api_key,
+        version,
+        correlation_id,
+        body,
+        BytesMut::with_capacity,
     ) {
-        (Ok(h), Ok(b)) => (h, b),
-        (h, b) => {
-            tracing::error!(?api_key, version, header = ?h.err(), body = ?b.err(), "response could not be sized");
-            return Response::Close("response could not be sized");
-        }
-    };
-    let mut buf = BytesMut::with_capacity(4 + header_size + body_size);
-    buf.put_i32((header_size + body_size) as i32);
-    if header.encode(&mut buf, header_version).is_err() || body.encode(&mut buf, version).is_err() {
-        tracing::error!(?api_key, version, "response encoding failed");
-        return Response::Close("response encoding failed");
+        Ok(buf) => Response::Frame(buf.freeze()),
+        Err(close) => close,
     }
-    Response::Frame(buf.freeze())
 }
 
 /// Encodes a response whose record fields were registered in `slots`
@@ -96,6 +87,23 @@ pub fn encode_response_pieces<T: Encodable>(
     if slots.is_empty() {
         return encode_response(api_key, version, correlation_id, body);
     }
+    // The framing alone goes into the buffer; record data stays shared.
+    let make = |_frame_bytes| super::pieces::PiecesBuf::new(1024, slots);
+    match encode_frame(api_key, version, correlation_id, body, make) {
+        Ok(buf) => Response::Pieces(buf.into_pieces()),
+        Err(close) => close,
+    }
+}
+
+/// Sizes the response, then writes size, header and body into the buffer
+/// `make` returns for the frame's byte count. Err is the Close to answer.
+fn encode_frame<T: Encodable, B: ByteBufMut>(
+    api_key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body: &T,
+    make: impl FnOnce(usize) -> B,
+) -> Result<B, Response> {
     let header_version = api_key.response_header_version(version);
     let mut header = ResponseHeader::default();
     header.correlation_id = correlation_id;
@@ -106,19 +114,20 @@ pub fn encode_response_pieces<T: Encodable>(
         (Ok(h), Ok(b)) => (h, b),
         (h, b) => {
             tracing::error!(?api_key, version, header = ?h.err(), body = ?b.err(), "response could not be sized");
-            return Response::Close("response could not be sized");
+            return Err(Response::Close("response could not be sized"));
         }
     };
     let Ok(frame_size) = i32::try_from(header_size + body_size) else {
-        return Response::Close("response too large");
+        tracing::error!(?api_key, version, "response larger than a frame can say");
+        return Err(Response::Close("response too large"));
     };
-    let mut buf = super::pieces::PiecesBuf::new(4 + header_size + 1024, slots);
+    let mut buf = make(4 + header_size + body_size);
     buf.put_i32(frame_size);
     if header.encode(&mut buf, header_version).is_err() || body.encode(&mut buf, version).is_err() {
         tracing::error!(?api_key, version, "response encoding failed");
-        return Response::Close("response encoding failed");
+        return Err(Response::Close("response encoding failed"));
     }
-    Response::Pieces(buf.into_pieces())
+    Ok(buf)
 }
 
 /// A ready responder for an already encoded response.
@@ -170,8 +179,13 @@ pub async fn dispatch(
                 .await
         }
         ApiKey::AddPartitionsToTxn => {
-            add_partitions_to_txn::handle(shard, decode(&mut body, version)?, version, correlation_id)
-                .await
+            add_partitions_to_txn::handle(
+                shard,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         ApiKey::AddOffsetsToTxn => {
             add_offsets_to_txn::handle(shard, decode(&mut body, version)?, version, correlation_id)
@@ -181,8 +195,13 @@ pub async fn dispatch(
             end_txn::handle(shard, decode(&mut body, version)?, version, correlation_id).await
         }
         ApiKey::DescribeTransactions => {
-            describe_transactions::handle(shard, decode(&mut body, version)?, version, correlation_id)
-                .await
+            describe_transactions::handle(
+                shard,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         ApiKey::ListTransactions => {
             list_transactions::handle(shard, decode(&mut body, version)?, version, correlation_id)

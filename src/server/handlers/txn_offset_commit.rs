@@ -36,8 +36,8 @@ use kafka_protocol::messages::txn_offset_commit_response::{
 use kafka_protocol::messages::{ApiKey, TxnOffsetCommitRequest, TxnOffsetCommitResponse};
 
 use super::encode_response;
-use super::offset_commit::{failed, merge_coordinator_errors};
 use super::groups::{opt_string, partition_exists, string, topic_exists, unexpected, TopicErrors};
+use super::offset_commit::{failed, merge_coordinator_errors};
 use crate::group;
 use crate::group::service::call_group;
 use crate::protocol::ErrorCode;
