@@ -8,7 +8,9 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{BrokerConfig, BrokerDefaults, FlushPolicy, GroupSettings, TxnSettings};
+use crate::config::{
+    BrokerConfig, BrokerDefaults, FlushPolicy, GroupSettings, IoWorkerCpus, TxnSettings,
+};
 
 /// ringbroker: a Kafka-compatible broker, one shard per core.
 #[derive(Debug, Parser)]
@@ -100,6 +102,15 @@ pub struct ServeArgs {
     /// DMA writes in flight per partition.
     #[arg(long, default_value_t = 4)]
     pub write_behind: usize,
+    /// Zeros written ahead of each active segment's tail in the background,
+    /// 256 KiB first, doubling up to this many bytes (0: off). O_DIRECT
+    /// writes over blocks the file already has complete inline and their
+    /// fdatasync writes no metadata; without it, each extends the file,
+    /// waits for io_uring's worker threads and syncs the inode. Costs disk
+    /// writes (zeros, then data) and up to this much unused space per
+    /// active segment until it is closed or recovered.
+    #[arg(long, default_value_t = 8 * 1024 * 1024)]
+    pub preallocate_bytes: u64,
     /// In-memory tail of recent batches per partition, bytes.
     #[arg(long, default_value_t = 1024 * 1024)]
     pub partition_cache_bytes: usize,
@@ -117,6 +128,17 @@ pub struct ServeArgs {
     /// Microseconds a shard spins before parking when idle (0: park at once).
     #[arg(long, default_value_t = 0)]
     pub spin_before_park_us: u64,
+    /// CPUs the kernel's io_uring worker threads of each shard may run on
+    /// (they run fdatasync and writes the filesystem will not take inline),
+    /// e.g. "0-3"; "shard" keeps them on their shard's own CPU (the kernel's
+    /// default for a pinned thread). Default: every CPU this process may use.
+    #[arg(long)]
+    pub io_worker_cpus: Option<String>,
+    /// Most io_uring worker threads for file I/O per shard: how many
+    /// fdatasyncs of different partitions run at once (0: the kernel's
+    /// default, which can be as low as 2).
+    #[arg(long, default_value_t = 16)]
+    pub io_workers_max: u32,
     /// Partitions of the __consumer_offsets topic; fixed once the topic exists [offsets.topic.num.partitions].
     #[arg(long, default_value_t = 50)]
     pub offsets_topic_num_partitions: i32,
@@ -224,6 +246,17 @@ impl ServeArgs {
             advertised_port = listen.port();
         }
         let available = allowed_cpus();
+        let io_worker_cpus = match self.io_worker_cpus.as_deref() {
+            None => IoWorkerCpus::Set(available.clone()),
+            Some("shard") => IoWorkerCpus::Shard,
+            Some(list) => {
+                let cpus = parse_cpuset(list)?;
+                if let Some(bad) = cpus.iter().find(|c| !available.contains(c)) {
+                    bail!("--io-worker-cpus names CPU {bad}, which this process may not use (allowed: {available:?})");
+                }
+                IoWorkerCpus::Set(cpus)
+            }
+        };
         let cpus = match (&self.cpuset, self.cores) {
             (Some(list), _) => {
                 let cpus = parse_cpuset(list)?;
@@ -256,6 +289,9 @@ impl ServeArgs {
         }
         if self.write_behind == 0 {
             bail!("--write-behind must be at least 1");
+        }
+        if self.preallocate_bytes % 4096 != 0 || self.preallocate_bytes > 1 << 30 {
+            bail!("--preallocate-bytes must be a multiple of 4096 up to 1 GiB");
         }
         if self.offsets_topic_num_partitions < 1 {
             bail!("--offsets-topic-num-partitions must be at least 1");
@@ -314,6 +350,9 @@ impl ServeArgs {
             flush_policy: self.flush_policy,
             write_buffer_bytes: self.write_buffer_bytes,
             write_behind: self.write_behind,
+            io_worker_cpus,
+            io_workers_max: self.io_workers_max,
+            preallocate_bytes: self.preallocate_bytes,
             partition_cache_bytes: self.partition_cache_bytes,
             partition_pending_bytes_max: self.partition_pending_bytes_max,
             io_memory_bytes: self.io_memory_bytes,

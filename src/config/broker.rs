@@ -6,6 +6,15 @@ use std::path::PathBuf;
 
 use super::topic_config::BrokerDefaults;
 
+/// Where a shard's io_uring worker threads (io-wq) may run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IoWorkerCpus {
+    /// On the shard's own CPU, as the kernel does for a pinned thread.
+    Shard,
+    /// On any of these CPUs.
+    Set(Vec<usize>),
+}
+
 /// When produce acknowledgements wait for fdatasync.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
@@ -55,6 +64,12 @@ pub struct BrokerConfig {
     pub write_buffer_bytes: usize,
     /// DMA writes in flight per partition log.
     pub write_behind: usize,
+    /// Where each shard's io_uring worker threads run.
+    pub io_worker_cpus: IoWorkerCpus,
+    /// Bound on each shard's io_uring file-I/O workers (0: kernel default).
+    pub io_workers_max: u32,
+    /// Largest zero-fill written ahead of each active segment's tail.
+    pub preallocate_bytes: u64,
     /// In-memory tail kept per partition for consumers at the end of the log.
     pub partition_cache_bytes: usize,
     /// Appended-but-unwritten bytes per partition before appends wait.

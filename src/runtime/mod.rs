@@ -29,6 +29,8 @@ pub const CLEAN_SHUTDOWN_MARKER: &str = ".kafka_cleanshutdown";
 pub const LOCK_FILE: &str = ".lock";
 
 /// Exit statuses for environmental dead ends (see `fatal`).
+mod io_workers;
+
 pub mod exit_status {
     /// Bad configuration or flags.
     pub const CONFIG: i32 = 2;
@@ -246,6 +248,7 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         spin_before_park_us = config.spin_before_park_us,
         write_buffer_bytes = config.write_buffer_bytes,
         write_behind = config.write_behind,
+        preallocate_bytes = config.preallocate_bytes,
         partition_cache_bytes = config.partition_cache_bytes,
         partition_pending_bytes_max = config.partition_pending_bytes_max,
         flush_policy = ?config.flush_policy,
@@ -268,6 +271,7 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         }
         let handle = builder
             .spawn(move || async move {
+                io_workers::tune_for_shard(shard_id, cpu, &config);
                 let outcome = shard_main(
                     shard_id,
                     nr_shards,

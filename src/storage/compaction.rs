@@ -90,7 +90,7 @@ use tracing::{info, warn};
 
 use super::txn_index::AbortedTxn;
 use super::{
-    appender::{SegmentAppender, WriterCounters},
+    appender::{AppenderSettings, SegmentAppender, WriterCounters},
     batch_rewrite::{
         build_empty_batch, build_retained_batch, decode_batch_records, delete_horizon_ms,
         BatchRecord,
@@ -987,8 +987,11 @@ impl Log {
             file.clone(),
             log_path.clone(),
             0,
-            config.write_buffer_bytes,
-            config.write_behind,
+            AppenderSettings {
+                // Written once and finished: nothing to pre-allocate.
+                prealloc_max: 0,
+                ..config.appender_settings()
+            },
             Rc::new(Signal::default()),
             Rc::new(WriterCounters::default()),
         )

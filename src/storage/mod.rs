@@ -94,6 +94,7 @@ pub(crate) mod test_support {
             segment_index_bytes: 1024,
             write_buffer_bytes: 4096,
             write_behind: 2,
+            preallocate_bytes: 8192,
             cache_bytes,
             pending_bytes_max: 1 << 20,
         }
