@@ -112,6 +112,14 @@ pub struct LoadArgs {
     /// in-flight window allows.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub linger_ms: u64,
+    /// Produce at most this many payload MB/s (10^6 bytes) in total, spread
+    /// evenly over the producer connections: an open-loop load for latency
+    /// at a chosen fraction of peak. Requests leave on a schedule, and each
+    /// latency is counted from the request's scheduled time, so a broker
+    /// that falls behind shows it instead of slowing the clock. 0: as fast
+    /// as the in-flight window allows.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub rate_mb_per_sec: f64,
     /// Compression of the pre-encoded batches.
     #[arg(long, value_enum, default_value_t = CompressionArg::None)]
     pub compression: CompressionArg,
@@ -192,6 +200,15 @@ pub struct LimitsArgs {
     /// Write the result as JSON to this file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+}
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if rate.is_finite() && (0.0..=1e6).contains(&rate) => Ok(rate),
+        _ => Err(format!(
+            "{text:?} is not a rate in MB/s between 0 and 1000000"
+        )),
+    }
 }
 
 fn parse_acks(value: &str) -> Result<i16, String> {

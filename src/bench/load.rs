@@ -162,6 +162,8 @@ struct Settings {
     count: Option<u64>,
     max_in_flight: usize,
     linger: Duration,
+    /// Payload bytes per second of each producer connection (None: no pacing).
+    rate_bytes_per_sec: Option<f64>,
     acks: i16,
     uncompressed: bool,
     fetch_partition_max_bytes: i32,
@@ -281,6 +283,10 @@ pub fn run_load(
             .store(producer_jobs, Ordering::SeqCst);
     }
 
+    let producer_connections = jobs
+        .iter()
+        .filter(|job| matches!(job, Job::Produce(_)))
+        .count();
     let nr_workers = plan.cpus.len().min(jobs.len()).max(1);
     let mut per_worker: Vec<Vec<Job>> = (0..nr_workers).map(|_| Vec::new()).collect();
     for (index, job) in jobs.into_iter().enumerate() {
@@ -297,6 +303,8 @@ pub fn run_load(
         count: args.count,
         max_in_flight: args.max_in_flight as usize,
         linger: Duration::from_millis(args.linger_ms),
+        rate_bytes_per_sec: (args.rate_mb_per_sec > 0.0 && producer_connections > 0)
+            .then(|| args.rate_mb_per_sec * 1e6 / producer_connections as f64),
         acks: args.acks,
         uncompressed: args.compression == super::args::CompressionArg::None,
         fetch_partition_max_bytes: args.fetch_partition_max_bytes as i32,
@@ -439,7 +447,9 @@ async fn produce(
     let mut sent_messages = 0u64;
     let mut next_send_at = Instant::now();
     let frames_count = job.frames.len();
-    outcome.started = Some(Instant::now());
+    let started = Instant::now();
+    let mut scheduled_payload_bytes = 0f64;
+    outcome.started = Some(started);
     loop {
         while in_flight.len() < settings.max_in_flight
             && !past(settings.deadline)
@@ -456,6 +466,21 @@ async fn produce(
                 }
                 next_send_at = Instant::now() + settings.linger;
             }
+            // Open loop: this request's slot on the schedule; latency counts
+            // from it even when the window made the request leave late.
+            let mut scheduled_at = None;
+            if let Some(rate) = settings.rate_bytes_per_sec {
+                let due = started + Duration::from_secs_f64(scheduled_payload_bytes / rate);
+                let now = Instant::now();
+                if due > now {
+                    if !in_flight.is_empty() {
+                        break; // read an answer while waiting
+                    }
+                    glommio::timer::sleep(due - now).await;
+                }
+                scheduled_payload_bytes += job.frames[next_frame].payload_bytes as f64;
+                scheduled_at = Some(due);
+            }
             let index = next_frame;
             next_frame = (next_frame + 1) % frames_count;
             correlation_id = correlation_id.wrapping_add(1);
@@ -464,7 +489,7 @@ async fn produce(
             if settings.mode == Mode::EndToEnd {
                 frame.stamp(now_unix_us());
             }
-            let sent_at = Instant::now();
+            let sent_at = scheduled_at.unwrap_or_else(Instant::now);
             stream
                 .write_all(&frame.frame)
                 .await

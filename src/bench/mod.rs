@@ -151,6 +151,7 @@ fn assemble(
             compression: format!("{:?}", a.compression).to_lowercase(),
             key_distribution: format!("{:?}", a.key_distribution).to_lowercase(),
             max_in_flight: a.max_in_flight,
+            rate_mb_per_sec: a.rate_mb_per_sec,
             duration_secs: plan.duration_secs,
             count: a.count,
             from: format!("{:?}", plan.from).to_lowercase(),

@@ -137,6 +137,8 @@ pub struct RunConfig {
     pub key_distribution: String,
     /// Produce requests in flight per connection.
     pub max_in_flight: u32,
+    /// Total produce rate asked for, payload MB/s (0: unpaced).
+    pub rate_mb_per_sec: f64,
     /// Duration asked for.
     pub duration_secs: Option<u64>,
     /// Count asked for.
@@ -651,6 +653,7 @@ mod tests {
                 compression: "none".into(),
                 key_distribution: "none".into(),
                 max_in_flight: 5,
+                rate_mb_per_sec: 0.0,
                 duration_secs: Some(2),
                 count: None,
                 from: "earliest".into(),

@@ -103,13 +103,14 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 4)]
     pub write_behind: usize,
     /// Zeros written ahead of each active segment's tail in the background,
-    /// 256 KiB first, doubling up to this many bytes (0: off). O_DIRECT
-    /// writes over blocks the file already has complete inline and their
-    /// fdatasync writes no metadata; without it, each extends the file,
-    /// waits for io_uring's worker threads and syncs the inode. Costs disk
-    /// writes (zeros, then data) and up to this much unused space per
-    /// active segment until it is closed or recovered.
-    #[arg(long, default_value_t = 8 * 1024 * 1024)]
+    /// 256 KiB first, doubling up to this many bytes (0: off, the default).
+    /// O_DIRECT writes over blocks the file already has complete inline and
+    /// their fdatasync writes no metadata (lower acks=all p50), but the
+    /// zero writes compete with fdatasyncs for io_uring's worker threads
+    /// (higher p99) and every block is written twice. Leaves up to this
+    /// much unused space per active segment until it is closed or
+    /// recovered.
+    #[arg(long, default_value_t = 0)]
     pub preallocate_bytes: u64,
     /// In-memory tail of recent batches per partition, bytes.
     #[arg(long, default_value_t = 1024 * 1024)]

@@ -93,7 +93,7 @@ impl Default for LogConfig {
             segment_index_bytes: 10 << 20,
             write_buffer_bytes: 128 << 10,
             write_behind: 4,
-            preallocate_bytes: 8 << 20,
+            preallocate_bytes: 0,
             cache_bytes: 1 << 20,
             pending_bytes_max: 8 << 20,
         }
