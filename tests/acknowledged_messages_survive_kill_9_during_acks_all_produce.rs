@@ -1,6 +1,7 @@
 //! Goal: a broker killed with SIGKILL in the middle of an acks=all stream
 //! loses no acknowledged message, invents none, leaves no hole in the
-//! offsets, and carries on appending after the last message it kept.
+//! offsets, and carries on appending after the last message it kept; also
+//! with pre-allocated (zero-filled) segments.
 //!
 //! Method: a producer task keeps sending to a 2-partition topic (acks=all, no
 //! retries, so a message can only be on disk once) and records (partition,
@@ -40,7 +41,19 @@ struct Ack {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_messages_survive_kill_9_during_acks_all_produce() {
-    let mut broker = Broker::start(BrokerOptions::default().num_partitions(PARTITIONS as u32));
+    kill_9_mid_stream(BrokerOptions::default()).await;
+}
+
+/// The same with segments zero-filled ahead of their tail: the kill leaves
+/// zeros after the data, which recovery must cut without losing or
+/// inventing a message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_messages_survive_kill_9_with_preallocated_segments() {
+    kill_9_mid_stream(BrokerOptions::default().arg("--preallocate-bytes", 1 << 20)).await;
+}
+
+async fn kill_9_mid_stream(options: BrokerOptions) {
+    let mut broker = Broker::start(options.num_partitions(PARTITIONS as u32));
     let bootstrap = broker.bootstrap();
     auto_create_topic(&bootstrap, TOPIC, PARTITIONS);
 

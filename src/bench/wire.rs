@@ -34,6 +34,9 @@ pub const CLIENT_ID: &str = "ringbroker-bench";
 /// Largest response frame the bench accepts (bounds its read buffers).
 pub const RESPONSE_BYTES_MAX: usize = 128 * 1024 * 1024;
 const CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
+/// CreateTopics of thousands of partitions takes longer: every partition's
+/// files are created and synced before the broker answers.
+const CREATE_TOPICS_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// A complete request frame (size prefix, header v1, body).
 ///
@@ -174,9 +177,11 @@ impl ControlClient {
                 .with_name(TopicName(StrBytes::from_string(topic.to_string())))
                 .with_num_partitions(partitions as i32)
                 .with_replication_factor(replication_factor)])
-            .with_timeout_ms(30_000);
-        let response: CreateTopicsResponse =
-            self.call(ApiKey::CreateTopics, CREATE_TOPICS_VERSION, &request)?;
+            .with_timeout_ms(CREATE_TOPICS_TIMEOUT.as_millis() as i32);
+        self.stream.set_read_timeout(Some(CREATE_TOPICS_TIMEOUT))?;
+        let response = self.call(ApiKey::CreateTopics, CREATE_TOPICS_VERSION, &request);
+        self.stream.set_read_timeout(Some(CONTROL_TIMEOUT))?;
+        let response: CreateTopicsResponse = response?;
         for result in response.topics {
             // 36: TOPIC_ALREADY_EXISTS (another bench created it first).
             if result.error_code != 0 && result.error_code != 36 {

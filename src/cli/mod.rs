@@ -129,6 +129,18 @@ pub struct ServeArgs {
     /// Microseconds a shard spins before parking when idle (0: park at once).
     #[arg(long, default_value_t = 0)]
     pub spin_before_park_us: u64,
+    /// Threads per shard for blocking file-system calls (creating and
+    /// syncing directories and small metadata files, renames); they run on
+    /// any allowed CPU. More let partition creation and start-up overlap
+    /// their fsyncs.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub blocking_threads: u64,
+    /// Scheduler shares of each shard's background task queue (log
+    /// compaction, the metrics endpoint) against 1000 for client requests:
+    /// a busy shard gives background work about shares/(shares+1000) of
+    /// its time, an idle one all it needs.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub background_shares: u64,
     /// CPUs the kernel's io_uring worker threads of each shard may run on
     /// (they run fdatasync and writes the filesystem will not take inline),
     /// e.g. "0-3"; "shard" keeps them on their shard's own CPU (the kernel's
@@ -353,6 +365,8 @@ impl ServeArgs {
             write_behind: self.write_behind,
             io_worker_cpus,
             io_workers_max: self.io_workers_max,
+            background_shares: self.background_shares,
+            blocking_threads: self.blocking_threads as usize,
             preallocate_bytes: self.preallocate_bytes,
             partition_cache_bytes: self.partition_cache_bytes,
             partition_pending_bytes_max: self.partition_pending_bytes_max,

@@ -68,6 +68,10 @@ pub struct BrokerConfig {
     pub io_worker_cpus: IoWorkerCpus,
     /// Bound on each shard's io_uring file-I/O workers (0: kernel default).
     pub io_workers_max: u32,
+    /// Scheduler shares of the background task queue (requests: 1000).
+    pub background_shares: u64,
+    /// Threads per shard for blocking file-system calls.
+    pub blocking_threads: usize,
     /// Largest zero-fill written ahead of each active segment's tail.
     pub preallocate_bytes: u64,
     /// In-memory tail kept per partition for consumers at the end of the log.

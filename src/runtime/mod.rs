@@ -246,6 +246,8 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         io_memory_bytes,
         ring_depth = config.ring_depth,
         spin_before_park_us = config.spin_before_park_us,
+        background_shares = config.background_shares,
+        blocking_threads = config.blocking_threads,
         write_buffer_bytes = config.write_buffer_bytes,
         write_behind = config.write_behind,
         preallocate_bytes = config.preallocate_bytes,
@@ -265,7 +267,10 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         let mut builder = LocalExecutorBuilder::new(Placement::Fixed(cpu))
             .name(&format!("shard-{shard_id}"))
             .io_memory(io_memory_bytes)
-            .ring_depth(config.ring_depth);
+            .ring_depth(config.ring_depth)
+            .blocking_thread_pool_placement(glommio::PoolPlacement::Unbound(
+                config.blocking_threads,
+            ));
         if config.spin_before_park_us > 0 {
             builder = builder.spin_before_park(Duration::from_micros(config.spin_before_park_us));
         }
@@ -409,16 +414,27 @@ async fn shard_main(
     shard.load(&records, clean_shutdown).await?;
     let listener =
         server::bind(&shard).with_context(|| format!("cannot listen on {}", config.listen))?;
-    glommio::spawn_local(shard.clone().compaction_loop()).detach();
+    // Background work competes with requests by shares, not by turns.
+    let background = glommio::executor().create_task_queue(
+        glommio::Shares::Static(config.background_shares as usize),
+        glommio::Latency::NotImportant,
+        "background",
+    );
+    glommio::spawn_local_into(shard.clone().compaction_loop(), background)
+        .map_err(|e| anyhow::anyhow!("cannot start the compaction task: {e}"))?
+        .detach();
     let metrics = match config.metrics_listen {
         Some(address) if shard_id == 0 => {
             let listener = glommio::net::TcpListener::bind(address)
                 .map_err(|e| anyhow::anyhow!("cannot serve metrics on {address}: {e}"))?;
             tracing::info!(%address, "serving metrics");
-            Some(glommio::spawn_local(crate::metrics::serve(
-                listener,
-                shard.clone(),
-            )))
+            Some(
+                glommio::spawn_local_into(
+                    crate::metrics::serve(listener, shard.clone()),
+                    background,
+                )
+                .map_err(|e| anyhow::anyhow!("cannot start the metrics task: {e}"))?,
+            )
         }
         _ => None,
     };

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::{join_all, select_all, LocalBoxFuture};
-use futures::FutureExt;
+use futures::{FutureExt, StreamExt, TryStreamExt};
 
 use crate::cluster::controller::OFFSETS_TOPIC;
 use crate::cluster::{MetadataImage, MetadataRecord, TopicImage};
@@ -43,6 +43,9 @@ use messages::{
 use router::{Router, RouterError};
 
 /// One core's broker state.
+/// Partition logs a shard creates or opens at once.
+const PARTITION_OPEN_CONCURRENCY: usize = 32;
+
 pub struct Shard {
     /// This shard's id (0-based).
     pub id: usize,
@@ -163,18 +166,22 @@ impl Shard {
         // polled reads on the first O_DIRECT file it opens per device, and an
         // empty file makes that probe answer wrongly.
         crate::storage::ensure_iopoll_probed(&self.config.data_dir).await?;
-        let mut opened = 0usize;
-        for topic in image.topics.values() {
-            for partition in 0..topic.partition_shards.len() as i32 {
-                if self.owner_of(topic, partition) != Some(self.id) {
-                    continue;
-                }
-                self.open_partition(topic, partition, clean_shutdown)
-                    .await?;
-                opened += 1;
-                glommio::yield_if_needed().await;
-            }
-        }
+        let mine: Vec<(&TopicImage, i32)> = image
+            .topics
+            .values()
+            .flat_map(|topic| {
+                (0..topic.partition_shards.len() as i32).map(move |partition| (&**topic, partition))
+            })
+            .filter(|(topic, partition)| self.owner_of(topic, *partition) == Some(self.id))
+            .collect();
+        let opened = mine.len();
+        // Several at once: opening is mostly waiting for the disk (fdatasync
+        // of new files, recovery reads), and the waits overlap.
+        futures::stream::iter(mine)
+            .map(|(topic, partition)| self.open_partition(topic, partition, clean_shutdown))
+            .buffer_unordered(PARTITION_OPEN_CONCURRENCY)
+            .try_collect::<()>()
+            .await?;
         tracing::info!(
             shard = self.id,
             partitions = opened,
@@ -231,13 +238,15 @@ impl Shard {
                     let Some(topic) = image.topic(name) else {
                         continue;
                     };
-                    for partition in 0..topic.partition_shards.len() as i32 {
-                        if self.owner_of(topic, partition) == Some(self.id) {
+                    let mine = (0..topic.partition_shards.len() as i32)
+                        .filter(|partition| self.owner_of(topic, *partition) == Some(self.id));
+                    futures::stream::iter(mine)
+                        .for_each_concurrent(PARTITION_OPEN_CONCURRENCY, |partition| async move {
                             if let Err(e) = self.open_partition(topic, partition, true).await {
                                 tracing::error!(topic = %name, partition, error = %e, "cannot create partition log");
                             }
-                        }
-                    }
+                        })
+                        .await;
                     if name == OFFSETS_TOPIC {
                         self.start_group_coordinators();
                     }

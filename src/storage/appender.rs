@@ -83,6 +83,27 @@ const PREALLOC_FIRST_STEP: u64 = 256 << 10;
 /// Zeros written per DMA write of a fill.
 const ZERO_CHUNK_BYTES: usize = 256 << 10;
 
+/// Runs `work` as a task that sets the returned flag and notifies `signal`
+/// when it ends, so the writer can collect it later without waiting.
+fn spawn_signalled<F>(
+    signal: &Rc<Signal>,
+    work: F,
+) -> (Rc<Cell<bool>>, Task<Result<(), StorageError>>)
+where
+    F: std::future::Future<Output = Result<(), StorageError>> + 'static,
+{
+    let done = Rc::new(Cell::new(false));
+    let task_done = done.clone();
+    let signal = signal.clone();
+    let task = glommio::spawn_local(async move {
+        let result = work.await;
+        task_done.set(true);
+        signal.notify();
+        result
+    });
+    (done, task)
+}
+
 /// Writes zeros over `[start, end)` (aligned), one chunk at a time.
 async fn write_zeros(
     file: &DmaFile,
@@ -310,14 +331,8 @@ impl SegmentAppender {
             .set(self.counters.zero_fill_bytes.get() + (fill_end - fill_start));
         let file = self.file.clone();
         let path = self.path.clone();
-        let done = Rc::new(Cell::new(false));
-        let task_done = done.clone();
-        let signal = self.signal.clone();
-        let task = glommio::spawn_local(async move {
-            let result = write_zeros(&file, &path, fill_start, fill_end).await;
-            task_done.set(true);
-            signal.notify();
-            result
+        let (done, task) = spawn_signalled(&self.signal, async move {
+            write_zeros(&file, &path, fill_start, fill_end).await
         });
         self.zero_fill = Some(ZeroFill {
             start: fill_start,
@@ -353,9 +368,6 @@ impl SegmentAppender {
         assert!(logical_end >= self.submitted_position);
         let file = self.file.clone();
         let path = self.path.clone();
-        let done = Rc::new(Cell::new(false));
-        let task_done = done.clone();
-        let signal = self.signal.clone();
         let expected_bytes = buffer.len();
         self.counters
             .write_count
@@ -363,11 +375,8 @@ impl SegmentAppender {
         self.counters
             .write_bytes
             .set(self.counters.write_bytes.get() + expected_bytes as u64);
-        let task = glommio::spawn_local(async move {
-            let result = file.write_at(buffer, position).await;
-            task_done.set(true);
-            signal.notify();
-            match result {
+        let (done, task) = spawn_signalled(&self.signal, async move {
+            match file.write_at(buffer, position).await {
                 Ok(written) if written == expected_bytes => Ok(()),
                 Ok(written) => Err(StorageError::io(
                     "writing",
@@ -496,17 +505,10 @@ impl SegmentAppender {
             .set(self.counters.fdatasync_count.get() + 1);
         let file = self.file.clone();
         let path = self.path.clone();
-        let done = Rc::new(Cell::new(false));
-        let task_done = done.clone();
-        let signal = self.signal.clone();
-        let task = glommio::spawn_local(async move {
-            let result = file
-                .fdatasync()
+        let (done, task) = spawn_signalled(&self.signal, async move {
+            file.fdatasync()
                 .await
-                .map_err(|error| StorageError::glommio("fdatasync", path, error));
-            task_done.set(true);
-            signal.notify();
-            result
+                .map_err(|error| StorageError::glommio("fdatasync", path, error))
         });
         self.sync_in_flight = Some(InFlightSync { tag, done, task });
     }
