@@ -2,7 +2,8 @@
 //! given): shard 0 accepts the HTTP connections and asks every shard for its
 //! counters through the router, so each number stays owned by its shard.
 //! Today: record bytes sent by reference and copied in user space on the
-//! fetch path (so zero copies is shown, not claimed), partitions per shard.
+//! fetch path (so zero copies is shown, not claimed), bytes copied out of
+//! DMA buffers by cold segment reads, partitions per shard.
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -25,6 +26,8 @@ pub struct ShardMetrics {
     pub fetch_record_bytes_by_reference: u64,
     /// Record bytes of fetch responses copied in user space.
     pub fetch_record_bytes_copied: u64,
+    /// Bytes copied out of DMA read buffers by segment file reads.
+    pub cold_read_bytes_copied: u64,
     /// Partitions the shard owns.
     pub partitions: u64,
 }
@@ -34,6 +37,7 @@ pub fn collect(shard: &Shard) -> ShardMetrics {
     ShardMetrics {
         fetch_record_bytes_by_reference: crate::server::pieces::fetch_bytes_by_reference(),
         fetch_record_bytes_copied: crate::server::pieces::fetch_bytes_copied(),
+        cold_read_bytes_copied: crate::storage::cold_read_bytes_copied(),
         partitions: shard.partition_count() as u64,
     }
 }
@@ -58,6 +62,12 @@ pub fn render(per_shard: &[ShardMetrics]) -> String {
         "Record bytes of fetch responses copied in user space.",
         "counter",
         &|m| m.fetch_record_bytes_copied,
+    );
+    family(
+        "ringbroker_log_cold_read_bytes_copied_total",
+        "Bytes copied out of DMA read buffers by reads of segment files (fetches below the in-memory tail, and scans that rebuild state); the tail is served without this copy.",
+        "counter",
+        &|m| m.cold_read_bytes_copied,
     );
     family(
         "ringbroker_partitions",
@@ -129,12 +139,14 @@ mod tests {
             ShardMetrics {
                 fetch_record_bytes_by_reference: 10,
                 fetch_record_bytes_copied: 0,
+                cold_read_bytes_copied: 4096,
                 partitions: 3,
             },
             ShardMetrics::default(),
         ]);
         assert!(text.contains("ringbroker_fetch_record_bytes_by_reference_total{shard=\"0\"} 10\n"));
         assert!(text.contains("ringbroker_fetch_record_bytes_copied_total{shard=\"1\"} 0\n"));
+        assert!(text.contains("ringbroker_log_cold_read_bytes_copied_total{shard=\"0\"} 4096\n"));
         assert!(text.contains("# TYPE ringbroker_partitions gauge\n"));
     }
 }

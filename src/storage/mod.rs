@@ -38,6 +38,7 @@ pub use compaction::{CompactionConfig, CompactionOutcome, CompactionRequest, Com
 pub use error::StorageError;
 pub use index::{OffsetIndex, OffsetPosition, TimeIndex};
 pub use log::{AppendInfo, Log, LogConfig, LogStats, ReadResult};
+pub use reader::cold_read_bytes_copied;
 pub use segment::ensure_iopoll_probed;
 
 /// Raises RLIMIT_MEMLOCK as far as allowed: glommio registers its I/O

@@ -22,6 +22,19 @@ use super::{
 };
 use crate::protocol::record_batch::{parse_header, BatchHeader, BATCH_HEADER_BYTES};
 
+thread_local! {
+    static COLD_READ_BYTES_COPIED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Bytes this shard copied out of DMA read buffers into owned batches while
+/// reading segment files (cold fetches, and scans that rebuild state). The
+/// read buffers belong to the shard's io memory and cannot cross cores, so
+/// each batch read from a file is copied once; reads from the in-memory
+/// tail are not.
+pub fn cold_read_bytes_copied() -> u64 {
+    COLD_READ_BYTES_COPIED.with(std::cell::Cell::get)
+}
+
 /// A read of one segment file, planned under the state borrow.
 #[derive(Debug)]
 pub struct FileReadPlan {
@@ -122,6 +135,7 @@ pub async fn read_file_batches(
             });
         };
         result.batches.push(Bytes::copy_from_slice(bytes));
+        COLD_READ_BYTES_COPIED.with(|copied| copied.set(copied.get() + total_bytes as u64));
         result.bytes += total_bytes;
         *batch_count += 1;
         scanner.advance(total_bytes);
