@@ -513,23 +513,17 @@ impl SegmentAppender {
         self.sync_in_flight = Some(InFlightSync { tag, done, task });
     }
 
-    /// The tag of the background sync if it has completed, without waiting.
+    /// The tag of the background sync if it has finished (its task may
+    /// still need a poll to hand over its result, so this awaits it, which
+    /// never waits for the disk); None while it runs.
     ///
     /// # Errors
     /// The sync's failure.
-    pub fn take_finished_sync(&mut self) -> Result<Option<i64>, StorageError> {
-        let Some(sync) = self.sync_in_flight.as_mut() else {
-            return Ok(None);
-        };
-        if !sync.done.get() {
+    pub async fn take_finished_sync(&mut self) -> Result<Option<i64>, StorageError> {
+        if !self.sync_in_flight.as_ref().is_some_and(|sync| sync.done.get()) {
             return Ok(None);
         }
-        let Some(result) = (&mut sync.task).now_or_never() else {
-            return Ok(None);
-        };
-        let tag = sync.tag;
-        self.sync_in_flight = None;
-        result.map(|()| Some(tag))
+        self.wait_sync().await
     }
 
     /// Waits for the background sync, if any, and returns its tag.

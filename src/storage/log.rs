@@ -1400,7 +1400,7 @@ async fn writer_step(
     // on, covers every sync waiter whose data is written by the time it
     // starts. Waiters whose data is still being written wait for the writes
     // (which wake this task) and the next sync.
-    if let Some(synced_offset) = appender.take_finished_sync()? {
+    if let Some(synced_offset) = appender.take_finished_sync().await? {
         shared.mark_synced(synced_offset);
     }
     if !appender.sync_in_flight() {

@@ -43,6 +43,11 @@ def on_sigterm(signum, frame):
 
 
 def run_kafka_python(args):
+    import logging
+    import os
+    if os.environ.get("GROUP_MEMBER_DEBUG"):
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr,
+                            format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from kafka import KafkaConsumer
     from kafka.consumer.subscription_state import ConsumerRebalanceListener
     from kafka.errors import KafkaError
