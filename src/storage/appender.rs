@@ -520,7 +520,11 @@ impl SegmentAppender {
     /// # Errors
     /// The sync's failure.
     pub async fn take_finished_sync(&mut self) -> Result<Option<i64>, StorageError> {
-        if !self.sync_in_flight.as_ref().is_some_and(|sync| sync.done.get()) {
+        if !self
+            .sync_in_flight
+            .as_ref()
+            .is_some_and(|sync| sync.done.get())
+        {
             return Ok(None);
         }
         self.wait_sync().await

@@ -80,9 +80,17 @@ def run_kafka_python(args):
         def on_partitions_lost(self, lost):
             emit(event="revoked", partitions=sorted(tp.partition for tp in lost), lost=True)
 
+    # kafka-python 3.0.12 loses a join that completes after poll()'s
+    # timeout ran out ("timeout in ensure_active_group; returning early"):
+    # it never handles the SyncGroup answer, never re-enables heartbeats and
+    # its session expires (seen with GROUP_MEMBER_DEBUG, 1 run in ~15). The
+    # leader rejoins at once when it had no metadata for the topic at its
+    # first assignment, which is what puts a join inside that window: load
+    # the metadata first, and poll with a wider timeout.
+    consumer.partitions_for_topic(args.topic)
     consumer.subscribe([args.topic], listener=Listener())
     while not stop:
-        batches = consumer.poll(timeout_ms=100)
+        batches = consumer.poll(timeout_ms=500)
         records = [
             [record.partition, record.offset, record.value.decode() if record.value is not None else None]
             for batch in batches.values()
