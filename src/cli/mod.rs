@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
+use crate::bench::args::parse_cpuset;
 use crate::config::{
     BrokerConfig, BrokerDefaults, FlushPolicy, GroupSettings, IoWorkerCpus, TxnSettings,
 };
@@ -200,28 +201,6 @@ pub struct ServeArgs {
     /// Milliseconds SIGTERM waits for in-flight requests before closing.
     #[arg(long, default_value_t = 10_000)]
     pub shutdown_timeout_ms: u64,
-}
-
-fn parse_cpuset(list: &str) -> anyhow::Result<Vec<usize>> {
-    let mut cpus = Vec::new();
-    for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        if let Some((a, b)) = part.split_once('-') {
-            let a: usize = a.trim().parse().with_context(|| format!("bad cpu {a:?}"))?;
-            let b: usize = b.trim().parse().with_context(|| format!("bad cpu {b:?}"))?;
-            if b < a {
-                bail!("bad cpu range {part:?}");
-            }
-            cpus.extend(a..=b);
-        } else {
-            cpus.push(part.parse().with_context(|| format!("bad cpu {part:?}"))?);
-        }
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    if cpus.is_empty() {
-        bail!("--cpuset {list:?} names no CPU");
-    }
-    Ok(cpus)
 }
 
 fn allowed_cpus() -> Vec<usize> {
