@@ -3,7 +3,8 @@
 //! counters through the router, so each number stays owned by its shard.
 //! Today: record bytes sent by reference and copied in user space on the
 //! fetch path (so zero copies is shown, not claimed), bytes copied out of
-//! DMA buffers by cold segment reads, partitions per shard.
+//! DMA buffers by cold segment reads, segment reads running and waiting,
+//! partitions per shard.
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -28,6 +29,12 @@ pub struct ShardMetrics {
     pub fetch_record_bytes_copied: u64,
     /// Bytes copied out of DMA read buffers by segment file reads.
     pub cold_read_bytes_copied: u64,
+    /// Bytes asked of segment file reads.
+    pub segment_bytes_read: u64,
+    /// Segment file reads running now.
+    pub cold_reads_in_flight: u64,
+    /// Segment file reads waiting for a turn (past `--cold-reads-max`).
+    pub cold_reads_waiting: u64,
     /// Partitions the shard owns.
     pub partitions: u64,
 }
@@ -38,6 +45,9 @@ pub fn collect(shard: &Shard) -> ShardMetrics {
         fetch_record_bytes_by_reference: crate::server::pieces::fetch_bytes_by_reference(),
         fetch_record_bytes_copied: crate::server::pieces::fetch_bytes_copied(),
         cold_read_bytes_copied: crate::storage::cold_read_bytes_copied(),
+        segment_bytes_read: crate::storage::segment_bytes_read(),
+        cold_reads_in_flight: crate::storage::cold_reads_in_flight().0 as u64,
+        cold_reads_waiting: crate::storage::cold_reads_in_flight().1 as u64,
         partitions: shard.partition_count() as u64,
     }
 }
@@ -68,6 +78,24 @@ pub fn render(per_shard: &[ShardMetrics]) -> String {
         "Bytes copied out of DMA read buffers by reads of segment files (fetches below the in-memory tail, and scans that rebuild state); the tail is served without this copy.",
         "counter",
         &|m| m.cold_read_bytes_copied,
+    );
+    family(
+        "ringbroker_log_segment_bytes_read_total",
+        "Bytes read from segment files (cold fetches, and scans that rebuild state).",
+        "counter",
+        &|m| m.segment_bytes_read,
+    );
+    family(
+        "ringbroker_log_cold_reads_in_flight",
+        "Reads of segment files running now (at most --cold-reads-max).",
+        "gauge",
+        &|m| m.cold_reads_in_flight,
+    );
+    family(
+        "ringbroker_log_cold_reads_waiting",
+        "Reads of segment files waiting for one of the --cold-reads-max turns.",
+        "gauge",
+        &|m| m.cold_reads_waiting,
     );
     family(
         "ringbroker_partitions",
@@ -140,6 +168,9 @@ mod tests {
                 fetch_record_bytes_by_reference: 10,
                 fetch_record_bytes_copied: 0,
                 cold_read_bytes_copied: 4096,
+                segment_bytes_read: 8192,
+                cold_reads_in_flight: 2,
+                cold_reads_waiting: 0,
                 partitions: 3,
             },
             ShardMetrics::default(),
@@ -147,6 +178,7 @@ mod tests {
         assert!(text.contains("ringbroker_fetch_record_bytes_by_reference_total{shard=\"0\"} 10\n"));
         assert!(text.contains("ringbroker_fetch_record_bytes_copied_total{shard=\"1\"} 0\n"));
         assert!(text.contains("ringbroker_log_cold_read_bytes_copied_total{shard=\"0\"} 4096\n"));
+        assert!(text.contains("ringbroker_log_cold_reads_in_flight{shard=\"0\"} 2\n"));
         assert!(text.contains("# TYPE ringbroker_partitions gauge\n"));
     }
 }

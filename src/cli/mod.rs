@@ -136,10 +136,31 @@ pub struct ServeArgs {
     /// their fsyncs.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=64))]
     pub blocking_threads: u64,
+    /// Scheduler shares of each shard's task queue for connections: reading
+    /// and decoding requests, produce appends, and every request that is not
+    /// a fetch. A busy shard divides its time among the task queues with
+    /// work in proportion to their shares; an idle queue costs nothing.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub produce_shares: u64,
+    /// Scheduler shares of each shard's task queue for the fetches it
+    /// serves as the partitions' owner (consumers at the tail read from
+    /// memory here).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub fetch_shares: u64,
+    /// Scheduler shares of each shard's task queue for reads of segment
+    /// files (consumers catching up), so they cannot crowd out produce and
+    /// tail fetches on the same core.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub cold_fetch_shares: u64,
+    /// Segment file reads in flight per shard (each reads up to a fetch's
+    /// partition budget, at most 1 MiB at a time); further reads wait. The
+    /// partitions of one fetch are read concurrently within this bound.
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub cold_reads_max: u64,
     /// Scheduler shares of each shard's background task queue (log
-    /// compaction, the metrics endpoint) against 1000 for client requests:
-    /// a busy shard gives background work about shares/(shares+1000) of
-    /// its time, an idle one all it needs.
+    /// compaction, the metrics endpoint): a busy shard gives background work
+    /// about shares/(shares + the other queues' shares) of its time, an idle
+    /// one all it needs.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub background_shares: u64,
     /// CPUs the kernel's io_uring worker threads of each shard may run on
@@ -344,6 +365,10 @@ impl ServeArgs {
             write_behind: self.write_behind,
             io_worker_cpus,
             io_workers_max: self.io_workers_max,
+            produce_shares: self.produce_shares,
+            fetch_shares: self.fetch_shares,
+            cold_fetch_shares: self.cold_fetch_shares,
+            cold_reads_max: self.cold_reads_max as usize,
             background_shares: self.background_shares,
             blocking_threads: self.blocking_threads as usize,
             preallocate_bytes: self.preallocate_bytes,

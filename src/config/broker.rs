@@ -68,7 +68,17 @@ pub struct BrokerConfig {
     pub io_worker_cpus: IoWorkerCpus,
     /// Bound on each shard's io_uring file-I/O workers (0: kernel default).
     pub io_workers_max: u32,
-    /// Scheduler shares of the background task queue (requests: 1000).
+    /// Scheduler shares of the task queue for connections, produce and
+    /// every request not listed below.
+    pub produce_shares: u64,
+    /// Scheduler shares of the task queue for fetches served by the owning
+    /// shard (reads from the in-memory tail).
+    pub fetch_shares: u64,
+    /// Scheduler shares of the task queue for reads of segment files.
+    pub cold_fetch_shares: u64,
+    /// Segment file reads in flight per shard; more wait their turn.
+    pub cold_reads_max: usize,
+    /// Scheduler shares of the background task queue.
     pub background_shares: u64,
     /// Threads per shard for blocking file-system calls.
     pub blocking_threads: usize,

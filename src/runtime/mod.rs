@@ -196,6 +196,22 @@ fn prepare_data_dir(
     Ok((records, clean, lock))
 }
 
+/// Segment reads beyond the registered I/O memory get their DMA buffers
+/// (up to 1 MiB) from malloc. By default glibc serves such sizes with a
+/// fresh mmap, or trims them off its heaps once freed, so every read
+/// faults in and zeroes new pages and unmaps them again (measured: the
+/// largest cost of a cold fetch). Serving them from the heap and keeping
+/// freed memory for reuse takes that away; the heap then stays at its peak
+/// size, which the bounds on reads and buffers keep in check.
+fn keep_freed_memory_for_reuse() {
+    // SAFETY: mallopt only changes allocator tuning; called before the
+    // shard threads start.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
+    }
+}
+
 /// Shared start-up and shutdown coordination.
 struct Coordination {
     ready_shards: AtomicUsize,
@@ -216,6 +232,7 @@ async fn wait_until(condition: impl Fn() -> bool) {
 /// Start-up failures (data directory, metadata log, executors).
 pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
     check_io_uring();
+    keep_freed_memory_for_reuse();
     let nr_shards = config.cpus.len();
     let io_memory_bytes = plan_locked_memory(config.io_memory_bytes, nr_shards as u64);
     let (records, clean_shutdown, _lock) = match prepare_data_dir(&config) {
@@ -246,6 +263,10 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         io_memory_bytes,
         ring_depth = config.ring_depth,
         spin_before_park_us = config.spin_before_park_us,
+        produce_shares = config.produce_shares,
+        fetch_shares = config.fetch_shares,
+        cold_fetch_shares = config.cold_fetch_shares,
+        cold_reads_max = config.cold_reads_max,
         background_shares = config.background_shares,
         blocking_threads = config.blocking_threads,
         write_buffer_bytes = config.write_buffer_bytes,
@@ -405,21 +426,36 @@ async fn shard_main(
         config.clone(),
         Router::new(shard_id, senders, peers.clone()),
     );
+    // The shard's work is split over task queues that share its core by
+    // shares when it is busy: requests (connections, produce, everything
+    // but fetch), fetches served here, segment file reads, background.
+    let queue = |shares: u64, name: &str| {
+        glommio::executor().create_task_queue(
+            glommio::Shares::Static(shares as usize),
+            glommio::Latency::NotImportant,
+            name,
+        )
+    };
+    let requests = queue(config.produce_shares, "produce");
+    shard.set_fetch_queue(queue(config.fetch_shares, "fetch"));
+    crate::storage::configure_cold_reads(
+        config.cold_reads_max,
+        Some(queue(config.cold_fetch_shares, "cold-fetch")),
+    );
+    let background = queue(config.background_shares, "background");
     if let Some(receivers) = receivers.as_mut() {
         for (from, stream) in receiver_streams(receivers, &peers) {
             let shard = shard.clone();
-            glommio::spawn_local(receive_loop(shard, from, stream)).detach();
+            // Tasks spawned from here on (the requests' completions) stay
+            // in this queue.
+            glommio::spawn_local_into(receive_loop(shard, from, stream), requests)
+                .map_err(|e| anyhow::anyhow!("cannot start a router receiver: {e}"))?
+                .detach();
         }
     }
     shard.load(&records, clean_shutdown).await?;
     let listener =
         server::bind(&shard).with_context(|| format!("cannot listen on {}", config.listen))?;
-    // Background work competes with requests by shares, not by turns.
-    let background = glommio::executor().create_task_queue(
-        glommio::Shares::Static(config.background_shares as usize),
-        glommio::Latency::NotImportant,
-        "background",
-    );
     glommio::spawn_local_into(shard.clone().compaction_loop(), background)
         .map_err(|e| anyhow::anyhow!("cannot start the compaction task: {e}"))?
         .detach();
@@ -439,7 +475,9 @@ async fn shard_main(
         _ => None,
     };
     let state = ServerState::new(shard.clone());
-    let accept = glommio::spawn_local(server::accept_loop(listener, state.clone()));
+    // Connections (and the tasks they spawn) run in the requests queue.
+    let accept = glommio::spawn_local_into(server::accept_loop(listener, state.clone()), requests)
+        .map_err(|e| anyhow::anyhow!("cannot start accepting connections: {e}"))?;
     coordination.ready_shards.fetch_add(1, Ordering::SeqCst);
     tracing::info!(shard = shard_id, "serving");
 

@@ -260,8 +260,10 @@ pub enum ShardRequest {
     },
     /// Read from partitions this shard owns, without waiting.
     Fetch {
-        /// One per partition.
+        /// One per partition, in the request's order.
         items: Vec<FetchItem>,
+        /// The response's byte budget (Fetch `max_bytes`).
+        max_bytes: usize,
         /// 0 read_uncommitted, 1 read_committed.
         isolation_level: i8,
     },

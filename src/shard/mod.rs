@@ -60,6 +60,8 @@ pub struct Shard {
     /// Serialises controller work (shard 0 only).
     pub controller_lock: glommio::sync::Semaphore,
     fetch_waiters: Cell<usize>,
+    /// Task queue the fetches this shard serves run in (None: the caller's).
+    fetch_queue: Cell<Option<glommio::TaskQueueHandle>>,
     closing: Cell<bool>,
     /// Producer ids this shard may hand out: [next, end).
     producer_ids: Cell<(i64, i64)>,
@@ -116,6 +118,7 @@ impl Shard {
             router,
             controller_lock: glommio::sync::Semaphore::new(1),
             fetch_waiters: Cell::new(0),
+            fetch_queue: Cell::new(None),
             closing: Cell::new(false),
             producer_ids: Cell::new((0, 0)),
             groups: GroupShard::default(),
@@ -134,6 +137,11 @@ impl Shard {
             .ok()
             .and_then(|p| topic.partition_shards.get(p))
             .map(|&s| usize::from(s) % self.nr_shards)
+    }
+
+    /// Runs the fetches this shard serves in `queue` from now on.
+    pub fn set_fetch_queue(&self, queue: glommio::TaskQueueHandle) {
+        self.fetch_queue.set(Some(queue));
     }
 
     /// Number of partitions this shard owns.
@@ -319,9 +327,22 @@ impl Shard {
             ShardRequest::Produce { acks, items } => self.submit_produce(acks, items).await,
             ShardRequest::Fetch {
                 items,
+                max_bytes,
                 isolation_level,
-            } => async move { ShardReply::Fetch(self.fetch(items, isolation_level == 1).await) }
-                .boxed_local(),
+            } => {
+                let queue = self.fetch_queue.get();
+                let read = async move {
+                    ShardReply::Fetch(self.fetch(items, max_bytes, isolation_level == 1).await)
+                };
+                // In the fetch task queue when the shard has one (created at
+                // start and never removed, so spawning into it cannot fail).
+                match queue {
+                    Some(queue) => glommio::spawn_local_into(read, queue)
+                        .expect("the fetch task queue lives as long as the shard")
+                        .boxed_local(),
+                    None => read.boxed_local(),
+                }
+            }
             ShardRequest::WaitForData {
                 items,
                 max_wait_ms,
@@ -495,50 +516,86 @@ impl Shard {
         .boxed_local()
     }
 
-    async fn fetch(&self, items: Vec<FetchItem>, read_committed: bool) -> Vec<FetchResult> {
+    /// Reads the partitions of a fetch in request order, a wave of up to
+    /// `--cold-reads-max` at once (so a consumer of many partitions keeps
+    /// several segment reads in flight), each within its partition budget
+    /// and what is left of the response's `max_bytes` (KIP-74): data the
+    /// response could not carry is not read.
+    async fn fetch(
+        &self,
+        items: Vec<FetchItem>,
+        max_bytes: usize,
+        read_committed: bool,
+    ) -> Vec<FetchResult> {
+        let wave = self.config.cold_reads_max.max(1);
         let mut results = Vec::with_capacity(items.len());
-        for item in items {
-            let Some(partition) = self.partition(&item.topic_partition) else {
-                results.push(FetchResult {
-                    error_code: code(ErrorCode::NotLeaderOrFollower),
-                    high_watermark: -1,
-                    last_stable_offset: -1,
-                    log_start_offset: -1,
-                    ..FetchResult::default()
-                });
-                continue;
-            };
-            let high_watermark = partition.high_watermark();
-            let log_start_offset = partition.log_start_offset();
-            let mut result = FetchResult {
-                error_code: 0,
-                high_watermark,
-                last_stable_offset: partition.last_stable_offset(),
-                log_start_offset,
-                aborted_transactions: read_committed.then(Vec::new),
-                ..FetchResult::default()
-            };
-            if item.fetch_offset < log_start_offset || item.fetch_offset > high_watermark {
-                result.error_code = code(ErrorCode::OffsetOutOfRange);
-            } else if item.fetch_offset < high_watermark {
-                match partition
-                    .fetch(item.fetch_offset, item.partition_max_bytes, read_committed)
-                    .await
-                {
-                    Ok(fetched) => {
-                        result.bytes = fetched.read.bytes;
-                        result.records = fetched.read.batches;
-                        result.aborted_transactions = fetched.aborted_transactions;
-                    }
-                    Err(e) => {
-                        tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "read failed");
-                        result.error_code = code(ErrorCode::KafkaStorageError);
-                    }
-                }
+        let mut used = 0usize;
+        let mut items = items.into_iter().peekable();
+        while items.peek().is_some() {
+            let mut reserved = used;
+            let mut reads = Vec::with_capacity(wave);
+            for item in items.by_ref().take(wave) {
+                let left = max_bytes.saturating_sub(reserved);
+                // Past the budget nothing is read, except that the first
+                // partition always may return one batch.
+                let read = left > 0 || reserved == 0;
+                let budget = item.partition_max_bytes.min(left);
+                reserved += budget;
+                reads.push(self.fetch_partition(item, budget, read, read_committed));
             }
-            results.push(result);
+            for result in futures::future::join_all(reads).await {
+                used += result.bytes;
+                results.push(result);
+            }
         }
         results
+    }
+
+    async fn fetch_partition(
+        &self,
+        item: FetchItem,
+        max_bytes: usize,
+        read: bool,
+        read_committed: bool,
+    ) -> FetchResult {
+        let Some(partition) = self.partition(&item.topic_partition) else {
+            return FetchResult {
+                error_code: code(ErrorCode::NotLeaderOrFollower),
+                high_watermark: -1,
+                last_stable_offset: -1,
+                log_start_offset: -1,
+                ..FetchResult::default()
+            };
+        };
+        let high_watermark = partition.high_watermark();
+        let log_start_offset = partition.log_start_offset();
+        let mut result = FetchResult {
+            error_code: 0,
+            high_watermark,
+            last_stable_offset: partition.last_stable_offset(),
+            log_start_offset,
+            aborted_transactions: read_committed.then(Vec::new),
+            ..FetchResult::default()
+        };
+        if item.fetch_offset < log_start_offset || item.fetch_offset > high_watermark {
+            result.error_code = code(ErrorCode::OffsetOutOfRange);
+        } else if read && item.fetch_offset < high_watermark {
+            match partition
+                .fetch(item.fetch_offset, max_bytes, read_committed)
+                .await
+            {
+                Ok(fetched) => {
+                    result.bytes = fetched.read.bytes;
+                    result.records = fetched.read.batches;
+                    result.aborted_transactions = fetched.aborted_transactions;
+                }
+                Err(e) => {
+                    tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "read failed");
+                    result.error_code = code(ErrorCode::KafkaStorageError);
+                }
+            }
+        }
+        result
     }
 
     async fn wait_for_data(

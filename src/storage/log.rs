@@ -51,7 +51,8 @@ use super::{
     error::StorageError,
     notify::{FifoTurns, Signal},
     reader::{
-        find_record_by_timestamp, read_file_batches, whole_batches, FileReadPlan, ReadLimits,
+        find_record_by_timestamp, read_file_batches_scheduled, whole_batches, FileReadPlan,
+        ReadLimits,
     },
     recovery::recover_log,
     segment::{
@@ -999,9 +1000,14 @@ impl Log {
             };
             let chunk_bytes =
                 read_chunk_bytes(&self.shared.config, max_bytes.saturating_sub(result.bytes));
-            let outcome =
-                read_file_batches(&plan, &limits, chunk_bytes, &mut result, &mut batch_count)
-                    .await?;
+            let outcome = read_file_batches_scheduled(
+                plan,
+                limits,
+                chunk_bytes,
+                &mut result,
+                &mut batch_count,
+            )
+            .await?;
             if outcome.limit_reached {
                 break;
             }
@@ -1806,6 +1812,55 @@ mod tests {
             bytes.extend(std::fs::read(dir.join(name)).unwrap());
         }
         (names.len(), bytes)
+    }
+
+    /// Goal: a cold read with a byte budget loads about the budget from the
+    /// file, not the budget again to find where to stop (it used to read a
+    /// second chunk for the batch straddling the first chunk's end).
+    /// Method: ~4.5 KiB batches in one large segment, no tail cache, 1 MiB
+    /// reads from many batch starts; each must return whole batches within
+    /// the budget and load at most budget + 8 KiB slack + 2 alignment blocks.
+    #[test]
+    fn budgeted_cold_reads_load_about_the_budget() {
+        run_on_executor(|| async {
+            let (_root, dir) = temporary_log_dir();
+            let config = LogConfig {
+                segment_bytes: 16 << 20,
+                index_interval_bytes: 4096,
+                segment_index_bytes: 1 << 20,
+                write_buffer_bytes: 64 << 10,
+                preallocate_bytes: 0,
+                ..small_config(0)
+            };
+            let log = Log::create(&dir, config, Uuid::new_v4()).await.unwrap();
+            let mut starts = Vec::new();
+            for index in 0..600 {
+                let (bytes, header) = batch(400, 1000 + index);
+                let info = log.append(bytes, &header, 0, 0).await.unwrap();
+                starts.push(info.base_offset);
+            }
+            log.flush(false).await.unwrap();
+            // Reads load at most 1 MiB at a time: the budget plus the index
+            // interval does not fit one chunk.
+            let budget = 1 << 20;
+            for &offset in starts[..300].iter().step_by(13) {
+                let before = super::super::segment::segment_bytes_read();
+                let read = log.read(offset, i64::MAX, budget, true).await.unwrap();
+                let loaded = super::super::segment::segment_bytes_read() - before;
+                assert!(
+                    read.bytes <= budget && read.bytes > budget / 2,
+                    "{}",
+                    read.bytes
+                );
+                let batches = super::super::reader::whole_batches(read);
+                assert_eq!(batches[0].0.base_offset, offset);
+                assert!(
+                    loaded <= (budget + (8 << 10) + 2 * 4096) as u64,
+                    "read {offset} loaded {loaded} bytes for a {budget}-byte budget"
+                );
+            }
+            log.close().await.unwrap();
+        });
     }
 
     /// Goal: what goes in comes out, byte for byte, across several segments,

@@ -38,8 +38,8 @@ pub use compaction::{CompactionConfig, CompactionOutcome, CompactionRequest, Com
 pub use error::StorageError;
 pub use index::{OffsetIndex, OffsetPosition, TimeIndex};
 pub use log::{AppendInfo, Log, LogConfig, LogStats, ReadResult};
-pub use reader::cold_read_bytes_copied;
-pub use segment::ensure_iopoll_probed;
+pub use reader::{cold_read_bytes_copied, cold_reads_in_flight, configure_cold_reads};
+pub use segment::{ensure_iopoll_probed, segment_bytes_read};
 
 /// Raises RLIMIT_MEMLOCK as far as allowed: glommio registers its I/O
 /// memory with io_uring, which on older kernels counts against locked

@@ -24,6 +24,100 @@ use crate::protocol::record_batch::{parse_header, BatchHeader, BATCH_HEADER_BYTE
 
 thread_local! {
     static COLD_READ_BYTES_COPIED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static COLD_READS: std::cell::RefCell<Option<Rc<ColdReadScheduler>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// How this shard runs segment file reads: at most `permits` at once, each
+/// in `queue`. A shard sets it once at start; where it is unset (tests,
+/// tools) reads run unbounded in the caller's task.
+struct ColdReadScheduler {
+    permits: Rc<glommio::sync::Semaphore>,
+    max_in_flight: usize,
+    waiting: std::cell::Cell<usize>,
+    queue: Option<glommio::TaskQueueHandle>,
+}
+
+/// Bounds this shard's segment file reads to `max_in_flight` at once and
+/// runs them in `queue` (None: in the reading task's own queue).
+pub fn configure_cold_reads(max_in_flight: usize, queue: Option<glommio::TaskQueueHandle>) {
+    let max_in_flight = max_in_flight.max(1);
+    COLD_READS.with(|scheduler| {
+        *scheduler.borrow_mut() = Some(Rc::new(ColdReadScheduler {
+            permits: Rc::new(glommio::sync::Semaphore::new(max_in_flight as u64)),
+            max_in_flight,
+            waiting: std::cell::Cell::new(0),
+            queue,
+        }));
+    });
+}
+
+/// Segment file reads of this shard running now, and waiting for a turn.
+pub fn cold_reads_in_flight() -> (usize, usize) {
+    COLD_READS.with(|scheduler| match scheduler.borrow().as_ref() {
+        Some(scheduler) => {
+            let available = scheduler.permits.available() as usize;
+            (
+                scheduler.max_in_flight.saturating_sub(available),
+                scheduler.waiting.get(),
+            )
+        }
+        None => (0, 0),
+    })
+}
+
+/// [`read_file_batches`] within this shard's bound on reads in flight and in
+/// its cold-read task queue (see [`configure_cold_reads`]).
+///
+/// # Errors
+/// As [`read_file_batches`].
+pub async fn read_file_batches_scheduled(
+    plan: FileReadPlan,
+    limits: ReadLimits,
+    chunk_bytes: usize,
+    result: &mut ReadResult,
+    batch_count: &mut usize,
+) -> Result<FileReadOutcome, StorageError> {
+    let Some(scheduler) = COLD_READS.with(|scheduler| scheduler.borrow().clone()) else {
+        return read_file_batches(&plan, &limits, chunk_bytes, result, batch_count).await;
+    };
+    let path = plan.path.clone();
+    let permit = {
+        // Counted while waiting, also when the caller gives up meanwhile.
+        struct Waiting<'a>(&'a std::cell::Cell<usize>);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() - 1);
+            }
+        }
+        scheduler.waiting.set(scheduler.waiting.get() + 1);
+        let _waiting = Waiting(&scheduler.waiting);
+        scheduler.permits.acquire_static_permit(1).await
+    };
+    let _permit = permit.map_err(|error| StorageError::glommio("waiting to read", &path, error))?;
+    // The read runs as its own task (so in the cold-read queue) on an owned
+    // part of the result, carrying the budget already used.
+    let mut part = ReadResult {
+        batches: Vec::new(),
+        bytes: result.bytes,
+    };
+    let mut count = *batch_count;
+    let read = async move {
+        let outcome = read_file_batches(&plan, &limits, chunk_bytes, &mut part, &mut count).await;
+        (part, count, outcome)
+    };
+    let (part, count, outcome) = match scheduler.queue {
+        Some(queue) => {
+            glommio::spawn_local_into(read, queue)
+                .map_err(|error| StorageError::glommio("scheduling a read of", &path, error))?
+                .await
+        }
+        None => read.await,
+    };
+    result.batches.extend(part.batches);
+    result.bytes = part.bytes;
+    *batch_count = count;
+    outcome
 }
 
 /// Bytes this shard copied out of DMA read buffers into owned batches while
@@ -34,6 +128,11 @@ thread_local! {
 pub fn cold_read_bytes_copied() -> u64 {
     COLD_READ_BYTES_COPIED.with(std::cell::Cell::get)
 }
+
+/// Bytes a budget-limited file read loads past the budget: room for the
+/// batches before the target offset (one index interval) and the header of
+/// the batch after the last one that fits.
+const BUDGET_READ_SLACK_BYTES: usize = 8 << 10;
 
 /// A read of one segment file, planned under the state borrow.
 #[derive(Debug)]
@@ -95,7 +194,24 @@ pub async fn read_file_batches(
         plan.end_position,
         chunk_bytes,
     );
+    let mut next_offset = limits.target_offset;
     loop {
+        // A file read never loads much more than the budget still allows:
+        // past it only the next header is needed, to know where to stop.
+        let left = limits.max_bytes.saturating_sub(result.bytes);
+        let first = limits.min_one_batch && *batch_count == 0;
+        if left < BATCH_HEADER_BYTES && !first {
+            return Ok(FileReadOutcome {
+                next_offset,
+                limit_reached: true,
+            });
+        }
+        if !first {
+            scanner.set_chunk_bytes(
+                left.saturating_add(BUDGET_READ_SLACK_BYTES)
+                    .min(chunk_bytes),
+            );
+        }
         let position = scanner.position();
         let header = match scanner.peek().await? {
             ScanStep::End => {
@@ -138,6 +254,7 @@ pub async fn read_file_batches(
         COLD_READ_BYTES_COPIED.with(|copied| copied.set(copied.get() + total_bytes as u64));
         result.bytes += total_bytes;
         *batch_count += 1;
+        next_offset = header.last_offset() + 1;
         scanner.advance(total_bytes);
         glommio::yield_if_needed().await;
     }

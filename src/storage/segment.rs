@@ -283,6 +283,16 @@ pub enum ScanStep {
     Invalid(BatchError),
 }
 
+thread_local! {
+    static SEGMENT_BYTES_READ: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Bytes this shard has asked segment file reads for (cold fetches, and
+/// scans that rebuild state).
+pub fn segment_bytes_read() -> u64 {
+    SEGMENT_BYTES_READ.with(std::cell::Cell::get)
+}
+
 /// Reads the batches of a segment file front to back in large chunks.
 pub struct SegmentScanner {
     file: Rc<DmaFile>,
@@ -339,6 +349,7 @@ impl SegmentScanner {
             return Ok(false);
         }
         self.chunk = None;
+        SEGMENT_BYTES_READ.with(|read| read.set(read.get() + read_bytes as u64));
         let chunk = self
             .file
             .read_at(self.position, read_bytes)
@@ -395,6 +406,12 @@ impl SegmentScanner {
             return Ok(None);
         }
         Ok(Some(self.chunk_slice(total_bytes)))
+    }
+
+    /// Reads from now on load at least `chunk_bytes` (at least one batch
+    /// header) at a time.
+    pub fn set_chunk_bytes(&mut self, chunk_bytes: usize) {
+        self.chunk_bytes = chunk_bytes.max(BATCH_HEADER_BYTES);
     }
 
     /// Moves past the current batch.

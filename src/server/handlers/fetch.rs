@@ -105,7 +105,7 @@ pub async fn handle(
         let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
         let deadline = Instant::now() + max_wait;
 
-        let mut results = read_round(&shard, &entries, request.isolation_level).await;
+        let mut results = read_round(&shard, &entries, max_bytes, request.isolation_level).await;
         loop {
             let total: usize = results.iter().map(|r| r.bytes).sum();
             let has_error = results.iter().any(|r| r.error_code != 0);
@@ -124,7 +124,7 @@ pub async fn handle(
             {
                 break;
             }
-            results = read_round(&shard, &entries, request.isolation_level).await;
+            results = read_round(&shard, &entries, max_bytes, request.isolation_level).await;
         }
 
         // KIP-74: the response stays within max_bytes, except that the first
@@ -189,7 +189,12 @@ pub async fn handle(
     })
 }
 
-async fn read_round(shard: &Rc<Shard>, entries: &[Entry], isolation_level: i8) -> Vec<FetchResult> {
+async fn read_round(
+    shard: &Rc<Shard>,
+    entries: &[Entry],
+    max_bytes: usize,
+    isolation_level: i8,
+) -> Vec<FetchResult> {
     let mut results: Vec<FetchResult> = entries
         .iter()
         .map(|e| FetchResult {
@@ -223,6 +228,7 @@ async fn read_round(shard: &Rc<Shard>, entries: &[Entry], isolation_level: i8) -
                     target,
                     ShardRequest::Fetch {
                         items,
+                        max_bytes,
                         isolation_level,
                     },
                 )
