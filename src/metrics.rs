@@ -27,6 +27,8 @@ pub struct ShardMetrics {
     pub fetch_record_bytes_by_reference: u64,
     /// Record bytes of fetch responses copied in user space.
     pub fetch_record_bytes_copied: u64,
+    /// Record bytes of fetch responses spliced from segment files.
+    pub fetch_record_bytes_spliced: u64,
     /// Bytes copied out of DMA read buffers by segment file reads.
     pub cold_read_bytes_copied: u64,
     /// Bytes asked of segment file reads.
@@ -44,6 +46,7 @@ pub fn collect(shard: &Shard) -> ShardMetrics {
     ShardMetrics {
         fetch_record_bytes_by_reference: crate::server::pieces::fetch_bytes_by_reference(),
         fetch_record_bytes_copied: crate::server::pieces::fetch_bytes_copied(),
+        fetch_record_bytes_spliced: crate::server::pieces::fetch_bytes_spliced(),
         cold_read_bytes_copied: crate::storage::cold_read_bytes_copied(),
         segment_bytes_read: crate::storage::segment_bytes_read(),
         cold_reads_in_flight: crate::storage::cold_reads_in_flight().0 as u64,
@@ -72,6 +75,12 @@ pub fn render(per_shard: &[ShardMetrics]) -> String {
         "Record bytes of fetch responses copied in user space.",
         "counter",
         &|m| m.fetch_record_bytes_copied,
+    );
+    family(
+        "ringbroker_fetch_record_bytes_spliced_total",
+        "Record bytes of fetch responses moved from segment files to sockets with splice (--cold-read-path splice), counted on the connection's shard.",
+        "counter",
+        &|m| m.fetch_record_bytes_spliced,
     );
     family(
         "ringbroker_log_cold_read_bytes_copied_total",
@@ -167,6 +176,7 @@ mod tests {
             ShardMetrics {
                 fetch_record_bytes_by_reference: 10,
                 fetch_record_bytes_copied: 0,
+                fetch_record_bytes_spliced: 0,
                 cold_read_bytes_copied: 4096,
                 segment_bytes_read: 8192,
                 cold_reads_in_flight: 2,

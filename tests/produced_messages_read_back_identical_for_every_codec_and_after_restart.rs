@@ -8,7 +8,10 @@
 //! offset is recorded; a consumer with `assign()` from offset 0 reads every
 //! partition to its end and each message is compared with the one
 //! acknowledged at that offset. Then SIGTERM (exit 0, clean shutdown marker
-//! left), restart on the same directory and port, and read everything again.
+//! left), restart on the same directory and port, and read everything again:
+//! from the segment files now (the in-memory tail starts empty), by splice
+//! (the default cold read path), then once more after a restart with
+//! `--cold-read-path dma`.
 
 mod common;
 
@@ -79,5 +82,9 @@ async fn produced_messages_read_back_identical_for_every_codec_and_after_restart
 
     for (topic, acked) in &topics {
         read_back_and_compare(&broker, topic, acked, "after SIGTERM and restart");
+    }
+    broker.restart_with_arg("--cold-read-path", "dma");
+    for (topic, acked) in &topics {
+        read_back_and_compare(&broker, topic, acked, "after a restart with DMA reads");
     }
 }

@@ -78,6 +78,8 @@ pub struct BrokerConfig {
     pub cold_fetch_shares: u64,
     /// Segment file reads in flight per shard; more wait their turn.
     pub cold_reads_max: usize,
+    /// How consumers' reads of segment files are sent.
+    pub cold_read_path: crate::storage::ColdReadPath,
     /// Scheduler shares of the background task queue.
     pub background_shares: u64,
     /// Threads per shard for blocking file-system calls.

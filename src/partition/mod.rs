@@ -35,7 +35,8 @@ use crate::protocol::record_batch::{
 };
 use crate::storage::txn_index::{self, AbortedTxn};
 use crate::storage::{
-    AppendInfo, CompactionConfig, CompactionRequest, CompactionStats, Log, ReadResult, StorageError,
+    AppendInfo, CompactionConfig, CompactionRequest, CompactionStats, Log, Piece, Pieces,
+    ReadResult, StorageError,
 };
 use producer_state::{
     parse_snapshot_file_name, snapshot_file_name, AppendCheck, ProducerError, ProducerStateManager,
@@ -764,6 +765,46 @@ impl Partition {
             }
         }
         Ok(fetched)
+    }
+
+    /// [`Self::fetch`] for sending to a consumer: with `splice` (and
+    /// read_uncommitted) what lies in segment files comes back as file
+    /// ranges for the connection to splice (see `storage/send.rs`).
+    /// read_committed reads bytes, to find the aborted transactions in
+    /// what was read.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub async fn fetch_pieces(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        read_committed: bool,
+        splice: bool,
+    ) -> Result<(Pieces, Option<Vec<(i64, i64)>>), PartitionError> {
+        if read_committed || !splice {
+            let fetched = self.fetch(offset, max_bytes, read_committed).await?;
+            let pieces = Pieces {
+                bytes: fetched.read.bytes,
+                pieces: fetched
+                    .read
+                    .batches
+                    .into_iter()
+                    .map(Piece::Memory)
+                    .collect(),
+            };
+            return Ok((pieces, fetched.aborted_transactions));
+        }
+        let limit = self.high_watermark();
+        if offset >= limit {
+            return Ok((Pieces::default(), None));
+        }
+        Ok((
+            self.log
+                .read_pieces(offset, limit, max_bytes, true, true)
+                .await?,
+            None,
+        ))
     }
 
     /// The producers with state on this partition, by producer id.

@@ -267,6 +267,7 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         fetch_shares = config.fetch_shares,
         cold_fetch_shares = config.cold_fetch_shares,
         cold_reads_max = config.cold_reads_max,
+        cold_read_path = ?config.cold_read_path,
         background_shares = config.background_shares,
         blocking_threads = config.blocking_threads,
         write_buffer_bytes = config.write_buffer_bytes,
@@ -441,6 +442,7 @@ async fn shard_main(
     crate::storage::configure_cold_reads(
         config.cold_reads_max,
         Some(queue(config.cold_fetch_shares, "cold-fetch")),
+        config.cold_read_path,
     );
     let background = queue(config.background_shares, "background");
     if let Some(receivers) = receivers.as_mut() {

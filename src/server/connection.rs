@@ -24,9 +24,9 @@ use crate::config::limits::{CONNECTION_IN_FLIGHT_REQUESTS_MAX, REQUEST_FRAME_BYT
 pub enum Response {
     /// A whole response frame, size prefix included.
     Frame(Bytes),
-    /// A whole response frame as pieces sent with vectored writes (record
-    /// data by reference, see `pieces.rs`).
-    Pieces(Vec<Bytes>),
+    /// A whole response frame as pieces sent with vectored writes and
+    /// splice (record data by reference, see `pieces.rs`).
+    Pieces(Vec<crate::storage::Piece>),
     /// No response (Produce with acks=0).
     None,
     /// Close the connection (Kafka's answer to some bad requests).
@@ -105,6 +105,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     mut writer: W,
     rx: glommio::channels::local_channel::LocalReceiver<Responder>,
 ) {
+    let mut pipe = None;
     while let Some(responder) = rx.recv().await {
         match responder.await {
             Response::Frame(bytes) => {
@@ -115,10 +116,10 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             Response::Pieces(pieces) => {
                 // The socket stays open while this loop runs: the reading
                 // half and the stream are dropped only after it ends.
-                if super::pieces::write_pieces(fd, &mut writer, &pieces)
-                    .await
-                    .is_err()
+                if let Err(e) =
+                    super::pieces::write_pieces(fd, &mut writer, &pieces, &mut pipe).await
                 {
+                    tracing::debug!(error = %e, "cannot send a response");
                     break;
                 }
             }

@@ -75,8 +75,9 @@ pub struct FetchResult {
     pub last_stable_offset: i64,
     /// Log start offset.
     pub log_start_offset: i64,
-    /// Whole record batches, possibly split into several pieces each.
-    pub records: Vec<Bytes>,
+    /// Whole record batches, possibly split into several pieces each:
+    /// bytes, or ranges of segment files to splice.
+    pub records: Vec<crate::storage::Piece>,
     /// Total bytes in `records`.
     pub bytes: usize,
     /// read_committed: the aborted transactions overlapping the records, as

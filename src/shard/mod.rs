@@ -580,14 +580,17 @@ impl Shard {
         if item.fetch_offset < log_start_offset || item.fetch_offset > high_watermark {
             result.error_code = code(ErrorCode::OffsetOutOfRange);
         } else if read && item.fetch_offset < high_watermark {
+            let splice = crate::storage::splice_reads();
             match partition
-                .fetch(item.fetch_offset, max_bytes, read_committed)
+                .fetch_pieces(item.fetch_offset, max_bytes, read_committed, splice)
                 .await
             {
-                Ok(fetched) => {
-                    result.bytes = fetched.read.bytes;
-                    result.records = fetched.read.batches;
-                    result.aborted_transactions = fetched.aborted_transactions;
+                Ok((pieces, aborted_transactions)) => {
+                    result.bytes = pieces.bytes;
+                    result.records = pieces.pieces;
+                    if read_committed {
+                        result.aborted_transactions = aborted_transactions;
+                    }
                 }
                 Err(e) => {
                     tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "read failed");

@@ -31,15 +31,19 @@ mod offset_map;
 mod reader;
 mod recovery;
 mod segment;
+mod send;
 pub mod txn_index;
 
 pub use checkpoint::EpochEntry;
 pub use compaction::{CompactionConfig, CompactionOutcome, CompactionRequest, CompactionStats};
 pub use error::StorageError;
 pub use index::{OffsetIndex, OffsetPosition, TimeIndex};
-pub use log::{AppendInfo, Log, LogConfig, LogStats, ReadResult};
-pub use reader::{cold_read_bytes_copied, cold_reads_in_flight, configure_cold_reads};
+pub use log::{AppendInfo, Log, LogConfig, LogStats, Pieces, ReadResult};
+pub use reader::{
+    cold_read_bytes_copied, cold_reads_in_flight, configure_cold_reads, splice_reads, ColdReadPath,
+};
 pub use segment::{ensure_iopoll_probed, segment_bytes_read};
+pub use send::{FileRange, Piece};
 
 /// Raises RLIMIT_MEMLOCK as far as allowed: glommio registers its I/O
 /// memory with io_uring, which on older kernels counts against locked

@@ -36,11 +36,33 @@ struct ColdReadScheduler {
     max_in_flight: usize,
     waiting: std::cell::Cell<usize>,
     queue: Option<glommio::TaskQueueHandle>,
+    splice: bool,
 }
 
-/// Bounds this shard's segment file reads to `max_in_flight` at once and
-/// runs them in `queue` (None: in the reading task's own queue).
-pub fn configure_cold_reads(max_in_flight: usize, queue: Option<glommio::TaskQueueHandle>) {
+/// Which way consumers' reads of segment files reach the socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColdReadPath {
+    /// DMA reads into memory, copied once into the response's buffers and
+    /// sent with the other pieces.
+    Dma,
+    /// Batch headers walked through the page cache, then file -> pipe ->
+    /// socket with splice(2): no copy in user space.
+    Splice,
+}
+
+/// True when this shard sends consumers' segment reads by splice.
+pub fn splice_reads() -> bool {
+    COLD_READS.with(|scheduler| scheduler.borrow().as_ref().is_some_and(|s| s.splice))
+}
+
+/// Bounds this shard's segment file reads to `max_in_flight` at once, runs
+/// them in `queue` (None: in the reading task's own queue), and chooses how
+/// consumers' reads are sent.
+pub fn configure_cold_reads(
+    max_in_flight: usize,
+    queue: Option<glommio::TaskQueueHandle>,
+    path: ColdReadPath,
+) {
     let max_in_flight = max_in_flight.max(1);
     COLD_READS.with(|scheduler| {
         *scheduler.borrow_mut() = Some(Rc::new(ColdReadScheduler {
@@ -48,6 +70,7 @@ pub fn configure_cold_reads(max_in_flight: usize, queue: Option<glommio::TaskQue
             max_in_flight,
             waiting: std::cell::Cell::new(0),
             queue,
+            splice: path == ColdReadPath::Splice,
         }));
     });
 }

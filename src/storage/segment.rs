@@ -185,6 +185,9 @@ pub struct Segment {
     /// once the writer has completed their roll, for closed segments found at
     /// open, and for compacted segments. Only such segments are compacted.
     pub files_complete: bool,
+    /// The file opened for buffered reads by the splice read path, once a
+    /// fetch has used it.
+    pub send_file: Option<std::sync::Arc<std::fs::File>>,
 }
 
 impl Segment {
@@ -211,6 +214,7 @@ impl Segment {
             first_batch_timestamp: None,
             created_ms,
             files_complete: false,
+            send_file: None,
         }
     }
 

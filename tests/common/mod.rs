@@ -247,6 +247,13 @@ impl Broker {
         self.spawn_and_wait_ready();
     }
 
+    /// Like [`Self::restart`], with `flag value` added to the command line.
+    pub fn restart_with_arg(&mut self, flag: &str, value: impl ToString) {
+        self.options.extra_args.push(flag.to_string());
+        self.options.extra_args.push(value.to_string());
+        self.restart();
+    }
+
     /// The command line this harness runs, for messages.
     fn args(&self) -> Vec<String> {
         let mut args = vec![

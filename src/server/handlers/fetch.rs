@@ -174,8 +174,13 @@ pub async fn handle(
             // Records are present-but-empty when there is nothing, never null.
             // The record data goes out by reference (server/pieces.rs).
             p.records = Some(if fits && result.bytes > 0 {
-                budget_used += result.bytes;
-                slots.add(result.records, result.bytes)
+                match slots.add(result.records, result.bytes) {
+                    Some(records) => {
+                        budget_used += result.bytes;
+                        records
+                    }
+                    None => Bytes::new(),
+                }
             } else {
                 Bytes::new()
             });
