@@ -33,6 +33,8 @@ pub struct ShardMetrics {
     pub cold_read_bytes_copied: u64,
     /// Bytes asked of segment file reads.
     pub segment_bytes_read: u64,
+    /// Bytes held by the in-memory tails of the shard's partitions.
+    pub tail_cached_bytes: u64,
     /// Segment file reads running now.
     pub cold_reads_in_flight: u64,
     /// Segment file reads waiting for a turn (past `--cold-reads-max`).
@@ -49,6 +51,7 @@ pub fn collect(shard: &Shard) -> ShardMetrics {
         fetch_record_bytes_spliced: crate::server::pieces::fetch_bytes_spliced(),
         cold_read_bytes_copied: crate::storage::cold_read_bytes_copied(),
         segment_bytes_read: crate::storage::segment_bytes_read(),
+        tail_cached_bytes: crate::storage::shard_cached_bytes() as u64,
         cold_reads_in_flight: crate::storage::cold_reads_in_flight().0 as u64,
         cold_reads_waiting: crate::storage::cold_reads_in_flight().1 as u64,
         partitions: shard.partition_count() as u64,
@@ -93,6 +96,12 @@ pub fn render(per_shard: &[ShardMetrics]) -> String {
         "Bytes read from segment files (cold fetches, and scans that rebuild state).",
         "counter",
         &|m| m.segment_bytes_read,
+    );
+    family(
+        "ringbroker_log_tail_cached_bytes",
+        "Bytes of recent batches the shard's partitions hold in memory for consumers at the tail (at most --shard-cache-bytes, plus batches not yet written).",
+        "gauge",
+        &|m| m.tail_cached_bytes,
     );
     family(
         "ringbroker_log_cold_reads_in_flight",
@@ -179,6 +188,7 @@ mod tests {
                 fetch_record_bytes_spliced: 0,
                 cold_read_bytes_copied: 4096,
                 segment_bytes_read: 8192,
+                tail_cached_bytes: 0,
                 cold_reads_in_flight: 2,
                 cold_reads_waiting: 0,
                 partitions: 3,

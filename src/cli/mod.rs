@@ -116,6 +116,12 @@ pub struct ServeArgs {
     /// In-memory tail of recent batches per partition, bytes.
     #[arg(long, default_value_t = 1024 * 1024)]
     pub partition_cache_bytes: usize,
+    /// In-memory tails of all the partitions of one shard together, bytes:
+    /// past it, partitions give back the older half of their written tails
+    /// in turn, those holding data longest first (consumers then read those
+    /// batches from the segment files).
+    #[arg(long, default_value_t = 256 * 1024 * 1024)]
+    pub shard_cache_bytes: usize,
     /// Appended-but-unwritten bytes per partition before producers wait.
     #[arg(long, default_value_t = 8 * 1024 * 1024)]
     pub partition_pending_bytes_max: usize,
@@ -383,6 +389,7 @@ impl ServeArgs {
             blocking_threads: self.blocking_threads as usize,
             preallocate_bytes: self.preallocate_bytes,
             partition_cache_bytes: self.partition_cache_bytes,
+            shard_cache_bytes: self.shard_cache_bytes,
             partition_pending_bytes_max: self.partition_pending_bytes_max,
             io_memory_bytes: self.io_memory_bytes,
             ring_depth: self.ring_depth,

@@ -88,6 +88,8 @@ pub struct BrokerConfig {
     pub preallocate_bytes: u64,
     /// In-memory tail kept per partition for consumers at the end of the log.
     pub partition_cache_bytes: usize,
+    /// Bound on the in-memory tails of all partitions of one shard.
+    pub shard_cache_bytes: usize,
     /// Appended-but-unwritten bytes per partition before appends wait.
     pub partition_pending_bytes_max: usize,
     /// io_uring registered memory per shard; None = fit the memlock limit.

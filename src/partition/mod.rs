@@ -769,9 +769,10 @@ impl Partition {
 
     /// [`Self::fetch`] for sending to a consumer: with `splice` (and
     /// read_uncommitted) what lies in segment files comes back as file
-    /// ranges for the connection to splice (see `storage/send.rs`).
+    /// ranges for the connection to splice (see `storage/send.rs`);
+    /// `min_one_batch` returns the first batch whatever its size.
     /// read_committed reads bytes, to find the aborted transactions in
-    /// what was read.
+    /// what was read (and always returns the first batch).
     ///
     /// # Errors
     /// Storage failures.
@@ -779,10 +780,11 @@ impl Partition {
         &self,
         offset: i64,
         max_bytes: usize,
+        min_one_batch: bool,
         read_committed: bool,
         splice: bool,
     ) -> Result<(Pieces, Option<Vec<(i64, i64)>>), PartitionError> {
-        if read_committed || !splice {
+        if read_committed {
             let fetched = self.fetch(offset, max_bytes, read_committed).await?;
             let pieces = Pieces {
                 bytes: fetched.read.bytes,
@@ -801,7 +803,7 @@ impl Partition {
         }
         Ok((
             self.log
-                .read_pieces(offset, limit, max_bytes, true, true)
+                .read_pieces(offset, limit, max_bytes, min_one_batch, splice)
                 .await?,
             None,
         ))

@@ -196,6 +196,20 @@ fn prepare_data_dir(
     Ok((records, clean, lock))
 }
 
+/// Raises the open-files soft limit to the hard limit: each partition holds
+/// its segment and index files open, splice reads a second descriptor per
+/// segment they read, and every connection one. Returns the limit in force.
+fn raise_open_files_limit() -> u64 {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return 0;
+    };
+    if soft < hard && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+        return hard;
+    }
+    soft
+}
+
 /// Segment reads beyond the registered I/O memory get their DMA buffers
 /// (up to 1 MiB) from malloc. By default glibc serves such sizes with a
 /// fresh mmap, or trims them off its heaps once freed, so every read
@@ -233,6 +247,7 @@ async fn wait_until(condition: impl Fn() -> bool) {
 pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
     check_io_uring();
     keep_freed_memory_for_reuse();
+    let open_files_max = raise_open_files_limit();
     let nr_shards = config.cpus.len();
     let io_memory_bytes = plan_locked_memory(config.io_memory_bytes, nr_shards as u64);
     let (records, clean_shutdown, _lock) = match prepare_data_dir(&config) {
@@ -274,6 +289,8 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         write_behind = config.write_behind,
         preallocate_bytes = config.preallocate_bytes,
         partition_cache_bytes = config.partition_cache_bytes,
+        shard_cache_bytes = config.shard_cache_bytes,
+        open_files_max,
         partition_pending_bytes_max = config.partition_pending_bytes_max,
         flush_policy = ?config.flush_policy,
         "starting shards"
@@ -445,6 +462,7 @@ async fn shard_main(
         config.cold_read_path,
     );
     let background = queue(config.background_shares, "background");
+    crate::storage::configure_shard_cache(config.shard_cache_bytes);
     if let Some(receivers) = receivers.as_mut() {
         for (from, stream) in receiver_streams(receivers, &peers) {
             let shard = shard.clone();

@@ -105,7 +105,6 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     mut writer: W,
     rx: glommio::channels::local_channel::LocalReceiver<Responder>,
 ) {
-    let mut pipe = None;
     while let Some(responder) = rx.recv().await {
         match responder.await {
             Response::Frame(bytes) => {
@@ -116,9 +115,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             Response::Pieces(pieces) => {
                 // The socket stays open while this loop runs: the reading
                 // half and the stream are dropped only after it ends.
-                if let Err(e) =
-                    super::pieces::write_pieces(fd, &mut writer, &pieces, &mut pipe).await
-                {
+                if let Err(e) = super::pieces::write_pieces(fd, &mut writer, &pieces).await {
                     tracing::debug!(error = %e, "cannot send a response");
                     break;
                 }

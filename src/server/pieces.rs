@@ -210,8 +210,8 @@ impl ByteBufMut for PiecesBuf {
 }
 
 /// Writes `pieces` to the socket `fd` (whose writing half is `writer`):
-/// runs of bytes with vectored sends, file ranges with splice through
-/// `pipe` (created on first use, one per connection).
+/// runs of bytes with vectored sends, file ranges with splice through a
+/// pipe borrowed from the shard's pool for the length of the range.
 ///
 /// # Errors
 /// The socket failed or closed, or a file range could not be read.
@@ -219,24 +219,20 @@ pub async fn write_pieces<W: AsyncWrite + Unpin>(
     fd: RawFd,
     writer: &mut W,
     pieces: &[Piece],
-    pipe: &mut Option<SplicePipe>,
 ) -> std::io::Result<()> {
     let mut index = 0usize;
     while index < pieces.len() {
         match &pieces[index] {
             Piece::File(range) => {
-                let pipe = match pipe {
-                    Some(pipe) => pipe,
-                    None => {
-                        // glommio leaves sockets blocking (it passes
-                        // MSG_DONTWAIT per call); splice can only be told
-                        // not to block through the descriptor. Nothing of
-                        // glommio's relies on blocking calls.
-                        set_nonblocking(fd)?;
-                        pipe.insert(SplicePipe::new()?)
-                    }
-                };
-                splice_range(fd, writer, range, pipe).await?;
+                // glommio leaves sockets blocking (it passes MSG_DONTWAIT
+                // per call); splice can only be told not to block through
+                // the descriptor. Nothing of glommio's relies on blocking
+                // calls.
+                set_nonblocking(fd)?;
+                let pipe = SplicePipe::take()?;
+                splice_range(fd, writer, range, &pipe).await?;
+                // Only a drained pipe goes back (an error drops it).
+                pipe.give_back();
                 index += 1;
             }
             Piece::Memory(_) => {
@@ -310,14 +306,22 @@ async fn write_memory<W: AsyncWrite + Unpin>(
 fn set_nonblocking(fd: RawFd) -> std::io::Result<()> {
     // SAFETY: fcntl on the connection's socket, which outlives the call.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
     // SAFETY: as above.
-    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+    if flags & libc::O_NONBLOCK == 0
+        && unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0
+    {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
 }
 
-/// A pipe for splicing file ranges to one connection's socket.
+/// A pipe for splicing file ranges to a socket. Pipes are borrowed from a
+/// small per-shard pool for one range at a time, so their kernel buffers
+/// (counted against `fs.pipe-user-pages-soft`) are held only while data
+/// moves.
 pub struct SplicePipe {
     read: Arc<OwnedFd>,
     write: Arc<OwnedFd>,
@@ -326,8 +330,35 @@ pub struct SplicePipe {
 
 /// Pipe capacity asked for (Linux's default `fs.pipe-max-size`).
 const SPLICE_PIPE_BYTES: usize = 1 << 20;
+/// Idle pipes kept per shard.
+const SPLICE_PIPES_IDLE_MAX: usize = 8;
+
+thread_local! {
+    static IDLE_PIPES: std::cell::RefCell<Vec<SplicePipe>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 impl SplicePipe {
+    /// An idle pipe of this shard, or a new one.
+    ///
+    /// # Errors
+    /// pipe2 failed (out of descriptors).
+    pub fn take() -> std::io::Result<Self> {
+        match IDLE_PIPES.with(|idle| idle.borrow_mut().pop()) {
+            Some(pipe) => Ok(pipe),
+            None => Self::new(),
+        }
+    }
+
+    /// Returns an empty pipe to the shard's pool (closed when it is full).
+    pub fn give_back(self) {
+        IDLE_PIPES.with(|idle| {
+            let mut idle = idle.borrow_mut();
+            if idle.len() < SPLICE_PIPES_IDLE_MAX {
+                idle.push(self);
+            }
+        });
+    }
+
     /// A non-blocking pipe of up to [`SPLICE_PIPE_BYTES`].
     ///
     /// # Errors
@@ -382,9 +413,14 @@ async fn splice_range<W: AsyncWrite + Unpin>(
         let want = left.min(pipe.capacity);
         let file = range.file.clone();
         let pipe_write = pipe.write.clone();
-        let filled = glommio::executor()
-            .spawn_blocking(move || splice_file_to_pipe(&file, position, &pipe_write, want))
-            .await?;
+        let filled = {
+            // A file -> pipe copy may read the disk: one of the shard's
+            // segment read turns.
+            let _turn = crate::storage::cold_read_turn().await;
+            glommio::executor()
+                .spawn_blocking(move || splice_file_to_pipe(&file, position, &pipe_write, want))
+                .await?
+        };
         if filled == 0 {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
@@ -669,12 +705,9 @@ mod tests {
                 )
                 .unwrap();
                 let (_read_half, mut writer) = futures::AsyncReadExt::split(stream);
-                let mut pipe = None;
                 let before = fetch_bytes_spliced();
                 let waits_before = SPLICE_WAITS_FOR_ROOM.with(Cell::get);
-                write_pieces(fd, &mut writer, &pieces, &mut pipe)
-                    .await
-                    .unwrap();
+                write_pieces(fd, &mut writer, &pieces).await.unwrap();
                 assert_eq!(fetch_bytes_spliced() - before, (contents.len() - 3) as u64);
                 assert!(
                     SPLICE_WAITS_FOR_ROOM.with(Cell::get) > waits_before,

@@ -72,6 +72,16 @@ pub struct Shard {
     pub txns: TxnShard,
 }
 
+/// What one partition of a fetch may read.
+#[derive(Debug, Clone, Copy)]
+enum FetchBudget {
+    /// Nothing (no data, or the response's budget is used up): only the
+    /// partition's offsets and error are answered.
+    None,
+    /// Up to this many bytes; with `true`, at least one whole batch.
+    Bytes(usize, bool),
+}
+
 /// Kafka error code as i16.
 pub fn code(error: ErrorCode) -> i16 {
     error.code()
@@ -519,43 +529,94 @@ impl Shard {
     /// Reads the partitions of a fetch in request order, a wave of up to
     /// `--cold-reads-max` at once (so a consumer of many partitions keeps
     /// several segment reads in flight), each within its partition budget
-    /// and what is left of the response's `max_bytes` (KIP-74): data the
-    /// response could not carry is not read.
+    /// and what is left of the response's `max_bytes` (KIP-74). Budget is
+    /// set aside only for partitions with something to read; a partition
+    /// left without budget by the others of its wave waits for the next
+    /// wave (the others may use less than they were given), and once the
+    /// response's budget is really used up the rest are answered without
+    /// data. Only the first partition that reads may return a batch larger
+    /// than what is left.
     async fn fetch(
         &self,
         items: Vec<FetchItem>,
         max_bytes: usize,
         read_committed: bool,
     ) -> Vec<FetchResult> {
-        let wave = self.config.cold_reads_max.max(1);
-        let mut results = Vec::with_capacity(items.len());
+        let wave_size = self.config.cold_reads_max.max(1);
+        let mut results: Vec<Option<FetchResult>> = vec![None; items.len()];
+        let mut queue: std::collections::VecDeque<(usize, FetchItem)> =
+            items.into_iter().enumerate().collect();
         let mut used = 0usize;
-        let mut items = items.into_iter().peekable();
-        while items.peek().is_some() {
+        while !queue.is_empty() {
             let mut reserved = used;
-            let mut reads = Vec::with_capacity(wave);
-            for item in items.by_ref().take(wave) {
+            let mut wave = Vec::with_capacity(wave_size);
+            let mut deferred = Vec::new();
+            while wave.len() < wave_size {
+                let Some((index, item)) = queue.pop_front() else {
+                    break;
+                };
+                if !self.has_data_to_read(&item, read_committed) {
+                    wave.push((index, item, FetchBudget::None));
+                    continue;
+                }
                 let left = max_bytes.saturating_sub(reserved);
-                // Past the budget nothing is read, except that the first
-                // partition always may return one batch.
-                let read = left > 0 || reserved == 0;
-                let budget = item.partition_max_bytes.min(left);
-                reserved += budget;
-                reads.push(self.fetch_partition(item, budget, read, read_committed));
+                let budget = if left > 0 {
+                    FetchBudget::Bytes(
+                        item.partition_max_bytes.min(left),
+                        used == 0 && reserved == 0,
+                    )
+                } else if reserved > used {
+                    // Set aside for others of this wave: try in the next.
+                    deferred.push((index, item));
+                    continue;
+                } else if used == 0 {
+                    FetchBudget::Bytes(0, true)
+                } else {
+                    FetchBudget::None
+                };
+                if let FetchBudget::Bytes(bytes, _) = budget {
+                    reserved += bytes;
+                }
+                wave.push((index, item, budget));
             }
-            for result in futures::future::join_all(reads).await {
+            for item in deferred.into_iter().rev() {
+                queue.push_front(item);
+            }
+            let reads = wave.into_iter().map(|(index, item, budget)| async move {
+                (
+                    index,
+                    self.fetch_partition(item, budget, read_committed).await,
+                )
+            });
+            for (index, result) in futures::future::join_all(reads).await {
                 used += result.bytes;
-                results.push(result);
+                results[index] = Some(result);
             }
         }
         results
+            .into_iter()
+            .map(|result| result.expect("every partition of the fetch was answered"))
+            .collect()
+    }
+
+    /// True when a fetch of `item` would read batches (an owned partition,
+    /// an offset inside the log below the readable end).
+    fn has_data_to_read(&self, item: &FetchItem, read_committed: bool) -> bool {
+        let Some(partition) = self.partition(&item.topic_partition) else {
+            return false;
+        };
+        let end = if read_committed {
+            partition.last_stable_offset()
+        } else {
+            partition.high_watermark()
+        };
+        item.fetch_offset >= partition.log_start_offset() && item.fetch_offset < end
     }
 
     async fn fetch_partition(
         &self,
         item: FetchItem,
-        max_bytes: usize,
-        read: bool,
+        budget: FetchBudget,
         read_committed: bool,
     ) -> FetchResult {
         let Some(partition) = self.partition(&item.topic_partition) else {
@@ -579,10 +640,18 @@ impl Shard {
         };
         if item.fetch_offset < log_start_offset || item.fetch_offset > high_watermark {
             result.error_code = code(ErrorCode::OffsetOutOfRange);
-        } else if read && item.fetch_offset < high_watermark {
+        } else if let (FetchBudget::Bytes(max_bytes, min_one_batch), true) =
+            (budget, item.fetch_offset < high_watermark)
+        {
             let splice = crate::storage::splice_reads();
             match partition
-                .fetch_pieces(item.fetch_offset, max_bytes, read_committed, splice)
+                .fetch_pieces(
+                    item.fetch_offset,
+                    max_bytes,
+                    min_one_batch,
+                    read_committed,
+                    splice,
+                )
                 .await
             {
                 Ok((pieces, aborted_transactions)) => {

@@ -53,15 +53,16 @@ use super::{
     error::StorageError,
     notify::{FifoTurns, Signal},
     reader::{
-        find_record_by_timestamp, read_file_batches_scheduled, whole_batches, FileReadPlan,
-        ReadLimits,
+        cold_read_turn, find_record_by_timestamp, read_file_batches_scheduled, whole_batches,
+        FileReadPlan, ReadLimits,
     },
     recovery::recover_log,
     segment::{
         create_segment_file, segment_file_path, Segment, INDEX_FILE_EXTENSION, LOG_FILE_EXTENSION,
         NO_TIMESTAMP, TIME_INDEX_FILE_EXTENSION,
     },
-    send::{walk_headers, FileRange, Piece, SendFile, Walk, REWRITE_BLOCK_BYTES},
+    send::{rewrite_block_bytes, walk_headers, FileRange, Piece, SendFile, Walk},
+    tail_budget::{self, TailHolder},
 };
 use crate::protocol::record_batch::{stamp_header, BatchHeader, BATCH_HEADER_BYTES};
 
@@ -262,6 +263,20 @@ impl Drop for LogShared {
     fn drop(&mut self) {
         // Lets the writer task see the log is gone and exit.
         self.writer_signal.notify();
+        if let Ok(state) = self.state.try_borrow() {
+            tail_budget::removed(state.cached_bytes);
+        }
+    }
+}
+
+impl TailHolder for LogShared {
+    fn give_back(&self) -> Option<(usize, bool)> {
+        let mut state = self.state.try_borrow_mut().ok()?;
+        let before = state.cached_bytes;
+        state.evict_cache(before / 2);
+        let remains = !state.cache.is_empty();
+        state.tail_listed = remains;
+        Some((before - state.cached_bytes, remains))
     }
 }
 
@@ -321,6 +336,8 @@ struct LogState {
     pending_bytes: usize,
     cache: VecDeque<CachedBatch>,
     cached_bytes: usize,
+    /// Listed with the shard's tail budget (see `tail_budget.rs`).
+    tail_listed: bool,
     append_turns: FifoTurns,
     written_waiters: Vec<OffsetWaiter>,
     sync_waiters: Vec<OffsetWaiter>,
@@ -401,7 +418,9 @@ impl LogState {
         while self.cached_bytes > cache_bytes_max {
             match self.cache.front() {
                 Some(front) if front.last_offset < self.written_offset => {
-                    self.cached_bytes -= front.total_bytes();
+                    let total_bytes = front.total_bytes();
+                    self.cached_bytes -= total_bytes;
+                    tail_budget::removed(total_bytes);
                     self.cache.pop_front();
                 }
                 _ => break,
@@ -476,7 +495,7 @@ impl LogState {
         let send = SendPlan {
             segment_base_offset: segment.base_offset,
             stable_end: if still_written {
-                end_position / REWRITE_BLOCK_BYTES * REWRITE_BLOCK_BYTES
+                end_position / rewrite_block_bytes() * rewrite_block_bytes()
             } else {
                 end_position
             },
@@ -558,6 +577,24 @@ fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |elapsed| elapsed.as_millis() as i64)
+}
+
+/// Logs a failed splice walk, at most once a minute per shard.
+fn warn_walk_failed(path: &Path, error: &StorageError) {
+    thread_local! {
+        static LAST: std::cell::Cell<Option<std::time::Instant>> = const { std::cell::Cell::new(None) };
+    }
+    let now = std::time::Instant::now();
+    let due = LAST.with(|last| match last.get() {
+        Some(at) if now.duration_since(at) < std::time::Duration::from_secs(60) => false,
+        _ => {
+            last.set(Some(now));
+            true
+        }
+    });
+    if due {
+        warn!(path = %path.display(), %error, "splice read failed; reading by DMA instead");
+    }
 }
 
 /// Chunk size of cold reads: enough for the budget plus one index interval
@@ -706,6 +743,7 @@ impl Log {
                 pending_bytes: 0,
                 cache: VecDeque::new(),
                 cached_bytes: 0,
+                tail_listed: false,
                 append_turns: FifoTurns::default(),
                 written_waiters: Vec::new(),
                 sync_waiters: Vec::new(),
@@ -933,9 +971,16 @@ impl Log {
             body,
         });
         state.cached_bytes += total_bytes;
+        tail_budget::added(total_bytes);
         state.log_end_offset = last_offset + 1;
         state.evict_cache(config.cache_bytes);
+        if !state.tail_listed && !state.cache.is_empty() {
+            state.tail_listed = true;
+            let holder: Rc<dyn TailHolder> = self.shared.clone();
+            tail_budget::register(Rc::downgrade(&holder));
+        }
         drop(state);
+        tail_budget::enforce();
         shared.writer_signal.notify();
         Ok(AppendInfo {
             base_offset,
@@ -1091,10 +1136,25 @@ impl Log {
             };
             let mut plan = plan;
             let mut limits = limits;
-            if splice && plan.start_position < send.stable_end {
-                let walk = self
+            let walk = if splice && plan.start_position < send.stable_end {
+                let _turn = cold_read_turn().await;
+                match self
                     .walk_for_send(&plan, &send, limits, &out, batch_count)
-                    .await?;
+                    .await
+                {
+                    Ok(walk) => Some(walk),
+                    Err(error) => {
+                        // Out of descriptors, no /proc, ...: the DMA read
+                        // below still serves the fetch (and reports real
+                        // damage to the file).
+                        warn_walk_failed(&plan.path, &error);
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            if let Some(walk) = walk {
                 if let Some((position, len)) = walk.range {
                     out.pieces.push(Piece::File(FileRange {
                         file: walk.file,
@@ -1913,6 +1973,7 @@ impl Log {
             assert!(front.last_offset < written_offset);
             let total_bytes = front.total_bytes();
             state.cached_bytes -= total_bytes;
+            tail_budget::removed(total_bytes);
             state.cache.pop_front();
         }
     }
@@ -2079,7 +2140,7 @@ mod tests {
                 let path = segment_file_path(&dir, base, LOG_FILE_EXTENSION);
                 let size = active_segment_bytes(&log);
                 assert!(
-                    size % REWRITE_BLOCK_BYTES != 0,
+                    size % rewrite_block_bytes() != 0,
                     "the test wants a partial block"
                 );
                 std::fs::metadata(&path).unwrap().ino()
@@ -2111,7 +2172,7 @@ mod tests {
                                 let end = range.position + range.len as u64;
                                 let size = active_segment_bytes(&log);
                                 assert!(
-                                    end <= size / REWRITE_BLOCK_BYTES * REWRITE_BLOCK_BYTES,
+                                    end <= size / rewrite_block_bytes() * rewrite_block_bytes(),
                                     "a range reaches into the active segment's partial block"
                                 );
                             }
@@ -2124,6 +2185,54 @@ mod tests {
             assert!(file_ranges > 10, "only {file_ranges} file ranges");
             assert!(active_ranges > 0, "no range of the active segment");
             log.close().await.unwrap();
+        });
+    }
+
+    /// Goal: the in-memory tails of all logs on a shard stay within the
+    /// shard's budget, evicted batches still read back from the files, and
+    /// the budget's count returns to zero when the logs are gone. Method:
+    /// ten logs with 1 MiB tails each get ~40 KiB written, under a 64 KiB
+    /// shard budget; one more append enforces it.
+    #[test]
+    fn shard_tail_budget_bounds_all_logs_together() {
+        run_on_executor(|| async {
+            let budget = 64 << 10;
+            super::super::tail_budget::configure_shard_cache(budget);
+            let mut logs = Vec::new();
+            let mut roots = Vec::new();
+            for index in 0..10 {
+                let root = tempfile::tempdir().unwrap();
+                let dir = root.path().join(format!("orders-{index}"));
+                let log = Log::create(&dir, small_config(1 << 20), Uuid::new_v4())
+                    .await
+                    .unwrap();
+                let stored = append_batches(&log, 400).await;
+                log.flush(false).await.unwrap();
+                roots.push(root);
+                logs.push((log, stored));
+            }
+            let (bytes, header) = batch(3, 5000);
+            logs[0]
+                .0
+                .append(bytes.clone(), &header, 0, 0)
+                .await
+                .unwrap();
+            let total = super::super::tail_budget::shard_cached_bytes();
+            let held: usize = logs.iter().map(|(log, _)| log.stats().cached_bytes).sum();
+            assert_eq!(total, held, "the budget counts what the logs hold");
+            assert!(
+                total <= budget + bytes.len(),
+                "{total} bytes held for a {budget}-byte budget"
+            );
+            for (log, stored) in &logs[1..] {
+                let all = log.read(0, i64::MAX, usize::MAX, true).await.unwrap();
+                assert_eq!(joined(&all), stored.concat());
+            }
+            for (log, _) in &logs {
+                log.close().await.unwrap();
+            }
+            drop(logs);
+            assert_eq!(super::super::tail_budget::shard_cached_bytes(), 0);
         });
     }
 

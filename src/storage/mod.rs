@@ -32,6 +32,7 @@ mod reader;
 mod recovery;
 mod segment;
 mod send;
+mod tail_budget;
 pub mod txn_index;
 
 pub use checkpoint::EpochEntry;
@@ -40,10 +41,12 @@ pub use error::StorageError;
 pub use index::{OffsetIndex, OffsetPosition, TimeIndex};
 pub use log::{AppendInfo, Log, LogConfig, LogStats, Pieces, ReadResult};
 pub use reader::{
-    cold_read_bytes_copied, cold_reads_in_flight, configure_cold_reads, splice_reads, ColdReadPath,
+    cold_read_bytes_copied, cold_read_turn, cold_reads_in_flight, configure_cold_reads,
+    splice_reads, ColdReadPath,
 };
 pub use segment::{ensure_iopoll_probed, segment_bytes_read};
 pub use send::{FileRange, Piece};
+pub use tail_budget::{configure_shard_cache, shard_cached_bytes};
 
 /// Raises RLIMIT_MEMLOCK as far as allowed: glommio registers its I/O
 /// memory with io_uring, which on older kernels counts against locked

@@ -89,6 +89,30 @@ pub fn cold_reads_in_flight() -> (usize, usize) {
     })
 }
 
+/// One of this shard's turns to read a segment file (None where reads are
+/// not bounded): splice reads take one around their header walks and
+/// their file -> pipe copies.
+pub async fn cold_read_turn() -> Option<glommio::sync::StaticPermit> {
+    let scheduler = COLD_READS.with(|scheduler| scheduler.borrow().clone())?;
+    scheduler.turn().await.ok()
+}
+
+impl ColdReadScheduler {
+    /// Waits for one of the shard's read turns, counted as waiting
+    /// meanwhile (also when the caller gives up).
+    async fn turn(&self) -> glommio::Result<glommio::sync::StaticPermit, ()> {
+        struct Waiting<'a>(&'a std::cell::Cell<usize>);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() - 1);
+            }
+        }
+        self.waiting.set(self.waiting.get() + 1);
+        let _waiting = Waiting(&self.waiting);
+        self.permits.acquire_static_permit(1).await
+    }
+}
+
 /// [`read_file_batches`] within this shard's bound on reads in flight and in
 /// its cold-read task queue (see [`configure_cold_reads`]).
 ///
@@ -105,18 +129,7 @@ pub async fn read_file_batches_scheduled(
         return read_file_batches(&plan, &limits, chunk_bytes, result, batch_count).await;
     };
     let path = plan.path.clone();
-    let permit = {
-        // Counted while waiting, also when the caller gives up meanwhile.
-        struct Waiting<'a>(&'a std::cell::Cell<usize>);
-        impl Drop for Waiting<'_> {
-            fn drop(&mut self) {
-                self.0.set(self.0.get() - 1);
-            }
-        }
-        scheduler.waiting.set(scheduler.waiting.get() + 1);
-        let _waiting = Waiting(&scheduler.waiting);
-        scheduler.permits.acquire_static_permit(1).await
-    };
+    let permit = scheduler.turn().await;
     let _permit = permit.map_err(|error| StorageError::glommio("waiting to read", &path, error))?;
     // The read runs as its own task (so in the cold-read queue) on an owned
     // part of the result, carrying the budget already used.

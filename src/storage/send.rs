@@ -31,9 +31,14 @@ use super::error::StorageError;
 use super::reader::ReadLimits;
 use crate::protocol::record_batch::{parse_header, BATCH_HEADER_BYTES};
 
-/// Block size below which a DMA write may rewrite a block (the tail block
-/// of the active segment); a multiple of every logical block size.
-pub const REWRITE_BLOCK_BYTES: u64 = 4096;
+/// Size of the blocks a DMA write may rewrite (the tail block of the active
+/// segment), rounded up to whole pages: the page cache caches whole pages,
+/// so a splice range must stop at a page boundary too.
+pub fn rewrite_block_bytes() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(page).unwrap_or(4096).max(4096)
+}
 
 /// Whole batches of a segment file, sent by splice. The descriptor stays
 /// open while any range holds it, so a segment deleted meanwhile (by
@@ -137,7 +142,7 @@ pub async fn walk_headers(
         };
         // Ask for the blocks the budget can use at once (readahead is off).
         let wanted = (limits.max_bytes.saturating_sub(used_bytes) as u64)
-            .saturating_add(2 * REWRITE_BLOCK_BYTES)
+            .saturating_add(2 * rewrite_block_bytes())
             .min(end - start);
         // SAFETY: fadvise on a descriptor we hold; a hint only.
         unsafe {

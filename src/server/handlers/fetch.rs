@@ -26,7 +26,7 @@ use kafka_protocol::messages::{
 use super::{encode_response, encode_response_pieces, str_bytes, ShardGroups};
 use crate::protocol::ErrorCode;
 use crate::server::connection::Responder;
-use crate::server::pieces::RecordSlots;
+use crate::server::pieces::{RecordSlots, RECORDS_MARKER_BYTES};
 use crate::shard::messages::{FetchItem, FetchResult, ShardReply, ShardRequest, TopicPartition};
 use crate::shard::Shard;
 
@@ -90,17 +90,22 @@ pub async fn handle(
                         partition: partition.partition,
                     },
                     fetch_offset: partition.fetch_offset,
-                    partition_max_bytes: partition.partition_max_bytes.max(0) as usize,
+                    partition_max_bytes: (partition.partition_max_bytes.max(0) as usize)
+                        .min(RECORDS_MARKER_BYTES),
                     owner,
                     early_error,
                 });
             }
         }
+        // One response carries at most RECORDS_MARKER_BYTES of record data
+        // by reference (KIP-74 lets a broker return less than asked); file
+        // ranges beyond that could not be sent at all.
         let max_bytes = if version >= 3 {
             request.max_bytes.max(0) as usize
         } else {
             usize::MAX
-        };
+        }
+        .min(RECORDS_MARKER_BYTES);
         let min_bytes = request.min_bytes.max(0) as usize;
         let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
         let deadline = Instant::now() + max_wait;
