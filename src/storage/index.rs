@@ -143,6 +143,15 @@ impl OffsetIndex {
         }
     }
 
+    /// The entry with the largest position <= `position`, if any.
+    pub fn floor_by_position(&self, position: u64) -> Option<OffsetPosition> {
+        let count = self
+            .entries
+            .partition_point(|&(_, entry)| u64::from(entry) <= position);
+        let (relative, entry) = *self.entries.get(count.checked_sub(1)?)?;
+        Some(self.absolute(relative, entry))
+    }
+
     /// Kafka's `.index` file contents.
     pub fn encode(&self) -> Vec<u8> {
         let mut bytes = Vec::with_capacity(self.entries.len() * OFFSET_INDEX_ENTRY_BYTES);
@@ -347,6 +356,22 @@ impl TimeIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Position lookups: below the first entry nothing, on an entry that
+    /// entry, between entries the lower one, past the end the last.
+    #[test]
+    fn offset_index_floor_by_position() {
+        let mut index = OffsetIndex::new(100, 16);
+        assert_eq!(index.floor_by_position(1 << 20), None);
+        index.append(104, 4096);
+        index.append(109, 8192);
+        index.append(120, 12288);
+        assert_eq!(index.floor_by_position(4095), None);
+        let at = |offset, position| Some(OffsetPosition { offset, position });
+        assert_eq!(index.floor_by_position(4096), at(104, 4096));
+        assert_eq!(index.floor_by_position(12287), at(109, 8192));
+        assert_eq!(index.floor_by_position(1 << 30), at(120, 12288));
+    }
 
     /// Lookups at the edges of the offset index: before the first entry,
     /// exactly on an entry, between entries and past the last, plus an

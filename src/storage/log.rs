@@ -500,6 +500,7 @@ impl LogState {
                 end_position
             },
             send_file: segment.send_file.clone(),
+            jump: None,
         };
         FilePlan::Read(
             FileReadPlan {
@@ -511,6 +512,34 @@ impl LogState {
             },
             send,
         )
+    }
+
+    /// For a splice walk of `plan`: the largest indexed batch start within
+    /// `budget` bytes of the planned start, below the stable end, whose
+    /// indexed (last) offset is within `max_offset_exclusive`. Every batch
+    /// between the first one read and that position then fits the budget
+    /// and the offset limit.
+    fn index_jump(
+        &self,
+        plan: &FileReadPlan,
+        send: &SendPlan,
+        budget: usize,
+        max_offset_exclusive: i64,
+    ) -> Option<u64> {
+        let holder = self
+            .segments
+            .partition_point(|segment| segment.base_offset <= send.segment_base_offset);
+        let segment = &self.segments[holder.checked_sub(1)?];
+        if segment.base_offset != send.segment_base_offset {
+            return None;
+        }
+        let limit = plan
+            .start_position
+            .saturating_add(budget as u64)
+            .min(send.stable_end);
+        let entry = segment.offset_index.floor_by_position(limit)?;
+        let position = u64::from(entry.position);
+        (position > plan.start_position && entry.offset <= max_offset_exclusive).then_some(position)
     }
 
     fn resolve_written_waiters(&mut self) {
@@ -550,6 +579,10 @@ struct SendPlan {
     stable_end: u64,
     /// The segment's buffered descriptor, once opened.
     send_file: Option<Arc<std::fs::File>>,
+    /// An indexed batch start the walk may jump to once it has found the
+    /// first batch (every batch before it fits the budget and the offset
+    /// limit), so it reads a few headers instead of one per batch.
+    jump: Option<u64>,
 }
 
 /// What a read does next in the segment files.
@@ -1126,7 +1159,17 @@ impl Log {
                         break;
                     }
                     _ => match state.plan_file_read(&self.shared.dir, next_offset) {
-                        FilePlan::Read(plan, send) => (plan, send),
+                        FilePlan::Read(plan, mut send) => {
+                            // Planned under the same borrow, so the index
+                            // is the planned segment's.
+                            send.jump = state.index_jump(
+                                &plan,
+                                &send,
+                                max_bytes.saturating_sub(out.bytes),
+                                max_offset_exclusive,
+                            );
+                            (plan, send)
+                        }
                         FilePlan::SkipTo(skip_to) => {
                             next_offset = skip_to;
                             continue;
@@ -1235,6 +1278,7 @@ impl Log {
             plan.path.clone(),
             plan.start_position,
             send.stable_end,
+            send.jump,
             limits,
             out.bytes,
             batch_count,

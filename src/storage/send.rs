@@ -119,18 +119,22 @@ fn open_for_send(dma: &std::os::fd::OwnedFd, path: &PathBuf) -> Result<File, Sto
 /// Walks the batch headers of `path` from `start` (a batch start) up to
 /// `end` (exclusive, a batch boundary or the last whole block of an active
 /// segment) and finds the whole batches from the one holding
-/// `limits.target_offset` that fit the limits; `used_bytes` and
+/// `limits.target_offset` that fit the limits, jumping from the first of
+/// them to `jump` (a batch start the caller found in the offset index, all
+/// batches before it within the limits) when given; `used_bytes` and
 /// `batches_before` are what the read already holds. Runs on a blocking
 /// thread.
 ///
 /// # Errors
 /// I/O errors, and [`StorageError::Corrupt`] when a header inside the range
 /// does not parse.
+#[allow(clippy::too_many_arguments)]
 pub async fn walk_headers(
     file: SendFile,
     path: PathBuf,
     start: u64,
     end: u64,
+    jump: Option<u64>,
     limits: ReadLimits,
     used_bytes: usize,
     batches_before: usize,
@@ -195,6 +199,15 @@ pub async fn walk_headers(
             walk.batch_count += 1;
             walk.next_offset = header.last_offset() + 1;
             position += total_bytes as u64;
+            if let Some(target) = jump.filter(|&target| target > position && target <= end) {
+                // Whole batches up to an indexed batch start, all within the
+                // limits (see the caller): no need to read their headers.
+                // `next_offset` stays below them, which only makes a DMA
+                // read of a remainder start earlier.
+                let (first, len) = walk.range.expect("a batch was just taken");
+                walk.range = Some((first, len + (target - position) as usize));
+                position = target;
+            }
         }
     })
     .await
