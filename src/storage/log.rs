@@ -2097,6 +2097,34 @@ mod tests {
         (names.len(), bytes)
     }
 
+    /// A log in `dir` without a tail cache, 4 KiB index interval and
+    /// `segment_bytes` segments, holding `count` written batches, batch `i`
+    /// of `records(i)` records; returns it and the batches' base offsets.
+    async fn log_of_batches(
+        dir: &Path,
+        segment_bytes: u64,
+        count: i64,
+        records: impl Fn(i64) -> i32,
+    ) -> (Log, Vec<i64>) {
+        let config = LogConfig {
+            segment_bytes,
+            index_interval_bytes: 4096,
+            segment_index_bytes: 1 << 20,
+            write_buffer_bytes: 64 << 10,
+            preallocate_bytes: 0,
+            ..small_config(0)
+        };
+        let log = Log::create(dir, config, Uuid::new_v4()).await.unwrap();
+        let mut starts = Vec::new();
+        for index in 0..count {
+            let (bytes, header) = batch(records(index), 1000 + index);
+            let info = log.append(bytes, &header, 0, 0).await.unwrap();
+            starts.push(info.base_offset);
+        }
+        log.flush(false).await.unwrap();
+        (log, starts)
+    }
+
     /// Goal: a cold read with a byte budget loads about the budget from the
     /// file, not the budget again to find where to stop (it used to read a
     /// second chunk for the batch straddling the first chunk's end).
@@ -2107,22 +2135,7 @@ mod tests {
     fn budgeted_cold_reads_load_about_the_budget() {
         run_on_executor(|| async {
             let (_root, dir) = temporary_log_dir();
-            let config = LogConfig {
-                segment_bytes: 16 << 20,
-                index_interval_bytes: 4096,
-                segment_index_bytes: 1 << 20,
-                write_buffer_bytes: 64 << 10,
-                preallocate_bytes: 0,
-                ..small_config(0)
-            };
-            let log = Log::create(&dir, config, Uuid::new_v4()).await.unwrap();
-            let mut starts = Vec::new();
-            for index in 0..600 {
-                let (bytes, header) = batch(400, 1000 + index);
-                let info = log.append(bytes, &header, 0, 0).await.unwrap();
-                starts.push(info.base_offset);
-            }
-            log.flush(false).await.unwrap();
+            let (log, starts) = log_of_batches(&dir, 16 << 20, 600, |_| 400).await;
             // Reads load at most 1 MiB at a time: the budget plus the index
             // interval does not fit one chunk.
             let budget = 1 << 20;
@@ -2161,22 +2174,8 @@ mod tests {
         use std::os::unix::fs::FileExt;
         run_on_executor(|| async {
             let (_root, dir) = temporary_log_dir();
-            let config = LogConfig {
-                segment_bytes: 64 << 10,
-                index_interval_bytes: 4096,
-                segment_index_bytes: 1 << 20,
-                write_buffer_bytes: 64 << 10,
-                preallocate_bytes: 0,
-                ..small_config(0)
-            };
-            let log = Log::create(&dir, config, Uuid::new_v4()).await.unwrap();
-            let mut starts = Vec::new();
-            for index in 0..200 {
-                let (bytes, header) = batch(1 + (index % 400) as i32 * 2, 1000 + index);
-                let info = log.append(bytes, &header, 0, 0).await.unwrap();
-                starts.push(info.base_offset);
-            }
-            log.flush(false).await.unwrap();
+            let (log, starts) =
+                log_of_batches(&dir, 64 << 10, 200, |index| 1 + index as i32 * 2).await;
             assert!(log.stats().segment_count > 2);
             let active = {
                 use std::os::unix::fs::MetadataExt;
