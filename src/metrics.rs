@@ -45,6 +45,7 @@ pub struct ShardMetrics {
 
 /// This shard's counters, read on the shard.
 pub fn collect(shard: &Shard) -> ShardMetrics {
+    let (cold_reads_in_flight, cold_reads_waiting) = crate::storage::cold_reads_in_flight();
     ShardMetrics {
         fetch_record_bytes_by_reference: crate::server::pieces::fetch_bytes_by_reference(),
         fetch_record_bytes_copied: crate::server::pieces::fetch_bytes_copied(),
@@ -52,8 +53,8 @@ pub fn collect(shard: &Shard) -> ShardMetrics {
         cold_read_bytes_copied: crate::storage::cold_read_bytes_copied(),
         segment_bytes_read: crate::storage::segment_bytes_read(),
         tail_cached_bytes: crate::storage::shard_cached_bytes() as u64,
-        cold_reads_in_flight: crate::storage::cold_reads_in_flight().0 as u64,
-        cold_reads_waiting: crate::storage::cold_reads_in_flight().1 as u64,
+        cold_reads_in_flight: cold_reads_in_flight as u64,
+        cold_reads_waiting: cold_reads_waiting as u64,
         partitions: shard.partition_count() as u64,
     }
 }

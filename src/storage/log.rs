@@ -462,7 +462,15 @@ impl LogState {
     /// removed the records at the end of the segment, or all of them), says
     /// where the next batch may be instead: the next segment's base offset,
     /// or the first batch of the tail.
-    fn plan_file_read(&self, dir: &Path, next_offset: i64) -> FilePlan {
+    /// Plans the read of `next_offset`'s segment file; with `splice` =
+    /// (bytes the read may still return, offset limit), also what a splice
+    /// walk needs.
+    fn plan_file_read(
+        &self,
+        dir: &Path,
+        next_offset: i64,
+        splice: Option<(usize, i64)>,
+    ) -> FilePlan {
         let holders = self
             .segments
             .partition_point(|segment| segment.base_offset <= next_offset);
@@ -491,17 +499,31 @@ impl LogState {
         };
         let start_position = u64::from(segment.offset_index.lookup(next_offset).position);
         assert!(start_position < end_position);
-        let still_written = holders == self.segments.len() || end_position < segment.size_bytes;
-        let send = SendPlan {
-            segment_base_offset: segment.base_offset,
-            stable_end: if still_written {
-                end_position / rewrite_block_bytes() * rewrite_block_bytes()
+        let send = splice.map(|(budget, max_offset_exclusive)| {
+            let still_written = holders == self.segments.len() || end_position < segment.size_bytes;
+            let block = rewrite_block_bytes();
+            let stable_end = if still_written {
+                end_position / block * block
             } else {
                 end_position
-            },
-            send_file: segment.send_file.clone(),
-            jump: None,
-        };
+            };
+            // The largest indexed batch start within the budget of the
+            // planned start, below the stable end, whose indexed (last)
+            // offset is within the limit: every batch between the first one
+            // read and it fits both.
+            let jump = segment
+                .offset_index
+                .floor_by_position(start_position.saturating_add(budget as u64).min(stable_end))
+                .filter(|entry| entry.offset <= max_offset_exclusive)
+                .map(|entry| u64::from(entry.position))
+                .filter(|&position| position > start_position);
+            SendPlan {
+                segment_base_offset: segment.base_offset,
+                stable_end,
+                send_file: segment.send_file.clone(),
+                jump,
+            }
+        });
         FilePlan::Read(
             FileReadPlan {
                 file,
@@ -512,34 +534,6 @@ impl LogState {
             },
             send,
         )
-    }
-
-    /// For a splice walk of `plan`: the largest indexed batch start within
-    /// `budget` bytes of the planned start, below the stable end, whose
-    /// indexed (last) offset is within `max_offset_exclusive`. Every batch
-    /// between the first one read and that position then fits the budget
-    /// and the offset limit.
-    fn index_jump(
-        &self,
-        plan: &FileReadPlan,
-        send: &SendPlan,
-        budget: usize,
-        max_offset_exclusive: i64,
-    ) -> Option<u64> {
-        let holder = self
-            .segments
-            .partition_point(|segment| segment.base_offset <= send.segment_base_offset);
-        let segment = &self.segments[holder.checked_sub(1)?];
-        if segment.base_offset != send.segment_base_offset {
-            return None;
-        }
-        let limit = plan
-            .start_position
-            .saturating_add(budget as u64)
-            .min(send.stable_end);
-        let entry = segment.offset_index.floor_by_position(limit)?;
-        let position = u64::from(entry.position);
-        (position > plan.start_position && entry.offset <= max_offset_exclusive).then_some(position)
     }
 
     fn resolve_written_waiters(&mut self) {
@@ -587,8 +581,8 @@ struct SendPlan {
 
 /// What a read does next in the segment files.
 enum FilePlan {
-    /// Read batches from a segment file.
-    Read(FileReadPlan, SendPlan),
+    /// Read batches from a segment file (and, for splice reads, how).
+    Read(FileReadPlan, Option<SendPlan>),
     /// Nothing at or after the offset in its segment's file; continue at
     /// this offset.
     SkipTo(i64),
@@ -1158,18 +1152,12 @@ impl Log {
                         out.add_memory(result);
                         break;
                     }
-                    _ => match state.plan_file_read(&self.shared.dir, next_offset) {
-                        FilePlan::Read(plan, mut send) => {
-                            // Planned under the same borrow, so the index
-                            // is the planned segment's.
-                            send.jump = state.index_jump(
-                                &plan,
-                                &send,
-                                max_bytes.saturating_sub(out.bytes),
-                                max_offset_exclusive,
-                            );
-                            (plan, send)
-                        }
+                    _ => match state.plan_file_read(
+                        &self.shared.dir,
+                        next_offset,
+                        splice.then(|| (max_bytes.saturating_sub(out.bytes), max_offset_exclusive)),
+                    ) {
+                        FilePlan::Read(plan, send) => (plan, send),
                         FilePlan::SkipTo(skip_to) => {
                             next_offset = skip_to;
                             continue;
@@ -1179,7 +1167,8 @@ impl Log {
             };
             let mut plan = plan;
             let mut limits = limits;
-            let walk = if splice && plan.start_position < send.stable_end {
+            let walk = if let Some(send) = send.filter(|send| plan.start_position < send.stable_end)
+            {
                 let _turn = cold_read_turn().await;
                 match self
                     .walk_for_send(&plan, &send, limits, &out, batch_count)
