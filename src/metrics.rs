@@ -39,6 +39,8 @@ pub struct ShardMetrics {
     pub cold_reads_in_flight: u64,
     /// Segment file reads waiting for a turn (past `--cold-reads-max`).
     pub cold_reads_waiting: u64,
+    /// `syncfs` calls made for the shard's group commit (--log-sync syncfs).
+    pub log_syncfs: u64,
     /// Partitions the shard owns.
     pub partitions: u64,
 }
@@ -55,6 +57,7 @@ pub fn collect(shard: &Shard) -> ShardMetrics {
         tail_cached_bytes: crate::storage::shard_cached_bytes() as u64,
         cold_reads_in_flight: cold_reads_in_flight as u64,
         cold_reads_waiting: cold_reads_waiting as u64,
+        log_syncfs: crate::storage::shard_syncfs_count(),
         partitions: shard.partition_count() as u64,
     }
 }
@@ -115,6 +118,12 @@ pub fn render(per_shard: &[ShardMetrics]) -> String {
         "Reads of segment files waiting for one of the --cold-reads-max turns.",
         "gauge",
         &|m| m.cold_reads_waiting,
+    );
+    family(
+        "ringbroker_log_syncfs_total",
+        "syncfs calls that made the shard's durable appends durable, one covering every partition (--log-sync syncfs).",
+        "counter",
+        &|m| m.log_syncfs,
     );
     family(
         "ringbroker_partitions",
@@ -192,6 +201,7 @@ mod tests {
                 tail_cached_bytes: 0,
                 cold_reads_in_flight: 2,
                 cold_reads_waiting: 0,
+                log_syncfs: 7,
                 partitions: 3,
             },
             ShardMetrics::default(),
@@ -200,6 +210,7 @@ mod tests {
         assert!(text.contains("ringbroker_fetch_record_bytes_copied_total{shard=\"1\"} 0\n"));
         assert!(text.contains("ringbroker_log_cold_read_bytes_copied_total{shard=\"0\"} 4096\n"));
         assert!(text.contains("ringbroker_log_cold_reads_in_flight{shard=\"0\"} 2\n"));
+        assert!(text.contains("ringbroker_log_syncfs_total{shard=\"0\"} 7\n"));
         assert!(text.contains("# TYPE ringbroker_partitions gauge\n"));
     }
 }

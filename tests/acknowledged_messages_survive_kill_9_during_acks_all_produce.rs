@@ -1,7 +1,8 @@
 //! Goal: a broker killed with SIGKILL in the middle of an acks=all stream
 //! loses no acknowledged message, invents none, leaves no hole in the
 //! offsets, and carries on appending after the last message it kept; also
-//! with pre-allocated (zero-filled) segments.
+//! with pre-allocated (zero-filled) segments, and with one fdatasync per
+//! log instead of the shard's shared syncfs.
 //!
 //! Method: a producer task keeps sending to a 2-partition topic (acks=all, no
 //! retries, so a message can only be on disk once) and records (partition,
@@ -50,6 +51,13 @@ async fn acknowledged_messages_survive_kill_9_during_acks_all_produce() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_messages_survive_kill_9_with_preallocated_segments() {
     kill_9_mid_stream(BrokerOptions::default().arg("--preallocate-bytes", 1 << 20)).await;
+}
+
+/// The same with one fdatasync per partition log instead of the shard's
+/// shared syncfs (`--log-sync fdatasync`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_messages_survive_kill_9_with_fdatasync_per_log() {
+    kill_9_mid_stream(BrokerOptions::default().arg("--log-sync", "fdatasync")).await;
 }
 
 async fn kill_9_mid_stream(options: BrokerOptions) {

@@ -11,7 +11,8 @@
 //! acknowledgement. Metadata must show all 8 partitions led by the one
 //! broker. The fetches send record bytes by reference: the broker's
 //! metrics (`--metrics-listen`) count at least every byte read back as sent
-//! without a copy and zero bytes copied in user space. A second test
+//! without a copy and zero bytes copied in user space, and each shard made
+//! its acks=all writes durable with its own syncfs calls. A second test
 //! restarts a two-shard broker a dozen times.
 
 mod common;
@@ -112,6 +113,17 @@ async fn two_shards_serve_produce_requests_spanning_eight_partitions() {
             metric_sum(&metrics, "ringbroker_fetch_record_bytes_by_reference_total")
                 >= value_bytes as u64,
             "fewer bytes sent by reference than the values read back ({value_bytes}):\n{metrics}"
+        );
+        // acks=all under --log-sync syncfs (the default): each shard made
+        // its partitions' writes durable with its own syncfs calls.
+        let syncfs_per_shard: Vec<u64> = metrics
+            .lines()
+            .filter(|l| l.starts_with("ringbroker_log_syncfs_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+            .collect();
+        assert!(
+            syncfs_per_shard.len() == 2 && syncfs_per_shard.iter().all(|&n| n > 0),
+            "syncfs calls per shard {syncfs_per_shard:?}:\n{metrics}"
         );
     })
     .await;

@@ -15,17 +15,17 @@ pub enum IoWorkerCpus {
     Set(Vec<usize>),
 }
 
-/// When produce acknowledgements wait for fdatasync.
+/// When produce acknowledgements wait for a sync to disk (`--log-sync`).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
 )]
 pub enum FlushPolicy {
-    /// acks=all is answered after the data is fdatasync'd (batched across
+    /// acks=all is answered after the data is synced (batched across
     /// requests); acks=1 after the append. The default.
     AcksAll,
-    /// Every acknowledged produce (acks=1 and acks=all) waits for fdatasync.
+    /// Every acknowledged produce (acks=1 and acks=all) waits for a sync.
     Always,
-    /// Never wait for fdatasync before acknowledging (Kafka's own default:
+    /// Never wait for a sync before acknowledging (Kafka's own default:
     /// durability comes from replication and the OS page cache).
     Never,
 }
@@ -58,7 +58,7 @@ pub struct BrokerConfig {
     pub connections_max_idle_ms: u64,
     /// Longest a client may take to send one whole request once it started.
     pub request_read_timeout_ms: u64,
-    /// When acks wait for fdatasync.
+    /// When acks wait for a sync.
     pub flush_policy: FlushPolicy,
     /// DMA write buffer per partition log.
     pub write_buffer_bytes: usize,
@@ -80,6 +80,9 @@ pub struct BrokerConfig {
     pub cold_reads_max: usize,
     /// How consumers' reads of segment files are sent.
     pub cold_read_path: crate::storage::ColdReadPath,
+    /// How durable appends are synced (one syncfs per shard, or fdatasync
+    /// per log).
+    pub log_sync: crate::storage::LogSync,
     /// Scheduler shares of the background task queue.
     pub background_shares: u64,
     /// Threads per shard for blocking file-system calls.

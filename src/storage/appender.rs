@@ -22,7 +22,9 @@
 //! as it cuts any invalid tail.
 //!
 //! Group commit: `start_sync` runs an fdatasync in the background while
-//! later writes go on; the log collects it with `take_finished_sync`.
+//! later writes go on; the log collects it with `take_finished_sync`. Where
+//! the shard shares one `syncfs` among its logs (`shard_sync.rs`), the
+//! background sync waits for that instead.
 //!
 //! Owned by the log's single writer task on the partition's shard; nothing
 //! else writes the file.
@@ -35,7 +37,11 @@ use glommio::{
     Task,
 };
 
-use super::{error::StorageError, notify::Signal};
+use super::{
+    error::StorageError,
+    notify::Signal,
+    shard_sync::{shard_sync_for, ShardSync},
+};
 
 /// How an appender writes.
 #[derive(Debug, Clone, Copy)]
@@ -57,6 +63,8 @@ pub struct WriterCounters {
     pub write_bytes: Cell<u64>,
     /// `fdatasync` calls issued.
     pub fdatasync_count: Cell<u64>,
+    /// Background syncs served by the shard's shared `syncfs` instead.
+    pub shard_sync_count: Cell<u64>,
     /// Zeros written ahead of the tail (not in `write_bytes`).
     pub zero_fill_bytes: Cell<u64>,
 }
@@ -168,6 +176,8 @@ pub struct SegmentAppender {
     write_behind: usize,
     signal: Rc<Signal>,
     counters: Rc<WriterCounters>,
+    /// The shard's shared `syncfs` when it covers this file; None: fdatasync.
+    shard_sync: Option<Rc<ShardSync>>,
 }
 
 impl SegmentAppender {
@@ -215,6 +225,7 @@ impl SegmentAppender {
             .file_size()
             .await
             .map_err(|error| StorageError::glommio("reading the size of", &path, error))?;
+        let shard_sync = shard_sync_for(file.as_ref());
         Ok(SegmentAppender {
             file,
             path,
@@ -232,6 +243,7 @@ impl SegmentAppender {
             prealloc_step: PREALLOC_FIRST_STEP.min(prealloc_max),
             prealloc_max,
             write_behind,
+            shard_sync,
             signal,
             counters,
         })
@@ -500,16 +512,23 @@ impl SegmentAppender {
             self.sync_in_flight.is_none(),
             "one background sync at a time"
         );
-        self.counters
-            .fdatasync_count
-            .set(self.counters.fdatasync_count.get() + 1);
-        let file = self.file.clone();
-        let path = self.path.clone();
-        let (done, task) = spawn_signalled(&self.signal, async move {
-            file.fdatasync()
-                .await
-                .map_err(|error| StorageError::glommio("fdatasync", path, error))
-        });
+        let (done, task) = if let Some(shard_sync) = self.shard_sync.clone() {
+            self.counters
+                .shard_sync_count
+                .set(self.counters.shard_sync_count.get() + 1);
+            spawn_signalled(&self.signal, shard_sync.sync())
+        } else {
+            self.counters
+                .fdatasync_count
+                .set(self.counters.fdatasync_count.get() + 1);
+            let file = self.file.clone();
+            let path = self.path.clone();
+            spawn_signalled(&self.signal, async move {
+                file.fdatasync()
+                    .await
+                    .map_err(|error| StorageError::glommio("fdatasync", path, error))
+            })
+        };
         self.sync_in_flight = Some(InFlightSync { tag, done, task });
     }
 

@@ -218,6 +218,8 @@ impl Pieces {
 pub struct LogStats {
     /// fdatasync calls on segment files.
     pub fdatasync_count: u64,
+    /// Group-commit syncs served by the shard's shared `syncfs`.
+    pub shard_sync_count: u64,
     /// DMA writes issued.
     pub write_count: u64,
     /// Bytes handed to DMA writes.
@@ -847,6 +849,7 @@ impl Log {
         let counters = &self.shared.counters;
         LogStats {
             fdatasync_count: counters.fdatasync_count.get(),
+            shard_sync_count: counters.shard_sync_count.get(),
             write_count: counters.write_count.get(),
             write_bytes: counters.write_bytes.get(),
             zero_fill_bytes: counters.zero_fill_bytes.get(),
@@ -2526,6 +2529,55 @@ mod tests {
                 "{syncs} fdatasyncs for {callers} callers"
             );
             assert_eq!(log.flush(true).await.unwrap(), 80);
+        });
+    }
+
+    /// Goal: with `--log-sync syncfs` the logs of a shard share their
+    /// group commit: concurrent flush(true) callers on 8 logs are served by
+    /// fewer syncfs calls than logs, and no log fdatasyncs for them.
+    #[test]
+    fn logs_of_a_shard_share_one_syncfs() {
+        run_on_executor(|| async {
+            let (root, _) = temporary_log_dir();
+            crate::storage::configure_log_sync(crate::storage::LogSync::Syncfs, root.path())
+                .unwrap();
+            let mut logs = Vec::new();
+            for index in 0..8 {
+                let mut config = small_config(1 << 20);
+                config.segment_bytes = 1 << 20;
+                let dir = root.path().join(format!("orders-{index}"));
+                logs.push(Log::create(&dir, config, Uuid::new_v4()).await.unwrap());
+            }
+            let before: Vec<_> = logs.iter().map(Log::stats).collect();
+            let syncfs_before = crate::storage::shard_syncfs_count();
+            let tasks: Vec<_> = logs
+                .iter()
+                .enumerate()
+                .map(|(index, log)| {
+                    let log = log.clone();
+                    glommio::spawn_local(async move {
+                        let (bytes, header) = batch(3, index as i64);
+                        let info = log.append(bytes, &header, 0, 0).await.unwrap();
+                        let durable = log.flush(true).await.unwrap();
+                        assert!(durable > info.last_offset);
+                    })
+                })
+                .collect();
+            for task in tasks {
+                task.await;
+            }
+            let syncfs_calls = crate::storage::shard_syncfs_count() - syncfs_before;
+            assert!(
+                (1..8).contains(&syncfs_calls),
+                "{syncfs_calls} syncfs calls for 8 logs"
+            );
+            for (log, before) in logs.iter().zip(&before) {
+                let after = log.stats();
+                assert_eq!(after.fdatasync_count, before.fdatasync_count);
+                assert!(after.shard_sync_count > before.shard_sync_count);
+            }
+            crate::storage::configure_log_sync(crate::storage::LogSync::Fdatasync, root.path())
+                .unwrap();
         });
     }
 

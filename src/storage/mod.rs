@@ -13,7 +13,8 @@
 //! (the O_DIRECT appender), `index.rs` (offset and time indexes),
 //! `reader.rs` (cold reads, record lookups), `recovery.rs` (open-time
 //! checks and truncation), `checkpoint.rs` (the small metadata files),
-//! `notify.rs` (wake-up primitives), `error.rs`; compaction in
+//! `notify.rs` (wake-up primitives), `shard_sync.rs` (one `syncfs` per
+//! shard for every log's group commit), `error.rs`; compaction in
 //! `compaction.rs` (the rounds and segment swaps), `txn_index.rs` (the
 //! aborted-transaction index files), `offset_map.rs` (the
 //! bounded key -> offset map) and `batch_rewrite.rs` (records of one batch,
@@ -32,6 +33,7 @@ mod reader;
 mod recovery;
 mod segment;
 mod send;
+mod shard_sync;
 mod tail_budget;
 pub mod txn_index;
 
@@ -46,6 +48,7 @@ pub use reader::{
 };
 pub use segment::{ensure_iopoll_probed, segment_bytes_read};
 pub use send::{FileRange, Piece};
+pub use shard_sync::{configure_log_sync, shard_syncfs_count, LogSync};
 pub use tail_budget::{configure_shard_cache, shard_cached_bytes};
 
 /// Raises RLIMIT_MEMLOCK as far as allowed: glommio registers its I/O

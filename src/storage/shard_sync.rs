@@ -1,0 +1,266 @@
+//! Group commit across a shard's logs: one `syncfs` makes every segment
+//! write the shard completed before it started durable, however many
+//! partition files they went to.
+//!
+//! Each log's writer already batches its own acks=all waiters into one
+//! background sync. With one fdatasync per log, a produce request for 16
+//! partitions waits for 16 fdatasyncs (16 inode writes and 16 device cache
+//! flushes, run by io_uring's workers); measured on this project's 2-vCPU
+//! virtio machine after a 64 KiB O_DIRECT append to each of 16 files: p50
+//! 0.8-0.9 ms for 16 parallel fdatasyncs, 0.2-0.26 ms for one `syncfs`
+//! (1 file: 0.21 ms vs 0.10-0.11 ms). `syncfs` writes the file system's
+//! dirty inodes and issues one flush: on ext4 with or without a journal, and
+//! on XFS, data written with O_DIRECT and completed before the call, and the
+//! inode sizes it changed, are durable when it returns.
+//!
+//! The cost: `syncfs` also writes back every other dirty page of that file
+//! system, so a data directory that shares its file system with programs
+//! writing a lot through the page cache should use `--log-sync fdatasync`.
+//!
+//! Errors are sticky: `syncfs` reports a write-back error once per open
+//! descriptor, so after one failure every later sync of the shard fails too
+//! (the logs stop acknowledging acks=all writes) instead of a second call
+//! succeeding over lost data.
+//!
+//! One `syncfs` runs at a time per shard, on the blocking thread pool (there
+//! is no io_uring operation for it). A caller needs a sync that starts after
+//! its call; callers that arrive while one runs share the next one.
+
+use std::{
+    cell::{Cell, RefCell},
+    fs::File,
+    os::fd::{AsRawFd, RawFd},
+    os::unix::fs::MetadataExt,
+    path::{Path, PathBuf},
+    rc::Rc,
+    sync::Arc,
+    task::{Poll, Waker},
+};
+
+use super::{checkpoint::run_blocking, error::StorageError};
+
+/// How segment files are made durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogSync {
+    /// One `syncfs` per shard covers every log of the shard (group commit
+    /// across partitions).
+    Syncfs,
+    /// One fdatasync per log.
+    Fdatasync,
+}
+
+thread_local! {
+    static SHARD_SYNC: RefCell<Option<Rc<ShardSync>>> = const { RefCell::new(None) };
+}
+
+/// Makes this shard's logs on the file system of `data_dir` share one
+/// `syncfs` (`LogSync::Syncfs`), or sync each log on its own.
+///
+/// # Errors
+/// `data_dir` cannot be opened.
+pub fn configure_log_sync(mode: LogSync, data_dir: &Path) -> Result<(), StorageError> {
+    let sync = match mode {
+        LogSync::Fdatasync => None,
+        LogSync::Syncfs => Some(Rc::new(ShardSync::open(data_dir)?)),
+    };
+    SHARD_SYNC.with(|shard| *shard.borrow_mut() = sync);
+    Ok(())
+}
+
+/// `syncfs` calls this shard has made.
+pub fn shard_syncfs_count() -> u64 {
+    SHARD_SYNC.with(|shard| shard.borrow().as_ref().map_or(0, |sync| sync.count.get()))
+}
+
+/// The shard's shared sync if it covers `file` (same file system), else
+/// None (the log fdatasyncs its own files).
+pub(super) fn shard_sync_for(file: &impl AsRawFd) -> Option<Rc<ShardSync>> {
+    let sync = SHARD_SYNC.with(|shard| shard.borrow().clone())?;
+    let stat = nix::sys::stat::fstat(file.as_raw_fd()).ok()?;
+    (stat.st_dev as u64 == sync.device).then_some(sync)
+}
+
+#[derive(Default)]
+struct State {
+    /// Syncs started so far (the running one included).
+    started: u64,
+    /// Syncs finished so far (they finish in order).
+    finished: u64,
+    running: bool,
+    failure: Option<StorageError>,
+    wakers: Vec<Waker>,
+}
+
+/// One shard's shared `syncfs` (see the module documentation).
+pub struct ShardSync {
+    dir: Arc<File>,
+    path: PathBuf,
+    device: u64,
+    state: RefCell<State>,
+    count: Cell<u64>,
+    /// The call itself (tests put a slow or failing one in).
+    syncfs: fn(RawFd) -> std::io::Result<()>,
+}
+
+fn syncfs(fd: RawFd) -> std::io::Result<()> {
+    // SAFETY: syncfs only reads the descriptor, which the caller keeps open.
+    if unsafe { libc::syncfs(fd) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+impl ShardSync {
+    fn open(data_dir: &Path) -> Result<Self, StorageError> {
+        let dir =
+            File::open(data_dir).map_err(|error| StorageError::io("opening", data_dir, error))?;
+        let device = dir
+            .metadata()
+            .map_err(|error| StorageError::io("reading the metadata of", data_dir, error))?
+            .dev();
+        Ok(ShardSync {
+            dir: Arc::new(dir),
+            path: data_dir.to_path_buf(),
+            device,
+            state: RefCell::new(State::default()),
+            count: Cell::new(0),
+            syncfs,
+        })
+    }
+
+    /// Returns once a `syncfs` that started after this call has finished:
+    /// every O_DIRECT write completed before the call is then durable.
+    ///
+    /// # Errors
+    /// This or an earlier `syncfs` of the shard failed.
+    pub async fn sync(self: Rc<Self>) -> Result<(), StorageError> {
+        let target = self.state.borrow().started + 1;
+        std::future::poll_fn(|context| {
+            let mut state = self.state.borrow_mut();
+            if let Some(failure) = &state.failure {
+                return Poll::Ready(Err(failure.clone()));
+            }
+            if state.finished >= target {
+                return Poll::Ready(Ok(()));
+            }
+            if !state
+                .wakers
+                .iter()
+                .any(|known| known.will_wake(context.waker()))
+            {
+                state.wakers.push(context.waker().clone());
+            }
+            if !state.running {
+                state.running = true;
+                state.started += 1;
+                drop(state);
+                self.clone().spawn_syncfs();
+            }
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Runs one `syncfs` in a task of its own, so a caller that gives up
+    /// does not leave the shard's sync marked as running.
+    fn spawn_syncfs(self: Rc<Self>) {
+        self.count.set(self.count.get() + 1);
+        glommio::spawn_local(async move {
+            let dir = self.dir.clone();
+            let call = self.syncfs;
+            let result = run_blocking(move || call(dir.as_raw_fd())).await;
+            let wakers = {
+                let mut state = self.state.borrow_mut();
+                state.running = false;
+                state.finished += 1;
+                if let Err(error) = result {
+                    tracing::error!(path = %self.path.display(), %error,
+                        "syncfs failed: this shard's logs stop acknowledging synced writes");
+                    state.failure = Some(StorageError::io("syncfs of", &self.path, error));
+                }
+                std::mem::take(&mut state.wakers)
+            };
+            // Waiters for the next sync start it when they run.
+            for waker in wakers {
+                waker.wake();
+            }
+        })
+        .detach();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::run_on_executor;
+    use std::time::Duration;
+
+    fn slow_syncfs(_: RawFd) -> std::io::Result<()> {
+        std::thread::sleep(Duration::from_millis(60));
+        Ok(())
+    }
+
+    fn failing_syncfs(_: RawFd) -> std::io::Result<()> {
+        Err(std::io::Error::from_raw_os_error(libc::EIO))
+    }
+
+    #[test]
+    fn callers_during_a_sync_share_the_next_one() {
+        // Goal: a caller is never answered by a sync that started before
+        // its call, and the callers that arrive while one runs share one.
+        run_on_executor(|| async {
+            let dir = tempfile::tempdir().unwrap();
+            let mut sync = ShardSync::open(dir.path()).unwrap();
+            sync.syncfs = slow_syncfs;
+            let sync = Rc::new(sync);
+            let first = glommio::spawn_local(sync.clone().sync());
+            glommio::timer::sleep(Duration::from_millis(15)).await;
+            assert!(sync.state.borrow().running);
+            let later: Vec<_> = (0..10)
+                .map(|_| glommio::spawn_local(sync.clone().sync()))
+                .collect();
+            glommio::timer::sleep(Duration::from_millis(15)).await;
+            first.await.unwrap();
+            assert_eq!(sync.state.borrow().finished, 1);
+            for task in later {
+                task.await.unwrap();
+            }
+            assert_eq!(
+                sync.count.get(),
+                2,
+                "one more syncfs for the ten later callers"
+            );
+            let state = sync.state.borrow();
+            assert_eq!(
+                (state.started, state.finished, state.running),
+                (2, 2, false)
+            );
+        });
+    }
+
+    #[test]
+    fn a_failed_syncfs_fails_every_later_sync() {
+        // Goal: after a failed syncfs no later call reports success (syncfs
+        // reports a write-back error only once per descriptor).
+        run_on_executor(|| async {
+            let dir = tempfile::tempdir().unwrap();
+            let mut sync = ShardSync::open(dir.path()).unwrap();
+            sync.syncfs = failing_syncfs;
+            let sync = Rc::new(sync);
+            assert!(sync.clone().sync().await.is_err());
+            assert!(sync.clone().sync().await.is_err());
+            assert_eq!(sync.count.get(), 1);
+        });
+    }
+
+    #[test]
+    fn a_real_syncfs_succeeds() {
+        run_on_executor(|| async {
+            let dir = tempfile::tempdir().unwrap();
+            let sync = Rc::new(ShardSync::open(dir.path()).unwrap());
+            sync.clone().sync().await.unwrap();
+            assert_eq!(sync.count.get(), 1);
+        });
+    }
+}
