@@ -193,7 +193,11 @@ pub struct ServeArgs {
     /// CPUs the kernel's io_uring worker threads of each shard may run on
     /// (they run fdatasync and writes the filesystem will not take inline),
     /// e.g. "0-3"; "shard" keeps them on their shard's own CPU (the kernel's
-    /// default for a pinned thread). Default: every CPU this process may use.
+    /// default for a pinned thread). Default: every CPU this process may use
+    /// except the shard's own (its own where it has no other). Linux (6.2
+    /// and later) narrows a set that includes the shard's CPU to that CPU
+    /// alone, so a set meant to widen it must leave it out; the start-up log
+    /// shows where the workers end up.
     #[arg(long)]
     pub io_worker_cpus: Option<String>,
     /// Most io_uring worker threads for file I/O per shard: how many
@@ -287,7 +291,7 @@ impl ServeArgs {
         }
         let available = allowed_cpus();
         let io_worker_cpus = match self.io_worker_cpus.as_deref() {
-            None => IoWorkerCpus::Set(available.clone()),
+            None => IoWorkerCpus::OtherThanShard(available.clone()),
             Some("shard") => IoWorkerCpus::Shard,
             Some(list) => {
                 let cpus = parse_cpuset(list)?;

@@ -13,6 +13,42 @@ pub enum IoWorkerCpus {
     Shard,
     /// On any of these CPUs.
     Set(Vec<usize>),
+    /// On any of these CPUs but the shard's own (the shard's own where it
+    /// is the only one): the default.
+    OtherThanShard(Vec<usize>),
+}
+
+impl IoWorkerCpus {
+    /// The CPUs to ask the kernel for, for the shard pinned to `shard_cpu`
+    /// (empty: leave the kernel's default).
+    pub fn wanted(&self, shard_cpu: usize) -> Vec<usize> {
+        match self {
+            IoWorkerCpus::Shard => Vec::new(),
+            IoWorkerCpus::Set(cpus) => cpus.clone(),
+            IoWorkerCpus::OtherThanShard(cpus) => {
+                let others: Vec<usize> = cpus.iter().copied().filter(|&c| c != shard_cpu).collect();
+                if others.is_empty() {
+                    Vec::new()
+                } else {
+                    others
+                }
+            }
+        }
+    }
+
+    /// Where the workers end up. Since Linux 6.2 a new thread keeps the
+    /// affinity its parent asked for with sched_setaffinity, and the kernel
+    /// narrows any later affinity to it unless the two do not overlap: a set
+    /// that includes the pinned shard's CPU leaves the workers on that CPU
+    /// alone; a set without it is taken as given.
+    pub fn effective(&self, shard_cpu: usize) -> Vec<usize> {
+        let wanted = self.wanted(shard_cpu);
+        if wanted.is_empty() || wanted.contains(&shard_cpu) {
+            vec![shard_cpu]
+        } else {
+            wanted
+        }
+    }
 }
 
 /// When produce acknowledgements wait for a sync to disk (`--log-sync`).

@@ -5,14 +5,16 @@
 //! worker threads that belong to the submitting thread. By default they
 //! inherit the shard thread's affinity, i.e. its one pinned CPU, so every
 //! fdatasync of the shard competes with the shard itself for that CPU and
-//! queues behind the other blocking work. `tune` lets them run on a wider
-//! set of CPUs and bounds how many there are, through a small ring of our
-//! own: the settings belong to the thread's io-wq, shared by every ring the
-//! thread uses, glommio's included.
+//! queues behind the other blocking work. `tune` moves them to other CPUs
+//! and bounds how many there are, through a small ring of our own: the
+//! settings belong to the thread's io-wq, shared by every ring the thread
+//! uses, glommio's included. The kernel (6.2 and later) narrows a worker
+//! affinity that overlaps the pinned thread's own CPU to that CPU alone, so
+//! the default set leaves the shard's CPU out (`IoWorkerCpus::effective`).
 
 use io_uring::IoUring;
 
-use crate::config::{BrokerConfig, IoWorkerCpus};
+use crate::config::BrokerConfig;
 
 /// Sets the calling thread's io-wq CPU affinity to `cpus` (none: leave the
 /// kernel's default, the thread's own affinity) and, when `max_workers` is
@@ -43,18 +45,19 @@ pub fn tune(cpus: &[usize], max_workers: u32) -> std::io::Result<u32> {
 /// thread and logs the effective values; a kernel that refuses them leaves
 /// the defaults (logged as a warning).
 pub fn tune_for_shard(shard: usize, cpu: usize, config: &BrokerConfig) {
-    let cpus = match &config.io_worker_cpus {
-        IoWorkerCpus::Shard => vec![cpu],
-        IoWorkerCpus::Set(cpus) => cpus.clone(),
-    };
-    let wanted = match &config.io_worker_cpus {
-        IoWorkerCpus::Shard => &[][..],
-        IoWorkerCpus::Set(cpus) => cpus,
-    };
-    match tune(wanted, config.io_workers_max) {
+    let wanted = config.io_worker_cpus.wanted(cpu);
+    let effective = config.io_worker_cpus.effective(cpu);
+    if wanted.len() > 1 && wanted.contains(&cpu) {
+        tracing::warn!(
+            shard,
+            ?wanted,
+            "--io-worker-cpus includes the shard's own CPU: the kernel keeps the shard's io_uring workers on that CPU alone; leave it out to move them"
+        );
+    }
+    match tune(&wanted, config.io_workers_max) {
         Ok(previous_max) => tracing::info!(
             shard,
-            io_worker_cpus = ?cpus,
+            io_worker_cpus = ?effective,
             io_workers_max = if config.io_workers_max == 0 { previous_max } else { config.io_workers_max },
             "io_uring worker threads"
         ),
@@ -63,5 +66,82 @@ pub fn tune_for_shard(shard: usize, cpu: usize, config: &BrokerConfig) {
             %error,
             "cannot set io_uring worker affinity or bound; keeping the kernel's defaults"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::IoWorkerCpus;
+
+    /// The CPUs the calling thread's io-wq workers may run on, read from
+    /// /proc after making the kernel start one (an async no-op).
+    fn worker_cpus_after_tuning(cpus: &[usize]) -> Vec<usize> {
+        let mut ring = IoUring::new(4).unwrap();
+        let nop = io_uring::opcode::Nop::new().build();
+        // SAFETY: a no-op carries no buffers.
+        unsafe { ring.submission().push(&nop).unwrap() };
+        ring.submit_and_wait(1).unwrap();
+        ring.completion().for_each(drop);
+        tune(cpus, 4).unwrap();
+        let nop = io_uring::opcode::Nop::new()
+            .build()
+            .flags(io_uring::squeue::Flags::ASYNC);
+        // SAFETY: as above.
+        unsafe { ring.submission().push(&nop).unwrap() };
+        ring.submit_and_wait(1).unwrap();
+        ring.completion().for_each(drop);
+        let worker_name = format!("iou-wrk-{}", nix::unistd::gettid());
+        for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if comm.trim() != worker_name {
+                continue;
+            }
+            let status = std::fs::read_to_string(task.path().join("status")).unwrap();
+            let list = status
+                .lines()
+                .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
+                .unwrap()
+                .trim()
+                .to_string();
+            return crate::bench::args::parse_cpuset(&list).unwrap();
+        }
+        panic!("no {worker_name} thread after an async no-op");
+    }
+
+    /// Goal: the start-up log tells where the workers really run. Method: a
+    /// thread pinned to one CPU (as a shard is) tunes its io-wq as a shard
+    /// would, with the default set and with a set that includes its own CPU;
+    /// the workers' affinity read from /proc must equal `effective`.
+    #[test]
+    fn effective_worker_cpus_match_the_kernel() {
+        let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+            .filter(|&cpu| {
+                nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+                    .is_ok_and(|set| set.is_set(cpu).unwrap_or(false))
+            })
+            .collect();
+        let shard_cpu = allowed[0];
+        for setting in [
+            IoWorkerCpus::OtherThanShard(allowed.clone()),
+            IoWorkerCpus::Set(allowed.clone()),
+            IoWorkerCpus::Shard,
+        ] {
+            let setting_for_thread = setting.clone();
+            let observed = std::thread::spawn(move || {
+                let mut own = nix::sched::CpuSet::new();
+                own.set(shard_cpu).unwrap();
+                nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &own).unwrap();
+                worker_cpus_after_tuning(&setting_for_thread.wanted(shard_cpu))
+            })
+            .join()
+            .unwrap();
+            assert_eq!(observed, setting.effective(shard_cpu), "{setting:?}");
+        }
+        if allowed.len() > 1 {
+            assert!(!IoWorkerCpus::OtherThanShard(allowed.clone())
+                .effective(shard_cpu)
+                .contains(&shard_cpu));
+        }
     }
 }
