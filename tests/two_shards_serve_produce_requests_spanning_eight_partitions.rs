@@ -103,14 +103,14 @@ async fn two_shards_serve_produce_requests_spanning_eight_partitions() {
             .iter()
             .map(|a| a.message.value.as_ref().map_or(0, Vec::len))
             .sum();
-        let metrics = scrape(metrics_port);
+        let metrics = common::scrape_metrics(metrics_port);
         assert_eq!(
-            metric_sum(&metrics, "ringbroker_fetch_record_bytes_copied_total"),
+            common::metric_sum(&metrics, "ringbroker_fetch_record_bytes_copied_total"),
             0,
             "record bytes copied in user space on the fetch path:\n{metrics}"
         );
         assert!(
-            metric_sum(&metrics, "ringbroker_fetch_record_bytes_by_reference_total")
+            common::metric_sum(&metrics, "ringbroker_fetch_record_bytes_by_reference_total")
                 >= value_bytes as u64,
             "fewer bytes sent by reference than the values read back ({value_bytes}):\n{metrics}"
         );
@@ -127,30 +127,6 @@ async fn two_shards_serve_produce_requests_spanning_eight_partitions() {
         );
     })
     .await;
-}
-
-/// The body of `GET /metrics`.
-fn scrape(port: u16) -> String {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect metrics");
-    stream
-        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        .expect("send metrics request");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("read metrics");
-    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    response
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_string())
-        .unwrap_or_default()
-}
-
-/// Sum of a counter over its shards.
-fn metric_sum(text: &str, name: &str) -> u64 {
-    text.lines()
-        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-        .sum()
 }
 
 /// Start-up and shutdown of a two-shard broker, repeated: shards that race

@@ -85,6 +85,22 @@ pub struct ServeArgs {
     /// Retention size shown as the retention.bytes default [log.retention.bytes].
     #[arg(long, default_value_t = -1)]
     pub log_retention_bytes: i64,
+    /// Default of the topic config flush.messages: once a partition holds
+    /// this many messages not yet synced, the append that reached it waits
+    /// for a sync, whatever its acks (1: every append) [log.flush.interval.messages].
+    #[arg(long, default_value_t = i64::MAX, value_parser = clap::value_parser!(i64).range(1..))]
+    pub log_flush_interval_messages: i64,
+    /// Default of the topic config flush.ms: the log flusher syncs a
+    /// partition with unsynced messages once this long has passed since its
+    /// last sync; unset, it is --log-flush-scheduler-interval-ms
+    /// [log.flush.interval.ms].
+    #[arg(long, value_parser = clap::value_parser!(i64).range(0..))]
+    pub log_flush_interval_ms: Option<i64>,
+    /// How often the log flusher looks for partitions whose flush.ms has
+    /// passed; the default (Long.MAX_VALUE) never runs it, as in Kafka
+    /// [log.flush.scheduler.interval.ms].
+    #[arg(long, default_value_t = i64::MAX, value_parser = clap::value_parser!(i64).range(1..))]
+    pub log_flush_scheduler_interval_ms: i64,
     /// Largest request accepted; larger frames close the connection [socket.request.max.bytes].
     #[arg(long, default_value_t = 100 * 1024 * 1024)]
     pub socket_request_max_bytes: usize,
@@ -373,6 +389,9 @@ impl ServeArgs {
             log_retention_ms: (self.log_retention_ms != 7 * 24 * 3600 * 1000)
                 .then_some(self.log_retention_ms),
             log_retention_bytes: self.log_retention_bytes,
+            log_flush_interval_messages: self.log_flush_interval_messages,
+            log_flush_interval_ms: self.log_flush_interval_ms,
+            log_flush_scheduler_interval_ms: self.log_flush_scheduler_interval_ms,
             ..BrokerDefaults::default()
         };
         broker_defaults

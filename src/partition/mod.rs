@@ -155,6 +155,14 @@ pub enum PartitionError {
 pub struct PartitionSettings {
     /// `message.timestamp.type=LogAppendTime`.
     pub log_append_time: bool,
+    /// `flush.messages`: once this many appended messages are not yet
+    /// synced, the append that reached it waits for a sync (Kafka's default,
+    /// Long.MAX_VALUE, never comes).
+    pub flush_messages: u64,
+    /// `flush.ms`: the shard's log flusher syncs a log with unsynced
+    /// messages once this long has passed since its last sync (Kafka's
+    /// default, Long.MAX_VALUE, never comes).
+    pub flush_ms: u64,
 }
 
 /// One partition replica (the leader, on a single node).
@@ -180,6 +188,11 @@ pub struct Partition {
     /// assignment, so two batches of one producer are checked in order
     /// against the state each leaves.
     producer_append_lock: glommio::sync::Semaphore,
+    /// Messages appended since `flush.messages` last asked for a sync.
+    unflushed_messages: Cell<u64>,
+    /// When a sync of this partition last finished, and the offset it
+    /// covered (for `flush.ms`).
+    last_sync: Cell<(std::time::Instant, i64)>,
 }
 
 /// Wall-clock milliseconds since the epoch.
@@ -198,6 +211,7 @@ impl Partition {
         log: Log,
         settings: PartitionSettings,
     ) -> Rc<Self> {
+        let log_end_offset = log.log_end_offset();
         Rc::new(Partition {
             topic,
             index,
@@ -211,7 +225,32 @@ impl Partition {
             aborted: RefCell::new(AbortedTxnCache::default()),
             txn_index_write_failed: Cell::new(false),
             producer_append_lock: glommio::sync::Semaphore::new(1),
+            unflushed_messages: Cell::new(0),
+            last_sync: Cell::new((std::time::Instant::now(), log_end_offset)),
         })
+    }
+
+    /// Counts `messages` just appended; true when `flush.messages` asks the
+    /// append to wait for a sync (Kafka syncs a log during the append that
+    /// brings its unsynced messages to `flush.messages`).
+    pub fn count_appended(&self, messages: u64) -> bool {
+        let unflushed = self.unflushed_messages.get().saturating_add(messages);
+        if unflushed >= self.settings.flush_messages {
+            self.unflushed_messages.set(0);
+            true
+        } else {
+            self.unflushed_messages.set(unflushed);
+            false
+        }
+    }
+
+    /// True when messages were appended since the last sync and `flush.ms`
+    /// has passed since it.
+    pub fn flush_due(&self, now: std::time::Instant) -> bool {
+        let (synced_at, synced_offset) = self.last_sync.get();
+        self.log.log_end_offset() > synced_offset
+            && now.saturating_duration_since(synced_at).as_millis()
+                >= u128::from(self.settings.flush_ms)
     }
 
     /// The current leader epoch.
@@ -712,7 +751,11 @@ impl Partition {
     /// # Errors
     /// Storage failures.
     pub async fn flush(&self, sync: bool) -> Result<i64, PartitionError> {
-        Ok(self.log.flush(sync).await?)
+        let covered = self.log.flush(sync).await?;
+        if sync && covered >= self.last_sync.get().1 {
+            self.last_sync.set((std::time::Instant::now(), covered));
+        }
+        Ok(covered)
     }
 
     /// Reads whole batches from `offset` up to the high watermark.
@@ -1044,6 +1087,8 @@ mod tests {
 
     const SETTINGS: PartitionSettings = PartitionSettings {
         log_append_time: false,
+        flush_messages: u64::MAX,
+        flush_ms: u64::MAX,
     };
 
     async fn open_partition(dir: &Path, create: bool, clean: bool) -> Rc<Partition> {

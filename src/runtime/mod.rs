@@ -294,6 +294,9 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         open_files_max,
         partition_pending_bytes_max = config.partition_pending_bytes_max,
         flush_policy = ?config.flush_policy,
+        log_flush_interval_messages = config.broker_defaults.log_flush_interval_messages,
+        log_flush_interval_ms = ?config.broker_defaults.log_flush_interval_ms,
+        log_flush_scheduler_interval_ms = config.broker_defaults.log_flush_scheduler_interval_ms,
         "starting shards"
     );
 
@@ -478,6 +481,9 @@ async fn shard_main(
     shard.load(&records, clean_shutdown).await?;
     let listener =
         server::bind(&shard).with_context(|| format!("cannot listen on {}", config.listen))?;
+    glommio::spawn_local_into(shard.clone().flush_loop(), background)
+        .map_err(|e| anyhow::anyhow!("cannot start the log flusher: {e}"))?
+        .detach();
     glommio::spawn_local_into(shard.clone().compaction_loop(), background)
         .map_err(|e| anyhow::anyhow!("cannot start the compaction task: {e}"))?
         .detach();

@@ -109,10 +109,12 @@ pub fn log_config_for(topic: &TopicImage, config: &BrokerConfig) -> LogConfig {
 }
 
 fn partition_settings_for(topic: &TopicImage, config: &BrokerConfig) -> PartitionSettings {
+    let broker = &config.broker_defaults;
     PartitionSettings {
-        log_append_time: topic
-            .configs
-            .message_timestamp_type_is_log_append(&config.broker_defaults),
+        log_append_time: topic.configs.message_timestamp_type_is_log_append(broker),
+        // Validated: flush.messages >= 1, flush.ms >= 0.
+        flush_messages: topic.configs.flush_messages(broker).max(1) as u64,
+        flush_ms: topic.configs.flush_ms(broker).max(0) as u64,
     }
 }
 
@@ -480,6 +482,8 @@ impl Shard {
     ) -> LocalBoxFuture<'static, ShardReply> {
         let mut results = Vec::with_capacity(items.len());
         let mut appended: Vec<(usize, Rc<Partition>)> = Vec::new();
+        // Partitions whose `flush.messages` asks this append to be synced.
+        let mut flush_asked: Vec<bool> = Vec::new();
         for item in items {
             let Some(partition) = self.partition(&item.topic_partition) else {
                 results.push(ProduceResult::error(code(ErrorCode::NotLeaderOrFollower)));
@@ -487,6 +491,8 @@ impl Shard {
             };
             match partition.append(item.batch, &item.header).await {
                 Ok((info, log_append_time_ms)) => {
+                    let messages = (info.last_offset - info.base_offset + 1).max(1) as u64;
+                    flush_asked.push(partition.count_appended(messages));
                     appended.push((results.len(), partition.clone()));
                     results.push(ProduceResult {
                         error_code: 0,
@@ -511,8 +517,16 @@ impl Shard {
             FlushPolicy::Always => acks != 0,
             FlushPolicy::Never => false,
         };
+        if !sync {
+            // Only the partitions whose flush.messages was reached wait.
+            appended = appended
+                .into_iter()
+                .zip(flush_asked)
+                .filter_map(|(entry, asked)| asked.then_some(entry))
+                .collect();
+        }
         async move {
-            if sync {
+            if !appended.is_empty() {
                 let flushes = appended.iter().map(|(_, p)| p.flush(true));
                 for ((index, partition), outcome) in appended.iter().zip(join_all(flushes).await) {
                     if let Err(e) = outcome {
@@ -814,6 +828,38 @@ impl Shard {
     /// Every `log.cleaner.backoff.ms`, compacts the partitions of compacted
     /// topics this shard owns, one at a time (each compaction yields, so
     /// produce and fetch keep running). Stops when the shard shuts down.
+    /// Kafka's log flusher: every `log.flush.scheduler.interval.ms`, syncs
+    /// each log with messages appended since its last sync once its
+    /// `flush.ms` has passed. As in Kafka, nothing runs while the interval
+    /// is its default, Long.MAX_VALUE (so `flush.ms` alone does nothing).
+    pub async fn flush_loop(self: Rc<Self>) {
+        let interval = self.config.broker_defaults.log_flush_scheduler_interval_ms;
+        if interval <= 0 || interval == i64::MAX {
+            return;
+        }
+        let interval = Duration::from_millis(interval as u64);
+        loop {
+            glommio::timer::sleep(interval).await;
+            if self.closing.get() {
+                return;
+            }
+            let now = std::time::Instant::now();
+            let due: Vec<Rc<Partition>> = self
+                .partitions
+                .borrow()
+                .values()
+                .filter(|partition| partition.flush_due(now))
+                .cloned()
+                .collect();
+            let outcomes = join_all(due.iter().map(|partition| partition.flush(true))).await;
+            for (partition, outcome) in due.iter().zip(outcomes) {
+                if let Err(e) = outcome {
+                    tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "scheduled flush failed");
+                }
+            }
+        }
+    }
+
     pub async fn compaction_loop(self: Rc<Self>) {
         loop {
             glommio::timer::sleep(Duration::from_millis(LOG_CLEANER_BACKOFF_MS)).await;

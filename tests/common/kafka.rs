@@ -149,8 +149,21 @@ pub fn admin_client(bootstrap: &str) -> AdminClient<DefaultClientContext> {
 /// Creates `topic` with `partitions` partitions through CreateTopics and
 /// waits until Metadata shows every partition with a leader.
 pub async fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {
+    create_topic_with_configs(bootstrap, topic, partitions, &[]).await;
+}
+
+/// [`create_topic`] with topic config overrides.
+pub async fn create_topic_with_configs(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    configs: &[(&str, &str)],
+) {
     let admin = admin_client(bootstrap);
-    let new_topic = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
+    let mut new_topic = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
+    for (name, value) in configs {
+        new_topic = new_topic.set(name, value);
+    }
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
     let results = admin
         .create_topics([&new_topic], &options)

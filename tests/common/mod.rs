@@ -421,3 +421,27 @@ pub async fn with_timeout<T>(timeout: Duration, body: impl std::future::Future<O
         Err(_) => panic!("test did not finish within {timeout:?}"),
     }
 }
+
+/// The body of `GET /metrics`.
+pub fn scrape_metrics(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect metrics");
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .expect("send metrics request");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read metrics");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .unwrap_or_default()
+}
+
+/// Sum of a counter over its shards.
+pub fn metric_sum(text: &str, name: &str) -> u64 {
+    text.lines()
+        .filter(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
