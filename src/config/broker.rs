@@ -13,26 +13,14 @@ pub enum IoWorkerCpus {
     Shard,
     /// On any of these CPUs.
     Set(Vec<usize>),
-    /// On any of these CPUs but the shard's own (the shard's own where it
-    /// is the only one): the default.
-    OtherThanShard(Vec<usize>),
 }
 
 impl IoWorkerCpus {
-    /// The CPUs to ask the kernel for, for the shard pinned to `shard_cpu`
-    /// (empty: leave the kernel's default).
-    pub fn wanted(&self, shard_cpu: usize) -> Vec<usize> {
+    /// The CPUs to ask the kernel for (empty: leave the kernel's default).
+    pub fn wanted(&self) -> Vec<usize> {
         match self {
             IoWorkerCpus::Shard => Vec::new(),
             IoWorkerCpus::Set(cpus) => cpus.clone(),
-            IoWorkerCpus::OtherThanShard(cpus) => {
-                let others: Vec<usize> = cpus.iter().copied().filter(|&c| c != shard_cpu).collect();
-                if others.is_empty() {
-                    Vec::new()
-                } else {
-                    others
-                }
-            }
         }
     }
 
@@ -42,7 +30,7 @@ impl IoWorkerCpus {
     /// that includes the pinned shard's CPU leaves the workers on that CPU
     /// alone; a set without it is taken as given.
     pub fn effective(&self, shard_cpu: usize) -> Vec<usize> {
-        let wanted = self.wanted(shard_cpu);
+        let wanted = self.wanted();
         if wanted.is_empty() || wanted.contains(&shard_cpu) {
             vec![shard_cpu]
         } else {

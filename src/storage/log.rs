@@ -2496,6 +2496,25 @@ mod tests {
         });
     }
 
+    /// Each (log, records, index) appends `batch(records, index)` and then
+    /// waits for flush(true), all as concurrent tasks; each flush must cover
+    /// its append.
+    async fn append_and_sync_concurrently(callers: impl Iterator<Item = (Log, i32, i64)>) {
+        let tasks: Vec<_> = callers
+            .map(|(log, records, index)| {
+                glommio::spawn_local(async move {
+                    let (bytes, header) = batch(records, index);
+                    let info = log.append(bytes, &header, 0, 0).await.unwrap();
+                    let durable = log.flush(true).await.unwrap();
+                    assert!(durable > info.last_offset);
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await;
+        }
+    }
+
     /// Goal: one fdatasync serves many concurrent flush(true) callers, and
     /// each caller's data is durable when its flush returns. Method: 40
     /// tasks each append then flush(true) concurrently; count fdatasyncs.
@@ -2508,20 +2527,7 @@ mod tests {
             let log = Log::create(&dir, config, Uuid::new_v4()).await.unwrap();
             let syncs_before = log.stats().fdatasync_count;
             let callers = 40;
-            let tasks: Vec<_> = (0..callers)
-                .map(|index| {
-                    let log = log.clone();
-                    glommio::spawn_local(async move {
-                        let (bytes, header) = batch(2, index);
-                        let info = log.append(bytes, &header, 0, 0).await.unwrap();
-                        let durable = log.flush(true).await.unwrap();
-                        assert!(durable > info.last_offset);
-                    })
-                })
-                .collect();
-            for task in tasks {
-                task.await;
-            }
+            append_and_sync_concurrently((0..callers).map(|index| (log.clone(), 2, index))).await;
             let syncs = log.stats().fdatasync_count - syncs_before;
             assert!(syncs >= 1);
             assert!(
@@ -2550,22 +2556,12 @@ mod tests {
             }
             let before: Vec<_> = logs.iter().map(Log::stats).collect();
             let syncfs_before = crate::storage::shard_syncfs_count();
-            let tasks: Vec<_> = logs
-                .iter()
-                .enumerate()
-                .map(|(index, log)| {
-                    let log = log.clone();
-                    glommio::spawn_local(async move {
-                        let (bytes, header) = batch(3, index as i64);
-                        let info = log.append(bytes, &header, 0, 0).await.unwrap();
-                        let durable = log.flush(true).await.unwrap();
-                        assert!(durable > info.last_offset);
-                    })
-                })
-                .collect();
-            for task in tasks {
-                task.await;
-            }
+            append_and_sync_concurrently(
+                logs.iter()
+                    .enumerate()
+                    .map(|(index, log)| (log.clone(), 3, index as i64)),
+            )
+            .await;
             let syncfs_calls = crate::storage::shard_syncfs_count() - syncfs_before;
             assert!(
                 (1..8).contains(&syncfs_calls),
