@@ -49,6 +49,8 @@ async fn flush_messages_and_flush_ms_sync_like_kafka() {
     let broker = Broker::start(
         BrokerOptions::default()
             .arg("--metrics-listen", format!("127.0.0.1:{metrics_port}"))
+            // Syncs are counted by the syncfs metric, whatever the shards.
+            .arg("--log-sync", "syncfs")
             .arg("--log-flush-scheduler-interval-ms", 100)
             // Unset, log.flush.interval.ms (every topic's flush.ms default)
             // is the scheduler interval, as in Kafka: keep it at "never" so

@@ -37,7 +37,10 @@ async fn two_shards_serve_produce_requests_spanning_eight_partitions() {
     let broker = Broker::start(
         BrokerOptions::default()
             .cores(2)
-            .arg("--metrics-listen", format!("127.0.0.1:{metrics_port}")),
+            .arg("--metrics-listen", format!("127.0.0.1:{metrics_port}"))
+            // Not the default with 2 shards (auto picks fdatasync there):
+            // checks each shard's own syncfs.
+            .arg("--log-sync", "syncfs"),
     );
     let bootstrap = broker.bootstrap();
 
@@ -114,7 +117,7 @@ async fn two_shards_serve_produce_requests_spanning_eight_partitions() {
                 >= value_bytes as u64,
             "fewer bytes sent by reference than the values read back ({value_bytes}):\n{metrics}"
         );
-        // acks=all under --log-sync syncfs (the default): each shard made
+        // acks=all under --log-sync syncfs: each shard made
         // its partitions' writes durable with its own syncfs calls.
         let syncfs_per_shard: Vec<u64> = metrics
             .lines()

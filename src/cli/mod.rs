@@ -189,16 +189,18 @@ pub struct ServeArgs {
     #[arg(long, value_enum, default_value = "splice")]
     pub cold_read_path: crate::storage::ColdReadPath,
     /// How appends that wait for durability (acks=all under the default
-    /// --flush-policy, group offsets, transaction markers) are synced.
-    /// syncfs: one syncfs per shard covers every partition's writes that
-    /// completed before it started (one inode write-back and one device
-    /// flush for all of them; on this project's 2-vCPU machine 16 files
-    /// synced in 0.2-0.26 ms vs 0.8-0.9 ms with 16 fdatasyncs). It also
+    /// --flush-policy, flush.messages, group offsets, transaction markers)
+    /// are synced. syncfs: one syncfs per shard covers every partition's
+    /// writes that completed before it started (one inode write-back and
+    /// one device flush for all of them; on this project's 2-vCPU machine 16
+    /// files synced in 0.2-0.26 ms vs 0.8-0.9 ms with 16 fdatasyncs). It also
     /// writes back every other dirty page of the data directory's file
     /// system: where other programs write heavily to the same file system,
     /// use fdatasync (one per partition log, as Kafka does). Logs on another
-    /// file system than --data-dir always use fdatasync.
-    #[arg(long, value_enum, default_value = "syncfs")]
+    /// file system than --data-dir always use fdatasync. auto (the default):
+    /// syncfs with one shard, fdatasync with several (the shards' syncfs
+    /// calls on one file system slowed each other down).
+    #[arg(long, value_enum, default_value = "auto")]
     pub log_sync: crate::storage::LogSync,
     /// Scheduler shares of each shard's background task queue (log
     /// compaction, the metrics endpoint): a busy shard gives background work

@@ -283,7 +283,7 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         cold_fetch_shares = config.cold_fetch_shares,
         cold_reads_max = config.cold_reads_max,
         cold_read_path = ?config.cold_read_path,
-        log_sync = ?config.log_sync,
+        log_sync = ?config.log_sync.resolve(nr_shards),
         background_shares = config.background_shares,
         blocking_threads = config.blocking_threads,
         write_buffer_bytes = config.write_buffer_bytes,
@@ -465,7 +465,7 @@ async fn shard_main(
         Some(queue(config.cold_fetch_shares, "cold-fetch")),
         config.cold_read_path,
     );
-    crate::storage::configure_log_sync(config.log_sync, &config.data_dir)?;
+    crate::storage::configure_log_sync(config.log_sync.resolve(nr_shards), &config.data_dir)?;
     let background = queue(config.background_shares, "background");
     crate::storage::configure_shard_cache(config.shard_cache_bytes);
     if let Some(receivers) = receivers.as_mut() {
