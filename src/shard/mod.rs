@@ -825,9 +825,6 @@ impl Shard {
         }
     }
 
-    /// Every `log.cleaner.backoff.ms`, compacts the partitions of compacted
-    /// topics this shard owns, one at a time (each compaction yields, so
-    /// produce and fetch keep running). Stops when the shard shuts down.
     /// Kafka's log flusher: every `log.flush.scheduler.interval.ms`, syncs
     /// each log with messages appended since its last sync once its
     /// `flush.ms` has passed. As in Kafka, nothing runs while the interval
@@ -860,6 +857,9 @@ impl Shard {
         }
     }
 
+    /// Every `log.cleaner.backoff.ms`, compacts the partitions of compacted
+    /// topics this shard owns, one at a time (each compaction yields, so
+    /// produce and fetch keep running). Stops when the shard shuts down.
     pub async fn compaction_loop(self: Rc<Self>) {
         loop {
             glommio::timer::sleep(Duration::from_millis(LOG_CLEANER_BACKOFF_MS)).await;
