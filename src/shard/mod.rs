@@ -481,9 +481,9 @@ impl Shard {
         items: Vec<ProduceItem>,
     ) -> LocalBoxFuture<'static, ShardReply> {
         let mut results = Vec::with_capacity(items.len());
-        let mut appended: Vec<(usize, Rc<Partition>)> = Vec::new();
-        // Partitions whose `flush.messages` asks this append to be synced.
-        let mut flush_asked: Vec<bool> = Vec::new();
+        // (result index, partition, whether its flush.messages asks this
+        // append to be synced)
+        let mut appended: Vec<(usize, Rc<Partition>, bool)> = Vec::new();
         for item in items {
             let Some(partition) = self.partition(&item.topic_partition) else {
                 results.push(ProduceResult::error(code(ErrorCode::NotLeaderOrFollower)));
@@ -492,8 +492,8 @@ impl Shard {
             match partition.append(item.batch, &item.header).await {
                 Ok((info, log_append_time_ms)) => {
                     let messages = (info.last_offset - info.base_offset + 1).max(1) as u64;
-                    flush_asked.push(partition.count_appended(messages));
-                    appended.push((results.len(), partition.clone()));
+                    let flush_asked = partition.count_appended(messages);
+                    appended.push((results.len(), partition.clone(), flush_asked));
                     results.push(ProduceResult {
                         error_code: 0,
                         base_offset: info.base_offset,
@@ -517,18 +517,13 @@ impl Shard {
             FlushPolicy::Always => acks != 0,
             FlushPolicy::Never => false,
         };
-        if !sync {
-            // Only the partitions whose flush.messages was reached wait.
-            appended = appended
-                .into_iter()
-                .zip(flush_asked)
-                .filter_map(|(entry, asked)| asked.then_some(entry))
-                .collect();
-        }
+        // Without the flush policy's sync, only the partitions whose
+        // flush.messages was reached wait.
+        appended.retain(|(_, _, flush_asked)| sync || *flush_asked);
         async move {
             if !appended.is_empty() {
-                let flushes = appended.iter().map(|(_, p)| p.flush(true));
-                for ((index, partition), outcome) in appended.iter().zip(join_all(flushes).await) {
+                let flushes = appended.iter().map(|(_, p, _)| p.flush(true));
+                for ((index, partition, _), outcome) in appended.iter().zip(join_all(flushes).await) {
                     if let Err(e) = outcome {
                         tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "sync failed");
                         results[*index] = ProduceResult::error(code(ErrorCode::KafkaStorageError));

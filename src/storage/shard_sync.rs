@@ -226,15 +226,20 @@ mod tests {
         Err(std::io::Error::from_raw_os_error(libc::EIO))
     }
 
+    /// A shard sync over a fresh directory that calls `call` for syncfs.
+    fn sync_calling(call: fn(RawFd) -> std::io::Result<()>) -> (tempfile::TempDir, Rc<ShardSync>) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sync = ShardSync::open(dir.path()).unwrap();
+        sync.syncfs = call;
+        (dir, Rc::new(sync))
+    }
+
     #[test]
     fn callers_during_a_sync_share_the_next_one() {
         // Goal: a caller is never answered by a sync that started before
         // its call, and the callers that arrive while one runs share one.
         run_on_executor(|| async {
-            let dir = tempfile::tempdir().unwrap();
-            let mut sync = ShardSync::open(dir.path()).unwrap();
-            sync.syncfs = slow_syncfs;
-            let sync = Rc::new(sync);
+            let (_dir, sync) = sync_calling(slow_syncfs);
             let first = glommio::spawn_local(sync.clone().sync());
             glommio::timer::sleep(Duration::from_millis(15)).await;
             assert!(sync.state.borrow().running);
@@ -265,10 +270,7 @@ mod tests {
         // Goal: after a failed syncfs no later call reports success (syncfs
         // reports a write-back error only once per descriptor).
         run_on_executor(|| async {
-            let dir = tempfile::tempdir().unwrap();
-            let mut sync = ShardSync::open(dir.path()).unwrap();
-            sync.syncfs = failing_syncfs;
-            let sync = Rc::new(sync);
+            let (_dir, sync) = sync_calling(failing_syncfs);
             assert!(sync.clone().sync().await.is_err());
             assert!(sync.clone().sync().await.is_err());
             assert_eq!(sync.count.get(), 1);
@@ -278,8 +280,7 @@ mod tests {
     #[test]
     fn a_real_syncfs_succeeds() {
         run_on_executor(|| async {
-            let dir = tempfile::tempdir().unwrap();
-            let sync = Rc::new(ShardSync::open(dir.path()).unwrap());
+            let (_dir, sync) = sync_calling(syncfs);
             sync.clone().sync().await.unwrap();
             assert_eq!(sync.count.get(), 1);
         });
