@@ -17,6 +17,7 @@ use glommio::net::TcpStream;
 use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::Decodable;
 
+use super::produce_frame::{read_produce_frame, FrameError, ProduceFrame, LOOKAHEAD_BYTES};
 use super::{handlers, versions, ServerState};
 use crate::config::limits::{CONNECTION_IN_FLIGHT_REQUESTS_MAX, REQUEST_FRAME_BYTES_MIN};
 
@@ -35,6 +36,14 @@ pub enum Response {
 
 /// A response still being computed.
 pub type Responder = LocalBoxFuture<'static, Response>;
+
+/// A request as read from the socket.
+enum Frame {
+    /// A whole frame (size prefix excluded), decoded by its handler.
+    Whole(Bytes),
+    /// A Produce request read framing first (see `produce_frame.rs`).
+    Produce(ProduceFrame),
+}
 
 /// Why a connection is being closed.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +66,8 @@ enum CloseReason {
     UnsupportedVersion(i16, i16),
     #[error("malformed request header")]
     BadHeader,
+    #[error("malformed request: {0}")]
+    Malformed(&'static str),
     #[error("{0}")]
     Handler(&'static str),
     #[error("broker shutting down")]
@@ -81,7 +92,17 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>) {
             Ok(frame) => frame,
             Err(reason) => break reason,
         };
-        match handle_frame(frame, &state, peer_addr).await {
+        let handled = match frame {
+            Frame::Whole(frame) => handle_frame(frame, &state, peer_addr).await,
+            Frame::Produce(produce) => Ok(handlers::produce::handle(
+                &state.shard,
+                produce.request,
+                produce.header.request_api_version,
+                produce.header.correlation_id,
+            )
+            .await),
+        };
+        match handled {
             Ok(responder) => {
                 if tx.send(responder).await.is_err() {
                     break CloseReason::Eof;
@@ -141,7 +162,7 @@ async fn within<T>(limit: Duration, io: impl std::future::Future<Output = T>) ->
 async fn read_frame<R: AsyncRead + Unpin>(
     reader: &mut R,
     state: &ServerState,
-) -> Result<Bytes, CloseReason> {
+) -> Result<Frame, CloseReason> {
     let config = &state.shard.config;
     let mut size_bytes = [0u8; 4];
     // The first byte may take as long as the connection may idle; once a
@@ -175,14 +196,49 @@ async fn read_frame<R: AsyncRead + Unpin>(
     if size > config.socket_request_max_bytes as i64 {
         return Err(CloseReason::FrameTooLarge(size));
     }
-    // The size is checked against socket.request.max.bytes above, so this
-    // allocation is bounded.
-    let mut body = BytesMut::zeroed(size as usize);
+    // The size is checked against socket.request.max.bytes above, so what
+    // is allocated for the frame is bounded.
     let left = deadline.saturating_sub(started.elapsed());
-    match within(left, reader.read_exact(&mut body)).await {
+    match within(left, read_body(reader, size as usize)).await {
         None => Err(CloseReason::ReadTimeout),
-        Some(Err(e)) => Err(io_reason(e)),
-        Some(Ok(())) => Ok(body.freeze()),
+        Some(result) => result,
+    }
+}
+
+/// Reads a frame's `size` bytes: a served Produce request framing first,
+/// with each partition's records received into a buffer of their own;
+/// anything else whole.
+async fn read_body<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    size: usize,
+) -> Result<Frame, CloseReason> {
+    // API key and version first, with as much of the frame as one read gives
+    // (up to the look-ahead).
+    let mut prefix = BytesMut::zeroed(size.min(LOOKAHEAD_BYTES));
+    let mut filled = 0;
+    while filled < 4 {
+        match reader.read(&mut prefix[filled..]).await {
+            Ok(0) => return Err(CloseReason::Eof),
+            Ok(read) => filled += read,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_reason(e)),
+        }
+    }
+    prefix.truncate(filled);
+    let api_key = i16::from_be_bytes([prefix[0], prefix[1]]);
+    let version = i16::from_be_bytes([prefix[2], prefix[3]]);
+    if api_key == ApiKey::Produce as i16 && versions::is_served(ApiKey::Produce, version) {
+        return match read_produce_frame(reader, prefix, size).await {
+            Ok(produce) => Ok(Frame::Produce(produce)),
+            Err(FrameError::Io(e)) => Err(io_reason(e)),
+            Err(FrameError::Malformed(reason)) => Err(CloseReason::Malformed(reason)),
+        };
+    }
+    let mut body = BytesMut::zeroed(size);
+    body[..filled].copy_from_slice(&prefix);
+    match reader.read_exact(&mut body[filled..]).await {
+        Err(e) => Err(io_reason(e)),
+        Ok(()) => Ok(Frame::Whole(body.freeze())),
     }
 }
 

@@ -5,6 +5,7 @@
 pub mod connection;
 pub mod handlers;
 pub mod pieces;
+pub mod produce_frame;
 pub mod versions;
 
 use std::cell::{Cell, RefCell};

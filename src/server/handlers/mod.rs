@@ -165,9 +165,8 @@ pub async fn dispatch(
         ApiKey::DeleteTopics => {
             delete_topics::handle(shard, decode(&mut body, version)?, version, correlation_id).await
         }
-        ApiKey::Produce => {
-            produce::handle(shard, decode(&mut body, version)?, version, correlation_id).await
-        }
+        // Produce never comes here: the connection reads it framing first
+        // (`produce_frame.rs`) and calls `produce::handle` itself.
         ApiKey::Fetch => {
             fetch::handle(shard, decode(&mut body, version)?, version, correlation_id).await
         }

@@ -1,4 +1,6 @@
-//! Produce (key 0): batches are validated here, on the connection's shard
+//! Produce (key 0): the connection reads the request framing first, each
+//! partition's records into a buffer of their own (`produce_frame.rs`).
+//! Batches are validated here, on the connection's shard
 //! (magic 2, exactly one batch, CRC32C, size), grouped by owning shard, and
 //! appended there in request order. acks=0 gets no response; acks=1 is
 //! answered after the append; acks=all after fdatasync under the default
@@ -87,20 +89,6 @@ fn validate_records(
     Ok(header)
 }
 
-/// The batch bytes a partition keeps. A batch is a slice of the request
-/// frame, and the partition's tail cache holds it after the write, which would
-/// keep the whole frame alive. When the batch is most of the frame (one
-/// partition per request, the common high-throughput case) the slice is kept
-/// as is; when it is a small part of a large multi-partition request it is
-/// copied, so the memory the cache bounds is the memory it holds.
-fn own_batch(records: &Bytes, records_bytes_total: usize) -> Bytes {
-    if records.len() * 2 >= records_bytes_total {
-        records.clone()
-    } else {
-        Bytes::copy_from_slice(records)
-    }
-}
-
 /// Kafka refuses records without a key in a compacted topic: compaction
 /// could never drop them. Only compacted topics pay for decoding.
 fn check_keys_if_compacted(
@@ -141,12 +129,6 @@ pub async fn handle(
     let mut flat = Vec::new(); // (topic position, partition position)
     let mut groups: ShardGroups<ProduceItem> = ShardGroups::new();
     let acks_valid = (-1..=1).contains(&acks);
-    let records_bytes_total: usize = request
-        .topic_data
-        .iter()
-        .flat_map(|t| t.partition_data.iter())
-        .filter_map(|p| p.records.as_ref().map(Bytes::len))
-        .sum();
     for (ti, topic_data) in request.topic_data.iter().enumerate() {
         let name = topic_data.name.to_string();
         let topic = image.topic(&name);
@@ -191,13 +173,13 @@ pub async fn handle(
                                 topic: name.clone(),
                                 partition: index,
                             },
-                            batch: own_batch(
-                                partition_data
-                                    .records
-                                    .as_ref()
-                                    .expect("validated records are present"),
-                                records_bytes_total,
-                            ),
+                            // Each partition's records are a buffer of
+                            // their own (read so by the connection), so the
+                            // partition's tail holds just these bytes.
+                            batch: partition_data
+                                .records
+                                .clone()
+                                .expect("validated records are present"),
                             header,
                         },
                     );
