@@ -254,6 +254,11 @@ impl SegmentAppender {
         self.buffer_position + self.fill_bytes as u64
     }
 
+    /// Some write (data or partial block) has not been collected yet.
+    pub fn writes_in_flight(&self) -> bool {
+        !self.in_flight.is_empty()
+    }
+
     /// Bytes whose writes have completed (a prefix of the file).
     pub fn written_position(&self) -> u64 {
         self.written_position

@@ -8,7 +8,8 @@
 //!   updates the in-memory indexes, keeps the batch in the in-memory tail and
 //!   queues it for the writer.
 //! - The writer task (one per log) drains that queue in order into the
-//!   active segment's [`SegmentAppender`]. Whenever the queue is empty it
+//!   active segment's [`SegmentAppender`]. Whenever the queue is empty and
+//!   none of its writes is in flight (or somebody waits for written data) it
 //!   hands the partial last block to the disk too, so every appended byte is
 //!   written soon after the append without anybody asking. `flush(false)`
 //!   waits for that; `flush(true)` also waits for an fdatasync, and one
@@ -1672,9 +1673,23 @@ async fn writer_step(
         glommio::yield_if_needed().await;
     }
 
-    // Hand the partial last block to the disk as well.
-    appender.write_partial().await?;
-    shared.confirm_written(appender, unconfirmed)?;
+    // Hand the partial last block to the disk as well, unless writes of
+    // this log are still in flight and nobody waits for the data to be
+    // written: the writer wakes when they complete and writes the partial
+    // block then, with everything appended meanwhile. Under load (writes
+    // always in flight) data goes out in full buffers instead of being
+    // copied and written once per request and again when its buffer fills.
+    let waited_for = {
+        let state = shared.state.borrow();
+        !state.written_waiters.is_empty()
+            || !state.sync_waiters.is_empty()
+            || state.lifecycle == Lifecycle::Closing
+            || !state.append_turns.is_idle()
+    };
+    if waited_for || !appender.writes_in_flight() {
+        appender.write_partial().await?;
+        shared.confirm_written(appender, unconfirmed)?;
+    }
 
     // Group commit: one fdatasync, in the background while later writes go
     // on, covers every sync waiter whose data is written by the time it
