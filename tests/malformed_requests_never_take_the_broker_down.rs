@@ -102,9 +102,47 @@ fn a_garbage_body_closes_the_connection_unanswered() {
     short_header.extend_from_slice(&9i32.to_be_bytes());
     short_header.extend_from_slice(&50i16.to_be_bytes());
     short_header.extend_from_slice(b"abc");
-    let cases: [(&[u8], &str); 4] = [
+    // Produce is read framing first (records straight into their own
+    // buffers): lengths that point past the frame must close it, not wait
+    // for bytes of the next frame or allocate what they claim.
+    let produce_prefix = |version: i16, flexible: bool, topics: &[u8]| {
+        let mut body = request_header_v1(ApiKey::Produce as i16, version, 10);
+        if flexible {
+            body.push(0); // header tagged fields
+            body.push(0); // null transactional id
+        } else {
+            body.extend_from_slice(&(-1i16).to_be_bytes());
+        }
+        body.extend_from_slice(&1i16.to_be_bytes()); // acks
+        body.extend_from_slice(&1_000i32.to_be_bytes()); // timeout
+        body.extend_from_slice(topics);
+        body
+    };
+    let mut records_past_frame = produce_prefix(8, false, &1i32.to_be_bytes());
+    records_past_frame.extend_from_slice(&1i16.to_be_bytes());
+    records_past_frame.push(b't');
+    records_past_frame.extend_from_slice(&1i32.to_be_bytes()); // partitions
+    records_past_frame.extend_from_slice(&0i32.to_be_bytes()); // index
+    records_past_frame.extend_from_slice(&1_000_000i32.to_be_bytes());
+    records_past_frame.extend_from_slice(b"abc");
+    let mut compact_records_past_frame = produce_prefix(9, true, &[2]);
+    compact_records_past_frame.extend_from_slice(&[2, b't', 2]); // name, partitions
+    compact_records_past_frame.extend_from_slice(&0i32.to_be_bytes()); // index
+    compact_records_past_frame.extend_from_slice(&[0xc1, 0x84, 0x3d]); // 1_000_001
+    compact_records_past_frame.extend_from_slice(b"abc");
+    let many_topics = produce_prefix(8, false, &i32::MAX.to_be_bytes());
+    let cases: [(&[u8], &str); 7] = [
         (&noise, "64 random bytes"),
         (&produce, "Produce v3 with a truncated transactional id"),
+        (
+            &records_past_frame,
+            "Produce v8 whose records claim 1 MB in a frame of a few bytes",
+        ),
+        (
+            &compact_records_past_frame,
+            "Produce v9 whose compact records length points past the frame",
+        ),
+        (&many_topics, "Produce v8 claiming 2 billion topics"),
         (
             &metadata,
             "Metadata v1 with a topic name longer than the frame",
