@@ -10,7 +10,13 @@
 //!   appender could reach);
 //! - fdatasync latency after a 4 KiB O_DIRECT overwrite of an allocated
 //!   block, and after a 4 KiB append into a new block (which also changes
-//!   the file size, so the file system journals metadata).
+//!   the file size, so the file system journals metadata);
+//! - reads of data not in memory, the ceiling of a consumer catching up:
+//!   files written with O_DIRECT (so none of their pages is cached) read
+//!   sequentially in 1 MiB reads, one file and four at once (a catch-up
+//!   consumer reads several partitions), by O_DIRECT (the broker's DMA read
+//!   path) and through the page cache after dropping the files' pages (its
+//!   splice path; Kafka's reads of data no longer in the page cache).
 //!
 //! Sketch (issue 5's figures for this kind of machine): loopback ~2.3 GB/s;
 //! O_DIRECT ~0.6 GB/s with one write in flight, ~2.1 GB/s with 32;
@@ -33,6 +39,10 @@ use super::report::{
 };
 
 const LOOPBACK_CHUNK_BYTES: usize = 1 << 20;
+/// Files the read measurements read at once (and one alone).
+const READ_FILES: usize = 4;
+/// Bytes per read: the broker's cold-read chunk.
+const READ_CHUNK_BYTES: usize = 1 << 20;
 const SYNC_BLOCK_BYTES: usize = 4096;
 
 fn pin_current_thread(cpu: usize) {
@@ -139,6 +149,115 @@ async fn odirect_writes(
     }
     let elapsed = start.elapsed().as_secs_f64();
     Ok(written as f64 / elapsed.max(1e-9) / 1e6)
+}
+
+/// Writes [`READ_FILES`] files of `file_bytes` with O_DIRECT for the read
+/// measurements: none of their pages enters the page cache.
+async fn write_read_files(dir: &Path, file_bytes: u64) -> anyhow::Result<Vec<PathBuf>> {
+    let mut paths = Vec::new();
+    for index in 0..READ_FILES {
+        let path = scratch_path(dir, &format!("read-{index}"));
+        let file = DmaFile::create(&path)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
+        paths.push(path);
+        let mut position = 0u64;
+        let mut in_flight = FuturesUnordered::new();
+        while position < file_bytes || !in_flight.is_empty() {
+            while in_flight.len() < 8 && position < file_bytes {
+                let mut buffer = file.alloc_dma_buffer(READ_CHUNK_BYTES);
+                buffer.as_bytes_mut().fill(0x3c);
+                in_flight.push(file.write_at(buffer, position));
+                position += READ_CHUNK_BYTES as u64;
+            }
+            if let Some(result) = in_flight.next().await {
+                result.map_err(|e| anyhow::anyhow!("O_DIRECT write failed: {e}"))?;
+            }
+        }
+        drop(in_flight);
+        file.close()
+            .await
+            .map_err(|e| anyhow::anyhow!("close failed: {e}"))?;
+    }
+    Ok(paths)
+}
+
+/// O_DIRECT reads of `paths` at once, 1 MiB at a time with one read in
+/// flight per file, until the files end or `seconds` pass; MB/s (10^6).
+async fn odirect_reads(paths: &[PathBuf], seconds: u64) -> anyhow::Result<f64> {
+    let start = Instant::now();
+    let end = start + Duration::from_secs(seconds);
+    let readers = paths.iter().map(|path| async move {
+        let file = DmaFile::open(path)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
+        let mut position = 0u64;
+        while Instant::now() < end {
+            let read = file
+                .read_at_aligned(position, READ_CHUNK_BYTES)
+                .await
+                .map_err(|e| anyhow::anyhow!("O_DIRECT read failed: {e}"))?;
+            if read.is_empty() {
+                break;
+            }
+            position += read.len() as u64;
+        }
+        let _ = file.close().await;
+        anyhow::Ok(position)
+    });
+    let mut read = 0u64;
+    for result in futures::future::join_all(readers).await {
+        read += result?;
+    }
+    Ok(read as f64 / start.elapsed().as_secs_f64().max(1e-9) / 1e6)
+}
+
+/// Reads of `paths` through the page cache after dropping their cached
+/// pages, one thread per file, 1 MiB at a time, until the files end or
+/// `seconds` pass; MB/s (10^6).
+fn buffered_cold_reads(paths: &[PathBuf], seconds: u64) -> anyhow::Result<f64> {
+    use std::os::fd::AsRawFd;
+    let mut files = Vec::new();
+    for path in paths {
+        let file =
+            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        // SAFETY: plain advice on an open descriptor.
+        let error =
+            unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        if error != 0 {
+            anyhow::bail!(
+                "cannot drop the cached pages of {}: errno {error}",
+                path.display()
+            );
+        }
+        files.push(file);
+    }
+    let start = Instant::now();
+    let end = start + Duration::from_secs(seconds);
+    let threads: Vec<_> = files
+        .into_iter()
+        .map(|mut file| {
+            std::thread::spawn(move || -> std::io::Result<u64> {
+                let mut buffer = vec![0u8; READ_CHUNK_BYTES];
+                let mut read = 0u64;
+                while Instant::now() < end {
+                    let n = file.read(&mut buffer)?;
+                    if n == 0 {
+                        break;
+                    }
+                    read += n as u64;
+                }
+                Ok(read)
+            })
+        })
+        .collect();
+    let mut read = 0u64;
+    for thread in threads {
+        read += thread
+            .join()
+            .map_err(|_| anyhow::anyhow!("a reader thread failed"))??;
+    }
+    Ok(read as f64 / start.elapsed().as_secs_f64().max(1e-9) / 1e6)
 }
 
 /// fdatasync latencies: after a 4 KiB overwrite of an allocated block
@@ -257,13 +376,47 @@ pub fn run_limits(args: &LimitsArgs) -> anyhow::Result<LimitsResult> {
                 .await
                 .map_err(|e| note("fdatasync after append", e))
                 .ok();
-            (writes, overwrite, append, notes)
+            eprintln!("limits: writing {READ_FILES} files of {file_bytes} B for the read measurements ...");
+            let mut reads = [None, None];
+            let read_files = match write_read_files(&dir, file_bytes).await {
+                Ok(paths) => {
+                    for (slot, count) in reads.iter_mut().zip([1, READ_FILES]) {
+                        eprintln!("limits: O_DIRECT 1 MiB reads of {count} file(s) at once ...");
+                        *slot = odirect_reads(&paths[..count], seconds)
+                            .await
+                            .map_err(|e| note(&format!("O_DIRECT reads of {count} file(s)"), e))
+                            .ok();
+                    }
+                    paths
+                }
+                Err(e) => {
+                    note("reads", e);
+                    Vec::new()
+                }
+            };
+            (writes, overwrite, append, reads, read_files, notes)
         })
         .map_err(|e| anyhow::anyhow!("cannot start a glommio executor (io_uring?): {e}"))?
         .join()
         .map_err(|e| anyhow::anyhow!("the disk measurements failed: {e}"))?;
-    let (writes, overwrite, append, disk_notes) = disk;
+    let (writes, overwrite, append, odirect_reads, read_files, disk_notes) = disk;
     notes.extend(disk_notes);
+    let mut buffered_reads = [None, None];
+    if !read_files.is_empty() {
+        for (slot, count) in buffered_reads.iter_mut().zip([1, READ_FILES]) {
+            eprintln!("limits: page-cache reads of {count} uncached file(s) at once ...");
+            *slot = buffered_cold_reads(&read_files[..count], args.seconds)
+                .map_err(|e| {
+                    notes.push(format!(
+                        "page-cache reads of {count} file(s) not measured: {e:#}"
+                    ))
+                })
+                .ok();
+        }
+    }
+    for path in &read_files {
+        std::fs::remove_file(path).ok();
+    }
     Ok(LimitsResult {
         tool: "ringbroker bench limits".into(),
         started_unix_ms: std::time::SystemTime::now()
@@ -278,6 +431,11 @@ pub fn run_limits(args: &LimitsArgs) -> anyhow::Result<LimitsResult> {
         odirect_prealloc_qd32_mb_per_sec: writes[3],
         fdatasync_overwrite_us: overwrite,
         fdatasync_append_us: append,
+        read_files: READ_FILES,
+        odirect_read_1file_mb_per_sec: odirect_reads[0],
+        odirect_read_files_mb_per_sec: odirect_reads[1],
+        cold_buffered_read_1file_mb_per_sec: buffered_reads[0],
+        cold_buffered_read_files_mb_per_sec: buffered_reads[1],
         notes,
     })
 }
@@ -335,6 +493,24 @@ pub fn render_limits(result: &LimitsResult) -> String {
     out += &format!(
         "fdatasync after 4 KiB append:        {}\n",
         sync(&result.fdatasync_append_us)
+    );
+    out += &format!(
+        "O_DIRECT reads 1 MiB, 1 file:          {}\n",
+        mb(result.odirect_read_1file_mb_per_sec)
+    );
+    out += &format!(
+        "O_DIRECT reads 1 MiB, {} files at once: {}\n",
+        result.read_files,
+        mb(result.odirect_read_files_mb_per_sec)
+    );
+    out += &format!(
+        "uncached page-cache reads, 1 file:          {}\n",
+        mb(result.cold_buffered_read_1file_mb_per_sec)
+    );
+    out += &format!(
+        "uncached page-cache reads, {} files at once: {}\n",
+        result.read_files,
+        mb(result.cold_buffered_read_files_mb_per_sec)
     );
     for note in &result.notes {
         out += &format!("note: {note}\n");

@@ -218,6 +218,21 @@ pub struct LimitsResult {
     pub fdatasync_overwrite_us: Option<LatencySummary>,
     /// fdatasync after a 4 KiB append into a new block.
     pub fdatasync_append_us: Option<LatencySummary>,
+    /// Files read at once by the `*_files_*` read measurements.
+    #[serde(default)]
+    pub read_files: usize,
+    /// O_DIRECT 1 MiB reads of one uncached file, MB/s.
+    #[serde(default)]
+    pub odirect_read_1file_mb_per_sec: Option<f64>,
+    /// O_DIRECT 1 MiB reads of `read_files` uncached files at once, MB/s.
+    #[serde(default)]
+    pub odirect_read_files_mb_per_sec: Option<f64>,
+    /// Page-cache reads of one file none of whose pages was cached, MB/s.
+    #[serde(default)]
+    pub cold_buffered_read_1file_mb_per_sec: Option<f64>,
+    /// Page-cache reads of `read_files` uncached files at once, MB/s.
+    #[serde(default)]
+    pub cold_buffered_read_files_mb_per_sec: Option<f64>,
     /// What could not be measured and why.
     pub notes: Vec<String>,
 }
@@ -342,6 +357,20 @@ pub fn limit_fractions(result: &BenchResult, limits: &LimitsResult) -> Vec<Limit
             consume.wire_mb_per_sec,
             limits.loopback_tcp_mb_per_sec,
         );
+        // A consumer catching up reads what is no longer in memory: the
+        // disk's read ceilings apply (not to a consumer at the tail).
+        if result.config.from == "earliest" && result.end_to_end_latency_us.is_none() {
+            push(
+                "catch-up wire MB/s / O_DIRECT read MB/s (several files at once)",
+                consume.wire_mb_per_sec,
+                limits.odirect_read_files_mb_per_sec,
+            );
+            push(
+                "catch-up wire MB/s / uncached page-cache read MB/s (several files at once)",
+                consume.wire_mb_per_sec,
+                limits.cold_buffered_read_files_mb_per_sec,
+            );
+        }
     }
     if let (Some(latency), Some(sync)) = (&result.produce_latency_us, &limits.fdatasync_append_us) {
         if result.config.acks == -1 {
@@ -709,6 +738,11 @@ mod tests {
             odirect_prealloc_qd32_mb_per_sec: None,
             fdatasync_overwrite_us: None,
             fdatasync_append_us: LatencySummary::of(&histogram([100, 150])),
+            read_files: 4,
+            odirect_read_1file_mb_per_sec: None,
+            odirect_read_files_mb_per_sec: Some(1.5),
+            cold_buffered_read_1file_mb_per_sec: None,
+            cold_buffered_read_files_mb_per_sec: None,
             notes: vec![],
         };
         let fractions = limit_fractions(&sample_result(), &limits);
@@ -718,6 +752,23 @@ mod tests {
         assert!(fractions[2].what.contains("fdatasync"));
         limits.loopback_tcp_mb_per_sec = None;
         assert_eq!(limit_fractions(&sample_result(), &limits).len(), 2);
+        // A consumer catching up is compared with the disk's read ceiling,
+        // one at the tail (end-to-end) is not.
+        let catch_up = BenchResult {
+            produce: None,
+            produce_latency_us: None,
+            consume: Some(Throughput::new(1000, 1_000_000, 1_200_000, 10, 1.6)),
+            ..sample_result()
+        };
+        let reads = limit_fractions(&catch_up, &limits);
+        assert_eq!(reads.len(), 1, "{reads:?}");
+        assert!(reads[0].what.contains("O_DIRECT read"));
+        assert!((reads[0].fraction - 0.5).abs() < 1e-9);
+        let tail = BenchResult {
+            end_to_end_latency_us: LatencySummary::of(&histogram([100, 150])),
+            ..catch_up
+        };
+        assert!(limit_fractions(&tail, &limits).is_empty());
         let text = render_text(&BenchResult {
             limit_fractions: fractions,
             ..sample_result()
