@@ -359,16 +359,30 @@ pub fn limit_fractions(result: &BenchResult, limits: &LimitsResult) -> Vec<Limit
         );
         // A consumer catching up reads what is no longer in memory: the
         // disk's read ceilings apply (not to a consumer at the tail).
+        // One partition reads one file; more read several at once.
         if result.config.from == "earliest" && result.end_to_end_latency_us.is_none() {
+            let (files, odirect, buffered) = if result.config.partitions <= 1 {
+                (
+                    "one file",
+                    limits.odirect_read_1file_mb_per_sec,
+                    limits.cold_buffered_read_1file_mb_per_sec,
+                )
+            } else {
+                (
+                    "several files at once",
+                    limits.odirect_read_files_mb_per_sec,
+                    limits.cold_buffered_read_files_mb_per_sec,
+                )
+            };
             push(
-                "catch-up wire MB/s / O_DIRECT read MB/s (several files at once)",
+                &format!("catch-up wire MB/s / O_DIRECT read MB/s ({files})"),
                 consume.wire_mb_per_sec,
-                limits.odirect_read_files_mb_per_sec,
+                odirect,
             );
             push(
-                "catch-up wire MB/s / uncached page-cache read MB/s (several files at once)",
+                &format!("catch-up wire MB/s / uncached page-cache read MB/s ({files})"),
                 consume.wire_mb_per_sec,
-                limits.cold_buffered_read_files_mb_per_sec,
+                buffered,
             );
         }
     }
@@ -739,7 +753,7 @@ mod tests {
             fdatasync_overwrite_us: None,
             fdatasync_append_us: LatencySummary::of(&histogram([100, 150])),
             read_files: 4,
-            odirect_read_1file_mb_per_sec: None,
+            odirect_read_1file_mb_per_sec: Some(3.0),
             odirect_read_files_mb_per_sec: Some(1.5),
             cold_buffered_read_1file_mb_per_sec: None,
             cold_buffered_read_files_mb_per_sec: None,
@@ -762,7 +776,12 @@ mod tests {
         };
         let reads = limit_fractions(&catch_up, &limits);
         assert_eq!(reads.len(), 1, "{reads:?}");
-        assert!(reads[0].what.contains("O_DIRECT read"));
+        assert!(reads[0].what.contains("O_DIRECT read MB/s (one file)"));
+        assert!((reads[0].fraction - 0.25).abs() < 1e-9);
+        let mut sixteen = catch_up.clone();
+        sixteen.config.partitions = 16;
+        let reads = limit_fractions(&sixteen, &limits);
+        assert!(reads[0].what.contains("several files"));
         assert!((reads[0].fraction - 0.5).abs() < 1e-9);
         let tail = BenchResult {
             end_to_end_latency_us: LatencySummary::of(&histogram([100, 150])),
