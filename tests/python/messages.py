@@ -40,6 +40,31 @@ def make_messages(count, partitions, include_empty_values=True, null_header_valu
     return messages
 
 
+# Value sizes that put record batches on both sides of the broker's 32 KiB
+# threshold between receiving a partition's records straight into their own
+# buffer and copying them out of a bulk read.
+SIZED_VALUE_BYTES = [40_000, 120, 70_000, 3_000, 33_000, 0, 150_000, 31_000]
+
+
+def make_sized_messages(count, partitions):
+    """Messages with values of SIZED_VALUE_BYTES in turn (deterministic,
+    incompressible bytes), spread over the partitions so that one produce
+    request carries long and short batches of several partitions."""
+    import random
+
+    messages = []
+    for index in range(count):
+        size = SIZED_VALUE_BYTES[index % len(SIZED_VALUE_BYTES)]
+        messages.append({
+            "partition": (index // 3) % partitions,
+            "key": f"sized-{index}".encode(),
+            "value": random.Random(index).randbytes(size),
+            "headers": [("size", str(size).encode())],
+            "timestamp_ms": BASE_TIMESTAMP_MS + index,
+        })
+    return messages
+
+
 def by_partition(messages):
     """Messages grouped by partition, in send order."""
     grouped = {}

@@ -24,7 +24,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from conftest import DEFAULT_PARTITIONS
-from messages import make_messages
+from messages import make_messages, make_sized_messages
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 MESSAGES = 500
@@ -118,6 +118,26 @@ def test_produce_each_codec_and_read_back_with_assign(broker, topic, codec):
             assert message.value() == sent["value"], where
             assert (message.headers() or []) == sent["headers"], where
             assert message.timestamp() == (TIMESTAMP_CREATE_TIME, sent["timestamp_ms"]), where
+
+
+def test_long_and_short_batches_of_several_partitions_in_one_request(broker, topic):
+    # Produce v9+ (flexible): the broker reads each partition's records into
+    # their own buffer, long ones straight from the socket.
+    messages = make_sized_messages(64, DEFAULT_PARTITIONS)
+    acked = produce(broker, topic, messages, **{"linger.ms": 50})
+    counts = {}
+    for partition, _ in acked:
+        counts[partition] = counts.get(partition, 0) + 1
+    assert len(counts) == DEFAULT_PARTITIONS
+    got = read(broker, topic, counts)
+    for partition, received in got.items():
+        assert [m.offset() for m in received] == list(range(counts[partition]))
+        for message in received:
+            sent = acked[(partition, message.offset())]
+            where = f"partition {partition} offset {message.offset()}"
+            assert message.key() == sent["key"], where
+            assert (message.value() or b"") == sent["value"], where
+            assert message.headers() == sent["headers"], where
 
 
 def test_admin_client_creates_describes_lists_and_deletes_topics(broker, topic):

@@ -20,7 +20,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.errors import TopicAlreadyExistsError
 
 from conftest import DEFAULT_PARTITIONS
-from messages import by_partition, make_messages
+from messages import by_partition, make_messages, make_sized_messages
 
 CODECS = [None, "gzip", "snappy", "lz4", "zstd"]
 ACKS = [0, 1, "all"]
@@ -30,14 +30,16 @@ READ_TIMEOUT_S = 30
 
 def make_producer(broker, **config):
     return KafkaProducer(
-        bootstrap_servers=broker.bootstrap,
-        # kafka-python 3 turns idempotence on by default; the broker has no
-        # InitProducerId yet.
-        enable_idempotence=False,
-        linger_ms=5,
-        request_timeout_ms=30000,
-        max_block_ms=30000,
-        **config,
+        **{
+            "bootstrap_servers": broker.bootstrap,
+            # kafka-python 3 turns idempotence on by default; the broker has
+            # no InitProducerId yet.
+            "enable_idempotence": False,
+            "linger_ms": 5,
+            "request_timeout_ms": 30000,
+            "max_block_ms": 30000,
+            **config,
+        }
     )
 
 
@@ -126,6 +128,27 @@ def test_produce_and_read_back_with_assign(broker, topic, acks, compression):
         # Nothing past what was sent.
         end = consumer.end_offsets([TopicPartition(topic, p) for p in sent])
         assert {tp.partition: o for tp, o in end.items()} == {p: len(m) for p, m in sent.items()}
+    finally:
+        consumer.close()
+    assert_records_match(sent, got, offsets)
+
+
+def test_long_and_short_batches_of_several_partitions_in_one_request(broker, topic):
+    # Produce v3-v8 (kafka-python): the broker reads each partition's records
+    # into their own buffer, long ones straight from the socket.
+    messages = make_sized_messages(48, DEFAULT_PARTITIONS)
+    producer = make_producer(broker, acks="all", batch_size=400_000, linger_ms=50)
+    try:
+        metadata = produce(producer, topic, messages)
+    finally:
+        producer.close(timeout=10)
+    sent = by_partition(messages)
+    offsets = {}
+    for message, record_metadata in zip(messages, metadata):
+        offsets.setdefault(record_metadata.partition, []).append(record_metadata.offset)
+    consumer = make_consumer(broker)
+    try:
+        got = read(consumer, topic, {p: len(m) for p, m in sent.items()})
     finally:
         consumer.close()
     assert_records_match(sent, got, offsets)
