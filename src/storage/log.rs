@@ -1679,6 +1679,9 @@ async fn writer_step(
     // block then, with everything appended meanwhile. Under load (writes
     // always in flight) data goes out in full buffers instead of being
     // copied and written once per request and again when its buffer fills.
+    // Collect writes that completed since (their completion is what woke
+    // this step when the queue is empty), so `writes_in_flight` is current.
+    shared.confirm_written(appender, unconfirmed)?;
     let waited_for = {
         let state = shared.state.borrow();
         !state.written_waiters.is_empty()
@@ -2315,6 +2318,33 @@ mod tests {
                 let again = log.read(0, i64::MAX, usize::MAX, true).await.unwrap();
                 assert_eq!(joined(&again), stored.concat(), "reads work after close");
             }
+        });
+    }
+
+    /// Goal: appended batches reach the disk without anybody asking (no
+    /// flush, no waiter), also when the writer skipped the partial block
+    /// because writes were in flight. Method: appends in bursts, then wait
+    /// until nothing is pending and every byte was handed to a write.
+    #[test]
+    fn appends_are_written_without_anybody_asking() {
+        run_on_executor(|| async {
+            let (_root, dir) = temporary_log_dir();
+            let log = Log::create(&dir, small_config(1 << 20), Uuid::new_v4())
+                .await
+                .unwrap();
+            for burst in 0..5 {
+                append_batches(&log, 1 + burst * 7).await;
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                while log.stats().pending_bytes > 0 {
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "burst {burst}: {} bytes still unwritten 10 s after the appends",
+                        log.stats().pending_bytes
+                    );
+                    glommio::timer::sleep(std::time::Duration::from_millis(5)).await;
+                }
+            }
+            log.close().await.unwrap();
         });
     }
 
