@@ -2241,6 +2241,92 @@ mod tests {
         });
     }
 
+    /// Which pages of `file` (from `position`, `len` bytes) are in the page
+    /// cache, without reading anything (mmap + mincore).
+    fn pages_cached(file: &std::fs::File, position: u64, len: usize) -> Vec<bool> {
+        use std::os::fd::AsRawFd;
+        let page = rewrite_block_bytes() as usize;
+        assert_eq!(position % page as u64, 0);
+        let pages = len.div_ceil(page);
+        // SAFETY: a read-only shared mapping of a file we hold open, unmapped
+        // below; mincore only reports on it.
+        unsafe {
+            let map = libc::mmap(
+                std::ptr::null_mut(),
+                pages * page,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                position as libc::off_t,
+            );
+            assert_ne!(
+                map,
+                libc::MAP_FAILED,
+                "mmap: {}",
+                std::io::Error::last_os_error()
+            );
+            let mut residency = vec![0u8; pages];
+            let status = libc::mincore(map, pages * page, residency.as_mut_ptr());
+            let error = std::io::Error::last_os_error();
+            libc::munmap(map, pages * page);
+            assert_eq!(status, 0, "mincore: {error}");
+            residency.iter().map(|flags| flags & 1 == 1).collect()
+        }
+    }
+
+    /// Goal: a splice read of a consumer catching up asks the kernel for
+    /// what its next fetches will take as well (read-ahead), and no more;
+    /// without it each fetch waited for the disk in turn. Method: ~9 MiB of
+    /// ~4.5 KiB batches in one segment written by DMA (none of it in the
+    /// page cache), a 1 MiB splice read from the start: the page 2.5 MiB in
+    /// comes into the page cache, the ones from 6 MiB on do not.
+    #[test]
+    fn splice_reads_ask_for_the_next_fetches_ahead() {
+        run_on_executor(|| async {
+            let (_root, dir) = temporary_log_dir();
+            let (log, _starts) = log_of_batches(&dir, 64 << 20, 2100, |_| 400).await;
+            let base = log.segment_base_offsets()[0];
+            let path = segment_file_path(&dir, base, LOG_FILE_EXTENSION);
+            let probe = std::fs::File::open(&path).unwrap();
+            assert!(
+                active_segment_bytes(&log) > 9 << 20,
+                "{}",
+                active_segment_bytes(&log)
+            );
+            let ahead_page = 5 << 19;
+            let far = 6 << 20;
+            let far_len = 2 << 20;
+            assert!(
+                !pages_cached(&probe, ahead_page, 4096)[0]
+                    && !pages_cached(&probe, far, far_len).contains(&true),
+                "DMA writes left pages in the page cache"
+            );
+            let budget = 1 << 20;
+            let read = log
+                .read_pieces(0, i64::MAX, budget, true, true)
+                .await
+                .unwrap();
+            assert!(
+                matches!(read.pieces.first(), Some(Piece::File(_))),
+                "the read was not spliced"
+            );
+            assert!(read.bytes <= budget);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while !pages_cached(&probe, ahead_page, 4096)[0] {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the next fetches' range was not read ahead"
+                );
+                glommio::timer::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            assert!(
+                !pages_cached(&probe, far, far_len).contains(&true),
+                "read ahead further than the next fetches"
+            );
+            log.close().await.unwrap();
+        });
+    }
+
     /// Goal: the in-memory tails of all logs on a shard stay within the
     /// shard's budget, evicted batches still read back from the files, and
     /// the budget's count returns to zero when the logs are gone. Method:

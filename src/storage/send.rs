@@ -3,9 +3,10 @@
 //! the connection moves them file -> pipe -> socket with splice(2), so the
 //! record bytes never enter user space. The ranges are found by walking the
 //! batch headers through the page cache (`pread` of each 61-byte header,
-//! after `posix_fadvise(WILLNEED)` over the range the budget allows), on a
-//! blocking-pool thread: a read that misses the page cache waits for the
-//! disk there, not on the shard.
+//! after `posix_fadvise(WILLNEED)` over the range the budget allows and
+//! the next fetches' share, see [`READ_AHEAD_FETCHES`]), on a blocking-pool
+//! thread: a read that misses the page cache waits for the disk there, not
+//! on the shard.
 //!
 //! Kernel facts this path lives with: the broker writes segments with
 //! O_DIRECT, so a file's first buffered read comes from the disk (later
@@ -39,6 +40,16 @@ pub fn rewrite_block_bytes() -> u64 {
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     u64::try_from(page).unwrap_or(4096).max(4096)
 }
+
+/// Read-ahead of a consumer's segment reads: besides the range a fetch may
+/// take, each walk asks the kernel for what the next this-many fetches of
+/// the same size would take (at most [`READ_AHEAD_BYTES_MAX`] more), so a
+/// consumer catching up finds its next fetch on its way from the disk
+/// instead of waiting for it. The kernel's own readahead is off on these
+/// descriptors (see above), and never reaches past the walk's end.
+pub const READ_AHEAD_FETCHES: u64 = 2;
+/// Most bytes one walk asks for beyond its own budget.
+pub const READ_AHEAD_BYTES_MAX: u64 = 8 << 20;
 
 /// Whole batches of a segment file, sent by splice. The descriptor stays
 /// open while any range holds it, so a segment deleted meanwhile (by
@@ -144,8 +155,14 @@ pub async fn walk_headers(
             SendFile::Open(file) => file,
             SendFile::Reopen(dma) => Arc::new(open_for_send(&dma, &path)?),
         };
-        // Ask for the blocks the budget can use at once (readahead is off).
-        let wanted = (limits.max_bytes.saturating_sub(used_bytes) as u64)
+        // Ask for the blocks the budget can use at once, and for the next
+        // fetches' (the kernel's readahead is off).
+        let budget = limits.max_bytes.saturating_sub(used_bytes) as u64;
+        let ahead = budget
+            .saturating_mul(READ_AHEAD_FETCHES)
+            .min(READ_AHEAD_BYTES_MAX);
+        let wanted = budget
+            .saturating_add(ahead)
             .saturating_add(2 * rewrite_block_bytes())
             .min(end - start);
         // SAFETY: fadvise on a descriptor we hold; a hint only.
