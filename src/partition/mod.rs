@@ -35,8 +35,8 @@ use crate::protocol::record_batch::{
 };
 use crate::storage::txn_index::{self, AbortedTxn};
 use crate::storage::{
-    AppendInfo, CompactionConfig, CompactionRequest, CompactionStats, Log, Piece, Pieces,
-    ReadResult, StorageError,
+    next_offset_after_pieces, AppendInfo, CompactionConfig, CompactionRequest, CompactionStats,
+    Log, Pieces, ReadResult, StorageError,
 };
 use producer_state::{
     parse_snapshot_file_name, snapshot_file_name, AppendCheck, ProducerError, ProducerStateManager,
@@ -810,12 +810,15 @@ impl Partition {
         Ok(fetched)
     }
 
-    /// [`Self::fetch`] for sending to a consumer: with `splice` (and
-    /// read_uncommitted) what lies in segment files comes back as file
-    /// ranges for the connection to splice (see `storage/send.rs`);
-    /// `min_one_batch` returns the first batch whatever its size.
-    /// read_committed reads bytes, to find the aborted transactions in
-    /// what was read (and always returns the first batch).
+    /// [`Self::fetch`] for sending to a consumer: with `splice`, what lies
+    /// in segment files comes back as file ranges for the connection to
+    /// splice (see `storage/send.rs`); `min_one_batch` returns the first
+    /// batch whatever its size. read_committed reads up to the last stable
+    /// offset, always returns the first batch, and lists the aborted
+    /// transactions up to an offset bound after the last batch returned
+    /// (from the offset index where the batches are file ranges, as Kafka's
+    /// fetch upper bound is: a few more aborted transactions than needed,
+    /// never fewer).
     ///
     /// # Errors
     /// Storage failures.
@@ -827,29 +830,35 @@ impl Partition {
         read_committed: bool,
         splice: bool,
     ) -> Result<(Pieces, Option<Vec<(i64, i64)>>), PartitionError> {
-        if read_committed {
-            let fetched = self.fetch(offset, max_bytes, read_committed).await?;
-            let pieces = Pieces {
-                bytes: fetched.read.bytes,
-                pieces: fetched
-                    .read
-                    .batches
-                    .into_iter()
-                    .map(Piece::Memory)
-                    .collect(),
-            };
-            return Ok((pieces, fetched.aborted_transactions));
-        }
-        let limit = self.high_watermark();
+        let limit = if read_committed {
+            self.last_stable_offset()
+        } else {
+            self.high_watermark()
+        };
         if offset >= limit {
-            return Ok((Pieces::default(), None));
+            return Ok((Pieces::default(), read_committed.then(Vec::new)));
         }
-        Ok((
-            self.log
-                .read_pieces(offset, limit, max_bytes, min_one_batch, splice)
-                .await?,
-            None,
-        ))
+        let pieces = self
+            .log
+            .read_pieces(
+                offset,
+                limit,
+                max_bytes,
+                min_one_batch || read_committed,
+                splice,
+            )
+            .await?;
+        let aborted = if read_committed {
+            Some(match pieces.next_offset_bound() {
+                Some(upper_bound_offset) => {
+                    self.aborted_transactions(offset, upper_bound_offset).await
+                }
+                None => Vec::new(),
+            })
+        } else {
+            None
+        };
+        Ok((pieces, aborted))
     }
 
     /// The producers with state on this partition, by producer id.
@@ -992,60 +1001,6 @@ fn sorted_unique(mut entries: Vec<AbortedTxn>) -> Vec<AbortedTxn> {
     entries
 }
 
-/// The offset after the last batch of `pieces` (whole batches, split
-/// anywhere), read from the batch headers without joining the pieces; None
-/// when there is no whole batch header.
-fn next_offset_after_pieces(pieces: &[Bytes]) -> Option<i64> {
-    /// baseOffset (8) batchLength (4) partitionLeaderEpoch (4) magic (1)
-    /// crc (4) attributes (2) lastOffsetDelta (4).
-    const PREFIX_BYTES: usize = 27;
-    let mut piece = 0usize;
-    let mut within = 0usize;
-    let mut next = None;
-    loop {
-        // Copy the prefix of the batch at the cursor, across pieces.
-        let mut prefix = [0u8; PREFIX_BYTES];
-        let (mut p, mut w, mut filled) = (piece, within, 0usize);
-        while filled < PREFIX_BYTES && p < pieces.len() {
-            let available = &pieces[p][w.min(pieces[p].len())..];
-            let take = available.len().min(PREFIX_BYTES - filled);
-            prefix[filled..filled + take].copy_from_slice(&available[..take]);
-            filled += take;
-            w += take;
-            if w >= pieces[p].len() {
-                p += 1;
-                w = 0;
-            }
-        }
-        if filled < PREFIX_BYTES {
-            return next;
-        }
-        let base_offset = i64::from_be_bytes(prefix[0..8].try_into().ok()?);
-        let batch_length = i32::from_be_bytes(prefix[8..12].try_into().ok()?);
-        let last_offset_delta = i32::from_be_bytes(prefix[23..27].try_into().ok()?);
-        if batch_length < 0 || last_offset_delta < 0 {
-            return next;
-        }
-        next = Some(base_offset + i64::from(last_offset_delta) + 1);
-        // Skip the whole batch.
-        let mut skip = 12 + batch_length as usize;
-        while skip > 0 && piece < pieces.len() {
-            let left = pieces[piece].len() - within;
-            if skip < left {
-                within += skip;
-                skip = 0;
-            } else {
-                skip -= left;
-                piece += 1;
-                within = 0;
-            }
-        }
-        if skip > 0 {
-            return next;
-        }
-    }
-}
-
 /// Rewrites a batch for a LogAppendTime topic: sets the timestamp-type bit and
 /// maxTimestamp to `now`, and recomputes the CRC (both fields are covered by
 /// it), as Kafka does. This copies the batch; CreateTime topics never do.
@@ -1153,6 +1108,132 @@ mod tests {
                 (text(record.key), text(record.value), record.producer_id)
             })
             .collect()
+    }
+
+    /// Goal: read_committed fetches spliced from the segment files return
+    /// the bytes DMA reads return and list every aborted transaction the
+    /// DMA read lists (its bound is exact; the splice read's comes from the
+    /// offset index, so it may list a few more, all starting past what the
+    /// DMA read returned). Method: interleaved transactions of five
+    /// producers, odd ones aborted, with plain batches between, over several
+    /// segments and no tail cache; fetches at many offsets and budgets.
+    #[test]
+    fn read_committed_splice_reads_list_the_aborted_transactions_dma_reads_do() {
+        use crate::storage::{LogConfig, Piece};
+        use std::os::unix::fs::FileExt;
+        run_on_executor(|| async {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("t-0");
+            let config = LogConfig {
+                segment_bytes: 256 << 10,
+                index_interval_bytes: 4096,
+                segment_index_bytes: 1 << 20,
+                write_buffer_bytes: 64 << 10,
+                preallocate_bytes: 0,
+                ..small_config(0)
+            };
+            let log = Log::create(&dir, config, Uuid::nil()).await.unwrap();
+            let partition = Partition::new("t".into(), 0, Uuid::nil(), log, SETTINGS);
+            partition.load_producer_state().await.unwrap();
+            let value = vec![b'v'; 1500];
+            let mut sequences = [0i32; 6];
+            for round in 0..60 {
+                for step in 0..10 {
+                    let producer_id = (step % 5 + 1) as i64;
+                    let record = NewRecord {
+                        key: Some(b"k"),
+                        value: Some(&value),
+                    };
+                    let bytes = build_producer_batch(
+                        &[record],
+                        1_000,
+                        Some(BatchProducer {
+                            producer_id,
+                            producer_epoch: 0,
+                            base_sequence: sequences[producer_id as usize],
+                            transactional: true,
+                        }),
+                    );
+                    sequences[producer_id as usize] += 1;
+                    let header = validate_batch(&bytes).unwrap();
+                    partition.append(Bytes::from(bytes), &header).await.unwrap();
+                    if step == 4 {
+                        let plain = Bytes::from(sample_batch(0, 3, 1_000 + round));
+                        let header = validate_batch(&plain).unwrap();
+                        partition.append(plain, &header).await.unwrap();
+                    }
+                }
+                for producer_id in 1..=5i64 {
+                    partition
+                        .write_txn_marker(producer_id, 0, 0, producer_id % 2 == 0)
+                        .await
+                        .unwrap();
+                }
+            }
+            partition.log.flush(false).await.unwrap();
+            assert!(partition.log.segment_base_offsets().len() > 2);
+            let end = partition.last_stable_offset();
+            assert_eq!(end, partition.high_watermark());
+            let (mut spliced_reads, mut extra_listed) = (0, 0);
+            for (i, offset) in (0..end).step_by(7).enumerate() {
+                let budget = [1usize, 5_000, 20_000, 100_000, 1 << 20][i % 5];
+                let (dma, dma_aborted) = partition
+                    .fetch_pieces(offset, budget, false, true, false)
+                    .await
+                    .unwrap();
+                let (spliced, spliced_aborted) = partition
+                    .fetch_pieces(offset, budget, false, true, true)
+                    .await
+                    .unwrap();
+                let bytes_of = |pieces: &Pieces| {
+                    let mut bytes = Vec::new();
+                    for piece in &pieces.pieces {
+                        match piece {
+                            Piece::Memory(memory) => bytes.extend_from_slice(memory),
+                            Piece::File(range) => {
+                                let mut buffer = vec![0u8; range.len];
+                                range
+                                    .file
+                                    .read_exact_at(&mut buffer, range.position)
+                                    .unwrap();
+                                bytes.extend_from_slice(&buffer);
+                            }
+                        }
+                    }
+                    bytes
+                };
+                if spliced
+                    .pieces
+                    .iter()
+                    .any(|piece| matches!(piece, Piece::File(_)))
+                {
+                    spliced_reads += 1;
+                }
+                assert!(
+                    bytes_of(&spliced) == bytes_of(&dma),
+                    "offset {offset} budget {budget}"
+                );
+                let dma_aborted = dma_aborted.unwrap();
+                let spliced_aborted = spliced_aborted.unwrap();
+                let dma_next = dma.next_offset_bound().unwrap();
+                for entry in &dma_aborted {
+                    assert!(
+                        spliced_aborted.contains(entry),
+                        "offset {offset} budget {budget}: {entry:?} missing"
+                    );
+                }
+                for entry in &spliced_aborted {
+                    if !dma_aborted.contains(entry) {
+                        extra_listed += 1;
+                        assert!(entry.1 >= dma_next, "offset {offset}: {entry:?}");
+                    }
+                }
+            }
+            assert!(spliced_reads > 50, "only {spliced_reads} spliced reads");
+            // The bound from the index is a little past the exact one.
+            assert!(extra_listed < spliced_reads, "{extra_listed} extra entries");
+            partition.close().await.unwrap();
+        });
     }
 
     /// Goal: the LSO stays at the first offset of the oldest open

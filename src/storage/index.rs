@@ -143,6 +143,15 @@ impl OffsetIndex {
         }
     }
 
+    /// The first entry at or after `position`, if any.
+    pub fn ceil_by_position(&self, position: u64) -> Option<OffsetPosition> {
+        let count = self
+            .entries
+            .partition_point(|&(_, entry)| u64::from(entry) < position);
+        let (relative, entry) = *self.entries.get(count)?;
+        Some(self.absolute(relative, entry))
+    }
+
     /// The entry with the largest position <= `position`, if any.
     pub fn floor_by_position(&self, position: u64) -> Option<OffsetPosition> {
         let count = self

@@ -54,8 +54,8 @@ use super::{
     error::StorageError,
     notify::{FifoTurns, Signal},
     reader::{
-        cold_read_turn, find_record_by_timestamp, read_file_batches_scheduled, whole_batches,
-        FileReadPlan, ReadLimits,
+        cold_read_turn, find_record_by_timestamp, next_offset_after_pieces,
+        read_file_batches_scheduled, whole_batches, FileReadPlan, ReadLimits,
     },
     recovery::recover_log,
     segment::{
@@ -194,6 +194,9 @@ pub struct Pieces {
     pub pieces: Vec<Piece>,
     /// Total bytes of all pieces.
     pub bytes: usize,
+    /// After the last file range: (pieces up to and including it, an
+    /// offset past its batches).
+    file_bound: Option<(usize, i64)>,
 }
 
 impl Pieces {
@@ -204,6 +207,25 @@ impl Pieces {
             batches: Vec::new(),
             bytes: self.bytes,
         }
+    }
+
+    /// An offset past the last batch returned (None: no batch): exact where
+    /// the last batches are bytes; after a file range, the last offset of
+    /// the first indexed batch at or after its end (Kafka's fetch upper
+    /// bound for aborted transactions), which may be a little further.
+    pub fn next_offset_bound(&self) -> Option<i64> {
+        let (after, file_bound) = match self.file_bound {
+            Some((after, bound)) => (after, Some(bound)),
+            None => (0, None),
+        };
+        let memory: Vec<Bytes> = self.pieces[after.min(self.pieces.len())..]
+            .iter()
+            .filter_map(|piece| match piece {
+                Piece::Memory(bytes) => Some(bytes.clone()),
+                Piece::File(_) => None,
+            })
+            .collect();
+        next_offset_after_pieces(&memory).or(file_bound)
     }
 
     /// Appends what a memory or DMA read added.
@@ -537,6 +559,34 @@ impl LogState {
             },
             send,
         )
+    }
+
+    /// An offset past every batch of the segment based at
+    /// `segment_base_offset` that ends at or before `position` (a batch
+    /// boundary of `file`): the last offset of the first indexed batch at
+    /// or after `position`, else the segment's next offset. None when the
+    /// segment no longer has that file (compaction replaced it meanwhile).
+    fn offset_bound_at(
+        &self,
+        segment_base_offset: i64,
+        file: &Rc<DmaFile>,
+        position: u64,
+    ) -> Option<i64> {
+        let segment = self
+            .segments
+            .iter()
+            .find(|segment| segment.base_offset == segment_base_offset)?;
+        if !segment
+            .file
+            .as_ref()
+            .is_some_and(|segment_file| Rc::ptr_eq(segment_file, file))
+        {
+            return None;
+        }
+        Some(match segment.offset_index.ceil_by_position(position) {
+            Some(entry) => entry.offset,
+            None => segment.next_offset,
+        })
     }
 
     fn resolve_written_waiters(&mut self) {
@@ -1171,11 +1221,13 @@ impl Log {
             };
             let mut plan = plan;
             let mut limits = limits;
-            let walk = if let Some(send) = send.filter(|send| plan.start_position < send.stable_end)
+            let walk = if let Some(send) = send
+                .as_ref()
+                .filter(|send| plan.start_position < send.stable_end)
             {
                 let _turn = cold_read_turn().await;
                 match self
-                    .walk_for_send(&plan, &send, limits, &out, batch_count)
+                    .walk_for_send(&plan, send, limits, &out, batch_count)
                     .await
                 {
                     Ok(walk) => Some(walk),
@@ -1199,6 +1251,17 @@ impl Log {
                     }));
                     out.bytes += len;
                     batch_count += walk.batch_count;
+                    let bound = send.as_ref().and_then(|send| {
+                        self.shared.state.borrow().offset_bound_at(
+                            send.segment_base_offset,
+                            &plan.file,
+                            position + len as u64,
+                        )
+                    });
+                    // Without the segment's index (compacted meanwhile):
+                    // the read's offset limit, beyond anything returned.
+                    out.file_bound =
+                        Some((out.pieces.len(), bound.unwrap_or(max_offset_exclusive)));
                 }
                 if walk.limit_reached {
                     break;

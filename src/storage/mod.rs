@@ -44,7 +44,7 @@ pub use index::{OffsetIndex, OffsetPosition, TimeIndex};
 pub use log::{AppendInfo, Log, LogConfig, LogStats, Pieces, ReadResult};
 pub use reader::{
     cold_read_bytes_copied, cold_read_turn, cold_reads_in_flight, configure_cold_reads,
-    splice_reads, ColdReadPath,
+    next_offset_after_pieces, splice_reads, ColdReadPath,
 };
 pub use segment::{ensure_iopoll_probed, segment_bytes_read};
 pub use send::{FileRange, Piece};

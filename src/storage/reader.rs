@@ -296,6 +296,60 @@ pub async fn read_file_batches(
     }
 }
 
+/// The offset after the last batch of `pieces` (whole batches, split
+/// anywhere), read from the batch headers without joining the pieces; None
+/// when there is no whole batch header.
+pub fn next_offset_after_pieces(pieces: &[Bytes]) -> Option<i64> {
+    /// baseOffset (8) batchLength (4) partitionLeaderEpoch (4) magic (1)
+    /// crc (4) attributes (2) lastOffsetDelta (4).
+    const PREFIX_BYTES: usize = 27;
+    let mut piece = 0usize;
+    let mut within = 0usize;
+    let mut next = None;
+    loop {
+        // Copy the prefix of the batch at the cursor, across pieces.
+        let mut prefix = [0u8; PREFIX_BYTES];
+        let (mut p, mut w, mut filled) = (piece, within, 0usize);
+        while filled < PREFIX_BYTES && p < pieces.len() {
+            let available = &pieces[p][w.min(pieces[p].len())..];
+            let take = available.len().min(PREFIX_BYTES - filled);
+            prefix[filled..filled + take].copy_from_slice(&available[..take]);
+            filled += take;
+            w += take;
+            if w >= pieces[p].len() {
+                p += 1;
+                w = 0;
+            }
+        }
+        if filled < PREFIX_BYTES {
+            return next;
+        }
+        let base_offset = i64::from_be_bytes(prefix[0..8].try_into().ok()?);
+        let batch_length = i32::from_be_bytes(prefix[8..12].try_into().ok()?);
+        let last_offset_delta = i32::from_be_bytes(prefix[23..27].try_into().ok()?);
+        if batch_length < 0 || last_offset_delta < 0 {
+            return next;
+        }
+        next = Some(base_offset + i64::from(last_offset_delta) + 1);
+        // Skip the whole batch.
+        let mut skip = 12 + batch_length as usize;
+        while skip > 0 && piece < pieces.len() {
+            let left = pieces[piece].len() - within;
+            if skip < left {
+                within += skip;
+                skip = 0;
+            } else {
+                skip -= left;
+                piece += 1;
+                within = 0;
+            }
+        }
+        if skip > 0 {
+            return next;
+        }
+    }
+}
+
 /// Regroups the pieces of a [`ReadResult`] into one contiguous `Bytes` per
 /// batch, with its parsed header.
 ///
