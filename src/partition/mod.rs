@@ -1119,8 +1119,7 @@ mod tests {
     /// segments and no tail cache; fetches at many offsets and budgets.
     #[test]
     fn read_committed_splice_reads_list_the_aborted_transactions_dma_reads_do() {
-        use crate::storage::{LogConfig, Piece};
-        use std::os::unix::fs::FileExt;
+        use crate::storage::{test_support::piece_bytes, LogConfig, Piece};
         run_on_executor(|| async {
             let root = tempfile::tempdir().unwrap();
             let dir = root.path().join("t-0");
@@ -1185,23 +1184,6 @@ mod tests {
                     .fetch_pieces(offset, budget, false, true, true)
                     .await
                     .unwrap();
-                let bytes_of = |pieces: &Pieces| {
-                    let mut bytes = Vec::new();
-                    for piece in &pieces.pieces {
-                        match piece {
-                            Piece::Memory(memory) => bytes.extend_from_slice(memory),
-                            Piece::File(range) => {
-                                let mut buffer = vec![0u8; range.len];
-                                range
-                                    .file
-                                    .read_exact_at(&mut buffer, range.position)
-                                    .unwrap();
-                                bytes.extend_from_slice(&buffer);
-                            }
-                        }
-                    }
-                    bytes
-                };
                 if spliced
                     .pieces
                     .iter()
@@ -1210,7 +1192,7 @@ mod tests {
                     spliced_reads += 1;
                 }
                 assert!(
-                    bytes_of(&spliced) == bytes_of(&dma),
+                    piece_bytes(&spliced.pieces) == piece_bytes(&dma.pieces),
                     "offset {offset} budget {budget}"
                 );
                 let dma_aborted = dma_aborted.unwrap();

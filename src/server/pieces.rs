@@ -528,22 +528,7 @@ mod tests {
 
     /// The bytes of `pieces` in order, file ranges read from their files.
     fn flatten(pieces: &[Piece]) -> Vec<u8> {
-        use std::os::unix::fs::FileExt;
-        let mut flat = Vec::new();
-        for piece in pieces {
-            match piece {
-                Piece::Memory(bytes) => flat.extend_from_slice(bytes),
-                Piece::File(range) => {
-                    let mut buffer = vec![0u8; range.len];
-                    range
-                        .file
-                        .read_exact_at(&mut buffer, range.position)
-                        .unwrap();
-                    flat.extend_from_slice(&buffer);
-                }
-            }
-        }
-        flat
+        crate::storage::test_support::piece_bytes(pieces)
     }
 
     /// A temporary file holding `contents`, as a splice read sees it.

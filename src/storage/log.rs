@@ -2130,7 +2130,7 @@ mod tests {
     use crate::protocol::record_batch::validate_batch;
     use crate::storage::{
         run_on_executor,
-        test_support::{batch, batch_with_timestamps, joined, small_config, stamped},
+        test_support::{batch, batch_with_timestamps, joined, piece_bytes, small_config, stamped},
     };
 
     fn temporary_log_dir() -> (tempfile::TempDir, PathBuf) {
@@ -2244,7 +2244,6 @@ mod tests {
     /// and budgets both ways, the file ranges read back from their files.
     #[test]
     fn splice_reads_send_what_dma_reads_return() {
-        use std::os::unix::fs::FileExt;
         run_on_executor(|| async {
             let (_root, dir) = temporary_log_dir();
             let (log, starts) =
@@ -2270,28 +2269,19 @@ mod tests {
                     .read_pieces(offset, i64::MAX, budget, true, true)
                     .await
                     .unwrap();
-                let mut bytes = Vec::new();
+                let bytes = piece_bytes(&spliced.pieces);
                 for piece in &spliced.pieces {
-                    match piece {
-                        Piece::Memory(memory) => bytes.extend_from_slice(memory),
-                        Piece::File(range) => {
-                            file_ranges += 1;
-                            let mut buffer = vec![0u8; range.len];
-                            range
-                                .file
-                                .read_exact_at(&mut buffer, range.position)
-                                .unwrap();
-                            bytes.extend_from_slice(&buffer);
-                            use std::os::unix::fs::MetadataExt;
-                            if range.file.metadata().unwrap().ino() == active {
-                                active_ranges += 1;
-                                let end = range.position + range.len as u64;
-                                let size = active_segment_bytes(&log);
-                                assert!(
-                                    end <= size / rewrite_block_bytes() * rewrite_block_bytes(),
-                                    "a range reaches into the active segment's partial block"
-                                );
-                            }
+                    if let Piece::File(range) = piece {
+                        file_ranges += 1;
+                        use std::os::unix::fs::MetadataExt;
+                        if range.file.metadata().unwrap().ino() == active {
+                            active_ranges += 1;
+                            let end = range.position + range.len as u64;
+                            let size = active_segment_bytes(&log);
+                            assert!(
+                                end <= size / rewrite_block_bytes() * rewrite_block_bytes(),
+                                "a range reaches into the active segment's partial block"
+                            );
                         }
                     }
                 }

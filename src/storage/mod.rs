@@ -96,6 +96,26 @@ pub(crate) mod test_support {
         stamp_header, tests::sample_batch, validate_batch, BatchHeader,
     };
 
+    /// The bytes of `pieces` in order, file ranges read from their files.
+    pub fn piece_bytes(pieces: &[super::Piece]) -> Vec<u8> {
+        use std::os::unix::fs::FileExt;
+        let mut flat = Vec::new();
+        for piece in pieces {
+            match piece {
+                super::Piece::Memory(bytes) => flat.extend_from_slice(bytes),
+                super::Piece::File(range) => {
+                    let mut buffer = vec![0u8; range.len];
+                    range
+                        .file
+                        .read_exact_at(&mut buffer, range.position)
+                        .unwrap();
+                    flat.extend_from_slice(&buffer);
+                }
+            }
+        }
+        flat
+    }
+
     /// Segments of ~6 small batches, an index entry every ~2 batches.
     pub fn small_config(cache_bytes: usize) -> LogConfig {
         LogConfig {
