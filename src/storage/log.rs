@@ -572,10 +572,11 @@ impl LogState {
         file: &Rc<DmaFile>,
         position: u64,
     ) -> Option<i64> {
-        let segment = self
+        let index = self
             .segments
-            .iter()
-            .find(|segment| segment.base_offset == segment_base_offset)?;
+            .binary_search_by_key(&segment_base_offset, |segment| segment.base_offset)
+            .ok()?;
+        let segment = &self.segments[index];
         if !segment
             .file
             .as_ref()
