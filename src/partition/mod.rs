@@ -35,8 +35,8 @@ use crate::protocol::record_batch::{
 };
 use crate::storage::txn_index::{self, AbortedTxn};
 use crate::storage::{
-    next_offset_after_pieces, AppendInfo, CompactionConfig, CompactionRequest, CompactionStats,
-    Log, Pieces, ReadResult, StorageError,
+    AppendInfo, CompactionConfig, CompactionRequest, CompactionStats, Log, Piece, Pieces,
+    ReadResult, StorageError,
 };
 use producer_state::{
     parse_snapshot_file_name, snapshot_file_name, AppendCheck, ProducerError, ProducerStateManager,
@@ -788,26 +788,24 @@ impl Partition {
         max_bytes: usize,
         read_committed: bool,
     ) -> Result<FetchRead, PartitionError> {
-        let limit = if read_committed {
-            self.last_stable_offset()
-        } else {
-            self.high_watermark()
-        };
-        let mut fetched = FetchRead {
-            read: ReadResult::default(),
-            aborted_transactions: read_committed.then(Vec::new),
-        };
-        if offset >= limit {
-            return Ok(fetched);
-        }
-        fetched.read = self.log.read(offset, limit, max_bytes, true).await?;
-        if read_committed {
-            if let Some(upper_bound_offset) = next_offset_after_pieces(&fetched.read.batches) {
-                fetched.aborted_transactions =
-                    Some(self.aborted_transactions(offset, upper_bound_offset).await);
-            }
-        }
-        Ok(fetched)
+        let (pieces, aborted_transactions) = self
+            .fetch_pieces(offset, max_bytes, true, read_committed, false)
+            .await?;
+        let batches = pieces
+            .pieces
+            .into_iter()
+            .map(|piece| match piece {
+                Piece::Memory(bytes) => bytes,
+                Piece::File(_) => unreachable!("file ranges only come from splice reads"),
+            })
+            .collect();
+        Ok(FetchRead {
+            read: ReadResult {
+                batches,
+                bytes: pieces.bytes,
+            },
+            aborted_transactions,
+        })
     }
 
     /// [`Self::fetch`] for sending to a consumer: with `splice`, what lies
@@ -1037,7 +1035,9 @@ mod tests {
         build_batch, build_producer_batch, tests::sample_batch, validate_batch, BatchProducer,
         NewRecord,
     };
-    use crate::storage::{run_on_executor, test_support::small_config, txn_index};
+    use crate::storage::{
+        next_offset_after_pieces, run_on_executor, test_support::small_config, txn_index,
+    };
     use std::path::Path;
 
     const SETTINGS: PartitionSettings = PartitionSettings {

@@ -211,8 +211,10 @@ impl Pieces {
 
     /// An offset past the last batch returned (None: no batch): exact where
     /// the last batches are bytes; after a file range, the last offset of
-    /// the first indexed batch at or after its end (Kafka's fetch upper
-    /// bound for aborted transactions), which may be a little further.
+    /// the first indexed batch at or after its end, or the segment's next
+    /// offset when no indexed batch follows (Kafka's fetch upper bound for
+    /// aborted transactions), which may be a little further; the read's
+    /// offset limit when compaction replaced the segment meanwhile.
     pub fn next_offset_bound(&self) -> Option<i64> {
         let (after, file_bound) = match self.file_bound {
             Some((after, bound)) => (after, Some(bound)),

@@ -165,15 +165,7 @@ pub async fn walk_headers(
             .saturating_add(ahead)
             .saturating_add(2 * rewrite_block_bytes())
             .min(end - start);
-        // SAFETY: fadvise on a descriptor we hold; a hint only.
-        unsafe {
-            libc::posix_fadvise(
-                file.as_raw_fd(),
-                start as libc::off_t,
-                wanted as libc::off_t,
-                libc::POSIX_FADV_WILLNEED,
-            )
-        };
+        will_need(&file, start, wanted);
         let mut walk = Walk {
             file: file.clone(),
             range: None,
@@ -228,6 +220,32 @@ pub async fn walk_headers(
         }
     })
     .await
+}
+
+/// Largest range one `WILLNEED` asks for: the kernel reads at most the
+/// larger of the device's largest I/O and the file's readahead window per
+/// call, and drops the rest (128 KiB of readahead is a common default, this
+/// machine has 8 MiB), so longer ranges are asked for in pieces.
+const WILL_NEED_CHUNK_BYTES: u64 = 128 << 10;
+
+/// Asks the kernel to start reading `[start, start + len)` of `file` into
+/// the page cache (without waiting for it).
+fn will_need(file: &File, start: u64, len: u64) {
+    let end = start.saturating_add(len);
+    let mut position = start;
+    while position < end {
+        let chunk = (end - position).min(WILL_NEED_CHUNK_BYTES);
+        // SAFETY: fadvise on a descriptor we hold; a hint only.
+        unsafe {
+            libc::posix_fadvise(
+                file.as_raw_fd(),
+                position as libc::off_t,
+                chunk as libc::off_t,
+                libc::POSIX_FADV_WILLNEED,
+            )
+        };
+        position += chunk;
+    }
 }
 
 fn read_exact_at(file: &File, buffer: &mut [u8], position: u64) -> std::io::Result<()> {
