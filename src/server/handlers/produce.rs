@@ -2,7 +2,8 @@
 //! partition's records into a buffer of their own (`produce_frame.rs`).
 //! Batches are validated here, on the connection's shard
 //! (magic 2, exactly one batch, CRC32C, size), grouped by owning shard, and
-//! appended there in request order. acks=0 gets no response; acks=1 is
+//! appended there in request order. acks=0 gets no response (an error on
+//! any partition closes the connection instead, as in Kafka); acks=1 is
 //! answered after the append; acks=all after fdatasync under the default
 //! flush policy. Transactional batches are accepted and open their
 //! producer's transaction on the partition; as in Kafka before KIP-890, the
@@ -236,7 +237,18 @@ pub async fn handle(
             }
         }
         if acks == 0 {
-            return Response::None;
+            // As Kafka: acks=0 gets no response, so an error on any
+            // partition closes the connection, the producer's only sign
+            // that something failed (it then refreshes its metadata).
+            let failed = results
+                .iter()
+                .flatten()
+                .any(|(_, result, _)| result.error_code != 0);
+            return if failed {
+                Response::Close("acks=0 produce failed on some partition")
+            } else {
+                Response::None
+            };
         }
         let mut response = ProduceResponse::default();
         response.responses = topic_names
