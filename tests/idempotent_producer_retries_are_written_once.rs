@@ -14,18 +14,16 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     ApiKey, InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse,
     TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::{Record, TimestampType};
 
-use common::wire::{metadata_on, RawClient};
+use common::wire::{encode_batch, metadata_on, RawClient};
 use common::{Broker, BrokerOptions};
 
 const TOPIC: &str = "idempotent";
@@ -50,17 +48,7 @@ fn batch(producer_id: i64, epoch: i16, first_sequence: i32, count: i32) -> Bytes
             headers: Default::default(),
         })
         .collect();
-    let mut buffer = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buffer,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .expect("encode record batch");
-    buffer.freeze()
+    encode_batch(&records)
 }
 
 fn produce(client: &mut RawClient, batch: Bytes) -> (i16, i64) {

@@ -7,18 +7,18 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     ApiKey, BrokerId, ListOffsetsRequest, ListOffsetsResponse, ProduceRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::{Record, TimestampType};
 
-use common::wire::{assert_broker_healthy, encode_request, metadata_on, Outcome, RawClient};
+use common::wire::{
+    assert_broker_healthy, encode_batch, encode_request, metadata_on, Outcome, RawClient,
+};
 use common::{Broker, BrokerOptions};
 
 const TOPIC: &str = "acks-zero";
@@ -43,17 +43,7 @@ fn batch(values: &[&str]) -> Bytes {
             headers: Default::default(),
         })
         .collect();
-    let mut buffer = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buffer,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .expect("encode record batch");
-    buffer.freeze()
+    encode_batch(&records)
 }
 
 /// Sends an acks=0 Produce of `batch` to `TOPIC`'s `partition` (v9, the

@@ -19,7 +19,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -34,14 +34,12 @@ use kafka_protocol::messages::{
     WriteTxnMarkersRequest, WriteTxnMarkersResponse,
 };
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::{Record, RecordBatchDecoder, TimestampType};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::{Message, Offset, TopicPartitionList};
 
-use common::wire::{metadata_on, RawClient};
+use common::wire::{encode_batch, metadata_on, RawClient};
 use common::{Broker, BrokerOptions};
 
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
@@ -80,17 +78,7 @@ fn batch_at(producer: Option<(i64, i32)>, values: &[&str], timestamp_ms: i64) ->
             headers: Default::default(),
         })
         .collect();
-    let mut buffer = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buffer,
-        &records,
-        &RecordEncodeOptions {
-            version: 2,
-            compression: Compression::None,
-        },
-    )
-    .expect("encode record batch");
-    buffer.freeze()
+    encode_batch(&records)
 }
 
 /// Produces one batch and returns its base offset (asserting success).

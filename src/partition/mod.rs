@@ -35,8 +35,8 @@ use crate::protocol::record_batch::{
 };
 use crate::storage::txn_index::{self, AbortedTxn};
 use crate::storage::{
-    AppendInfo, CompactionConfig, CompactionRequest, CompactionStats, Log, Piece, Pieces,
-    ReadResult, StorageError,
+    AppendInfo, CompactionConfig, CompactionRequest, CompactionStats, Log, Pieces, ReadResult,
+    StorageError,
 };
 use producer_state::{
     parse_snapshot_file_name, snapshot_file_name, AppendCheck, ProducerError, ProducerStateManager,
@@ -791,19 +791,8 @@ impl Partition {
         let (pieces, aborted_transactions) = self
             .fetch_pieces(offset, max_bytes, true, read_committed, false)
             .await?;
-        let batches = pieces
-            .pieces
-            .into_iter()
-            .map(|piece| match piece {
-                Piece::Memory(bytes) => bytes,
-                Piece::File(_) => unreachable!("file ranges only come from splice reads"),
-            })
-            .collect();
         Ok(FetchRead {
-            read: ReadResult {
-                batches,
-                bytes: pieces.bytes,
-            },
+            read: pieces.into_read_result(),
             aborted_transactions,
         })
     }

@@ -230,6 +230,25 @@ impl Pieces {
         next_offset_after_pieces(&memory).or(file_bound)
     }
 
+    /// The pieces as bytes.
+    ///
+    /// # Panics
+    /// If a piece is a file range (only splice reads return those).
+    pub fn into_read_result(self) -> ReadResult {
+        let batches = self
+            .pieces
+            .into_iter()
+            .map(|piece| match piece {
+                Piece::Memory(bytes) => bytes,
+                Piece::File(_) => unreachable!("file ranges only come from splice reads"),
+            })
+            .collect();
+        ReadResult {
+            batches,
+            bytes: self.bytes,
+        }
+    }
+
     /// Appends what a memory or DMA read added.
     fn add_memory(&mut self, result: ReadResult) {
         self.pieces
@@ -1145,18 +1164,7 @@ impl Log {
                 false,
             )
             .await?;
-        let batches = read
-            .pieces
-            .into_iter()
-            .map(|piece| match piece {
-                Piece::Memory(bytes) => bytes,
-                Piece::File(_) => unreachable!("file ranges only come from splice reads"),
-            })
-            .collect();
-        Ok(ReadResult {
-            batches,
-            bytes: read.bytes,
-        })
+        Ok(read.into_read_result())
     }
 
     /// [`Self::read`] for sending: with `splice`, what lies in segment files

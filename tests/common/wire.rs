@@ -14,6 +14,7 @@ use kafka_protocol::messages::{
     RequestHeader, ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
 
 /// How long a read waits before the test calls the broker unresponsive.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -181,6 +182,21 @@ pub fn encode_request<Req: Encodable>(
     body.encode(&mut payload, version)
         .expect("encode request body");
     frame(&payload)
+}
+
+/// An uncompressed v2 record batch of `records`, as a client sends it.
+pub fn encode_batch(records: &[Record]) -> Bytes {
+    let mut buffer = BytesMut::new();
+    RecordBatchEncoder::encode(
+        &mut buffer,
+        records,
+        &RecordEncodeOptions {
+            version: 2,
+            compression: Compression::None,
+        },
+    )
+    .expect("encode record batch");
+    buffer.freeze()
 }
 
 /// `payload` with its i32 size in front.
