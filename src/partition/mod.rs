@@ -322,7 +322,7 @@ impl Partition {
         }
         let now = now_ms();
         let (batch, header, log_append_time) = if self.settings.log_append_time {
-            let (b, h) = stamp_log_append_time(&batch, header, now);
+            let (b, h) = stamp_log_append_time(batch, header, now);
             (b, h, now)
         } else {
             (batch, *header, -1)
@@ -990,9 +990,12 @@ fn sorted_unique(mut entries: Vec<AbortedTxn>) -> Vec<AbortedTxn> {
 
 /// Rewrites a batch for a LogAppendTime topic: sets the timestamp-type bit and
 /// maxTimestamp to `now`, and recomputes the CRC (both fields are covered by
-/// it), as Kafka does. This copies the batch; CreateTime topics never do.
-fn stamp_log_append_time(batch: &Bytes, header: &BatchHeader, now: i64) -> (Bytes, BatchHeader) {
-    let mut copy = BytesMut::from(&batch[..]);
+/// it), as Kafka does: in place when nothing else holds the batch's buffer
+/// (the produce path), else on a copy.
+fn stamp_log_append_time(batch: Bytes, header: &BatchHeader, now: i64) -> (Bytes, BatchHeader) {
+    let mut copy = batch
+        .try_into_mut()
+        .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
     let attributes = header.attributes | ATTR_TIMESTAMP_TYPE;
     copy[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
     copy[35..43].copy_from_slice(&now.to_be_bytes());
@@ -1504,10 +1507,20 @@ mod tests {
     fn log_append_time_stamp_keeps_the_batch_valid() {
         let batch = Bytes::from(sample_batch(0, 3, 10));
         let header = validate_batch(&batch).unwrap();
-        let (stamped, h) = stamp_log_append_time(&batch, &header, 12345);
+        // Shared (another holder keeps the original): stamped on a copy.
+        let (stamped, h) = stamp_log_append_time(batch.clone(), &header, 12345);
         let reparsed = validate_batch(&stamped).unwrap();
         assert_eq!(reparsed, h);
         assert!(reparsed.is_log_append_time());
         assert_eq!(reparsed.max_timestamp, 12345);
+        assert_eq!(
+            validate_batch(&batch).unwrap(),
+            header,
+            "the original is untouched"
+        );
+        // Unique (the produce path): stamped in place, same result.
+        let (in_place, h2) = stamp_log_append_time(batch, &header, 12345);
+        assert_eq!(in_place, stamped);
+        assert_eq!(h2, h);
     }
 }

@@ -326,29 +326,51 @@ impl TailHolder for LogShared {
     }
 }
 
-/// A batch held in memory: the stamped header and the body as received.
+/// A batch held in memory, stamped, in one or two pieces (see
+/// [`stamp_batch`]).
 #[derive(Debug)]
 struct CachedBatch {
     base_offset: i64,
     last_offset: i64,
     segment_base_offset: i64,
     position: u64,
-    header: Bytes,
-    body: Bytes,
+    first: Bytes,
+    rest: Bytes,
 }
 
 impl CachedBatch {
     fn total_bytes(&self) -> usize {
-        self.header.len() + self.body.len()
+        self.first.len() + self.rest.len()
+    }
+}
+
+/// Stamps baseOffset and partitionLeaderEpoch (fields the CRC does not
+/// cover) into `batch`. When nothing else holds the batch's buffer (the
+/// produce path reads each partition's records into a buffer of their own
+/// and hands it over), the stamp is written in place and the batch stays one
+/// piece; otherwise the header is copied and stamped, and the body follows
+/// as a second piece. Returns (first piece, rest; empty when one piece).
+fn stamp_batch(batch: Bytes, base_offset: i64, leader_epoch: i32) -> (Bytes, Bytes) {
+    match batch.try_into_mut() {
+        Ok(mut whole) => {
+            stamp_header(&mut whole, base_offset, leader_epoch);
+            (whole.freeze(), Bytes::new())
+        }
+        Err(batch) => {
+            let mut header = batch[..BATCH_HEADER_BYTES].to_vec();
+            stamp_header(&mut header, base_offset, leader_epoch);
+            (Bytes::from(header), batch.slice(BATCH_HEADER_BYTES..))
+        }
     }
 }
 
 /// Work for the writer task, in append order.
 #[derive(Debug)]
 enum WriteCommand {
+    /// A stamped batch in one or two pieces (see [`stamp_batch`]).
     Batch {
-        header: Bytes,
-        body: Bytes,
+        first: Bytes,
+        rest: Bytes,
         next_offset: i64,
     },
     /// Finish the active segment and start the one at `new_base_offset`.
@@ -495,8 +517,10 @@ impl LogState {
             {
                 break;
             }
-            result.batches.push(batch.header.clone());
-            result.batches.push(batch.body.clone());
+            result.batches.push(batch.first.clone());
+            if !batch.rest.is_empty() {
+                result.batches.push(batch.rest.clone());
+            }
             result.bytes += total_bytes;
             *batch_count += 1;
         }
@@ -1045,10 +1069,7 @@ impl Log {
             state.queue.push_back(WriteCommand::EpochCheckpoint);
         }
 
-        let mut header_bytes = batch[..BATCH_HEADER_BYTES].to_vec();
-        stamp_header(&mut header_bytes, base_offset, leader_epoch);
-        let header_bytes = Bytes::from(header_bytes);
-        let body = batch.slice(BATCH_HEADER_BYTES..);
+        let (first, rest) = stamp_batch(batch, base_offset, leader_epoch);
         let stamped = BatchHeader {
             base_offset,
             partition_leader_epoch: leader_epoch,
@@ -1060,8 +1081,8 @@ impl Log {
         let segment_base_offset = active.base_offset;
 
         state.queue.push_back(WriteCommand::Batch {
-            header: header_bytes.clone(),
-            body: body.clone(),
+            first: first.clone(),
+            rest: rest.clone(),
             next_offset: last_offset + 1,
         });
         state.pending_bytes += total_bytes;
@@ -1070,8 +1091,8 @@ impl Log {
             last_offset,
             segment_base_offset,
             position,
-            header: header_bytes,
-            body,
+            first,
+            rest,
         });
         state.cached_bytes += total_bytes;
         tail_budget::added(total_bytes);
@@ -1722,16 +1743,18 @@ async fn writer_step(
         };
         match command {
             WriteCommand::Batch {
-                header,
-                body,
+                first,
+                rest,
                 next_offset,
             } => {
-                appender.append(&header).await?;
-                appender.append(&body).await?;
+                appender.append(&first).await?;
+                if !rest.is_empty() {
+                    appender.append(&rest).await?;
+                }
                 unconfirmed.push_back(Unconfirmed {
                     end_position: appender.logical_size(),
                     next_offset,
-                    bytes: header.len() + body.len(),
+                    bytes: first.len() + rest.len(),
                 });
             }
             WriteCommand::Roll { new_base_offset } => {
@@ -2495,6 +2518,41 @@ mod tests {
                 }
             }
             log.close().await.unwrap();
+        });
+    }
+
+    /// Goal: a batch handed over whole is stamped in place (one piece in the
+    /// tail, no header copy), and a batch somebody else still holds is
+    /// never written to (its header is copied and stamped). Method: append
+    /// one batch of each kind with a new leader epoch; the held one must be
+    /// unchanged, and the tail and the file must both hold the two stamped
+    /// batches, the first as one piece and the second as two.
+    #[test]
+    fn batches_are_stamped_in_place_only_when_nobody_else_holds_them() {
+        run_on_executor(|| async {
+            let (_root, dir) = temporary_log_dir();
+            let log = Log::create(&dir, small_config(1 << 20), Uuid::new_v4())
+                .await
+                .unwrap();
+            let (handed_over, header) = batch(3, 1000);
+            let expected_first = stamped(&handed_over, 0, 7);
+            log.append(handed_over, &header, 7, 0).await.unwrap();
+            let (held, header) = batch(3, 1010);
+            let before = held.to_vec();
+            let info = log.append(held.clone(), &header, 7, 0).await.unwrap();
+            assert_eq!(info.base_offset, 3);
+            assert_eq!(held.to_vec(), before, "a held batch must not change");
+            let mut expected = expected_first;
+            expected.extend(stamped(&held, 3, 7));
+
+            let from_tail = log.read(0, i64::MAX, 1 << 20, true).await.unwrap();
+            assert_eq!(from_tail.batches.len(), 3, "one piece, then two");
+            assert_eq!(joined(&from_tail), expected);
+            log.close().await.unwrap();
+            assert!(
+                segment_files_concatenated(&dir).1 == expected,
+                "file differs"
+            );
         });
     }
 

@@ -118,7 +118,7 @@ fn check_keys_if_compacted(
 /// Answers Produce.
 pub async fn handle(
     shard: &Rc<Shard>,
-    request: ProduceRequest,
+    mut request: ProduceRequest,
     version: i16,
     correlation_id: i32,
 ) -> Responder {
@@ -130,14 +130,14 @@ pub async fn handle(
     let mut flat = Vec::new(); // (topic position, partition position)
     let mut groups: ShardGroups<ProduceItem> = ShardGroups::new();
     let acks_valid = (-1..=1).contains(&acks);
-    for (ti, topic_data) in request.topic_data.iter().enumerate() {
+    for (ti, topic_data) in request.topic_data.iter_mut().enumerate() {
         let name = topic_data.name.to_string();
         let topic = image.topic(&name);
         let max_message_bytes = topic.map_or(shard.config.broker_defaults.message_max_bytes, |t| {
             t.configs.max_message_bytes(&shard.config.broker_defaults)
         });
         let mut partitions = Vec::with_capacity(topic_data.partition_data.len());
-        for (pi, partition_data) in topic_data.partition_data.iter().enumerate() {
+        for (pi, partition_data) in topic_data.partition_data.iter_mut().enumerate() {
             let index = partition_data.index;
             let refuse = |error: ErrorCode, message: Option<String>| {
                 (index, ProduceResult::error(error.code()), message)
@@ -176,10 +176,12 @@ pub async fn handle(
                             },
                             // Each partition's records are a buffer of
                             // their own (read so by the connection), so the
-                            // partition's tail holds just these bytes.
+                            // partition's tail holds just these bytes; handed
+                            // over, not shared, so the log can stamp the
+                            // batch in place (`stamp_batch`).
                             batch: partition_data
                                 .records
-                                .clone()
+                                .take()
                                 .expect("validated records are present"),
                             header,
                         },
