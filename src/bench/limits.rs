@@ -126,24 +126,7 @@ async fn odirect_writes(
                 .await
                 .map_err(|e| anyhow::anyhow!("fallocate failed: {e}"))?;
         }
-        let mut position = 0u64;
-        let mut in_flight = FuturesUnordered::new();
-        while position < file_bytes && Instant::now() < end {
-            while in_flight.len() < depth && position < file_bytes {
-                let mut buffer = file.alloc_dma_buffer(write_bytes);
-                buffer.as_bytes_mut().fill(0xa5);
-                in_flight.push(file.write_at(buffer, position));
-                position += write_bytes as u64;
-            }
-            if let Some(result) = in_flight.next().await {
-                let n = result.map_err(|e| anyhow::anyhow!("O_DIRECT write failed: {e}"))?;
-                written += n as u64;
-            }
-        }
-        while let Some(result) = in_flight.next().await {
-            written += result.map_err(|e| anyhow::anyhow!("O_DIRECT write failed: {e}"))? as u64;
-        }
-        drop(in_flight);
+        written += write_filled(&file, write_bytes, depth, 0xa5, file_bytes, Some(end)).await?;
         file.close()
             .await
             .map_err(|e| anyhow::anyhow!("close failed: {e}"))?;
@@ -151,6 +134,38 @@ async fn odirect_writes(
     }
     let elapsed = start.elapsed().as_secs_f64();
     Ok(written as f64 / elapsed.max(1e-9) / 1e6)
+}
+
+/// Writes `fill` over `[0, bytes)` of `file` in `chunk`-byte O_DIRECT
+/// writes, `depth` of them in flight, issuing none once `deadline` has
+/// passed; returns the bytes written.
+async fn write_filled(
+    file: &DmaFile,
+    chunk: usize,
+    depth: usize,
+    fill: u8,
+    bytes: u64,
+    deadline: Option<Instant>,
+) -> anyhow::Result<u64> {
+    let mut position = 0u64;
+    let mut written = 0u64;
+    let mut in_flight = FuturesUnordered::new();
+    loop {
+        let open = deadline.map_or(true, |deadline| Instant::now() < deadline);
+        while open && in_flight.len() < depth && position < bytes {
+            let mut buffer = file.alloc_dma_buffer(chunk);
+            buffer.as_bytes_mut().fill(fill);
+            in_flight.push(file.write_at(buffer, position));
+            position += chunk as u64;
+        }
+        match in_flight.next().await {
+            Some(result) => {
+                written +=
+                    result.map_err(|e| anyhow::anyhow!("O_DIRECT write failed: {e}"))? as u64;
+            }
+            None => return Ok(written),
+        }
+    }
 }
 
 /// Writes the files of the read measurements with O_DIRECT (so none of
@@ -166,20 +181,7 @@ async fn write_read_files(dir: &Path, file_bytes: u64) -> anyhow::Result<Vec<Pat
             .await
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))?;
         paths.push(path);
-        let mut position = 0u64;
-        let mut in_flight = FuturesUnordered::new();
-        while position < bytes || !in_flight.is_empty() {
-            while in_flight.len() < 8 && position < bytes {
-                let mut buffer = file.alloc_dma_buffer(READ_CHUNK_BYTES);
-                buffer.as_bytes_mut().fill(0x3c);
-                in_flight.push(file.write_at(buffer, position));
-                position += READ_CHUNK_BYTES as u64;
-            }
-            if let Some(result) = in_flight.next().await {
-                result.map_err(|e| anyhow::anyhow!("O_DIRECT write failed: {e}"))?;
-            }
-        }
-        drop(in_flight);
+        write_filled(&file, READ_CHUNK_BYTES, 8, 0x3c, bytes, None).await?;
         file.close()
             .await
             .map_err(|e| anyhow::anyhow!("close failed: {e}"))?;

@@ -205,15 +205,14 @@ impl<R: AsyncRead + Unpin> Framing<'_, R> {
         Ok(self.buf.get_i32())
     }
 
-    /// Kafka's UNSIGNED_VARINT (at most 5 bytes).
+    /// Kafka's UNSIGNED_VARINT, read as Java's `ByteUtils.readUnsignedVarint`
+    /// reads it: at most 5 bytes, the fifth without a continuation bit; its
+    /// bits above the 32nd are dropped.
     async fn uvarint(&mut self) -> Result<u32, FrameError> {
         let mut value = 0u32;
         for shift in (0..35).step_by(7) {
             self.fill(1).await?;
             let byte = self.buf.get_u8();
-            if shift == 28 && byte > 0x0f {
-                return Err(FrameError::Malformed("varint too long"));
-            }
             value |= u32::from(byte & 0x7f) << shift;
             if byte & 0x80 == 0 {
                 return Ok(value);
@@ -449,6 +448,27 @@ mod tests {
                 assert_eq!(rest, b"next", "the next frame is left unread");
             }
         }
+    }
+
+    #[test]
+    fn varints_read_as_java_reads_them() {
+        let (request, _, bytes) = frame(9, &[Some(vec![3u8; 20])]);
+        assert_eq!(bytes.last(), Some(&0), "ends with the tagged-field count");
+        let with_last = |last: &[u8]| {
+            let mut changed = bytes[..bytes.len() - 1].to_vec();
+            changed.extend_from_slice(last);
+            changed
+        };
+        // Five bytes whose last overflows 32 bits: Java drops those bits (0).
+        let overflowing = with_last(&[0x80, 0x80, 0x80, 0x80, 0x10]);
+        let (frame, _) = read(&overflowing, 7, b"").unwrap();
+        assert_eq!(frame.request, request);
+        // A fifth byte that says more follow: Java refuses it.
+        let too_long = with_last(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x00]);
+        assert!(matches!(
+            read(&too_long, 7, b""),
+            Err(FrameError::Malformed(_))
+        ));
     }
 
     #[test]

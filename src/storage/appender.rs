@@ -494,13 +494,22 @@ impl SegmentAppender {
     /// # Errors
     /// The fdatasync failure.
     pub async fn sync(&self) -> Result<(), StorageError> {
+        self.fdatasync().await
+    }
+
+    /// One fdatasync of the file, counted; the future owns what it needs,
+    /// so it can run as a background task too.
+    fn fdatasync(&self) -> impl std::future::Future<Output = Result<(), StorageError>> {
         self.counters
             .fdatasync_count
             .set(self.counters.fdatasync_count.get() + 1);
-        self.file
-            .fdatasync()
-            .await
-            .map_err(|error| StorageError::glommio("fdatasync", &self.path, error))
+        let file = self.file.clone();
+        let path = self.path.clone();
+        async move {
+            file.fdatasync()
+                .await
+                .map_err(|error| StorageError::glommio("fdatasync", path, error))
+        }
     }
 
     /// An fdatasync started by `start_sync` has not been collected yet.
@@ -523,16 +532,7 @@ impl SegmentAppender {
                 .set(self.counters.shard_sync_count.get() + 1);
             spawn_signalled(&self.signal, shard_sync.sync())
         } else {
-            self.counters
-                .fdatasync_count
-                .set(self.counters.fdatasync_count.get() + 1);
-            let file = self.file.clone();
-            let path = self.path.clone();
-            spawn_signalled(&self.signal, async move {
-                file.fdatasync()
-                    .await
-                    .map_err(|error| StorageError::glommio("fdatasync", path, error))
-            })
+            spawn_signalled(&self.signal, self.fdatasync())
         };
         self.sync_in_flight = Some(InFlightSync { tag, done, task });
     }
