@@ -17,7 +17,9 @@ use glommio::net::TcpStream;
 use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::Decodable;
 
-use super::produce_frame::{read_produce_frame, FrameError, ProduceFrame, LOOKAHEAD_BYTES};
+use super::produce_frame::{
+    read_produce_frame, FrameError, ProduceFrame, BULK_READ_BYTES, LOOKAHEAD_BYTES,
+};
 use super::{handlers, versions, ServerState};
 use crate::config::limits::{CONNECTION_IN_FLIGHT_REQUESTS_MAX, REQUEST_FRAME_BYTES_MIN};
 
@@ -165,26 +167,27 @@ async fn read_frame<R: AsyncRead + Unpin>(
 ) -> Result<Frame, CloseReason> {
     let config = &state.shard.config;
     let mut size_bytes = [0u8; 4];
-    // The first byte may take as long as the connection may idle; once a
+    // The first bytes may take as long as the connection may idle; once a
     // request has started, all of it must arrive within the read timeout.
+    // The first read asks for the whole size (one read when it came whole).
     let first = {
         let idle = Duration::from_millis(config.connections_max_idle_ms);
-        let read = within(idle, reader.read(&mut size_bytes[..1]));
+        let read = within(idle, reader.read(&mut size_bytes));
         let shutdown = state.shutdown_signal();
         match future::select(Box::pin(read), shutdown).await {
             Either::Left((read, _)) => read,
             Either::Right(_) => return Err(CloseReason::ShuttingDown),
         }
     };
-    match first {
+    let first = match first {
         None => return Err(CloseReason::Idle),
         Some(Ok(0)) => return Err(CloseReason::Eof),
-        Some(Ok(_)) => {}
+        Some(Ok(read)) => read,
         Some(Err(e)) => return Err(CloseReason::Io(e)),
-    }
+    };
     let deadline = Duration::from_millis(config.request_read_timeout_ms);
     let started = std::time::Instant::now();
-    match within(deadline, reader.read_exact(&mut size_bytes[1..])).await {
+    match within(deadline, reader.read_exact(&mut size_bytes[first..])).await {
         None => return Err(CloseReason::ReadTimeout),
         Some(Err(e)) => return Err(io_reason(e)),
         Some(Ok(())) => {}
@@ -212,9 +215,16 @@ async fn read_body<R: AsyncRead + Unpin>(
     reader: &mut R,
     size: usize,
 ) -> Result<Frame, CloseReason> {
-    // API key and version first, with as much of the frame as one read gives
-    // (up to the look-ahead).
-    let mut prefix = BytesMut::zeroed(size.min(LOOKAHEAD_BYTES));
+    // API key and version first, with as much of the frame as one read gives:
+    // all of it when the frame is short enough to be read in bulk (its
+    // records are then copied out, as from any bulk read), else up to the
+    // look-ahead, so long records can be received into their own buffers.
+    let first_read = if size <= BULK_READ_BYTES {
+        size
+    } else {
+        LOOKAHEAD_BYTES
+    };
+    let mut prefix = BytesMut::zeroed(first_read);
     let mut filled = 0;
     while filled < 4 {
         match reader.read(&mut prefix[filled..]).await {
@@ -234,8 +244,15 @@ async fn read_body<R: AsyncRead + Unpin>(
             Err(FrameError::Malformed(reason)) => Err(CloseReason::Malformed(reason)),
         };
     }
-    let mut body = BytesMut::zeroed(size);
-    body[..filled].copy_from_slice(&prefix);
+    let mut body = if first_read == size {
+        // The buffer already has the frame's size: read the rest into it.
+        prefix.resize(size, 0);
+        prefix
+    } else {
+        let mut body = BytesMut::zeroed(size);
+        body[..filled].copy_from_slice(&prefix);
+        body
+    };
     match reader.read_exact(&mut body[filled..]).await {
         Err(e) => Err(io_reason(e)),
         Ok(()) => Ok(Frame::Whole(body.freeze())),
