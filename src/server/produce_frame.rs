@@ -15,7 +15,10 @@
 //! that `Bytes`. Shorter records are read [`BULK_READ_BYTES`] of the frame
 //! at a time and copied out: a read per small batch would cost more than
 //! the copy (measured: 16 batches of 15 KiB per request read one by one
-//! took 10x the reads and more CPU than copying them).
+//! took 10x the reads and more CPU than copying them). A frame of at most
+//! [`BULK_READ_BYTES`] is read whole by its first read (the connection asks
+//! for all of it), so its records, long or short, are copied out of that
+//! read: one read instead of three for a request with one batch.
 //!
 //! The grammar is Kafka's ProduceRequest v3-v12 and request header v1/v2
 //! (flexible from Produce v9). Every length is checked against the bytes
@@ -34,8 +37,9 @@ use kafka_protocol::messages::{ProduceRequest, RequestHeader, TopicName, Transac
 use kafka_protocol::protocol::StrBytes;
 
 /// Framing bytes read ahead of the parser at once: enough for a request
-/// header and a topic's framing in one read; at most this much of a
-/// partition's records is copied from the look-ahead into its buffer.
+/// header and a topic's framing in one read; in a frame longer than
+/// [`BULK_READ_BYTES`], at most this much of a partition's records is
+/// copied from the look-ahead into its buffer.
 pub const LOOKAHEAD_BYTES: usize = 512;
 
 /// Records at least this long are received straight into their own buffer
