@@ -298,29 +298,11 @@ async fn handle_frame(
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::Chunked;
     use super::*;
     use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
     use kafka_protocol::messages::{ProduceRequest, TopicName};
     use kafka_protocol::protocol::{Encodable, StrBytes};
-
-    /// A socket that hands out at most `chunk` bytes per read.
-    struct Chunked<'a> {
-        data: &'a [u8],
-        chunk: usize,
-    }
-
-    impl AsyncRead for Chunked<'_> {
-        fn poll_read(
-            mut self: std::pin::Pin<&mut Self>,
-            _cx: &mut std::task::Context<'_>,
-            buf: &mut [u8],
-        ) -> std::task::Poll<std::io::Result<usize>> {
-            let n = buf.len().min(self.chunk).min(self.data.len());
-            buf[..n].copy_from_slice(&self.data[..n]);
-            self.data = &self.data[n..];
-            std::task::Poll::Ready(Ok(n))
-        }
-    }
 
     /// Reads one frame body of `body.len()` bytes followed by `next`;
     /// returns the frame and what was left unread.

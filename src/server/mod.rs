@@ -6,6 +6,8 @@ pub mod connection;
 pub mod handlers;
 pub mod pieces;
 pub mod produce_frame;
+#[cfg(test)]
+mod test_support;
 pub mod versions;
 
 use std::cell::{Cell, RefCell};

@@ -353,6 +353,7 @@ impl<R: AsyncRead + Unpin> Framing<'_, R> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::Chunked;
     use super::*;
     use kafka_protocol::protocol::{Decodable, Encodable};
 
@@ -398,22 +399,6 @@ mod tests {
         chunk: usize,
         extra: &[u8],
     ) -> Result<(ProduceFrame, Vec<u8>), FrameError> {
-        struct Chunked<'a> {
-            data: &'a [u8],
-            chunk: usize,
-        }
-        impl AsyncRead for Chunked<'_> {
-            fn poll_read(
-                mut self: std::pin::Pin<&mut Self>,
-                _cx: &mut std::task::Context<'_>,
-                buf: &mut [u8],
-            ) -> std::task::Poll<std::io::Result<usize>> {
-                let n = buf.len().min(self.chunk).min(self.data.len());
-                buf[..n].copy_from_slice(&self.data[..n]);
-                self.data = &self.data[n..];
-                std::task::Poll::Ready(Ok(n))
-            }
-        }
         let mut all = bytes.to_vec();
         all.extend_from_slice(extra);
         let mut reader = Chunked { data: &all, chunk };
