@@ -12,19 +12,17 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, ProduceRequest, ProduceResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{
-    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
-};
+use kafka_protocol::records::Compression;
 
 use common::wire::{
-    assert_broker_healthy, encode_request, frame, metadata_on, request_header_v1, Outcome,
-    RawClient,
+    assert_broker_healthy, encode_batch_compressed, encode_request, frame, metadata_on,
+    plain_record, request_header_v1, Outcome, RawClient,
 };
 use common::{Broker, BrokerOptions};
 
@@ -269,32 +267,12 @@ fn api_versions_with_an_unsupported_version_gets_a_v0_unsupported_version_answer
 }
 
 fn one_record_batch(compression: Compression) -> Bytes {
-    let record = Record {
-        transactional: false,
-        control: false,
-        delete_horizon: false,
-        partition_leader_epoch: -1,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence: -1,
-        timestamp: common::kafka::BASE_TIMESTAMP_MS,
-        key: Some(Bytes::from_static(b"key")),
-        value: Some(Bytes::from(vec![b'v'; 200])),
-        headers: Default::default(),
-    };
-    let mut buffer = BytesMut::new();
-    RecordBatchEncoder::encode(
-        &mut buffer,
-        std::slice::from_ref(&record),
-        &RecordEncodeOptions {
-            version: 2,
-            compression,
-        },
-    )
-    .expect("encode record batch");
-    buffer.freeze()
+    let record = plain_record(
+        0,
+        Some(Bytes::from_static(b"key")),
+        Bytes::from(vec![b'v'; 200]),
+    );
+    encode_batch_compressed(std::slice::from_ref(&record), compression)
 }
 
 fn produce_v3(client: &mut RawClient, topic: &str, batch: Bytes) -> (i16, i64) {

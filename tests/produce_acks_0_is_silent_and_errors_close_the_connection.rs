@@ -14,10 +14,11 @@ use kafka_protocol::messages::{
     ApiKey, BrokerId, ListOffsetsRequest, ListOffsetsResponse, ProduceRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::records::{Record, TimestampType};
+use kafka_protocol::records::Record;
 
 use common::wire::{
-    assert_broker_healthy, encode_batch, encode_request, metadata_on, Outcome, RawClient,
+    assert_broker_healthy, encode_batch, encode_request, metadata_on, plain_record, Outcome,
+    RawClient,
 };
 use common::{Broker, BrokerOptions};
 
@@ -27,21 +28,7 @@ fn batch(values: &[&str]) -> Bytes {
     let records: Vec<Record> = values
         .iter()
         .enumerate()
-        .map(|(i, value)| Record {
-            transactional: false,
-            control: false,
-            delete_horizon: false,
-            partition_leader_epoch: -1,
-            producer_id: -1,
-            producer_epoch: -1,
-            timestamp_type: TimestampType::Creation,
-            offset: i as i64,
-            sequence: -1 + i as i32,
-            timestamp: common::kafka::BASE_TIMESTAMP_MS,
-            key: None,
-            value: Some(Bytes::from(value.to_string())),
-            headers: Default::default(),
-        })
+        .map(|(i, value)| plain_record(i as i64, None, Bytes::from(value.to_string())))
         .collect();
     encode_batch(&records)
 }

@@ -186,17 +186,44 @@ pub fn encode_request<Req: Encodable>(
 
 /// An uncompressed v2 record batch of `records`, as a client sends it.
 pub fn encode_batch(records: &[Record]) -> Bytes {
+    encode_batch_compressed(records, Compression::None)
+}
+
+/// A v2 record batch of `records` with `compression`.
+pub fn encode_batch_compressed(records: &[Record], compression: Compression) -> Bytes {
     let mut buffer = BytesMut::new();
     RecordBatchEncoder::encode(
         &mut buffer,
         records,
         &RecordEncodeOptions {
             version: 2,
-            compression: Compression::None,
+            compression,
         },
     )
     .expect("encode record batch");
     buffer.freeze()
+}
+
+/// A record as a plain (non-idempotent) producer sends it: CreateTime at
+/// `BASE_TIMESTAMP_MS`, no headers; records of one batch take offsets
+/// 0, 1, ... (the encoder starts a new batch when offset - sequence
+/// changes, so the sequence follows the offset).
+pub fn plain_record(offset: i64, key: Option<Bytes>, value: Bytes) -> Record {
+    Record {
+        transactional: false,
+        control: false,
+        delete_horizon: false,
+        partition_leader_epoch: -1,
+        producer_id: -1,
+        producer_epoch: -1,
+        timestamp_type: kafka_protocol::records::TimestampType::Creation,
+        offset,
+        sequence: offset as i32 - 1,
+        timestamp: super::kafka::BASE_TIMESTAMP_MS,
+        key,
+        value: Some(value),
+        headers: Default::default(),
+    }
 }
 
 /// `payload` with its i32 size in front.
