@@ -60,8 +60,52 @@ async fn acknowledged_messages_survive_kill_9_with_fdatasync_per_log() {
     kill_9_mid_stream(BrokerOptions::default().arg("--log-sync", "fdatasync")).await;
 }
 
-async fn kill_9_mid_stream(options: BrokerOptions) {
+/// The same with a kernel thread polling each shard's submission queue
+/// (`--sqpoll`): the broker submits its socket and file I/O without
+/// `io_uring_enter` while that thread is awake, so this checks that every
+/// write, sync and answer still goes out and nothing acknowledged is lost.
+/// The poll thread must exist (`iou-sqp-*` among the broker's threads),
+/// before and after the restart, and not without the flag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_messages_survive_kill_9_with_sqpoll() {
+    let without = Broker::start(BrokerOptions::default());
+    assert_eq!(
+        sqpoll_threads(without.pid()),
+        0,
+        "a broker without --sqpoll has an SQPOLL thread"
+    );
+    drop(without);
+    let mut options = BrokerOptions::default().arg("--sqpoll-idle-ms", 5);
+    options.extra_args.push("--sqpoll".into());
+    let broker = kill_9_mid_stream(options).await;
+    assert!(
+        sqpoll_threads(broker.pid()) >= 1,
+        "the restarted broker runs no SQPOLL thread; its log:\n{}",
+        broker.log_contents()
+    );
+}
+
+/// Threads of process `pid` that are io_uring SQPOLL threads.
+fn sqpoll_threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("list the broker's threads")
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.starts_with("iou-sqp-"))
+        .count()
+}
+
+/// Runs the kill -9 scenario against a broker started with `options`;
+/// returns the restarted broker.
+async fn kill_9_mid_stream(options: BrokerOptions) -> Broker {
+    let sqpoll = options.extra_args.iter().any(|arg| arg == "--sqpoll");
     let mut broker = Broker::start(options.num_partitions(PARTITIONS as u32));
+    if sqpoll {
+        assert!(
+            sqpoll_threads(broker.pid()) >= 1,
+            "a broker started with --sqpoll runs no SQPOLL thread; its log:\n{}",
+            broker.log_contents()
+        );
+    }
     let bootstrap = broker.bootstrap();
     auto_create_topic(&bootstrap, TOPIC, PARTITIONS);
 
@@ -237,4 +281,5 @@ async fn kill_9_mid_stream(options: BrokerOptions) {
             "partition {partition}: first offset after restart"
         );
     }
+    broker
 }

@@ -10,7 +10,8 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::bench::args::parse_cpuset;
 use crate::config::{
-    BrokerConfig, BrokerDefaults, FlushPolicy, GroupSettings, IoWorkerCpus, TxnSettings,
+    BrokerConfig, BrokerDefaults, FlushPolicy, GroupSettings, IoWorkerCpus, SqPollSettings,
+    TxnSettings,
 };
 
 /// ringbroker: a Kafka-compatible broker, one shard per core.
@@ -152,6 +153,21 @@ pub struct ServeArgs {
     /// Microseconds a shard spins before parking when idle (0: park at once).
     #[arg(long, default_value_t = 0)]
     pub spin_before_park_us: u64,
+    /// Give each shard's main io_uring a kernel thread that polls its
+    /// submission queue (IORING_SETUP_SQPOLL): the shard then submits I/O
+    /// without a system call while that thread is awake, at the price of a
+    /// CPU the thread spins on. Off by default.
+    #[arg(long)]
+    pub sqpoll: bool,
+    /// CPU the SQPOLL threads are bound to (all shards'). Default: the first
+    /// allowed CPU no shard runs on, or none (the kernel's choice) when every
+    /// CPU runs a shard.
+    #[arg(long, requires = "sqpoll")]
+    pub sqpoll_cpu: Option<usize>,
+    /// Milliseconds without submissions after which an SQPOLL thread sleeps
+    /// (the next submission wakes it with a system call).
+    #[arg(long, default_value_t = 10, requires = "sqpoll", value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub sqpoll_idle_ms: u64,
     /// Threads per shard for blocking file-system calls (creating and
     /// syncing directories and small metadata files, renames); they run on
     /// any allowed CPU. More let partition creation and start-up overlap
@@ -352,6 +368,21 @@ impl ServeArgs {
                 IoWorkerCpus::Set(set)
             }
         };
+        let sq_poll = if self.sqpoll {
+            let cpu = match self.sqpoll_cpu {
+                Some(cpu) if !available.contains(&cpu) => {
+                    bail!("--sqpoll-cpu names CPU {cpu}, which this process may not use (allowed: {available:?})")
+                }
+                Some(cpu) => Some(cpu),
+                None => available.iter().copied().find(|cpu| !cpus.contains(cpu)),
+            };
+            Some(SqPollSettings {
+                cpu,
+                idle_ms: self.sqpoll_idle_ms,
+            })
+        } else {
+            None
+        };
         if self.num_partitions < 1 {
             bail!("--num-partitions must be at least 1");
         }
@@ -447,6 +478,7 @@ impl ServeArgs {
             io_memory_bytes: self.io_memory_bytes,
             ring_depth: self.ring_depth,
             spin_before_park_us: self.spin_before_park_us,
+            sq_poll,
             shutdown_timeout_ms: self.shutdown_timeout_ms,
             metrics_listen: self.metrics_listen,
             groups: GroupSettings {
@@ -484,5 +516,50 @@ mod tests {
         assert!(parse_cpuset("2-1").is_err());
         assert!(parse_cpuset("").is_err());
         assert!(parse_cpuset("x").is_err());
+    }
+
+    fn serve_config(args: &[&str]) -> anyhow::Result<BrokerConfig> {
+        let cli = Cli::try_parse_from(["ringbroker", "serve"].iter().chain(args))?;
+        let Command::Serve(serve) = cli.command else {
+            unreachable!("parsed a serve command line")
+        };
+        serve.into_config()
+    }
+
+    #[test]
+    fn sqpoll_is_off_unless_asked_and_its_cpu_must_be_allowed() {
+        let cpu0 = allowed_cpus()[0];
+        assert_eq!(serve_config(&[]).unwrap().sq_poll, None);
+        // The details need the flag itself.
+        assert!(serve_config(&["--sqpoll-idle-ms", "5"]).is_err());
+        assert!(serve_config(&["--sqpoll-cpu", &cpu0.to_string()]).is_err());
+        let on = serve_config(&["--sqpoll", "--sqpoll-cpu", &cpu0.to_string()]).unwrap();
+        assert_eq!(
+            on.sq_poll,
+            Some(SqPollSettings {
+                cpu: Some(cpu0),
+                idle_ms: 10
+            })
+        );
+        // Without --sqpoll-cpu: a CPU no shard runs on, else the kernel's
+        // choice.
+        let every = serve_config(&["--sqpoll", "--sqpoll-idle-ms", "3"]).unwrap();
+        let free = allowed_cpus()
+            .into_iter()
+            .find(|cpu| !every.cpus.contains(cpu));
+        assert_eq!(
+            every.sq_poll,
+            Some(SqPollSettings {
+                cpu: free,
+                idle_ms: 3
+            })
+        );
+        let one = serve_config(&["--sqpoll", "--cpuset", &cpu0.to_string()]).unwrap();
+        assert_eq!(
+            one.sq_poll.unwrap().cpu,
+            allowed_cpus().into_iter().find(|&cpu| cpu != cpu0)
+        );
+        assert!(serve_config(&["--sqpoll", "--sqpoll-cpu", "100000"]).is_err());
+        assert!(serve_config(&["--sqpoll", "--sqpoll-idle-ms", "0"]).is_err());
     }
 }

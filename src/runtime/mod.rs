@@ -278,6 +278,7 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         io_memory_bytes,
         ring_depth = config.ring_depth,
         spin_before_park_us = config.spin_before_park_us,
+        sqpoll = ?config.sq_poll,
         produce_shares = config.produce_shares,
         fetch_shares = config.fetch_shares,
         cold_fetch_shares = config.cold_fetch_shares,
@@ -316,6 +317,12 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
             ));
         if config.spin_before_park_us > 0 {
             builder = builder.spin_before_park(Duration::from_micros(config.spin_before_park_us));
+        }
+        if let Some(sq_poll) = config.sq_poll {
+            builder = builder.sq_poll(Some(glommio::SqPoll {
+                cpu: sq_poll.cpu,
+                idle: Duration::from_millis(sq_poll.idle_ms),
+            }));
         }
         let handle = builder
             .spawn(move || async move {
