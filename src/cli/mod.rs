@@ -147,9 +147,9 @@ pub struct ServeArgs {
     /// every shard.
     #[arg(long)]
     pub io_memory_bytes: Option<usize>,
-    /// io_uring ring depth per shard.
-    #[arg(long, default_value_t = 128)]
-    pub ring_depth: usize,
+    /// io_uring ring depth per shard (the kernel allows at most 32768).
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u64).range(1..=32768))]
+    pub ring_depth: u64,
     /// Microseconds a shard spins before parking when idle (0: park at once).
     #[arg(long, default_value_t = 0)]
     pub spin_before_park_us: u64,
@@ -476,7 +476,7 @@ impl ServeArgs {
             shard_cache_bytes: self.shard_cache_bytes,
             partition_pending_bytes_max: self.partition_pending_bytes_max,
             io_memory_bytes: self.io_memory_bytes,
-            ring_depth: self.ring_depth,
+            ring_depth: self.ring_depth as usize,
             spin_before_park_us: self.spin_before_park_us,
             sq_poll,
             shutdown_timeout_ms: self.shutdown_timeout_ms,
@@ -561,5 +561,18 @@ mod tests {
         );
         assert!(serve_config(&["--sqpoll", "--sqpoll-cpu", "100000"]).is_err());
         assert!(serve_config(&["--sqpoll", "--sqpoll-idle-ms", "0"]).is_err());
+    }
+
+    #[test]
+    fn ring_depth_is_bounded_as_the_kernel_bounds_it() {
+        // A depth the kernel refuses would stop a shard's executor from
+        // being created; refuse it up front, with the usage message.
+        assert_eq!(serve_config(&[]).unwrap().ring_depth, 128);
+        assert_eq!(
+            serve_config(&["--ring-depth", "32768"]).unwrap().ring_depth,
+            32768
+        );
+        assert!(serve_config(&["--ring-depth", "32769"]).is_err());
+        assert!(serve_config(&["--ring-depth", "0"]).is_err());
     }
 }

@@ -362,6 +362,24 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         if coordination.failed_shards.load(Ordering::SeqCst) > 0 {
             break;
         }
+        // A shard thread that ends before it is ready never ran its task:
+        // its executor could not be created (the kernel refused a ring of
+        // that depth, SQPOLL, or locked memory). Nothing else would notice,
+        // and the signals are blocked until the broker is ready.
+        if let Some(index) = handles.iter().position(|h| h.is_finished()) {
+            let shard_id = index;
+            let reason = match handles.swap_remove(index).join() {
+                Err(e) => e.to_string(),
+                Ok(_) => "its thread ended".to_string(),
+            };
+            fatal(
+                exit_status::NO_IO_URING,
+                &format!(
+                    "cannot start shard {shard_id} on CPU {}: {reason} (io_uring, locked memory or --sqpoll unavailable? --ring-depth too large?)",
+                    config.cpus[shard_id]
+                ),
+            );
+        }
         if coordination.ready_shards.load(Ordering::SeqCst) == nr_shards {
             tracing::info!(listen = %config.listen, "ready");
             eprintln!("ringbroker ready on {}", config.listen);

@@ -406,6 +406,14 @@ impl<T: Send + 'static> ExecutorJoinHandle<T> {
         self.0.thread()
     }
 
+    /// ringbroker patch: see [`std::thread::JoinHandle::is_finished()`]; an
+    /// executor that could not be created ends its thread before running
+    /// anything, which only this shows before `join`.
+    #[must_use]
+    pub fn is_finished(&self) -> bool {
+        self.0.is_finished()
+    }
+
     /// See [`std::thread::JoinHandle::join()`]
     pub fn join(self) -> Result<T> {
         match self.0.join() {
