@@ -105,6 +105,12 @@ async fn kill_9_mid_stream(options: BrokerOptions) -> Broker {
             "a broker started with --sqpoll runs no SQPOLL thread; its log:\n{}",
             broker.log_contents()
         );
+        // The start-up log shows each shard's poll thread and its CPUs.
+        let log = broker.log_contents();
+        assert!(
+            log.contains("SQPOLL thread") && !log.contains("has no SQPOLL thread"),
+            "the start-up log does not show the SQPOLL thread:\n{log}"
+        );
     }
     let bootstrap = broker.bootstrap();
     auto_create_topic(&bootstrap, TOPIC, PARTITIONS);

@@ -11,6 +11,8 @@
 //! uses, glommio's included. The kernel (6.2 and later) narrows a worker
 //! affinity that overlaps the pinned thread's own CPU to that CPU alone, so
 //! the default set is the CPUs no shard runs on (`IoWorkerCpus::effective`).
+//! The kernel's SQPOLL thread of a shard (`--sqpoll`) is one of these
+//! kernel threads too; `log_sq_poll` reports where it runs.
 
 use io_uring::IoUring;
 
@@ -69,6 +71,43 @@ pub fn tune_for_shard(shard: usize, cpu: usize, config: &BrokerConfig) {
     }
 }
 
+/// The CPUs the thread of this process named `comm` may run on (from
+/// /proc), or None when there is no such thread.
+pub fn thread_cpus(comm: &str) -> Option<Vec<usize>> {
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if name.trim() != comm {
+            continue;
+        }
+        let status = std::fs::read_to_string(task.path().join("status")).ok()?;
+        let list = status
+            .lines()
+            .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))?;
+        return crate::bench::args::parse_cpuset(list.trim()).ok();
+    }
+    None
+}
+
+/// Logs where the calling shard's SQPOLL thread runs (`--sqpoll`): the
+/// kernel names it `iou-sqp-<creating thread's id>`; its absence is a
+/// warning (the ring was set up without it).
+pub fn log_sq_poll(shard: usize, config: &BrokerConfig) {
+    let Some(sq_poll) = config.sq_poll else {
+        return;
+    };
+    let name = format!("iou-sqp-{}", nix::unistd::gettid());
+    match thread_cpus(&name) {
+        Some(cpus) => tracing::info!(
+            shard,
+            thread = %name,
+            cpus = ?cpus,
+            idle_ms = sq_poll.idle_ms,
+            "SQPOLL thread"
+        ),
+        None => tracing::warn!(shard, "--sqpoll is set but this shard has no SQPOLL thread"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,21 +131,8 @@ mod tests {
         ring.submit_and_wait(1).unwrap();
         ring.completion().for_each(drop);
         let worker_name = format!("iou-wrk-{}", nix::unistd::gettid());
-        for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-            if comm.trim() != worker_name {
-                continue;
-            }
-            let status = std::fs::read_to_string(task.path().join("status")).unwrap();
-            let list = status
-                .lines()
-                .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
-                .unwrap()
-                .trim()
-                .to_string();
-            return crate::bench::args::parse_cpuset(&list).unwrap();
-        }
-        panic!("no {worker_name} thread after an async no-op");
+        thread_cpus(&worker_name)
+            .unwrap_or_else(|| panic!("no {worker_name} thread after an async no-op"))
     }
 
     /// Goal: the start-up log tells where the workers really run. Method: a
