@@ -4,14 +4,14 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
 use crate::bench::args::parse_cpuset;
 use crate::config::{
-    BrokerConfig, BrokerDefaults, FlushPolicy, GroupSettings, IoWorkerCpus, SqPollSettings,
-    TxnSettings,
+    BrokerConfig, BrokerDefaults, FlushPolicy, GroupSettings, IoWorkerCpus, TxnSettings,
 };
 
 /// ringbroker: a Kafka-compatible broker, one shard per core.
@@ -376,9 +376,9 @@ impl ServeArgs {
                 Some(cpu) => Some(cpu),
                 None => available.iter().copied().find(|cpu| !cpus.contains(cpu)),
             };
-            Some(SqPollSettings {
+            Some(glommio::SqPoll {
                 cpu,
-                idle_ms: self.sqpoll_idle_ms,
+                idle: Duration::from_millis(self.sqpoll_idle_ms),
             })
         } else {
             None
@@ -536,9 +536,9 @@ mod tests {
         let on = serve_config(&["--sqpoll", "--sqpoll-cpu", &cpu0.to_string()]).unwrap();
         assert_eq!(
             on.sq_poll,
-            Some(SqPollSettings {
+            Some(glommio::SqPoll {
                 cpu: Some(cpu0),
-                idle_ms: 10
+                idle: Duration::from_millis(10)
             })
         );
         // Without --sqpoll-cpu: a CPU no shard runs on, else the kernel's
@@ -549,9 +549,9 @@ mod tests {
             .find(|cpu| !every.cpus.contains(cpu));
         assert_eq!(
             every.sq_poll,
-            Some(SqPollSettings {
+            Some(glommio::SqPoll {
                 cpu: free,
-                idle_ms: 3
+                idle: Duration::from_millis(3)
             })
         );
         let one = serve_config(&["--sqpoll", "--cpuset", &cpu0.to_string()]).unwrap();

@@ -6,16 +6,6 @@ use std::path::PathBuf;
 
 use super::topic_config::BrokerDefaults;
 
-/// A kernel thread polling a shard's main io_uring submission queue
-/// (`--sqpoll`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SqPollSettings {
-    /// CPU the thread is bound to; None: the kernel's choice.
-    pub cpu: Option<usize>,
-    /// It sleeps after this many milliseconds without submissions.
-    pub idle_ms: u64,
-}
-
 /// Where a shard's io_uring worker threads (io-wq) may run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IoWorkerCpus {
@@ -135,8 +125,10 @@ pub struct BrokerConfig {
     pub ring_depth: usize,
     /// How long a shard spins before parking when idle (0 = never spin).
     pub spin_before_park_us: u64,
-    /// A kernel thread polling each shard's main ring (None: off).
-    pub sq_poll: Option<SqPollSettings>,
+    /// A kernel thread polling each shard's main ring (`--sqpoll`; None:
+    /// off): the CPU it is bound to (None: the kernel's choice) and how
+    /// long it polls without submissions before it sleeps.
+    pub sq_poll: Option<glommio::SqPoll>,
     /// How long SIGTERM waits for in-flight requests.
     pub shutdown_timeout_ms: u64,
     /// Where shard 0 serves Prometheus metrics over HTTP; None = off.

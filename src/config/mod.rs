@@ -12,7 +12,5 @@ pub mod broker_config_table;
 pub mod limits;
 pub mod topic_config;
 
-pub use broker::{
-    BrokerConfig, FlushPolicy, GroupSettings, IoWorkerCpus, SqPollSettings, TxnSettings,
-};
+pub use broker::{BrokerConfig, FlushPolicy, GroupSettings, IoWorkerCpus, TxnSettings};
 pub use topic_config::{BrokerDefaults, TopicConfigs};

@@ -101,7 +101,7 @@ pub fn log_sq_poll(shard: usize, config: &BrokerConfig) {
             shard,
             thread = %name,
             cpus = ?cpus,
-            idle_ms = sq_poll.idle_ms,
+            idle_ms = sq_poll.idle.as_millis(),
             "SQPOLL thread"
         ),
         None => tracing::warn!(shard, "--sqpoll is set but this shard has no SQPOLL thread"),

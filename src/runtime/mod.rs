@@ -312,17 +312,12 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
             .name(&format!("shard-{shard_id}"))
             .io_memory(io_memory_bytes)
             .ring_depth(config.ring_depth)
+            .sq_poll(config.sq_poll)
             .blocking_thread_pool_placement(glommio::PoolPlacement::Unbound(
                 config.blocking_threads,
             ));
         if config.spin_before_park_us > 0 {
             builder = builder.spin_before_park(Duration::from_micros(config.spin_before_park_us));
-        }
-        if let Some(sq_poll) = config.sq_poll {
-            builder = builder.sq_poll(Some(glommio::SqPoll {
-                cpu: sq_poll.cpu,
-                idle: Duration::from_millis(sq_poll.idle_ms),
-            }));
         }
         let handle = builder
             .spawn(move || async move {
@@ -367,9 +362,8 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         // its executor could not be created (the kernel refused a ring of
         // that depth, SQPOLL, or locked memory). Nothing else would notice,
         // and the signals are blocked until the broker is ready.
-        if let Some(index) = handles.iter().position(|h| h.is_finished()) {
-            let shard_id = index;
-            let reason = match handles.swap_remove(index).join() {
+        if let Some(shard_id) = handles.iter().position(|h| h.is_finished()) {
+            let reason = match handles.swap_remove(shard_id).join() {
                 Err(e) => e.to_string(),
                 Ok(_) => "its thread ended".to_string(),
             };
