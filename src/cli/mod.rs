@@ -342,23 +342,20 @@ impl ServeArgs {
             (None, Some(n)) => available[..n].to_vec(),
             (None, None) => available.clone(),
         };
-        // Default: the allowed CPUs no shard runs on (measured better than
-        // the shard's own when there are any: 1 shard of 2 CPUs), else the
-        // shard's own (with 2 shards on 2 CPUs, workers on the other shard's
-        // CPU cost 1.5-2x the broker CPU per GB at acks=1).
+        // The allowed CPUs no shard runs on: the default home of the io_uring
+        // workers and of the SQPOLL threads.
+        let free: Vec<usize> = available
+            .iter()
+            .copied()
+            .filter(|cpu| !cpus.contains(cpu))
+            .collect();
+        // Workers default to the free CPUs (measured better than the shard's
+        // own when there are any: 1 shard of 2 CPUs), else the shard's own
+        // (with 2 shards on 2 CPUs, workers on the other shard's CPU cost
+        // 1.5-2x the broker CPU per GB at acks=1).
         let io_worker_cpus = match self.io_worker_cpus.as_deref() {
-            None => {
-                let free: Vec<usize> = available
-                    .iter()
-                    .copied()
-                    .filter(|cpu| !cpus.contains(cpu))
-                    .collect();
-                if free.is_empty() {
-                    IoWorkerCpus::Shard
-                } else {
-                    IoWorkerCpus::Set(free)
-                }
-            }
+            None if free.is_empty() => IoWorkerCpus::Shard,
+            None => IoWorkerCpus::Set(free.clone()),
             Some("shard") => IoWorkerCpus::Shard,
             Some(list) => {
                 let set = parse_cpuset(list)?;
@@ -374,7 +371,7 @@ impl ServeArgs {
                     bail!("--sqpoll-cpu names CPU {cpu}, which this process may not use (allowed: {available:?})")
                 }
                 Some(cpu) => Some(cpu),
-                None => available.iter().copied().find(|cpu| !cpus.contains(cpu)),
+                None => free.first().copied(),
             };
             Some(glommio::SqPoll {
                 cpu,

@@ -143,10 +143,17 @@ impl IoUring {
         flags: SetupFlags,
         features: SetupFeatures,
     ) -> io::Result<IoUring> {
+        // SAFETY: io_uring_params is plain data; zeroed means no options.
+        let mut params: uring_sys::io_uring_params = unsafe { mem::zeroed() };
+        params.flags = flags.bits();
+        params.features = features.bits();
+        IoUring::new_with_params(entries, params)
+    }
+
+    /// ringbroker patch: the setup shared by `new_with_flags` and
+    /// `new_sqpoll`.
+    fn new_with_params(entries: u32, mut params: uring_sys::io_uring_params) -> io::Result<IoUring> {
         unsafe {
-            let mut params: uring_sys::io_uring_params = mem::zeroed();
-            params.flags = flags.bits();
-            params.features = features.bits();
             let mut ring = MaybeUninit::uninit();
             resultify(uring_sys::io_uring_queue_init_params(
                 entries as _,
@@ -163,24 +170,15 @@ impl IoUring {
     /// polls (`IORING_SETUP_SQPOLL`), bound to `cpu` when given, sleeping
     /// after `idle_ms` without submissions.
     pub fn new_sqpoll(entries: u32, cpu: Option<u32>, idle_ms: u32) -> io::Result<IoUring> {
-        unsafe {
-            let mut params: uring_sys::io_uring_params = mem::zeroed();
-            params.flags = SetupFlags::SQPOLL.bits();
-            if let Some(cpu) = cpu {
-                params.flags |= SetupFlags::SQ_AFF.bits();
-                params.sq_thread_cpu = cpu;
-            }
-            params.sq_thread_idle = idle_ms;
-            let mut ring = MaybeUninit::uninit();
-            resultify(uring_sys::io_uring_queue_init_params(
-                entries as _,
-                ring.as_mut_ptr(),
-                &mut params,
-            ))?;
-            Ok(IoUring {
-                ring: ring.assume_init(),
-            })
+        // SAFETY: as in `new_with_flags`.
+        let mut params: uring_sys::io_uring_params = unsafe { mem::zeroed() };
+        params.flags = SetupFlags::SQPOLL.bits();
+        if let Some(cpu) = cpu {
+            params.flags |= SetupFlags::SQ_AFF.bits();
+            params.sq_thread_cpu = cpu;
         }
+        params.sq_thread_idle = idle_ms;
+        IoUring::new_with_params(entries, params)
     }
 
     /// ringbroker patch: whether a kernel thread polls the submission queue.
