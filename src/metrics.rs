@@ -4,7 +4,7 @@
 //! Today: record bytes sent by reference and copied in user space on the
 //! fetch path (so zero copies is shown, not claimed), bytes copied out of
 //! DMA buffers by cold segment reads, segment reads running and waiting,
-//! partitions per shard.
+//! record bytes appended in place and by copy, partitions per shard.
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -41,6 +41,10 @@ pub struct ShardMetrics {
     pub cold_reads_waiting: u64,
     /// `syncfs` calls made for the shard's group commit (--log-sync syncfs).
     pub log_syncfs: u64,
+    /// Record bytes DMA-written from the memory they were received into.
+    pub append_bytes_in_place: u64,
+    /// Record bytes copied into write buffers by appends.
+    pub append_bytes_copied: u64,
     /// Partitions the shard owns.
     pub partitions: u64,
 }
@@ -58,6 +62,8 @@ pub fn collect(shard: &Shard) -> ShardMetrics {
         cold_reads_in_flight: cold_reads_in_flight as u64,
         cold_reads_waiting: cold_reads_waiting as u64,
         log_syncfs: crate::storage::shard_syncfs_count(),
+        append_bytes_in_place: crate::storage::append_bytes_in_place(),
+        append_bytes_copied: crate::storage::append_bytes_copied(),
         partitions: shard.partition_count() as u64,
     }
 }
@@ -124,6 +130,18 @@ pub fn render(per_shard: &[ShardMetrics]) -> String {
         "syncfs calls that made the shard's durable appends durable, one covering every partition (--log-sync syncfs).",
         "counter",
         &|m| m.log_syncfs,
+    );
+    family(
+        "ringbroker_log_append_bytes_in_place_total",
+        "Record bytes of produced batches written to disk straight from the memory they were received into (no user-space copy), on the partition's shard.",
+        "counter",
+        &|m| m.append_bytes_in_place,
+    );
+    family(
+        "ringbroker_log_append_bytes_copied_total",
+        "Record bytes of appended batches copied into a write buffer before the disk write (records under 32 KiB, batches from another shard's connection, mispredicted places, and the last partial block of each in-place batch).",
+        "counter",
+        &|m| m.append_bytes_copied,
     );
     family(
         "ringbroker_partitions",
@@ -202,6 +220,8 @@ mod tests {
                 cold_reads_in_flight: 2,
                 cold_reads_waiting: 0,
                 log_syncfs: 7,
+                append_bytes_in_place: 65536,
+                append_bytes_copied: 100,
                 partitions: 3,
             },
             ShardMetrics::default(),
@@ -211,6 +231,8 @@ mod tests {
         assert!(text.contains("ringbroker_log_cold_read_bytes_copied_total{shard=\"0\"} 4096\n"));
         assert!(text.contains("ringbroker_log_cold_reads_in_flight{shard=\"0\"} 2\n"));
         assert!(text.contains("ringbroker_log_syncfs_total{shard=\"0\"} 7\n"));
+        assert!(text.contains("ringbroker_log_append_bytes_in_place_total{shard=\"0\"} 65536\n"));
+        assert!(text.contains("ringbroker_log_append_bytes_copied_total{shard=\"0\"} 100\n"));
         assert!(text.contains("# TYPE ringbroker_partitions gauge\n"));
     }
 }

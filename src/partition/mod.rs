@@ -279,6 +279,17 @@ impl Partition {
         self.log.log_start_offset()
     }
 
+    /// Memory to receive `len` bytes of a Produce request's records into,
+    /// so the log can write them from there (`storage/direct.rs`); None
+    /// when the batch will be rewritten before the append (LogAppendTime)
+    /// or the log cannot take it.
+    pub fn direct_slot(&self, len: usize) -> Option<crate::storage::DirectSlot> {
+        if self.deleted.get() || self.settings.log_append_time {
+            return None;
+        }
+        self.log.direct_slot(len)
+    }
+
     /// Appends one validated batch: the ordered part of a produce. Returns
     /// once offsets are assigned (not once written).
     ///

@@ -18,10 +18,11 @@ use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::Decodable;
 
 use super::produce_frame::{
-    read_produce_frame, FrameError, ProduceFrame, BULK_READ_BYTES, LOOKAHEAD_BYTES,
+    read_produce_frame, DirectTargets, FrameError, ProduceFrame, BULK_READ_BYTES, LOOKAHEAD_BYTES,
 };
 use super::{handlers, versions, ServerState};
 use crate::config::limits::{CONNECTION_IN_FLIGHT_REQUESTS_MAX, REQUEST_FRAME_BYTES_MIN};
+use crate::shard::messages::TopicPartition;
 
 /// What a handler's completion yields.
 pub enum Response {
@@ -204,7 +205,18 @@ async fn read_frame<R: AsyncRead + Unpin>(
     // The size is checked against socket.request.max.bytes above, so what
     // is allocated for the frame is bounded.
     let left = deadline.saturating_sub(started.elapsed());
-    match within(left, read_body(reader, size as usize)).await {
+    // Records of partitions this shard owns may be received into the
+    // memory their log writes from.
+    let direct = |topic: &str, partition: i32, len: usize| {
+        state
+            .shard
+            .partition(&TopicPartition {
+                topic: topic.to_string(),
+                partition,
+            })?
+            .direct_slot(len)
+    };
+    match within(left, read_body(reader, size as usize, &direct)).await {
         None => Err(CloseReason::ReadTimeout),
         Some(result) => result,
     }
@@ -216,6 +228,7 @@ async fn read_frame<R: AsyncRead + Unpin>(
 async fn read_body<R: AsyncRead + Unpin>(
     reader: &mut R,
     size: usize,
+    direct: DirectTargets<'_>,
 ) -> Result<Frame, CloseReason> {
     // API key and version first, with as much of the frame as one read gives:
     // all of it when the frame is short enough to be read in bulk (its
@@ -240,7 +253,7 @@ async fn read_body<R: AsyncRead + Unpin>(
     let version = i16::from_be_bytes([prefix[2], prefix[3]]);
     if api_key == ApiKey::Produce as i16 && versions::is_served(ApiKey::Produce, version) {
         prefix.truncate(filled);
-        return match read_produce_frame(reader, prefix, size).await {
+        return match read_produce_frame(reader, prefix, size, direct).await {
             Ok(produce) => Ok(Frame::Produce(produce)),
             Err(FrameError::Io(e)) => Err(io_reason(e)),
             Err(FrameError::Malformed(reason)) => Err(CloseReason::Malformed(reason)),
@@ -310,7 +323,11 @@ mod tests {
         let mut all = body.to_vec();
         all.extend_from_slice(next);
         let mut reader = Chunked { data: &all, chunk };
-        let frame = match futures::executor::block_on(read_body(&mut reader, body.len())) {
+        let frame = match futures::executor::block_on(read_body(
+            &mut reader,
+            body.len(),
+            &super::super::produce_frame::no_direct_targets,
+        )) {
             Ok(frame) => frame,
             Err(reason) => panic!("frame of {} bytes not read: {reason}", body.len()),
         };

@@ -20,6 +20,11 @@
 //! for all of it), so its records, long or short, are copied out of that
 //! read: one read instead of three for a request with one batch.
 //!
+//! Where the connection is on the partition's own shard, records of at
+//! least [`DIRECT_RECORDS_MIN`] go into memory the partition's log hands
+//! out instead (`storage/direct.rs`), placed as they will lie on disk, so
+//! the log writes them from there without copying them.
+//!
 //! The grammar is Kafka's ProduceRequest v3-v12 and request header v1/v2
 //! (flexible from Produce v9). Every length is checked against the bytes
 //! the frame has left before anything is allocated or read, so a malformed
@@ -35,6 +40,8 @@ use futures::{AsyncRead, AsyncReadExt};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{ProduceRequest, RequestHeader, TopicName, TransactionalId};
 use kafka_protocol::protocol::StrBytes;
+
+use crate::storage::DirectSlot;
 
 /// Framing bytes read ahead of the parser at once: enough for a request
 /// header and a topic's framing in one read; in a frame longer than
@@ -75,9 +82,21 @@ pub struct ProduceFrame {
     pub request: ProduceRequest,
 }
 
+/// Where a partition's records may be received into the memory its log
+/// writes from (`storage/direct.rs`): given the topic, partition and the
+/// records' length, a slot, or None to use a buffer of their own. Asked
+/// only for records of at least [`DIRECT_RECORDS_MIN`].
+pub type DirectTargets<'a> = &'a dyn Fn(&str, i32, usize) -> Option<DirectSlot>;
+
+/// No partition takes records directly.
+pub fn no_direct_targets(_: &str, _: i32, _: usize) -> Option<DirectSlot> {
+    None
+}
+
 /// Reads the rest of a Produce frame of `frame_bytes` (size prefix
 /// excluded), of which `prefix` (at least the 4 bytes of API key and
-/// version) was read already.
+/// version) was read already; records of partitions `direct` has a slot
+/// for are received into it.
 ///
 /// # Errors
 /// [`FrameError::Io`] when the socket fails or closes inside the frame,
@@ -87,6 +106,7 @@ pub async fn read_produce_frame<R: AsyncRead + Unpin>(
     reader: &mut R,
     prefix: BytesMut,
     frame_bytes: usize,
+    direct: DirectTargets<'_>,
 ) -> Result<ProduceFrame, FrameError> {
     if prefix.len() > frame_bytes {
         return Err(FrameError::Malformed("prefix longer than the frame"));
@@ -124,7 +144,9 @@ pub async fn read_produce_frame<R: AsyncRead + Unpin>(
         for _ in 0..partitions {
             let mut partition = PartitionProduceData::default();
             partition.index = framing.i32().await?;
-            partition.records = framing.records(flexible).await?;
+            partition.records = framing
+                .records(flexible, |len| direct(&topic.name, partition.index, len))
+                .await?;
             if flexible {
                 partition.unknown_tagged_fields = framing.tagged_fields().await?;
             }
@@ -271,8 +293,13 @@ impl<R: AsyncRead + Unpin> Framing<'_, R> {
 
     /// A partition's records (nullable bytes), in a buffer of their own:
     /// short ones copied out of a bulk read, long ones received straight
-    /// into place (after what the look-ahead holds of them).
-    async fn records(&mut self, flexible: bool) -> Result<Option<Bytes>, FrameError> {
+    /// into place (after what the look-ahead holds of them); long ones go
+    /// into the slot `direct` gives, when it gives one.
+    async fn records(
+        &mut self,
+        flexible: bool,
+        direct: impl FnOnce(usize) -> Option<DirectSlot>,
+    ) -> Result<Option<Bytes>, FrameError> {
         let len = if flexible {
             i64::from(self.uvarint().await?) - 1
         } else {
@@ -288,6 +315,14 @@ impl<R: AsyncRead + Unpin> Framing<'_, R> {
         };
         if len < DIRECT_RECORDS_MIN {
             self.fill_ahead(len, BULK_READ_BYTES).await?;
+        } else if let Some(mut slot) = direct(len) {
+            let buffered = len.min(self.buf.len());
+            let records = slot.records_mut();
+            records[..buffered].copy_from_slice(&self.buf[..buffered]);
+            self.buf.advance(buffered);
+            self.reader.read_exact(&mut records[buffered..]).await?;
+            self.unread -= len - buffered;
+            return Ok(Some(slot.freeze()));
         }
         let buffered = len.min(self.buf.len());
         if buffered == len {
@@ -404,8 +439,12 @@ mod tests {
         let mut reader = Chunked { data: &all, chunk };
         let mut prefix = BytesMut::zeroed(4);
         futures::executor::block_on(reader.read_exact(&mut prefix)).unwrap();
-        let frame =
-            futures::executor::block_on(read_produce_frame(&mut reader, prefix, bytes.len()))?;
+        let frame = futures::executor::block_on(read_produce_frame(
+            &mut reader,
+            prefix,
+            bytes.len(),
+            &no_direct_targets,
+        ))?;
         Ok((frame, reader.data.to_vec()))
     }
 
@@ -507,8 +546,12 @@ mod tests {
         let mut reader: &[u8] = &bytes[4..bytes.len() - 10];
         let mut prefix = BytesMut::zeroed(4);
         prefix.copy_from_slice(&bytes[..4]);
-        let result =
-            futures::executor::block_on(read_produce_frame(&mut reader, prefix, bytes.len()));
+        let result = futures::executor::block_on(read_produce_frame(
+            &mut reader,
+            prefix,
+            bytes.len(),
+            &no_direct_targets,
+        ));
         assert!(matches!(result, Err(FrameError::Io(_))));
     }
 }

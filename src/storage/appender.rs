@@ -9,6 +9,13 @@
 //! and the next write cover the same blocks, the next write waits for the
 //! partial one: two writes to the same block are never in flight together.
 //!
+//! Batches received straight into aligned memory of their own
+//! (`direct.rs`) are not copied: `append_direct` puts the bytes in front of
+//! such a batch in its first block into that memory and queues its whole
+//! blocks, with the buffer's whole blocks before them, as a run that one
+//! vectored write (`IORING_OP_WRITEV`) hands to the disk once it holds a
+//! buffer's worth, or with the next partial-block write.
+//!
 //! Unlike glommio's `DmaStreamWriter`, the appender can resume at an existing
 //! logical end after a restart: it reads the last partial block back into
 //! its buffer.
@@ -29,7 +36,7 @@
 //! Owned by the log's single writer task on the partition's shard; nothing
 //! else writes the file.
 
-use std::{cell::Cell, collections::VecDeque, path::PathBuf, rc::Rc};
+use std::{cell::Cell, collections::VecDeque, path::PathBuf, rc::Rc, sync::Arc};
 
 use futures::FutureExt;
 use glommio::{
@@ -38,6 +45,7 @@ use glommio::{
 };
 
 use super::{
+    direct::{self, DirectMem, DIRECT_ALIGNMENT},
     error::StorageError,
     notify::Signal,
     shard_sync::{shard_sync_for, ShardSync},
@@ -90,6 +98,8 @@ struct ZeroFill {
 const PREALLOC_FIRST_STEP: u64 = 256 << 10;
 /// Zeros written per DMA write of a fill.
 const ZERO_CHUNK_BYTES: usize = 256 << 10;
+/// Most buffers in one vectored write (the kernel takes up to 1024).
+const RUN_BUFFERS_MAX: usize = 64;
 
 /// Runs `work` as a task that sets the returned flag and notifies `signal`
 /// when it ends, so the writer can collect it later without waiting.
@@ -178,6 +188,13 @@ pub struct SegmentAppender {
     counters: Rc<WriterCounters>,
     /// The shard's shared `syncfs` when it covers this file; None: fdatasync.
     shard_sync: Option<Rc<ShardSync>>,
+    /// Whole blocks not yet handed to a write, ending at `buffer_position`:
+    /// batches written from their own memory (`append_direct`) and the
+    /// buffer's blocks before them, written together by one vectored
+    /// write once they add up to a buffer (or before any other write).
+    run: Vec<DmaBuffer>,
+    /// File position of the run's first block.
+    run_start: u64,
 }
 
 impl SegmentAppender {
@@ -246,6 +263,8 @@ impl SegmentAppender {
             shard_sync,
             signal,
             counters,
+            run: Vec::new(),
+            run_start: 0,
         })
     }
 
@@ -284,8 +303,93 @@ impl SegmentAppender {
         Ok(())
     }
 
+    /// The batch in `mem` can be written from there: it starts at the
+    /// logical end's place in its block (see `direct.rs`).
+    pub fn can_append_direct(&self, mem: &DirectMem) -> bool {
+        self.alignment == DIRECT_ALIGNMENT as u64
+            && self.logical_size() % self.alignment == mem.head() as u64
+    }
+
+    /// Appends the batch `mem` holds without copying its whole blocks: the
+    /// bytes in front of it in its first block are copied into `mem`, the
+    /// buffer's whole blocks before them are written, then the batch's whole
+    /// blocks straight from `mem`; its last partial block continues in the
+    /// buffer. Waits only when `write_behind` writes are in flight.
+    ///
+    /// # Errors
+    /// The error of a completed write that failed.
+    ///
+    /// # Panics
+    /// Unless `can_append_direct(&mem)`.
+    pub async fn append_direct(&mut self, mem: Arc<DirectMem>) -> Result<(), StorageError> {
+        assert!(self.can_append_direct(&mem));
+        let head = mem.head();
+        let block_start = self.logical_size() - head as u64;
+        let from = (block_start - self.buffer_position) as usize;
+        assert_eq!(self.fill_bytes - from, head);
+        // SAFETY: nothing views the bytes in front of the records, and no
+        // write of this memory has been issued yet.
+        unsafe { mem.write(0, &self.buffer.as_bytes()[from..self.fill_bytes]) };
+        if block_start > self.buffer_position && self.submitted_position < block_start {
+            let capacity = self.buffer.len();
+            let mut whole =
+                std::mem::replace(&mut self.buffer, self.file.alloc_dma_buffer(capacity));
+            whole.trim_to_size(from);
+            self.add_to_run(whole, self.buffer_position);
+        }
+        let end = head + mem.records_len();
+        let whole_bytes = end / DIRECT_ALIGNMENT * DIRECT_ALIGNMENT;
+        if whole_bytes > 0 {
+            // SAFETY: `mem` is aligned and kept alive by the buffer; its
+            // first `whole_bytes` are not written again (only its head was,
+            // above).
+            let buffer = unsafe {
+                DmaBuffer::from_foreign(mem.base_ptr(), whole_bytes, Box::new(mem.clone()))
+            };
+            self.add_to_run(buffer, block_start);
+        }
+        self.buffer_position = block_start + whole_bytes as u64;
+        self.fill_bytes = end - whole_bytes;
+        self.buffer.as_bytes_mut()[..self.fill_bytes].copy_from_slice(mem.bytes(whole_bytes, end));
+        let in_place = whole_bytes.saturating_sub(head);
+        direct::count_in_place(in_place);
+        direct::count_copied(mem.records_len() - in_place);
+        if self.run_bytes() >= self.buffer.len() as u64 || self.run.len() >= RUN_BUFFERS_MAX {
+            self.write_run().await?;
+        }
+        Ok(())
+    }
+
+    /// Adds whole blocks at `position` (the run's end) to the run.
+    fn add_to_run(&mut self, buffer: DmaBuffer, position: u64) {
+        if self.run.is_empty() {
+            self.run_start = position;
+        }
+        assert_eq!(position, self.run_start + self.run_bytes());
+        self.run.push(buffer);
+    }
+
+    fn run_bytes(&self) -> u64 {
+        self.run.iter().map(|buffer| buffer.len() as u64).sum()
+    }
+
+    /// Hands the run to one vectored write.
+    async fn write_run(&mut self) -> Result<(), StorageError> {
+        if self.run.is_empty() {
+            return Ok(());
+        }
+        self.make_room_for_write().await?;
+        let start = self.run_start;
+        let end = start + self.run_bytes();
+        self.prepare_write(start, end).await?;
+        let run = std::mem::take(&mut self.run);
+        self.submit(run, start, end, false);
+        Ok(())
+    }
+
     async fn write_full_buffer(&mut self) -> Result<(), StorageError> {
         assert_eq!(self.fill_bytes, self.buffer.len());
+        self.write_run().await?;
         self.make_room_for_write().await?;
         let capacity = self.buffer.len();
         let full = std::mem::replace(&mut self.buffer, self.file.alloc_dma_buffer(capacity));
@@ -293,7 +397,7 @@ impl SegmentAppender {
         self.buffer_position += capacity as u64;
         self.fill_bytes = 0;
         self.prepare_write(position, self.buffer_position).await?;
-        self.submit(full, position, self.buffer_position, false);
+        self.submit(vec![full], position, self.buffer_position, false);
         Ok(())
     }
 
@@ -308,17 +412,29 @@ impl SegmentAppender {
             return Ok(());
         }
         self.make_room_for_write().await?;
-        let start = self.submitted_position / self.alignment * self.alignment;
-        assert!(start >= self.buffer_position);
+        // The run's whole blocks, if any, go in the same (vectored) write.
+        let mut buffers = std::mem::take(&mut self.run);
+        let start = if buffers.is_empty() {
+            self.submitted_position / self.alignment * self.alignment
+        } else {
+            self.run_start
+        };
+        let copy_start = start.max(self.buffer_position);
+        assert!(buffers.is_empty() || copy_start == self.buffer_position);
         let end = logical_end.div_ceil(self.alignment) * self.alignment;
-        let data_bytes = (logical_end - start) as usize;
-        let mut copy = self.file.alloc_dma_buffer((end - start) as usize);
-        let from = (start - self.buffer_position) as usize;
-        let copy_bytes = copy.as_bytes_mut();
-        copy_bytes[..data_bytes].copy_from_slice(&self.buffer.as_bytes()[from..from + data_bytes]);
-        copy_bytes[data_bytes..].fill(0);
+        let partial = end > copy_start;
+        if partial {
+            let data_bytes = (logical_end - copy_start) as usize;
+            let mut copy = self.file.alloc_dma_buffer((end - copy_start) as usize);
+            let from = (copy_start - self.buffer_position) as usize;
+            let copy_bytes = copy.as_bytes_mut();
+            copy_bytes[..data_bytes]
+                .copy_from_slice(&self.buffer.as_bytes()[from..from + data_bytes]);
+            copy_bytes[data_bytes..].fill(0);
+            buffers.push(copy);
+        }
         self.prepare_write(start, end).await?;
-        self.submit(copy, start, logical_end, true);
+        self.submit(buffers, start, logical_end, partial);
         Ok(())
     }
 
@@ -379,13 +495,17 @@ impl SegmentAppender {
         Ok(())
     }
 
-    fn submit(&mut self, buffer: DmaBuffer, position: u64, logical_end: u64, partial: bool) {
+    /// Writes `buffers` one after another from `position` (one vectored
+    /// write when there are several).
+    fn submit(&mut self, buffers: Vec<DmaBuffer>, position: u64, logical_end: u64, partial: bool) {
         assert_eq!(position % self.alignment, 0);
-        assert_eq!(buffer.len() as u64 % self.alignment, 0);
+        assert!(buffers
+            .iter()
+            .all(|buffer| buffer.len() as u64 % self.alignment == 0));
         assert!(logical_end >= self.submitted_position);
         let file = self.file.clone();
         let path = self.path.clone();
-        let expected_bytes = buffer.len();
+        let expected_bytes = buffers.iter().map(DmaBuffer::len).sum::<usize>();
         self.counters
             .write_count
             .set(self.counters.write_count.get() + 1);
@@ -393,7 +513,13 @@ impl SegmentAppender {
             .write_bytes
             .set(self.counters.write_bytes.get() + expected_bytes as u64);
         let (done, task) = spawn_signalled(&self.signal, async move {
-            match file.write_at(buffer, position).await {
+            let written = if buffers.len() == 1 {
+                let buffer = buffers.into_iter().next().expect("one buffer");
+                file.write_at(buffer, position).await
+            } else {
+                file.write_vectored_at(buffers, position).await
+            };
+            match written {
                 Ok(written) if written == expected_bytes => Ok(()),
                 Ok(written) => Err(StorageError::io(
                     "writing",

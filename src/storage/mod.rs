@@ -10,7 +10,8 @@
 //!
 //! Files: `log.rs` (the `Log` API, in-memory tail, writer task),
 //! `segment.rs` (segment bookkeeping and the batch scanner), `appender.rs`
-//! (the O_DIRECT appender), `index.rs` (offset and time indexes),
+//! (the O_DIRECT appender), `direct.rs` (records received straight into
+//! the memory the appender writes from), `index.rs` (offset and time indexes),
 //! `reader.rs` (cold reads, record lookups), `recovery.rs` (open-time
 //! checks and truncation), `checkpoint.rs` (the small metadata files),
 //! `notify.rs` (wake-up primitives), `shard_sync.rs` (one `syncfs` per
@@ -24,6 +25,7 @@ mod appender;
 mod batch_rewrite;
 mod checkpoint;
 mod compaction;
+mod direct;
 mod error;
 mod index;
 mod log;
@@ -39,6 +41,7 @@ pub mod txn_index;
 
 pub use checkpoint::EpochEntry;
 pub use compaction::{CompactionConfig, CompactionOutcome, CompactionRequest, CompactionStats};
+pub use direct::{append_bytes_copied, append_bytes_in_place, DirectSlot};
 pub use error::StorageError;
 pub use index::{OffsetIndex, OffsetPosition, TimeIndex};
 pub use log::{AppendInfo, Log, LogConfig, LogStats, Pieces, ReadResult};

@@ -348,6 +348,34 @@ impl Reactor {
         source
     }
 
+    /// ringbroker patch: one vectored write of `buffers`, in file order
+    /// from `pos`.
+    pub(crate) fn write_dma_vectored(
+        &self,
+        raw: RawFd,
+        buffers: crate::sys::DmaVectored,
+        pos: u64,
+        pollable: PollableStatus,
+    ) -> Source {
+        let stats = StatsCollection {
+            fulfilled: Some(|result, stats, op_count| {
+                if let Ok(result) = result {
+                    stats.file_writes += op_count;
+                    stats.file_bytes_written += *result as u64 * op_count;
+                }
+            }),
+            reused: None,
+            latency: None,
+        };
+        let source = self.new_source(
+            raw,
+            SourceType::Write(pollable, IoBuffer::DmaVectored(buffers)),
+            Some(stats),
+        );
+        self.sys.write_dma(&source, pos);
+        source
+    }
+
     pub(crate) fn copy_file_range(
         &self,
         fd_in: RawFd,

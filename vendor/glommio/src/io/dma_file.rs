@@ -312,6 +312,20 @@ impl DmaFile {
         enhanced_try!(source.collect_rw().await, "Writing", self.file).map_err(Into::into)
     }
 
+    /// ringbroker patch: writes `buffers` one after another from `pos` with
+    /// one vectored write (`IORING_OP_WRITEV`). Each buffer must be aligned
+    /// in address and length as [`DmaFile::write_at`] needs; at most
+    /// `IOV_MAX` (1024) buffers. Returns the bytes written.
+    pub async fn write_vectored_at(&self, buffers: Vec<DmaBuffer>, pos: u64) -> Result<usize> {
+        let source = self.file.reactor.upgrade().unwrap().write_dma_vectored(
+            self.as_raw_fd(),
+            crate::sys::DmaVectored::new(buffers),
+            pos,
+            self.pollable,
+        );
+        enhanced_try!(source.collect_rw().await, "Writing", self.file).map_err(Into::into)
+    }
+
     /// Equivalent to [`DmaFile::write_at`] except that the caller retains
     /// non-mutable ownership of the underlying buffer. This can be useful if
     /// you want to asynchronously process a page concurrently with writing it.

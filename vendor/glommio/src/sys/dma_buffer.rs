@@ -53,7 +53,11 @@ pub(crate) enum BufferStorage {
     Sys(SysAlloc),
     Uring(UringBuffer),
     EventFd(*mut u8),
+    // ringbroker patch: memory the caller allocated (aligned), kept alive by
+    // `keep` until the buffer is dropped (see `DmaBuffer::from_foreign`).
+    Foreign(*mut u8, Box<dyn std::any::Any>),
 }
+
 
 impl BufferStorage {
     fn as_ptr(&self) -> *const u8 {
@@ -61,6 +65,7 @@ impl BufferStorage {
             BufferStorage::Sys(x) => x.as_ptr(),
             BufferStorage::Uring(x) => x.as_ptr(),
             BufferStorage::EventFd(x) => *x as *const u8,
+            BufferStorage::Foreign(x, _) => *x as *const u8,
         }
     }
 
@@ -69,6 +74,7 @@ impl BufferStorage {
             BufferStorage::Sys(x) => x.as_mut_ptr(),
             BufferStorage::Uring(x) => x.as_mut_ptr(),
             BufferStorage::EventFd(x) => *x,
+            BufferStorage::Foreign(x, _) => *x,
         }
     }
 }
@@ -101,6 +107,23 @@ impl DmaBuffer {
     pub(crate) fn with_storage(size: usize, storage: BufferStorage) -> DmaBuffer {
         DmaBuffer {
             storage,
+            size,
+            trim: 0,
+        }
+    }
+
+    /// ringbroker patch: a buffer over `size` bytes at `ptr` that the caller
+    /// allocated, for writes from memory glommio did not hand out. `keep`
+    /// is dropped with the buffer (it should own the memory).
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads of `size` bytes as long as `keep`
+    /// lives, aligned as O_DIRECT needs, and nobody may write those bytes
+    /// while the buffer exists (glommio only reads them for writes;
+    /// `as_bytes_mut` must not be called).
+    pub unsafe fn from_foreign(ptr: *mut u8, size: usize, keep: Box<dyn std::any::Any>) -> DmaBuffer {
+        DmaBuffer {
+            storage: BufferStorage::Foreign(ptr, keep),
             size,
             trim: 0,
         }

@@ -394,6 +394,36 @@ pub(crate) enum IoBuffer {
     DmaSink(DmaBuffer),
     DmaSource(DmaSource),
     Buffered(Vec<u8>),
+    // ringbroker patch: the buffers of one vectored write, in file order.
+    DmaVectored(DmaVectored),
+}
+
+/// ringbroker patch: buffers written by one `IORING_OP_WRITEV`, with the
+/// iovec array the kernel reads (kept until the write completes).
+pub(crate) struct DmaVectored {
+    pub(crate) buffers: Vec<DmaBuffer>,
+    pub(crate) iovecs: Vec<libc::iovec>,
+}
+
+impl DmaVectored {
+    pub(crate) fn new(buffers: Vec<DmaBuffer>) -> Self {
+        let iovecs = buffers
+            .iter()
+            .map(|buffer| libc::iovec {
+                iov_base: buffer.as_ptr() as *mut libc::c_void,
+                iov_len: buffer.len(),
+            })
+            .collect();
+        DmaVectored { buffers, iovecs }
+    }
+}
+
+impl std::fmt::Debug for DmaVectored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DmaVectored")
+            .field("buffers", &self.buffers)
+            .finish()
+    }
 }
 
 impl Deref for IoBuffer {
@@ -404,6 +434,12 @@ impl Deref for IoBuffer {
             IoBuffer::DmaSink(buffer) => buffer.as_bytes(),
             IoBuffer::DmaSource(buffer) => buffer.deref(),
             IoBuffer::Buffered(buffer) => buffer.as_slice(),
+            // Only the first buffer: a vectored write's bytes are not
+            // contiguous.
+            IoBuffer::DmaVectored(vectored) => vectored
+                .buffers
+                .first()
+                .map_or(&[][..], |buffer| buffer.as_bytes()),
         }
     }
 }

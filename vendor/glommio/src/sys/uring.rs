@@ -60,6 +60,8 @@ enum UringOpDescriptor {
     PollRemove(*const u8),
     Cancel(u64),
     Write(*const u8, usize, u64),
+    // ringbroker patch: iovec array, its length, file position.
+    WriteVectored(*const libc::iovec, usize, u64),
     WriteFixed(*const u8, usize, u64, u32),
     ReadFixed(u64, usize),
     Read(u64, usize),
@@ -286,6 +288,11 @@ fn fill_sqe<F>(
             UringOpDescriptor::Write(ptr, len, pos) => {
                 let buf = std::slice::from_raw_parts(ptr, len);
                 sqe.prep_write(op.fd, buf, pos);
+            }
+            UringOpDescriptor::WriteVectored(iovecs, count, pos) => {
+                // IoSlice is ABI compatible with iovec on Unix.
+                let bufs = std::slice::from_raw_parts(iovecs as *const std::io::IoSlice<'_>, count);
+                sqe.prep_write_vectored(op.fd, bufs, pos);
             }
             UringOpDescriptor::Read(pos, len) => {
                 source_map.peek_source_mut(from_user_data(op.user_data), |mut x| {
@@ -1449,6 +1456,11 @@ impl Reactor {
                 Some(id) => UringOpDescriptor::WriteFixed(buf.as_ptr(), buf.len(), pos, id),
                 None => UringOpDescriptor::Write(buf.as_ptr(), buf.len(), pos),
             },
+            SourceType::Write(_, IoBuffer::DmaVectored(vectored)) => UringOpDescriptor::WriteVectored(
+                vectored.iovecs.as_ptr(),
+                vectored.iovecs.len(),
+                pos,
+            ),
             x => panic!("Unexpected source type for write: {:?}", x),
         };
         queue_request_into_ring(
