@@ -21,9 +21,11 @@
 //! read: one read instead of three for a request with one batch.
 //!
 //! Where the connection is on the partition's own shard, records of at
-//! least [`DIRECT_RECORDS_MIN`] go into memory the partition's log hands
-//! out instead (`storage/direct.rs`), placed as they will lie on disk, so
-//! the log writes them from there without copying them.
+//! least [`DIRECT_SLOT_MIN`] go into memory the partition's log hands out
+//! instead of a buffer of their own (`storage/direct.rs`), placed as they
+//! will lie on disk, so the log writes them from there without copying
+//! them: received there when long, copied there out of the bulk read when
+//! short.
 //!
 //! The grammar is Kafka's ProduceRequest v3-v12 and request header v1/v2
 //! (flexible from Produce v9). Every length is checked against the bytes
@@ -55,6 +57,14 @@ pub const LOOKAHEAD_BYTES: usize = 512;
 /// batch this small, a copy costs less than a read of its own.
 pub const DIRECT_RECORDS_MIN: usize = 32 << 10;
 
+/// Records at least this long go into the memory their log writes from
+/// when it gives some (`storage/direct.rs`): received there when they are
+/// at least [`DIRECT_RECORDS_MIN`], else copied there out of a bulk read
+/// instead of into a buffer of their own. Shorter ones are copied into the
+/// log's write buffer (a block-aligned buffer and a vectored-write entry
+/// per batch cost more than copying a batch this small).
+pub const DIRECT_SLOT_MIN: usize = 8 << 10;
+
 /// How much of the frame one read takes when short records are read.
 pub const BULK_READ_BYTES: usize = 64 << 10;
 
@@ -85,7 +95,7 @@ pub struct ProduceFrame {
 /// Where a partition's records may be received into the memory its log
 /// writes from (`storage/direct.rs`): given the topic, partition and the
 /// records' length, a slot, or None to use a buffer of their own. Asked
-/// only for records of at least [`DIRECT_RECORDS_MIN`].
+/// only for records of at least [`DIRECT_SLOT_MIN`].
 pub type DirectTargets<'a> = &'a dyn Fn(&str, i32, usize) -> Option<DirectSlot>;
 
 /// No partition takes records directly.
@@ -315,16 +325,20 @@ impl<R: AsyncRead + Unpin> Framing<'_, R> {
         };
         if len < DIRECT_RECORDS_MIN {
             self.fill_ahead(len, BULK_READ_BYTES).await?;
-        } else if let Some(mut slot) = direct(len) {
-            let buffered = len.min(self.buf.len());
-            let records = slot.records_mut();
-            records[..buffered].copy_from_slice(&self.buf[..buffered]);
-            self.buf.advance(buffered);
-            self.reader.read_exact(&mut records[buffered..]).await?;
-            self.unread -= len - buffered;
-            return Ok(Some(slot.freeze()));
         }
         let buffered = len.min(self.buf.len());
+        if len >= DIRECT_SLOT_MIN {
+            if let Some(mut slot) = direct(len) {
+                let records = slot.records_mut();
+                records[..buffered].copy_from_slice(&self.buf[..buffered]);
+                self.buf.advance(buffered);
+                if buffered < len {
+                    self.reader.read_exact(&mut records[buffered..]).await?;
+                    self.unread -= len - buffered;
+                }
+                return Ok(Some(slot.freeze()));
+            }
+        }
         if buffered == len {
             // Records the read buffer holds whole are copied out, so a
             // partition's tail never keeps that buffer alive.

@@ -605,6 +605,8 @@ impl SegmentAppender {
         self.wait_zero_fill().await?;
         self.write_partial().await?;
         self.wait_all().await?;
+        // The last write may have started another fill (`prepare_write`).
+        self.wait_zero_fill().await?;
         let logical_size = self.logical_size();
         assert_eq!(self.written_position, logical_size);
         self.file

@@ -2,7 +2,8 @@
 //!
 //! When a Produce request's connection is on the shard that owns the
 //! partition, the connection asks the log for a [`DirectSlot`] as soon as it
-//! has read the partition's framing (`produce_frame.rs`): aligned memory in
+//! has read the partition's framing (`produce_frame.rs`, records of 8 KiB
+//! and more): aligned memory in
 //! which the records start where the log predicts they will start within
 //! their first disk block (the partition's end plus the records reserved
 //! before them and not yet appended). The records are received (or, for a
@@ -31,6 +32,7 @@
 
 use std::alloc::Layout;
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::ptr::NonNull;
 use std::sync::{Arc, Weak};
 
@@ -44,7 +46,8 @@ pub const DIRECT_ALIGNMENT: usize = 4096;
 /// requests); past it records are read into ordinary buffers.
 const LIVE_SLOTS_MAX: usize = 64;
 
-/// Allocations are rounded up to this, so freed ones fit later batches.
+/// Allocations are rounded up to a multiple of this (of the block size
+/// below it), so freed ones fit later batches of about the same size.
 const ALLOCATION_GRANULE: usize = 64 << 10;
 
 /// Bytes of freed allocations a thread keeps for reuse: a reused one is
@@ -55,20 +58,25 @@ const POOL_BYTES_MAX: usize = 16 << 20;
 thread_local! {
     static BYTES_IN_PLACE: Cell<u64> = const { Cell::new(0) };
     static BYTES_COPIED: Cell<u64> = const { Cell::new(0) };
-    static POOL: RefCell<Pool> = const { RefCell::new(Pool { free: Vec::new(), bytes: 0 }) };
+    static POOL: RefCell<Pool> = RefCell::new(Pool::default());
 }
 
-/// Freed allocations of this thread, kept for reuse.
+/// Freed allocations of this thread by size, kept for reuse.
+#[derive(Default)]
 struct Pool {
-    free: Vec<(NonNull<u8>, Layout)>,
+    free: HashMap<usize, Vec<NonNull<u8>>>,
     bytes: usize,
 }
 
 impl Drop for Pool {
     fn drop(&mut self) {
-        for (base, layout) in self.free.drain(..) {
-            // SAFETY: allocated by `allocate` with this layout.
-            unsafe { std::alloc::dealloc(base.as_ptr(), layout) }
+        for (size, bases) in self.free.drain() {
+            if let Ok(layout) = Layout::from_size_align(size, DIRECT_ALIGNMENT) {
+                for base in bases {
+                    // SAFETY: allocated by `allocate` with this layout.
+                    unsafe { std::alloc::dealloc(base.as_ptr(), layout) }
+                }
+            }
         }
     }
 }
@@ -76,24 +84,25 @@ impl Drop for Pool {
 /// An aligned allocation of at least `size` bytes, initialized: a freed
 /// one of this thread when one fits, else a zeroed new one.
 fn allocate(size: usize) -> Option<(NonNull<u8>, Layout)> {
-    let size = size.div_ceil(ALLOCATION_GRANULE) * ALLOCATION_GRANULE;
+    let granule = if size < ALLOCATION_GRANULE {
+        DIRECT_ALIGNMENT
+    } else {
+        ALLOCATION_GRANULE
+    };
+    let size = size.div_ceil(granule) * granule;
+    let layout = Layout::from_size_align(size, DIRECT_ALIGNMENT).ok()?;
     let reused = POOL
         .try_with(|pool| {
             let mut pool = pool.borrow_mut();
-            let index = pool
-                .free
-                .iter()
-                .position(|(_, layout)| layout.size() == size)?;
-            let (base, layout) = pool.free.swap_remove(index);
-            pool.bytes -= layout.size();
-            Some((base, layout))
+            let base = pool.free.get_mut(&size)?.pop()?;
+            pool.bytes -= size;
+            Some(base)
         })
         .ok()
         .flatten();
-    if reused.is_some() {
-        return reused;
+    if let Some(base) = reused {
+        return Some((base, layout));
     }
-    let layout = Layout::from_size_align(size, DIRECT_ALIGNMENT).ok()?;
     // SAFETY: the size is not zero.
     let base = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })?;
     Some((base, layout))
@@ -108,7 +117,7 @@ fn release(base: NonNull<u8>, layout: Layout) {
                 return false;
             }
             pool.bytes += layout.size();
-            pool.free.push((base, layout));
+            pool.free.entry(layout.size()).or_default().push(base);
             true
         })
         .unwrap_or(false);
@@ -280,15 +289,14 @@ struct LiveSlot {
 #[derive(Debug, Default)]
 pub(super) struct DirectSlots {
     segment_base_offset: i64,
-    /// Position after the last slot handed out.
-    reserved_end: u64,
     live: Vec<LiveSlot>,
 }
 
 impl DirectSlots {
-    /// A slot for `len` bytes of records, predicted to be appended next
-    /// after the slots still live, in the segment based at
-    /// `segment_base_offset` whose size is `segment_size`.
+    /// A slot for `len` bytes of records, predicted to be appended after
+    /// the slots still live, in the segment based at `segment_base_offset`
+    /// whose size is `segment_size` (which counts every append so far, with
+    /// a slot or not).
     pub(super) fn reserve(
         &mut self,
         segment_base_offset: i64,
@@ -298,17 +306,17 @@ impl DirectSlots {
         if len == 0 {
             return None;
         }
+        // Slots whose records were dropped unappended (a refused request)
+        // no longer count.
         self.live.retain(|slot| slot.mem.strong_count() > 0);
-        if self.live.is_empty() || self.segment_base_offset != segment_base_offset {
-            // Nothing reserved is pending: the next append lands at the end.
+        if self.segment_base_offset != segment_base_offset {
             self.live.clear();
             self.segment_base_offset = segment_base_offset;
-            self.reserved_end = segment_size;
         }
         if self.live.len() >= LIVE_SLOTS_MAX {
             return None;
         }
-        let position = self.reserved_end;
+        let position = segment_size + self.live.iter().map(|slot| slot.len as u64).sum::<u64>();
         let mem = Arc::new(DirectMem::new(
             (position % DIRECT_ALIGNMENT as u64) as usize,
             len,
@@ -319,7 +327,6 @@ impl DirectSlots {
             position,
             mem: Arc::downgrade(&mem),
         });
-        self.reserved_end += len as u64;
         Some(DirectSlot { mem })
     }
 
@@ -377,6 +384,12 @@ mod tests {
         // Predicted for another place: not matched.
         let c = c.freeze();
         assert!(slots.take(&c, 0, 5200).is_none());
+        // A batch of 100 bytes appended without a slot while one is live:
+        // the next slot is predicted after both.
+        let live = slots.reserve(0, 5110, 1000).unwrap();
+        let after = slots.reserve(0, 5210, 10).unwrap();
+        assert_eq!(after.mem.head(), 6210 % DIRECT_ALIGNMENT);
+        drop((live, after));
         // A new segment restarts predictions at its end.
         let d = slots.reserve(0, 5110, 10).unwrap();
         let e = slots.reserve(7, 0, 10).unwrap();
