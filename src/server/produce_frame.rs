@@ -24,8 +24,7 @@
 //! least [`DIRECT_SLOT_MIN`] go into memory the partition's log hands out
 //! instead of a buffer of their own (`storage/direct.rs`), placed as they
 //! will lie on disk, so the log writes them from there without copying
-//! them: received there when long, copied there out of the bulk read when
-//! short.
+//! them: received there, or copied there out of a frame read whole.
 //!
 //! The grammar is Kafka's ProduceRequest v3-v12 and request header v1/v2
 //! (flexible from Produce v9). Every length is checked against the bytes
@@ -58,12 +57,12 @@ pub const LOOKAHEAD_BYTES: usize = 512;
 pub const DIRECT_RECORDS_MIN: usize = 32 << 10;
 
 /// Records at least this long go into the memory their log writes from
-/// when it gives some (`storage/direct.rs`): received there when they are
-/// at least [`DIRECT_RECORDS_MIN`], else copied there out of a bulk read
-/// instead of into a buffer of their own. Shorter ones are copied into the
-/// log's write buffer (a block-aligned buffer and a vectored-write entry
-/// per batch cost more than copying a batch this small).
-pub const DIRECT_SLOT_MIN: usize = 8 << 10;
+/// when it gives some (`storage/direct.rs`): received there, or copied
+/// there out of a frame read whole. Shorter ones are copied into the log's
+/// write buffer: with 8 KiB here, one partition of 16 KiB batches ran
+/// 180-210 MB/s against 219-315 (p99 0.7 ms against 0.3-0.5) on
+/// dev-2vcpu-epyc, though 16 partitions gained 10-20 %.
+pub const DIRECT_SLOT_MIN: usize = DIRECT_RECORDS_MIN;
 
 /// How much of the frame one read takes when short records are read.
 pub const BULK_READ_BYTES: usize = 64 << 10;

@@ -2,7 +2,7 @@
 //!
 //! When a Produce request's connection is on the shard that owns the
 //! partition, the connection asks the log for a [`DirectSlot`] as soon as it
-//! has read the partition's framing (`produce_frame.rs`, records of 8 KiB
+//! has read the partition's framing (`produce_frame.rs`, records of 32 KiB
 //! and more): aligned memory in
 //! which the records start where the log predicts they will start within
 //! their first disk block (the partition's end plus the records reserved
