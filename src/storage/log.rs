@@ -2632,6 +2632,35 @@ mod tests {
         slot.freeze()
     }
 
+    /// Takes slots for two batches with values of `values` bytes before
+    /// either is appended (pipelined requests), appends them in that order
+    /// or `swapped`, and waits until they are synced. Returns the bytes the
+    /// log must now hold after what it held, the bytes written in place
+    /// meanwhile, and the two batches' lengths.
+    async fn append_two_slots(
+        log: &Log,
+        values: [usize; 2],
+        swapped: bool,
+    ) -> (Vec<u8>, u64, [usize; 2]) {
+        let batches = values.map(|value| sized_batch(value, value as u8));
+        let mut slots: Vec<_> = batches
+            .iter()
+            .map(|(bytes, header)| (bytes.clone(), into_slot(log, bytes), *header))
+            .collect();
+        if swapped {
+            slots.reverse();
+        }
+        let before = direct::append_bytes_in_place();
+        let mut stored = Vec::new();
+        for (bytes, records, header) in slots {
+            let info = log.append(records, &header, 3, 0).await.unwrap();
+            stored.extend(stamped(&bytes, info.base_offset, 3));
+        }
+        log.flush(true).await.unwrap();
+        let lens = [batches[0].0.len(), batches[1].0.len()];
+        (stored, direct::append_bytes_in_place() - before, lens)
+    }
+
     /// Goal: records received into direct memory are written from it, and
     /// the log (tail, files, reopened files) holds exactly the stamped
     /// batches whatever the order of slots, appends, refusals and flushes.
@@ -2705,34 +2734,20 @@ mod tests {
 
             // Two slots taken before either is appended (pipelined
             // requests), appended in order: both in place.
-            let (a, a_header) = sized_batch(20_000, 1);
-            let (b, b_header) = sized_batch(30_000, 2);
-            let (a_slot, b_slot) = (into_slot(&log, &a), into_slot(&log, &b));
-            let before = counts();
-            for (bytes, records, header) in [(&a, a_slot, a_header), (&b, b_slot, b_header)] {
-                let info = append(records, header).await;
-                expected.extend(stamped(bytes, info.base_offset, 3));
-                next_offset += 1;
-            }
-            log.flush(true).await.unwrap();
-            let want = in_place_of(position, a.len()) + in_place_of(position + a.len(), b.len());
-            assert_eq!(counts().0 - before.0, want as u64);
-            position += a.len() + b.len();
+            let (stored, in_place, [a, b]) = append_two_slots(&log, [20_000, 30_000], false).await;
+            expected.extend(stored);
+            next_offset += 2;
+            let want = in_place_of(position, a) + in_place_of(position + a, b);
+            assert_eq!(in_place, want as u64);
+            position += a + b;
 
             // Two slots appended in the other order: neither lands where
             // predicted, both are copied.
-            let (c, c_header) = sized_batch(12_000, 3);
-            let (d, d_header) = sized_batch(15_000, 4);
-            let (c_slot, d_slot) = (into_slot(&log, &c), into_slot(&log, &d));
-            let before = counts();
-            for (bytes, records, header) in [(&d, d_slot, d_header), (&c, c_slot, c_header)] {
-                let info = append(records, header).await;
-                expected.extend(stamped(bytes, info.base_offset, 3));
-                next_offset += 1;
-            }
-            log.flush(false).await.unwrap();
-            assert_eq!(counts().0, before.0, "mispredicted slots are copied");
-            position += c.len() + d.len();
+            let (stored, in_place, [c, d]) = append_two_slots(&log, [12_000, 15_000], true).await;
+            expected.extend(stored);
+            next_offset += 2;
+            assert_eq!(in_place, 0, "mispredicted slots are copied");
+            position += c + d;
 
             // A slot dropped unappended (a refused request): the next one
             // is predicted at the end again and lands in place.
