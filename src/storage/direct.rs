@@ -3,9 +3,8 @@
 //! When a Produce request's connection is on the shard that owns the
 //! partition, the connection asks the log for a [`DirectSlot`] as soon as it
 //! has read the partition's framing (`produce_frame.rs`, records of 32 KiB
-//! and more): aligned memory in
-//! which the records start where the log predicts they will start within
-//! their first disk block (the partition's end plus the records reserved
+//! and more): aligned memory in which the records start where the log
+//! predicts they will start within their first disk block (the partition's end plus the records reserved
 //! before them and not yet appended). The records are received (or, for a
 //! frame read whole, copied once) into it. When the append finds the batch
 //! where predicted, the writer copies the few bytes in front of it in its
