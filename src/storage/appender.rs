@@ -512,7 +512,10 @@ impl SegmentAppender {
         self.counters
             .write_bytes
             .set(self.counters.write_bytes.get() + expected_bytes as u64);
+        // The shard's next sync waits for this write if asked while it runs.
+        let in_flight = self.shard_sync.as_ref().map(ShardSync::write_started);
         let (done, task) = spawn_signalled(&self.signal, async move {
+            let _in_flight = in_flight;
             let written = if buffers.len() == 1 {
                 let buffer = buffers.into_iter().next().expect("one buffer");
                 file.write_at(buffer, position).await

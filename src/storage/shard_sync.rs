@@ -26,6 +26,17 @@
 //! is no io_uring operation for it). A caller needs a sync that starts after
 //! its call; callers that arrive while one runs share the next one.
 //!
+//! The next sync also waits for the segment writes the shard had in flight
+//! when its first caller asked (`write_started`): a produce request for 16
+//! partitions hands 16 logs' writes to the disk at once and each log asks
+//! for a sync as soon as its own write completes, so without the wait the
+//! first log's sync started alone, the other 15 waited for a second one, and
+//! the writes still in flight competed with the first. Measured on the
+//! 2-vCPU EPYC machine (16 partitions acks=all paced at 50 MB/s): 1.6
+//! `syncfs` per request, those running beside writes taking 1.3-2.8 ms
+//! instead of 0.45. Writes started after the first caller do not hold the
+//! sync back, so it waits at most for the writes already on their way.
+//!
 //! Each shard syncs on its own: with several shards on one file system their
 //! concurrent `syncfs` calls slowed each other down (2 shards, 16
 //! partitions, acks=all: 216-221 MB/s vs 255-306 MB/s with fdatasync per
@@ -33,7 +44,9 @@
 
 use std::{
     cell::{Cell, RefCell},
+    collections::BTreeMap,
     fs::File,
+    future::Future,
     os::fd::{AsRawFd, RawFd},
     os::unix::fs::MetadataExt,
     path::{Path, PathBuf},
@@ -103,13 +116,36 @@ pub(super) fn shard_sync_for(file: &impl AsRawFd) -> Option<Rc<ShardSync>> {
 
 #[derive(Default)]
 struct State {
-    /// Syncs started so far (the running one included).
+    /// Syncs that have called `syncfs` so far (the running one included).
     started: u64,
     /// Syncs finished so far (they finish in order).
     finished: u64,
     running: bool,
+    /// A sync is running but has not called `syncfs` yet (`started` does
+    /// not count it yet).
+    starting: bool,
     failure: Option<StorageError>,
     wakers: Vec<Waker>,
+    /// Generation of writes started now; bumped when a sync gets its first
+    /// caller, so the writes before that call have older generations.
+    generation: u64,
+    /// Writes in flight by the generation they started in.
+    writes: BTreeMap<u64, usize>,
+    /// The next sync starts once no write of a generation below this is in
+    /// flight (None: no caller waits for a sync not yet started).
+    barrier: Option<u64>,
+}
+
+impl State {
+    /// Whether the next sync may start now.
+    fn may_start(&self) -> bool {
+        let oldest_write = self.writes.keys().next();
+        match (self.barrier, oldest_write) {
+            _ if self.running => false,
+            (Some(barrier), Some(&generation)) => generation >= barrier,
+            _ => true,
+        }
+    }
 }
 
 /// One shard's shared `syncfs` (see the module documentation).
@@ -155,9 +191,18 @@ impl ShardSync {
     ///
     /// # Errors
     /// This or an earlier `syncfs` of the shard failed.
-    pub async fn sync(self: Rc<Self>) -> Result<(), StorageError> {
-        let target = self.state.borrow().started + 1;
-        std::future::poll_fn(|context| {
+    pub fn sync(self: Rc<Self>) -> impl Future<Output = Result<(), StorageError>> {
+        let target = {
+            let mut state = self.state.borrow_mut();
+            // A caller while the next sync is about to start is served by
+            // it; otherwise the next sync waits for the writes now in flight.
+            if state.barrier.is_none() && !state.starting {
+                state.generation += 1;
+                state.barrier = Some(state.generation);
+            }
+            state.started + 1
+        };
+        std::future::poll_fn(move |context| {
             let mut state = self.state.borrow_mut();
             if let Some(failure) = &state.failure {
                 return Poll::Ready(Err(failure.clone()));
@@ -172,15 +217,48 @@ impl ShardSync {
             {
                 state.wakers.push(context.waker().clone());
             }
-            if !state.running {
+            if state.may_start() {
                 state.running = true;
-                state.started += 1;
+                state.starting = true;
+                state.barrier = None;
                 drop(state);
                 self.clone().spawn_syncfs();
             }
             Poll::Pending
         })
-        .await
+    }
+
+    /// Counts a segment write of this shard's file system as in flight
+    /// until the returned guard drops (when the write completes or is
+    /// abandoned): a sync asked for while it runs waits for it.
+    pub(super) fn write_started(self: &Rc<Self>) -> WriteInFlight {
+        let mut state = self.state.borrow_mut();
+        let generation = state.generation;
+        *state.writes.entry(generation).or_default() += 1;
+        WriteInFlight {
+            sync: self.clone(),
+            generation,
+        }
+    }
+
+    fn write_finished(&self, generation: u64) {
+        let wakers = {
+            let mut state = self.state.borrow_mut();
+            if let Some(count) = state.writes.get_mut(&generation) {
+                *count -= 1;
+                if *count == 0 {
+                    state.writes.remove(&generation);
+                }
+            }
+            if !state.may_start() {
+                return;
+            }
+            std::mem::take(&mut state.wakers)
+        };
+        // The callers start the sync when they run.
+        for waker in wakers {
+            waker.wake();
+        }
     }
 
     /// Runs one `syncfs` in a task of its own, so a caller that gives up
@@ -188,6 +266,15 @@ impl ShardSync {
     fn spawn_syncfs(self: Rc<Self>) {
         self.count.set(self.count.get() + 1);
         glommio::spawn_local(async move {
+            // Let the tasks woken with this one run first: the writers of
+            // logs whose writes have just completed ask for a sync when they
+            // run, and are served by this one if they ask before it begins.
+            futures_lite::future::yield_now().await;
+            {
+                let mut state = self.state.borrow_mut();
+                state.starting = false;
+                state.started += 1;
+            }
             let dir = self.dir.clone();
             let call = self.syncfs;
             let result = run_blocking(move || call(dir.as_raw_fd())).await;
@@ -208,6 +295,18 @@ impl ShardSync {
             }
         })
         .detach();
+    }
+}
+
+/// A segment write in flight (`ShardSync::write_started`).
+pub(super) struct WriteInFlight {
+    sync: Rc<ShardSync>,
+    generation: u64,
+}
+
+impl Drop for WriteInFlight {
+    fn drop(&mut self) {
+        self.sync.write_finished(self.generation);
     }
 }
 
@@ -262,6 +361,68 @@ mod tests {
                 (state.started, state.finished, state.running),
                 (2, 2, false)
             );
+        });
+    }
+
+    #[test]
+    fn a_sync_waits_for_the_writes_in_flight_when_asked_and_no_later_ones() {
+        // Goal: the writes a shard has in flight when a sync is asked for
+        // (the other partitions of the same request) are covered by that
+        // sync, not left for a second one; writes started after the call
+        // do not hold it back.
+        run_on_executor(|| async {
+            let (_dir, sync) = sync_calling(syncfs);
+            let earlier = sync.write_started();
+            let asked = glommio::spawn_local(sync.clone().sync());
+            let later = sync.write_started();
+            glommio::timer::sleep(Duration::from_millis(20)).await;
+            assert_eq!(
+                sync.count.get(),
+                0,
+                "no syncfs before the earlier write completes"
+            );
+            // More callers for the same sync share it.
+            let second = glommio::spawn_local(sync.clone().sync());
+            drop(earlier);
+            asked.await.unwrap();
+            second.await.unwrap();
+            assert_eq!(sync.count.get(), 1, "one syncfs for both callers");
+            // The later write, still in flight, held nothing back; a new
+            // caller now waits for it.
+            let third = glommio::spawn_local(sync.clone().sync());
+            glommio::timer::sleep(Duration::from_millis(20)).await;
+            assert_eq!(sync.count.get(), 1);
+            drop(later);
+            third.await.unwrap();
+            assert_eq!(sync.count.get(), 2);
+            assert!(sync.state.borrow().writes.is_empty());
+        });
+    }
+
+    #[test]
+    fn callers_woken_with_the_sync_join_it_before_it_begins() {
+        // Goal: a log whose write completed in the same reactor pass as the
+        // last write the sync waited for, and which asks when its task runs
+        // (after the sync's starter), is served by that sync.
+        run_on_executor(|| async {
+            let (_dir, sync) = sync_calling(syncfs);
+            let write = sync.write_started();
+            let first = glommio::spawn_local(sync.clone().sync());
+            glommio::timer::sleep(Duration::from_millis(5)).await;
+            // Wakes `first`, which starts the sync.
+            drop(write);
+            // Runs after `first` in this task queue: the sync is starting.
+            let joiner = glommio::spawn_local({
+                let sync = sync.clone();
+                async move {
+                    futures_lite::future::yield_now().await;
+                    assert!(sync.state.borrow().starting);
+                    sync.clone().sync().await
+                }
+            });
+            first.await.unwrap();
+            joiner.await.unwrap();
+            assert_eq!(sync.count.get(), 1, "the joiner shared the sync");
         });
     }
 
