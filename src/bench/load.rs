@@ -11,7 +11,7 @@
 //! of 16 KiB batches that is ~60k requests/s, well under one core, so the
 //! broker, not this client, should be what saturates.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -413,7 +413,7 @@ async fn connect(address: &str) -> anyhow::Result<TcpStream> {
     Ok(stream)
 }
 
-async fn read_frame(stream: &mut TcpStream) -> anyhow::Result<Bytes> {
+async fn read_frame(stream: &mut (impl futures_lite::AsyncRead + Unpin)) -> anyhow::Result<Bytes> {
     let mut prefix = [0u8; 4];
     stream
         .read_exact(&mut prefix)
@@ -433,35 +433,50 @@ fn past(deadline: Option<Instant>) -> bool {
 
 /// One producer connection: keeps up to `max_in_flight` requests in flight,
 /// cycling over its pre-encoded requests, until the deadline or its budget.
+/// Requests leave from one future and answers are read by another, so a
+/// paced producer sends each request on its schedule even while it waits
+/// for earlier answers (as a Kafka client does, up to its in-flight limit).
 async fn produce(
     mut job: ProducerJob,
     settings: &Settings,
     counters: &Counters,
     outcome: &mut ConnOutcome,
 ) -> anyhow::Result<()> {
-    let mut stream = connect(&job.address).await?;
-    // (correlation id, frame index, sent at)
-    let mut in_flight: VecDeque<(i32, usize, Instant)> = VecDeque::new();
-    let mut correlation_id = 0i32;
-    let mut next_frame = 0usize;
-    let mut sent_messages = 0u64;
-    let mut next_send_at = Instant::now();
-    let frames_count = job.frames.len();
+    let stream = connect(&job.address).await?;
+    let address = job.address.clone();
+    let (mut reader, mut writer) = futures_lite::io::split(stream);
     let started = Instant::now();
-    let mut scheduled_payload_bytes = 0f64;
     outcome.started = Some(started);
-    loop {
-        while in_flight.len() < settings.max_in_flight
-            && !past(settings.deadline)
+    let outcome = std::cell::RefCell::new(outcome);
+    // Free places in the window; the answer reader gives them back.
+    let window = glommio::sync::Semaphore::new(settings.max_in_flight as u64);
+    // (correlation id, what the request carries, sent at) of each request
+    // awaiting its answer.
+    let (sent, answers_due) =
+        glommio::channels::local_channel::new_bounded::<(i32, Carried, Instant)>(
+            settings.max_in_flight.max(1),
+        );
+    let frames = &mut job.frames;
+    let send = async {
+        let mut correlation_id = 0i32;
+        let mut next_frame = 0usize;
+        let mut sent_messages = 0u64;
+        let mut next_send_at = Instant::now();
+        let frames_count = frames.len();
+        let mut scheduled_payload_bytes = 0f64;
+        while !past(settings.deadline)
             && !counters.abort.load(Ordering::Relaxed)
             && job.message_budget.map_or(true, |b| sent_messages < b)
         {
+            if settings.acks != 0 {
+                window
+                    .acquire(1)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("producer window: {e}"))?;
+            }
             if !settings.linger.is_zero() {
                 let now = Instant::now();
                 if next_send_at > now {
-                    if !in_flight.is_empty() {
-                        break; // read an answer while waiting
-                    }
                     glommio::timer::sleep(next_send_at - now).await;
                 }
                 next_send_at = Instant::now() + settings.linger;
@@ -473,76 +488,102 @@ async fn produce(
                 let due = started + Duration::from_secs_f64(scheduled_payload_bytes / rate);
                 let now = Instant::now();
                 if due > now {
-                    if !in_flight.is_empty() {
-                        break; // read an answer while waiting
-                    }
                     glommio::timer::sleep(due - now).await;
                 }
-                scheduled_payload_bytes += job.frames[next_frame].payload_bytes as f64;
+                scheduled_payload_bytes += frames[next_frame].payload_bytes as f64;
                 scheduled_at = Some(due);
+            }
+            if past(settings.deadline) || counters.abort.load(Ordering::Relaxed) {
+                break;
             }
             let index = next_frame;
             next_frame = (next_frame + 1) % frames_count;
             correlation_id = correlation_id.wrapping_add(1);
-            let frame = &mut job.frames[index];
+            let frame = &mut frames[index];
             frame.set_correlation_id(correlation_id);
             if settings.mode == Mode::EndToEnd {
                 frame.stamp(now_unix_us());
             }
+            sent_messages += frame.messages;
             let sent_at = scheduled_at.unwrap_or_else(Instant::now);
-            stream
+            writer
                 .write_all(&frame.frame)
                 .await
-                .with_context(|| format!("sending a produce request to {}", job.address))?;
-            sent_messages += frame.messages;
+                .with_context(|| format!("sending a produce request to {address}"))?;
+            let carried = Carried::of(frame);
             if settings.acks == 0 {
-                account_produced(frame, counters, outcome);
+                carried.account(counters, &mut outcome.borrow_mut());
             } else {
-                in_flight.push_back((correlation_id, index, sent_at));
+                sent.send((correlation_id, carried, sent_at))
+                    .await
+                    .map_err(|_| anyhow::anyhow!("the answer reader of {address} stopped"))?;
             }
         }
-        let Some((expected, index, sent_at)) = in_flight.pop_front() else {
-            if settings.acks == 0 {
-                stream.flush().await.ok();
-            }
-            break;
-        };
-        let payload = read_frame(&mut stream)
-            .await
-            .with_context(|| format!("produce answer from {}", job.address))?;
-        let response: ProduceResponse = decode_response(payload, PRODUCE_VERSION, expected)?;
-        for topic in &response.responses {
-            for p in &topic.partition_responses {
-                if p.error_code != 0 {
-                    bail!(
-                        "produce to {}/{} failed with error code {}",
-                        settings.topic,
-                        p.index,
-                        p.error_code
-                    );
+        writer.flush().await.ok();
+        drop(sent); // the reader ends after the last answer
+        anyhow::Ok(())
+    };
+    let receive = async {
+        while let Some((expected, carried, sent_at)) = answers_due.recv().await {
+            let payload = read_frame(&mut reader)
+                .await
+                .with_context(|| format!("produce answer from {address}"))?;
+            let response: ProduceResponse = decode_response(payload, PRODUCE_VERSION, expected)?;
+            for topic in &response.responses {
+                for p in &topic.partition_responses {
+                    if p.error_code != 0 {
+                        bail!(
+                            "produce to {}/{} failed with error code {}",
+                            settings.topic,
+                            p.index,
+                            p.error_code
+                        );
+                    }
                 }
             }
+            let latency = sent_at.elapsed();
+            let mut outcome = outcome.borrow_mut();
+            record_latency(&mut outcome.produce_latency, latency.as_micros() as i64, 1);
+            outcome.produce_requests += 1;
+            carried.account(counters, &mut outcome);
+            drop(outcome);
+            window.signal(1);
         }
-        let latency = sent_at.elapsed();
-        record_latency(&mut outcome.produce_latency, latency.as_micros() as i64, 1);
-        outcome.produce_requests += 1;
-        account_produced(&job.frames[index], counters, outcome);
-    }
-    outcome.finished = Some(Instant::now());
+        anyhow::Ok(())
+    };
+    futures::future::try_join(send, receive).await?;
+    outcome.borrow_mut().finished = Some(Instant::now());
     Ok(())
 }
 
-fn account_produced(frame: &ProduceFrame, counters: &Counters, outcome: &mut ConnOutcome) {
-    let wire: u64 = frame.batches.iter().map(|b| b.1 as u64).sum();
-    outcome.produced_messages += frame.messages;
-    outcome.produced_payload_bytes += frame.payload_bytes;
-    outcome.produced_wire_bytes += wire;
-    counters
-        .produced_messages
-        .fetch_add(frame.messages, Ordering::Relaxed);
-    counters
-        .produced_wire_bytes
-        .fetch_add(wire, Ordering::Relaxed);
+/// What one produce request carries, counted once it is acknowledged.
+#[derive(Debug, Clone, Copy)]
+struct Carried {
+    messages: u64,
+    payload_bytes: u64,
+    wire_bytes: u64,
+}
+
+impl Carried {
+    fn of(frame: &ProduceFrame) -> Carried {
+        Carried {
+            messages: frame.messages,
+            payload_bytes: frame.payload_bytes,
+            wire_bytes: frame.batches.iter().map(|b| b.1 as u64).sum(),
+        }
+    }
+
+    fn account(self, counters: &Counters, outcome: &mut ConnOutcome) {
+        outcome.produced_messages += self.messages;
+        outcome.produced_payload_bytes += self.payload_bytes;
+        outcome.produced_wire_bytes += self.wire_bytes;
+        counters
+            .produced_messages
+            .fetch_add(self.messages, Ordering::Relaxed);
+        counters
+            .produced_wire_bytes
+            .fetch_add(self.wire_bytes, Ordering::Relaxed);
+    }
 }
 
 fn consumer_should_stop(
@@ -701,6 +742,111 @@ mod tests {
         let mut sorted = all.clone();
         sorted.sort_unstable();
         assert_eq!(sorted, parts);
+    }
+
+    /// Goal: a paced producer sends each request on its schedule while it
+    /// waits for earlier answers (up to its window), as Kafka clients do;
+    /// it used to stop sending until the oldest answer came, so a slow
+    /// broker saw fewer, later requests and the latency was measured on a
+    /// load it never received.
+    #[test]
+    fn a_paced_producer_keeps_its_schedule_while_answers_are_slow() {
+        use kafka_protocol::messages::ProduceResponse;
+        use kafka_protocol::protocol::Encodable;
+        const ANSWER_DELAY: Duration = Duration::from_millis(40);
+        let executor = LocalExecutorBuilder::default().make().expect("executor");
+        executor.run(async {
+            let listener = glommio::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let address = listener.local_addr().unwrap().to_string();
+            // A broker that answers every Produce request 40 ms after it
+            // arrives, in order; it notes when each request arrived.
+            let arrivals = std::rc::Rc::new(std::cell::RefCell::new(Vec::<Instant>::new()));
+            let server = glommio::spawn_local({
+                let arrivals = arrivals.clone();
+                async move {
+                    let stream = listener.accept().await.unwrap();
+                    let (mut reader, mut writer) = futures_lite::io::split(stream);
+                    let (queue, due) =
+                        glommio::channels::local_channel::new_unbounded::<([u8; 4], Instant)>();
+                    let answer = glommio::spawn_local(async move {
+                        while let Some((correlation_id, arrived)) = due.recv().await {
+                            let at: Instant = arrived + ANSWER_DELAY;
+                            if at > Instant::now() {
+                                glommio::timer::sleep(at - Instant::now()).await;
+                            }
+                            let mut body = bytes::BytesMut::new();
+                            ProduceResponse::default()
+                                .encode(&mut body, PRODUCE_VERSION)
+                                .unwrap();
+                            let mut frame = Vec::new();
+                            frame.extend_from_slice(&(body.len() as i32 + 4).to_be_bytes());
+                            frame.extend_from_slice(&correlation_id);
+                            frame.extend_from_slice(&body);
+                            if writer.write_all(&frame).await.is_err() {
+                                break;
+                            }
+                        }
+                    });
+                    while let Ok(request) = read_frame(&mut reader).await {
+                        arrivals.borrow_mut().push(Instant::now());
+                        let correlation_id: [u8; 4] = request[4..8].try_into().unwrap();
+                        queue.send((correlation_id, Instant::now())).await.unwrap();
+                    }
+                    drop(queue);
+                    answer.await;
+                }
+            });
+            let spec = BatchSpec {
+                messages: 10,
+                message_bytes: 100,
+                keys: super::super::args::KeyDistribution::None,
+                key_count: 1,
+                compression: super::super::args::CompressionArg::None,
+            };
+            let frames =
+                build_produce_frames("t", &[0], 1, &spec, 1 << 20, &mut Rng::new(1), 0).unwrap();
+            let payload_bytes = frames[0].payload_bytes as f64;
+            let started = Instant::now();
+            let settings = Settings {
+                mode: Mode::Produce,
+                topic: "t".into(),
+                deadline: Some(started + Duration::from_millis(300)),
+                count: None,
+                max_in_flight: 5,
+                linger: Duration::ZERO,
+                // One request every 10 ms.
+                rate_bytes_per_sec: Some(payload_bytes * 100.0),
+                acks: 1,
+                uncompressed: true,
+                fetch_partition_max_bytes: 0,
+                fetch_max_wait_ms: 0,
+            };
+            let job = ProducerJob {
+                address,
+                frames,
+                message_budget: None,
+            };
+            let counters = Counters::default();
+            let mut outcome = ConnOutcome::new();
+            produce(job, &settings, &counters, &mut outcome)
+                .await
+                .unwrap();
+            server.await;
+            let arrivals = arrivals.borrow();
+            // 30 requests are due in 300 ms; waiting for each answer before
+            // the next request would have sent about 8.
+            assert!(arrivals.len() >= 24, "{} requests arrived", arrivals.len());
+            assert_eq!(
+                outcome.produce_requests,
+                arrivals.len() as u64,
+                "every request answered"
+            );
+            let worst_gap = arrivals.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+            assert!(
+                worst_gap < Duration::from_millis(30),
+                "a gap of {worst_gap:?} between requests"
+            );
+        });
     }
 
     #[test]
