@@ -182,6 +182,12 @@ impl DirectMem {
         self.len
     }
 
+    /// Memory the allocation holds (the records rounded up to the
+    /// allocation granule): what a view of the records keeps alive.
+    pub fn allocated_bytes(&self) -> usize {
+        self.layout.size()
+    }
+
     /// Address of the first record byte.
     fn data_address(&self) -> usize {
         self.base.as_ptr() as usize + self.head

@@ -273,7 +273,8 @@ pub struct LogStats {
     pub zero_fill_bytes: u64,
     /// Appended bytes not yet written.
     pub pending_bytes: usize,
-    /// Bytes held by the in-memory tail.
+    /// Memory held by the in-memory tail (a batch received into a slot
+    /// counts its whole allocation).
     pub cached_bytes: usize,
     /// Number of segments.
     pub segment_count: usize,
@@ -337,6 +338,10 @@ struct CachedBatch {
     position: u64,
     first: Bytes,
     rest: Bytes,
+    /// Memory the batch keeps alive, counted against the cache limits: its
+    /// bytes, or the whole allocation it was received into (`direct.rs`
+    /// rounds those up to 64 KiB).
+    held_bytes: usize,
 }
 
 impl CachedBatch {
@@ -512,9 +517,9 @@ impl LogState {
         while self.cached_bytes > cache_bytes_max {
             match self.cache.front() {
                 Some(front) if front.last_offset < self.written_offset => {
-                    let total_bytes = front.total_bytes();
-                    self.cached_bytes -= total_bytes;
-                    tail_budget::removed(total_bytes);
+                    let held_bytes = front.held_bytes;
+                    self.cached_bytes -= held_bytes;
+                    tail_budget::removed(held_bytes);
                     self.cache.pop_front();
                 }
                 _ => break,
@@ -1101,6 +1106,9 @@ impl Log {
         let direct = state
             .direct_slots
             .take(&batch, segment_base_offset, position);
+        let held_bytes = direct
+            .as_ref()
+            .map_or(total_bytes, |mem| mem.allocated_bytes().max(total_bytes));
         let (first, rest) = match &direct {
             Some(mem) => stamp_direct_batch(batch, mem, base_offset, leader_epoch),
             None => stamp_batch(batch, base_offset, leader_epoch),
@@ -1127,9 +1135,10 @@ impl Log {
             position,
             first,
             rest,
+            held_bytes,
         });
-        state.cached_bytes += total_bytes;
-        tail_budget::added(total_bytes);
+        state.cached_bytes += held_bytes;
+        tail_budget::added(held_bytes);
         state.log_end_offset = last_offset + 1;
         state.evict_cache(config.cache_bytes);
         if !state.tail_listed && !state.cache.is_empty() {
@@ -2177,9 +2186,9 @@ impl Log {
                 break;
             }
             assert!(front.last_offset < written_offset);
-            let total_bytes = front.total_bytes();
-            state.cached_bytes -= total_bytes;
-            tail_budget::removed(total_bytes);
+            let held_bytes = front.held_bytes;
+            state.cached_bytes -= held_bytes;
+            tail_budget::removed(held_bytes);
             state.cache.pop_front();
         }
     }
@@ -2659,6 +2668,33 @@ mod tests {
         log.flush(true).await.unwrap();
         let lens = [batches[0].0.len(), batches[1].0.len()];
         (stored, direct::append_bytes_in_place() - before, lens)
+    }
+
+    /// Goal: the tail's limits count the memory a batch received into a
+    /// slot keeps alive (its allocation, rounded up to 64 KiB), not just its
+    /// bytes, so `--partition-cache-bytes` and `--shard-cache-bytes` bound
+    /// memory.
+    #[test]
+    fn the_tail_counts_the_whole_allocation_a_direct_batch_holds() {
+        run_on_executor(|| async {
+            let (_root, dir) = temporary_log_dir();
+            let config = LogConfig {
+                cache_bytes: 1 << 20,
+                ..LogConfig::default()
+            };
+            let log = Log::create(&dir, config, Uuid::new_v4()).await.unwrap();
+            // Just over 64 KiB: its slot is a 128 KiB allocation.
+            let (bytes, header) = sized_batch(66 << 10, 7);
+            let slot = into_slot(&log, &bytes);
+            log.append(slot, &header, 0, 0).await.unwrap();
+            assert_eq!(log.stats().cached_bytes, 128 << 10);
+            // An ordinary batch counts its bytes.
+            let (plain, header) = sized_batch(1000, 8);
+            log.append(plain.clone(), &header, 0, 0).await.unwrap();
+            assert_eq!(log.stats().cached_bytes, (128 << 10) + plain.len());
+            log.flush(false).await.unwrap();
+            log.close().await.unwrap();
+        });
     }
 
     /// Goal: records received into direct memory are written from it, and
