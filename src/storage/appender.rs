@@ -103,7 +103,7 @@ const RUN_BUFFERS_MAX: usize = 64;
 
 /// Runs `work` as a task that sets the returned flag and notifies `signal`
 /// when it ends, so the writer can collect it later without waiting.
-fn spawn_signalled<F>(
+pub(super) fn spawn_signalled<F>(
     signal: &Rc<Signal>,
     work: F,
 ) -> (Rc<Cell<bool>>, Task<Result<(), StorageError>>)
@@ -601,7 +601,18 @@ impl SegmentAppender {
     /// # Errors
     /// Any failed write, truncate or fdatasync.
     pub async fn finish(&mut self) -> Result<u64, StorageError> {
-        // A background sync in progress is covered by the one below; a
+        let logical_size = self.finish_writes().await?;
+        self.sync().await?;
+        Ok(logical_size)
+    }
+
+    /// `finish` without its fdatasync: writes everything, waits for it and
+    /// cuts the file to its logical size. Returns the logical size.
+    ///
+    /// # Errors
+    /// Any failed write or truncate.
+    pub async fn finish_writes(&mut self) -> Result<u64, StorageError> {
+        // A background sync in progress is covered by the caller's; a
         // zero-fill must end before the truncate, or it would grow the file
         // again.
         self.wait_sync().await?;
@@ -616,7 +627,6 @@ impl SegmentAppender {
             .truncate(logical_size)
             .await
             .map_err(|error| StorageError::glommio("truncating", &self.path, error))?;
-        self.sync().await?;
         Ok(logical_size)
     }
 

@@ -1324,11 +1324,12 @@ mod tests {
         log.active_base_offset_for_tests()
     }
 
-    /// Waits until everything appended is written, so the writer has
-    /// finished every roll and all closed segments can be compacted.
+    /// Waits until everything appended is written and synced, so the writer
+    /// has finished every roll (a rolled segment's files are complete once
+    /// it is durable) and all closed segments can be compacted.
     async fn settle(log: &Log) {
         let log_end_offset = log.log_end_offset();
-        assert_eq!(log.flush(false).await.unwrap(), log_end_offset);
+        assert_eq!(log.flush(true).await.unwrap(), log_end_offset);
     }
 
     /// Goal: many updates of few keys over tiny segments compact to the

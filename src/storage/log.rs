@@ -26,7 +26,7 @@
 //! Everything lives on the partition's shard: `Log` is `Rc` based and `!Send`.
 
 use std::{
-    cell::RefCell,
+    cell::{Cell, RefCell},
     collections::VecDeque,
     future::Future,
     os::fd::{AsRawFd, FromRawFd},
@@ -45,7 +45,7 @@ use tracing::{error, info, warn};
 use uuid::Uuid;
 
 use super::{
-    appender::{AppenderSettings, SegmentAppender, WriterCounters},
+    appender::{spawn_signalled, AppenderSettings, SegmentAppender, WriterCounters},
     checkpoint::{
         encode_leader_epoch_checkpoint, encode_partition_metadata, run_blocking, sync_directory,
         write_file_atomically, write_file_synced, EpochEntry, LEADER_EPOCH_CHECKPOINT_FILE,
@@ -1765,12 +1765,13 @@ async fn run_writer(
     mut appender: SegmentAppender,
 ) {
     let mut unconfirmed = VecDeque::new();
+    let mut roll_finish = None;
     loop {
         signal.wait().await;
         let Some(shared) = log.upgrade() else {
             break;
         };
-        match writer_step(&shared, &mut appender, &mut unconfirmed).await {
+        match writer_step(&shared, &mut appender, &mut unconfirmed, &mut roll_finish).await {
             Ok(WriterNext::Continue) => {}
             Ok(WriterNext::Stop) => break,
             Err(failure) => {
@@ -1782,13 +1783,68 @@ async fn run_writer(
     // Writes already issued finish before the exit is announced; their
     // errors no longer matter to anybody.
     let _ = appender.wait_all().await;
+    if let Some(finish) = roll_finish {
+        let _ = finish.task.await;
+    }
     exited.notify();
+}
+
+/// A rolled segment's fdatasync and index files, finishing in the
+/// background while the next segment takes writes. On a disk that caches
+/// writes the fdatasync flushes everything written since the last one: with
+/// acks=1 (no syncs) that is the whole segment, 0.4 s for 256 MiB and 1.6 s
+/// for 1 GiB measured on the 2-vCPU EPYC machine, and appends waited for it
+/// at every roll. (Kafka also flushes a rolled segment in the background.)
+struct RollFinish {
+    old_base_offset: i64,
+    /// The new segment's base offset: nothing from the old one is durable
+    /// before the task ends.
+    boundary: i64,
+    /// Newest offset that syncs of the new segment covered meanwhile; it
+    /// counts once the old segment is durable too.
+    deferred_synced: i64,
+    done: Rc<Cell<bool>>,
+    task: glommio::Task<Result<(), StorageError>>,
+}
+
+/// Collects the rolled segment's background finish if it is done, or waits
+/// for it when `wait`; then the log is durable up to the newest offset a
+/// sync covered.
+async fn collect_roll_finish(
+    shared: &LogShared,
+    roll_finish: &mut Option<RollFinish>,
+    wait: bool,
+) -> Result<(), StorageError> {
+    if !roll_finish
+        .as_ref()
+        .is_some_and(|finish| wait || finish.done.get())
+    {
+        return Ok(());
+    }
+    let Some(finish) = roll_finish.take() else {
+        return Ok(());
+    };
+    finish.task.await?;
+    {
+        let mut state = shared.state.borrow_mut();
+        let position = state
+            .segments
+            .partition_point(|segment| segment.base_offset < finish.old_base_offset);
+        if let Some(old) = state.segments.get_mut(position) {
+            if old.base_offset == finish.old_base_offset {
+                old.files_complete = true;
+            }
+        }
+    }
+    shared.mark_synced(finish.boundary.max(finish.deferred_synced));
+    Ok(())
 }
 
 async fn writer_step(
     shared: &LogShared,
     appender: &mut SegmentAppender,
     unconfirmed: &mut VecDeque<Unconfirmed>,
+    roll_finish: &mut Option<RollFinish>,
 ) -> Result<WriterNext, StorageError> {
     // Drain the queue in append order.
     loop {
@@ -1822,7 +1878,7 @@ async fn writer_step(
                 });
             }
             WriteCommand::Roll { new_base_offset } => {
-                writer_roll(shared, appender, unconfirmed, new_base_offset).await?;
+                writer_roll(shared, appender, unconfirmed, roll_finish, new_base_offset).await?;
             }
             WriteCommand::EpochCheckpoint => {
                 let text = encode_leader_epoch_checkpoint(&shared.state.borrow().leader_epochs);
@@ -1859,15 +1915,22 @@ async fn writer_step(
     // on, covers every sync waiter whose data is written by the time it
     // starts. Waiters whose data is still being written wait for the writes
     // (which wake this task) and the next sync.
+    // Waiters up to a rolled segment's end wait for its own fdatasync.
+    collect_roll_finish(shared, roll_finish, false).await?;
     if let Some(synced_offset) = appender.take_finished_sync().await? {
-        shared.mark_synced(synced_offset);
+        match roll_finish {
+            Some(finish) => finish.deferred_synced = finish.deferred_synced.max(synced_offset),
+            None => shared.mark_synced(synced_offset),
+        }
     }
     if !appender.sync_in_flight() {
         let sync_offset = {
             let state = shared.state.borrow();
+            let covered = roll_finish.as_ref().map_or(state.synced_offset, |finish| {
+                finish.deferred_synced.max(state.synced_offset)
+            });
             let coverable = state.sync_waiters.iter().any(|waiter| {
-                waiter.target_offset > state.synced_offset
-                    && waiter.target_offset <= state.written_offset
+                waiter.target_offset > covered && waiter.target_offset <= state.written_offset
             });
             coverable.then_some(state.written_offset)
         };
@@ -1881,6 +1944,7 @@ async fn writer_step(
         state.lifecycle == Lifecycle::Closing && state.queue.is_empty()
     };
     if closing {
+        collect_roll_finish(shared, roll_finish, true).await?;
         writer_close(shared, appender, unconfirmed).await?;
         return Ok(WriterNext::Stop);
     }
@@ -1893,9 +1957,12 @@ async fn writer_roll(
     shared: &LogShared,
     appender: &mut SegmentAppender,
     unconfirmed: &mut VecDeque<Unconfirmed>,
+    roll_finish: &mut Option<RollFinish>,
     new_base_offset: i64,
 ) -> Result<(), StorageError> {
-    appender.finish().await?;
+    // One segment finishes in the background at a time.
+    collect_roll_finish(shared, roll_finish, true).await?;
+    appender.finish_writes().await?;
     shared.confirm_written(appender, unconfirmed)?;
     assert!(
         unconfirmed.is_empty(),
@@ -1906,7 +1973,6 @@ async fn writer_roll(
         written_offset, new_base_offset,
         "a roll follows the old segment's last batch"
     );
-    shared.mark_synced(written_offset);
 
     let (old_base_offset, offset_index_bytes, time_index_bytes) = {
         let state = shared.state.borrow();
@@ -1921,22 +1987,6 @@ async fn writer_roll(
             old.time_index.encode(),
         )
     };
-    write_index_files(
-        &shared.dir,
-        old_base_offset,
-        offset_index_bytes,
-        time_index_bytes,
-    )
-    .await?;
-    {
-        let mut state = shared.state.borrow_mut();
-        let position = state
-            .segments
-            .partition_point(|segment| segment.base_offset < old_base_offset);
-        let old = &mut state.segments[position];
-        assert_eq!(old.base_offset, old_base_offset);
-        old.files_complete = true;
-    }
 
     let file = create_segment_file(&shared.dir, new_base_offset).await?;
     {
@@ -1948,7 +1998,7 @@ async fn writer_roll(
         assert_eq!(segment.base_offset, new_base_offset);
         segment.file = Some(file.clone());
     }
-    *appender = SegmentAppender::open(
+    let next = SegmentAppender::open(
         file,
         segment_file_path(&shared.dir, new_base_offset, LOG_FILE_EXTENSION),
         0,
@@ -1957,7 +2007,32 @@ async fn writer_roll(
         shared.counters.clone(),
     )
     .await?;
+    let old = std::mem::replace(appender, next);
+    let dir = shared.dir.clone();
+    #[cfg(test)]
+    let delay = ROLL_SYNC_DELAY_FOR_TESTS.with(Cell::get);
+    let (done, task) = spawn_signalled(&shared.writer_signal, async move {
+        #[cfg(test)]
+        glommio::timer::sleep(delay).await;
+        old.sync().await?;
+        drop(old);
+        write_index_files(&dir, old_base_offset, offset_index_bytes, time_index_bytes).await
+    });
+    *roll_finish = Some(RollFinish {
+        old_base_offset,
+        boundary: new_base_offset,
+        deferred_synced: new_base_offset,
+        done,
+        task,
+    });
     Ok(())
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Delays the fdatasync of rolled segments (tests of the roll).
+    static ROLL_SYNC_DELAY_FOR_TESTS: Cell<std::time::Duration> =
+        const { Cell::new(std::time::Duration::ZERO) };
 }
 
 /// Writes and fdatasyncs a segment's `.index` and `.timeindex`.
@@ -2221,6 +2296,7 @@ impl Log {
 #[cfg(test)]
 mod tests {
     use std::cell::RefCell;
+    use std::time::Duration;
 
     use kafka_protocol::records::Compression;
 
@@ -2668,6 +2744,53 @@ mod tests {
         log.flush(true).await.unwrap();
         let lens = [batches[0].0.len(), batches[1].0.len()];
         (stored, direct::append_bytes_in_place() - before, lens)
+    }
+
+    /// Goal: appends to a new segment are written while the rolled
+    /// segment's fdatasync still runs (it can take a second on a disk that
+    /// caches writes), and a synced flush still waits for the rolled segment
+    /// to be durable. Method: delay that fdatasync by 500 ms; check what the
+    /// writer did meanwhile; then everything reads back after a reopen.
+    #[test]
+    fn appends_after_a_roll_do_not_wait_for_the_rolled_segments_sync() {
+        run_on_executor(|| async {
+            let (_root, dir) = temporary_log_dir();
+            let log = Log::create(&dir, small_config(1 << 20), Uuid::new_v4())
+                .await
+                .unwrap();
+            let mut stored = append_batches(&log, 1).await;
+            log.flush(true).await.unwrap();
+            ROLL_SYNC_DELAY_FOR_TESTS.with(|delay| delay.set(Duration::from_millis(500)));
+            let started = std::time::Instant::now();
+            // Past 600 bytes: the log rolls once.
+            while log.stats().segment_count < 2 {
+                stored.extend(append_batches(&log, 1).await);
+            }
+            stored.extend(append_batches(&log, 1).await);
+            let end = log.log_end_offset();
+            assert_eq!(log.flush(false).await.unwrap(), end);
+            let written_after = started.elapsed();
+            let first_complete = log.shared.state.borrow().segments[0].files_complete;
+            assert!(
+                written_after < Duration::from_millis(400) && !first_complete,
+                "the new segment's writes waited {written_after:?} for the rolled one"
+            );
+            assert_eq!(log.flush(true).await.unwrap(), end);
+            assert!(
+                started.elapsed() >= Duration::from_millis(500),
+                "synced before the rolled segment"
+            );
+            assert!(log.shared.state.borrow().segments[0].files_complete);
+            ROLL_SYNC_DELAY_FOR_TESTS.with(|delay| delay.set(Duration::ZERO));
+            log.close().await.unwrap();
+            drop(log);
+            let (segments, bytes) = segment_files_concatenated(&dir);
+            assert_eq!(segments, 2);
+            assert_eq!(bytes, stored.concat());
+            let log = Log::open(&dir, small_config(1 << 20), true).await.unwrap();
+            assert_eq!(log.log_end_offset(), end);
+            log.close().await.unwrap();
+        });
     }
 
     /// Goal: the tail's limits count the memory a batch received into a
