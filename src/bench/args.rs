@@ -114,7 +114,8 @@ pub struct LoadArgs {
     pub linger_ms: u64,
     /// Produce at most this many payload MB/s (10^6 bytes) in total, spread
     /// evenly over the producer connections: an open-loop load for latency
-    /// at a chosen fraction of peak. Requests leave on a schedule, and each
+    /// at a chosen fraction of peak. Requests leave on a schedule (also
+    /// while earlier answers are awaited, within `--max-in-flight`), and each
     /// latency is counted from the request's scheduled time, so a broker
     /// that falls behind shows it instead of slowing the clock. 0: as fast
     /// as the in-flight window allows.

@@ -16,6 +16,10 @@
 //!   fdatasync covers every append written before it started (group
 //!   commit). The fdatasync runs in the background: the writer keeps
 //!   writing later appends meanwhile, and they wait for the next one.
+//! - At a roll the writer cuts the old segment to size and goes on with the
+//!   new one; the old one's fdatasync and index files finish in the
+//!   background (`RollFinish`), and nothing past the old segment counts as
+//!   synced before they are done.
 //! - Reads take a plan under the state borrow and do their I/O without it:
 //!   offsets still in the in-memory tail come from there (never evicted
 //!   before they are written), older ones from the segment files. Offsets
