@@ -1819,13 +1819,7 @@ async fn collect_roll_finish(
     roll_finish: &mut Option<RollFinish>,
     wait: bool,
 ) -> Result<(), StorageError> {
-    if !roll_finish
-        .as_ref()
-        .is_some_and(|finish| wait || finish.done.get())
-    {
-        return Ok(());
-    }
-    let Some(finish) = roll_finish.take() else {
+    let Some(finish) = roll_finish.take_if(|finish| wait || finish.done.get()) else {
         return Ok(());
     };
     finish.task.await?;
