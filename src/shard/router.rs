@@ -198,3 +198,86 @@ pub fn receiver_streams(
         .filter_map(|(peer, stream)| peers.shard_of_peer(peer).map(|s| (s, stream)))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use glommio::channels::channel_mesh::MeshBuilder;
+    use glommio::{LocalExecutorBuilder, Placement};
+
+    use super::*;
+
+    /// Each shard parks whenever it waits for the other, and a parked shard
+    /// is woken only by the peer's eventfd write, decided by the handshake
+    /// between the shard announcing its sleep and the peer's notify (the
+    /// vendored glommio pairs two SeqCst fences there instead of a
+    /// membarrier). A wake-up lost in that handshake leaves both shards
+    /// asleep for good: nothing else (no timer) would wake them, so the
+    /// round trips stop and the deadline below fails the test.
+    #[test]
+    fn round_trips_between_parking_shards_never_lose_a_wake_up() {
+        const ROUND_TRIPS: u64 = 20_000;
+        let mesh = MeshBuilder::<RouterMessage, _>::full(2, 16);
+        let peers = PeerTable::new(2);
+        let shard = |index: usize| {
+            let mesh = mesh.clone();
+            let peers = peers.clone();
+            LocalExecutorBuilder::new(Placement::Unbound)
+                .name(&format!("wake-test-{index}"))
+                .io_memory(1 << 20)
+                .spawn(move || async move {
+                    let (senders, mut receivers) = mesh.join().await.expect("join mesh");
+                    peers.set(index, senders.peer_id());
+                    while !peers.complete() {
+                        glommio::timer::sleep(Duration::from_millis(1)).await;
+                    }
+                    let streams = receiver_streams(&mut receivers, &peers);
+                    let router = Rc::new(Router::new(index, Some(senders), peers.clone()));
+                    let stream = &streams[0].1;
+                    if index == 1 {
+                        // Answers until the requester's senders are gone.
+                        let mut answered = 0u64;
+                        while let Some(message) = stream.recv().await {
+                            if let RouterMessage::Request { from, id, .. } = message {
+                                router.reply(from, id, ShardReply::Applied).await;
+                                answered += 1;
+                            }
+                        }
+                        return answered;
+                    }
+                    for _ in 0..ROUND_TRIPS {
+                        let body = ShardRequest::WaitForData {
+                            items: Vec::new(),
+                            max_wait_ms: 0,
+                            isolation_level: 0,
+                        };
+                        let reply = router.send(1, body).await.expect("send");
+                        match stream.recv().await {
+                            Some(RouterMessage::Reply { id, body }) => router.complete(id, body),
+                            other => panic!("unexpected mesh message {other:?}"),
+                        }
+                        assert!(matches!(reply.await, Ok(ShardReply::Applied)));
+                    }
+                    ROUND_TRIPS
+                })
+                .expect("executor")
+        };
+        let (done_tx, done_rx) = mpsc::channel();
+        for index in [0, 1] {
+            let handle = shard(index);
+            let done_tx = done_tx.clone();
+            std::thread::spawn(move || {
+                let _ = done_tx.send((index, handle.join()));
+            });
+        }
+        for _ in 0..2 {
+            let (index, result) = done_rx
+                .recv_timeout(Duration::from_secs(60))
+                .expect("the round trips stalled: a parked shard was never woken");
+            assert_eq!(result.expect("shard thread"), ROUND_TRIPS, "shard {index}");
+        }
+    }
+}

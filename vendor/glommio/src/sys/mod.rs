@@ -307,6 +307,12 @@ impl SleepNotifier {
     }
 
     pub(crate) fn notify(&self, force: bool) {
+        // ringbroker patch: pairs with the fence the executor issues between
+        // announcing it will sleep (`prepare_to_sleep`) and its last look at
+        // its channels (`uring.rs`): either that look sees what this thread
+        // published before calling here, or this exchange sees the
+        // announcement and writes the eventfd.
+        std::sync::atomic::fence(Ordering::SeqCst);
         if self
             .should_notify
             .compare_exchange(true, false, Ordering::Relaxed, Ordering::Relaxed)

@@ -37,7 +37,7 @@ use crate::{
         self,
         blocking::{BlockingThreadOp, BlockingThreadPool},
         dma_buffer::{BufferStorage, DmaBuffer},
-        membarrier, DirectIo, EnqueuedSource, EnqueuedStatus, InnerSource, IoBuffer,
+        DirectIo, EnqueuedSource, EnqueuedStatus, InnerSource, IoBuffer,
         PollableStatus, Source, SourceType, Statx, TimeSpec64,
     },
     uring_sys::{self, IoRingOp},
@@ -1923,10 +1923,16 @@ impl Reactor {
             // last time until now it could be that something happened in a remote executor
             // that opened up room. If it did we bail on sleep and go process it.
             self.notifier.prepare_to_sleep();
-            // See https://www.scylladb.com/2018/02/15/memory-barriers-seastar-linux/ for
-            // details. This translates to `sys_membarrier()` /
-            // `MEMBARRIER_CMD_PRIVATE_EXPEDITED`
-            membarrier::heavy();
+            // ringbroker patch: a SeqCst fence paired with the one in
+            // `SleepNotifier::notify` instead of `membarrier::heavy()`
+            // (`sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, see
+            // https://www.scylladb.com/2018/02/15/memory-barriers-seastar-linux/).
+            // The notifier's compare-exchange is a locked instruction on
+            // x86-64 anyway, so the asymmetric barrier saved nothing there,
+            // while each membarrier interrupted every CPU running one of the
+            // process's threads (io_uring workers, the other shards) at
+            // every sleep: 2-4 % of a shard's CPU in the syscall alone.
+            std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
             let events = process_remote_channels() + self.flush_syscall_thread();
             if events == 0 {
                 if self.eventfd_src.is_installed().unwrap() {
