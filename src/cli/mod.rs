@@ -114,6 +114,17 @@ pub struct ServeArgs {
     /// When produce acknowledgements wait for a sync to disk (see --log-sync).
     #[arg(long, value_enum, default_value_t = FlushPolicy::AcksAll)]
     pub flush_policy: FlushPolicy,
+    /// Answer an acknowledged produce that waits for no sync (acks=1 under
+    /// the default --flush-policy) only once its batches are written to the
+    /// disk device, so that a broker process killed after the answer still
+    /// has them, as Kafka's page cache keeps what Kafka acknowledged. Off
+    /// (the default), the answer follows the append into the partition's
+    /// write buffer, and a killed process loses what it had not written yet
+    /// (under load up to --partition-pending-bytes-max per partition).
+    /// Measured on this project's 2-vCPU machine: acks=1 at half the
+    /// throughput, each round of a closed-loop client waiting one write.
+    #[arg(long)]
+    pub acks_wait_for_write: bool,
     /// Aligned DMA write buffer per partition, bytes.
     #[arg(long, default_value_t = 128 * 1024)]
     pub write_buffer_bytes: usize,
@@ -456,6 +467,7 @@ impl ServeArgs {
             connections_max_idle_ms: self.connections_max_idle_ms,
             request_read_timeout_ms: self.request_read_timeout_ms,
             flush_policy: self.flush_policy,
+            acks_wait_for_write: self.acks_wait_for_write,
             write_buffer_bytes: self.write_buffer_bytes,
             write_behind: self.write_behind,
             io_worker_cpus,

@@ -84,6 +84,8 @@ pub struct BrokerConfig {
     pub request_read_timeout_ms: u64,
     /// When acks wait for a sync.
     pub flush_policy: FlushPolicy,
+    /// Acknowledged produces not waiting for a sync wait for their write.
+    pub acks_wait_for_write: bool,
     /// DMA write buffer per partition log.
     pub write_buffer_bytes: usize,
     /// DMA writes in flight per partition log.

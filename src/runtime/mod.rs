@@ -295,6 +295,7 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         open_files_max,
         partition_pending_bytes_max = config.partition_pending_bytes_max,
         flush_policy = ?config.flush_policy,
+        acks_wait_for_write = config.acks_wait_for_write,
         log_flush_interval_messages = config.broker_defaults.log_flush_interval_messages,
         log_flush_interval_ms = ?config.broker_defaults.log_flush_interval_ms,
         log_flush_scheduler_interval_ms = config.broker_defaults.log_flush_scheduler_interval_ms,

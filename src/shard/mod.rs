@@ -518,14 +518,18 @@ impl Shard {
             FlushPolicy::Never => false,
         };
         // Without the flush policy's sync, only the partitions whose
-        // flush.messages was reached wait.
-        appended.retain(|(_, _, flush_asked)| sync || *flush_asked);
+        // flush.messages was reached wait for one, and the others wait for
+        // their write under --acks-wait-for-write.
+        let written = self.config.acks_wait_for_write && acks != 0;
+        appended.retain(|(_, _, flush_asked)| sync || *flush_asked || written);
         async move {
             if !appended.is_empty() {
-                let flushes = appended.iter().map(|(_, p, _)| p.flush(true));
+                let flushes = appended
+                    .iter()
+                    .map(|(_, p, flush_asked)| p.flush(sync || *flush_asked));
                 for ((index, partition, _), outcome) in appended.iter().zip(join_all(flushes).await) {
                     if let Err(e) = outcome {
-                        tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "sync failed");
+                        tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "write or sync failed");
                         results[*index] = ProduceResult::error(code(ErrorCode::KafkaStorageError));
                     }
                 }

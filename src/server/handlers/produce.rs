@@ -4,7 +4,8 @@
 //! (magic 2, exactly one batch, CRC32C, size), grouped by owning shard, and
 //! appended there in request order. acks=0 gets no response (an error on
 //! any partition closes the connection instead, as in Kafka); acks=1 is
-//! answered after the append; acks=all after fdatasync under the default
+//! answered after the append (after its write with
+//! `--acks-wait-for-write`); acks=all after fdatasync under the default
 //! flush policy. Transactional batches are accepted and open their
 //! producer's transaction on the partition; as in Kafka before KIP-890, the
 //! broker does not check that the partition was added to the transaction.
