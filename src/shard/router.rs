@@ -201,7 +201,6 @@ pub fn receiver_streams(
 
 #[cfg(test)]
 mod tests {
-    use std::rc::Rc;
     use std::sync::mpsc;
     use std::time::Duration;
 
@@ -235,7 +234,7 @@ mod tests {
                         glommio::timer::sleep(Duration::from_millis(1)).await;
                     }
                     let streams = receiver_streams(&mut receivers, &peers);
-                    let router = Rc::new(Router::new(index, Some(senders), peers.clone()));
+                    let router = Router::new(index, Some(senders), peers.clone());
                     let stream = &streams[0].1;
                     if index == 1 {
                         // Answers until the requester's senders are gone.
