@@ -8,7 +8,11 @@
 //! zeros, from the buffer itself, and appends go on in a fresh buffer that
 //! starts with a copy of that last partial block: each whole block is
 //! written once and no appended byte is copied again, except those of the
-//! partial block, which the next write rewrites as it fills. (Flushing from
+//! partial block, which the next write rewrites as it fills. A flush of
+//! data within one partial block writes it from a padded copy and keeps
+//! the buffer (a fresh buffer per such flush raised the memory of an idle
+//! partition from 11 to 20 KiB: freed aligned allocations are reused
+//! poorly by the allocator). (Flushing from
 //! a copy while the same buffer went on filling, as before, copied every
 //! flushed byte once more and wrote it to the disk twice: 1.4-3x the
 //! produced bytes reached the disk.) Because a partial write and the next
@@ -430,7 +434,20 @@ impl SegmentAppender {
         let end = logical_end.div_ceil(self.alignment) * self.alignment;
         let last_block = logical_end / self.alignment * self.alignment;
         let partial = logical_end > last_block;
-        if end > copy_start {
+        if end > copy_start && last_block == copy_start {
+            // Only a partial block: written from a zero-padded copy, while
+            // the buffer goes on filling it (the next write rewrites it
+            // anyway). No fresh buffer for a log flushed a few bytes at a
+            // time, or idle after them.
+            let data_bytes = (logical_end - copy_start) as usize;
+            let mut copy = self.file.alloc_dma_buffer((end - copy_start) as usize);
+            let from = (copy_start - self.buffer_position) as usize;
+            let copy_bytes = copy.as_bytes_mut();
+            copy_bytes[..data_bytes]
+                .copy_from_slice(&self.buffer.as_bytes()[from..from + data_bytes]);
+            copy_bytes[data_bytes..].fill(0);
+            buffers.push(copy);
+        } else if end > copy_start {
             // The buffer's blocks from `copy_start` go to the disk as they
             // are; appends continue in a fresh buffer from the last block.
             let capacity = self.buffer.len();
