@@ -8,16 +8,16 @@
 //! zeros, from the buffer itself, and appends go on in a fresh buffer that
 //! starts with a copy of that last partial block: each whole block is
 //! written once and no appended byte is copied again, except those of the
-//! partial block, which the next write rewrites as it fills. A flush of
-//! data within one partial block writes it from a padded copy and keeps
-//! the buffer (a fresh buffer per such flush raised the memory of an idle
-//! partition from 11 to 20 KiB: freed aligned allocations are reused
-//! poorly by the allocator). (Flushing from
-//! a copy while the same buffer went on filling, as before, copied every
-//! flushed byte once more and wrote it to the disk twice: 1.4-3x the
-//! produced bytes reached the disk.) Because a partial write and the next
-//! write cover the same block, the next write waits for the partial one:
-//! two writes to the same block are never in flight together.
+//! partial block, which the next write rewrites as it fills. (Flushing
+//! from a copy while the same buffer went on filling, as before, copied
+//! every flushed byte once more and wrote it to the disk twice: 1.4-3x the
+//! produced bytes reached the disk.) A flush of data that lies within one
+//! partial block still writes it from a padded copy and keeps the buffer:
+//! a fresh buffer per such flush raised the memory of an idle partition
+//! from 11 to 20 KiB, as the allocator reuses freed aligned allocations
+//! poorly. Because a partial write and the next write cover the same
+//! block, the next write waits for the partial one: two writes to the same
+//! block are never in flight together.
 //!
 //! Batches received straight into aligned memory of their own
 //! (`direct.rs`) are not copied: `append_direct` puts the bytes in front of
