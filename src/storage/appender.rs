@@ -429,8 +429,15 @@ impl SegmentAppender {
         } else {
             self.run_start
         };
-        let copy_start = start.max(self.buffer_position);
-        assert!(buffers.is_empty() || copy_start == self.buffer_position);
+        // A run ends where the buffer starts, and no flush submits the
+        // buffer past its first block without replacing it: the write
+        // takes the buffer from its start.
+        let copy_start = self.buffer_position;
+        assert!(if buffers.is_empty() {
+            start == copy_start
+        } else {
+            start < copy_start
+        });
         let end = logical_end.div_ceil(self.alignment) * self.alignment;
         let last_block = logical_end / self.alignment * self.alignment;
         let partial = logical_end > last_block;
@@ -441,14 +448,12 @@ impl SegmentAppender {
             // time, or idle after them.
             let data_bytes = (logical_end - copy_start) as usize;
             let mut copy = self.file.alloc_dma_buffer((end - copy_start) as usize);
-            let from = (copy_start - self.buffer_position) as usize;
             let copy_bytes = copy.as_bytes_mut();
-            copy_bytes[..data_bytes]
-                .copy_from_slice(&self.buffer.as_bytes()[from..from + data_bytes]);
+            copy_bytes[..data_bytes].copy_from_slice(&self.buffer.as_bytes()[..data_bytes]);
             copy_bytes[data_bytes..].fill(0);
             buffers.push(copy);
         } else if end > copy_start {
-            // The buffer's blocks from `copy_start` go to the disk as they
+            // The buffer's blocks go to the disk as they
             // are; appends continue in a fresh buffer from the last block.
             let capacity = self.buffer.len();
             let tail_bytes = (logical_end - last_block) as usize;
@@ -461,7 +466,6 @@ impl SegmentAppender {
             let pad_end = (end - self.buffer_position) as usize;
             written.as_bytes_mut()[data_end..pad_end].fill(0);
             written.trim_to_size(pad_end);
-            written.trim_front((copy_start - self.buffer_position) as usize);
             buffers.push(written);
             self.buffer_position = last_block;
             self.fill_bytes = tail_bytes;

@@ -145,15 +145,6 @@ impl DmaBuffer {
         self.size = newsize;
     }
 
-    /// ringbroker patch: drops the first `bytes` bytes, so the buffer starts
-    /// further into its allocation (a write of the rest of it). Destructive,
-    /// like `trim_to_size`; keep `bytes` aligned for O_DIRECT.
-    pub fn trim_front(&mut self, bytes: usize) {
-        assert!(bytes <= self.size);
-        self.trim += bytes;
-        self.size -= bytes;
-    }
-
     /// Returns a representation of the current addressable contents of this
     /// `DmaBuffer` as a byte slice
     pub fn as_bytes(&self) -> &[u8] {
