@@ -1349,20 +1349,23 @@ impl LocalExecutor {
         self.reactor.need_preempt()
     }
 
+    /// True when preempted: the caller polls and runs queues again. False
+    /// when no queue is active: the caller may park.
     fn run_task_queues(&self) -> bool {
-        let mut ran = false;
         loop {
             self.reactor.sys.install_eventfd();
             if self.need_preempt() {
-                break;
+                // ringbroker patch: upstream answered false when preempted
+                // before any queue ran, and its caller then parked, asleep
+                // with queues still active until some other event. A timer
+                // kept armed across passes of the loop (`sys/uring.rs`) can
+                // fire between the poll and this check.
+                return true;
             }
             if !self.run_one_task_queue() {
                 return false;
-            } else {
-                ran = true;
             }
         }
-        ran
     }
 
     fn run_one_task_queue(&self) -> bool {

@@ -1257,6 +1257,9 @@ pub(crate) struct Reactor {
     poll_ring: RefCell<PollRing>,
 
     latency_preemption_timeout_src: Cell<Option<Source>>,
+    // ringbroker patch: when the timer armed in the latency ring (the
+    // preemption timer or a user timer) fires; None when none is armed.
+    latency_timer_deadline: Cell<Option<Instant>>,
     throughput_preemption_timeout_src: Cell<Option<Source>>,
 
     link_fd: RawFd,
@@ -1411,6 +1414,7 @@ impl Reactor {
             latency_ring: RefCell::new(latency_ring),
             poll_ring: RefCell::new(poll_ring),
             latency_preemption_timeout_src: Cell::new(None),
+            latency_timer_deadline: Cell::new(None),
             throughput_preemption_timeout_src: Cell::new(None),
             blocking_thread,
             link_fd,
@@ -1877,22 +1881,40 @@ impl Reactor {
         // consume all events from the rings
         consume_rings!(into &mut woke; lat_ring, poll_ring, main_ring);
 
-        // Cancel the old timer regardless of whether we can sleep:
-        // if we won't sleep, we will register the new timer with its new
-        // value.
-        //
-        // But if we will sleep, there might be a timer registered that needs
-        // to be removed otherwise we'll wake up when it expires.
-        drop(self.latency_preemption_timeout_src.take());
+        // ringbroker patch: upstream cancels the latency ring's timer and
+        // the throughput timer here and arms new ones at every call: five
+        // io_uring operations (two timeouts, the eventfd write linked to the
+        // throughput one, two cancellations) per pass of the executor's
+        // loop, more than one produce request's own operations at one
+        // request per pass, and each cancellation walks io_uring's worker
+        // lists. Here a timer still pending stays armed while it fires no
+        // later than the one that would replace it (below): a task queue
+        // may be preempted early, or a sleeping executor woken early, which
+        // costs one more pass of the loop.
+        let pending = |src: &Option<Source>| src.as_ref().is_some_and(|src| src.result().is_none());
+        let latency_src = self.latency_preemption_timeout_src.take();
+        if pending(&latency_src) {
+            self.latency_preemption_timeout_src.set(latency_src);
+        } else {
+            drop(latency_src);
+            self.latency_timer_deadline.set(None);
+        }
 
         // Schedule the throughput-based timeout immediately: it won't matter if we end
-        // up sleeping.
-        self.throughput_preemption_timeout_src.replace(Some(
-            main_ring.prepare_throughput_preemption_timer(
-                self.ring_depth() as u32,
-                self.eventfd_src.raw(),
-            ),
-        ));
+        // up sleeping. One still pending stays (it fires after fewer completions than a
+        // new one would: an early preemption at worst).
+        let throughput_src = self.throughput_preemption_timeout_src.take();
+        if pending(&throughput_src) {
+            self.throughput_preemption_timeout_src.set(throughput_src);
+        } else {
+            drop(throughput_src);
+            self.throughput_preemption_timeout_src.replace(Some(
+                main_ring.prepare_throughput_preemption_timer(
+                    self.ring_depth() as u32,
+                    self.eventfd_src.raw(),
+                ),
+            ));
+        }
 
         // This will only dispatch if we run out of sqes. Which means until
         // flush_rings! nothing is really send to the kernel...
@@ -1914,9 +1936,13 @@ impl Reactor {
             // We are about to go to sleep. It's ok to sleep, but if there
             // is a timer set, we need to make sure we wake up to handle it.
             if let Some(dur) = user_timer {
-                self.latency_preemption_timeout_src
-                    .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
-                assert!(flush_rings!(lat_ring)? > 0);
+                let deadline = Instant::now() + dur;
+                if !self.keeps_latency_timer(deadline) {
+                    self.latency_preemption_timeout_src
+                        .set(Some(lat_ring.prepare_latency_preemption_timer(dur)));
+                    self.latency_timer_deadline.set(Some(deadline));
+                    assert!(flush_rings!(lat_ring)? > 0);
+                }
             }
             // From this moment on the remote executors are aware that we are sleeping
             // We have to sweep the remote channels function once more because since
@@ -1949,8 +1975,13 @@ impl Reactor {
         }
 
         if let Some(preempt) = preempt_timer() {
-            self.latency_preemption_timeout_src
-                .set(Some(lat_ring.prepare_latency_preemption_timer(preempt)));
+            let deadline = Instant::now() + preempt;
+            if !self.keeps_latency_timer(deadline) {
+                flush_cancellations!(into &mut 0; lat_ring);
+                self.latency_preemption_timeout_src
+                    .set(Some(lat_ring.prepare_latency_preemption_timer(preempt)));
+                self.latency_timer_deadline.set(Some(deadline));
+            }
             flush_rings!(lat_ring, main_ring)?;
         }
 
@@ -1962,6 +1993,21 @@ impl Reactor {
         // need_preempt() should be false at this point. As soon as the next event
         // in the preempt ring completes, though, then it will be true.
         Ok(should_sleep)
+    }
+
+    /// ringbroker patch: whether the latency ring's timer is still pending
+    /// and fires no later than `deadline`; if not, it is dropped (a pending
+    /// one cancelled: flush the latency ring's cancellations).
+    fn keeps_latency_timer(&self, deadline: Instant) -> bool {
+        let src = self.latency_preemption_timeout_src.take();
+        let pending = src.as_ref().is_some_and(|src| src.result().is_none());
+        if pending && matches!(self.latency_timer_deadline.get(), Some(armed) if armed <= deadline) {
+            self.latency_preemption_timeout_src.set(src);
+            return true;
+        }
+        drop(src);
+        self.latency_timer_deadline.set(None);
+        false
     }
 
     pub(crate) fn flush_syscall_thread(&self) -> usize {
