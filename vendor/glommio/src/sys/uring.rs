@@ -1250,6 +1250,12 @@ impl UringCommon for SleepableRing {
     }
 }
 
+/// ringbroker patch: whether a timer is armed and its completion not
+/// consumed yet.
+fn pending(src: &Option<Source>) -> bool {
+    src.as_ref().is_some_and(|src| src.result().is_none())
+}
+
 pub(crate) struct Reactor {
     // FIXME: it is starting to feel we should clean this up to a Inner pattern
     main_ring: RefCell<SleepableRing>,
@@ -1891,7 +1897,6 @@ impl Reactor {
         // later than the one that would replace it (below): a task queue
         // may be preempted early, or a sleeping executor woken early, which
         // costs one more pass of the loop.
-        let pending = |src: &Option<Source>| src.as_ref().is_some_and(|src| src.result().is_none());
         let latency_src = self.latency_preemption_timeout_src.take();
         if pending(&latency_src) {
             self.latency_preemption_timeout_src.set(latency_src);
@@ -2000,8 +2005,7 @@ impl Reactor {
     /// one cancelled: flush the latency ring's cancellations).
     fn keeps_latency_timer(&self, deadline: Instant) -> bool {
         let src = self.latency_preemption_timeout_src.take();
-        let pending = src.as_ref().is_some_and(|src| src.result().is_none());
-        if pending && matches!(self.latency_timer_deadline.get(), Some(armed) if armed <= deadline) {
+        if pending(&src) && matches!(self.latency_timer_deadline.get(), Some(armed) if armed <= deadline) {
             self.latency_preemption_timeout_src.set(src);
             return true;
         }
