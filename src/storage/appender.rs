@@ -453,8 +453,8 @@ impl SegmentAppender {
             copy_bytes[data_bytes..].fill(0);
             buffers.push(copy);
         } else if end > copy_start {
-            // The buffer's blocks go to the disk as they
-            // are; appends continue in a fresh buffer from the last block.
+            // The buffer's blocks go to the disk as they are; appends
+            // continue in a fresh buffer from the last block.
             let capacity = self.buffer.len();
             let tail_bytes = (logical_end - last_block) as usize;
             let mut fresh = self.file.alloc_dma_buffer(capacity);

@@ -1896,14 +1896,8 @@ impl Reactor {
         // lists. Here a timer still pending stays armed while it fires no
         // later than the one that would replace it (below): a task queue
         // may be preempted early, or a sleeping executor woken early, which
-        // costs one more pass of the loop.
-        let latency_src = self.latency_preemption_timeout_src.take();
-        if pending(&latency_src) {
-            self.latency_preemption_timeout_src.set(latency_src);
-        } else {
-            drop(latency_src);
-            self.latency_timer_deadline.set(None);
-        }
+        // costs one more pass of the loop. The latency ring's timer is
+        // looked at where a new one would be armed (`keeps_latency_timer`).
 
         // Schedule the throughput-based timeout immediately: it won't matter if we end
         // up sleeping. One still pending stays (it fires after fewer completions than a
@@ -2002,7 +1996,8 @@ impl Reactor {
 
     /// ringbroker patch: whether the latency ring's timer is still pending
     /// and fires no later than `deadline`; if not, it is dropped (a pending
-    /// one cancelled: flush the latency ring's cancellations).
+    /// one is cancelled when the latency ring's cancellations are next
+    /// flushed; until then it may still fire, an early wake at worst).
     fn keeps_latency_timer(&self, deadline: Instant) -> bool {
         let src = self.latency_preemption_timeout_src.take();
         if pending(&src) && matches!(self.latency_timer_deadline.get(), Some(armed) if armed <= deadline) {
