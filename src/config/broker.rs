@@ -90,6 +90,8 @@ pub struct BrokerConfig {
     pub write_buffer_bytes: usize,
     /// DMA writes in flight per partition log.
     pub write_behind: usize,
+    /// Longest unwaited-for appended data waits for a fuller write.
+    pub write_delay_us: u64,
     /// Where each shard's io_uring worker threads run.
     pub io_worker_cpus: IoWorkerCpus,
     /// Bound on each shard's io_uring file-I/O workers (0: kernel default).

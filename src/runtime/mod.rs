@@ -289,6 +289,7 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         blocking_threads = config.blocking_threads,
         write_buffer_bytes = config.write_buffer_bytes,
         write_behind = config.write_behind,
+        write_delay_us = config.write_delay_us,
         preallocate_bytes = config.preallocate_bytes,
         partition_cache_bytes = config.partition_cache_bytes,
         shard_cache_bytes = config.shard_cache_bytes,

@@ -102,6 +102,7 @@ pub fn log_config_for(topic: &TopicImage, config: &BrokerConfig) -> LogConfig {
         segment_index_bytes: topic.configs.segment_index_bytes(broker),
         write_buffer_bytes: config.write_buffer_bytes,
         write_behind: config.write_behind,
+        write_delay_us: config.write_delay_us,
         preallocate_bytes: config.preallocate_bytes,
         cache_bytes: config.partition_cache_bytes,
         pending_bytes_max: config.partition_pending_bytes_max,

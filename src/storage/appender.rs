@@ -283,6 +283,11 @@ impl SegmentAppender {
         self.buffer_position + self.fill_bytes as u64
     }
 
+    /// Appended bytes not yet handed to a write.
+    pub fn has_unsubmitted(&self) -> bool {
+        self.submitted_position < self.logical_size()
+    }
+
     /// Some write (data or partial block) has not been collected yet.
     pub fn writes_in_flight(&self) -> bool {
         !self.in_flight.is_empty()

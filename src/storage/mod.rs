@@ -44,7 +44,10 @@ pub use compaction::{CompactionConfig, CompactionOutcome, CompactionRequest, Com
 pub use direct::{append_bytes_copied, append_bytes_in_place, DirectSlot};
 pub use error::StorageError;
 pub use index::{OffsetIndex, OffsetPosition, TimeIndex};
-pub use log::{AppendInfo, Log, LogConfig, LogStats, Pieces, ReadResult};
+pub use log::{
+    AppendInfo, Log, LogConfig, LogStats, Pieces, ReadResult, DEFAULT_WRITE_DELAY_US,
+    WRITE_DELAY_US_MAX,
+};
 pub use reader::{
     cold_read_bytes_copied, cold_read_turn, cold_reads_in_flight, configure_cold_reads,
     next_offset_after_pieces, splice_reads, ColdReadPath,
@@ -128,6 +131,7 @@ pub(crate) mod test_support {
             segment_index_bytes: 1024,
             write_buffer_bytes: 4096,
             write_behind: 2,
+            write_delay_us: super::DEFAULT_WRITE_DELAY_US,
             preallocate_bytes: 8192,
             cache_bytes,
             pending_bytes_max: 1 << 20,
