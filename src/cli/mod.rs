@@ -125,9 +125,17 @@ pub struct ServeArgs {
     /// throughput, each round of a closed-loop client waiting one write.
     #[arg(long)]
     pub acks_wait_for_write: bool,
-    /// Aligned DMA write buffer per partition, bytes.
+    /// Aligned DMA write buffer per partition, bytes: the first one, and
+    /// each one after a buffer that was written before it filled.
     #[arg(long, default_value_t = 128 * 1024)]
     pub write_buffer_bytes: usize,
+    /// Largest write buffer per partition, bytes: a partition whose buffer
+    /// fills gets the next one twice as large, up to this (fewer, larger
+    /// O_DIRECT writes for partitions taking much data; a buffer written
+    /// before it filled is followed by one of --write-buffer-bytes).
+    /// Default: 512 KiB, or --write-buffer-bytes when that is larger.
+    #[arg(long)]
+    pub write_buffer_bytes_max: Option<usize>,
     /// DMA writes in flight per partition.
     #[arg(long, default_value_t = 4)]
     pub write_behind: usize,
@@ -320,6 +328,13 @@ fn allowed_cpus() -> Vec<usize> {
 }
 
 impl ServeArgs {
+    /// `--write-buffer-bytes-max`, or its default: 512 KiB, or
+    /// `--write-buffer-bytes` when that is larger.
+    fn write_buffer_bytes_max(&self) -> usize {
+        self.write_buffer_bytes_max
+            .unwrap_or(self.write_buffer_bytes.max(512 << 10))
+    }
+
     /// Validates the flags into a [`BrokerConfig`].
     ///
     /// # Errors
@@ -413,6 +428,13 @@ impl ServeArgs {
         if self.write_buffer_bytes < 4096 || !self.write_buffer_bytes.is_power_of_two() {
             bail!("--write-buffer-bytes must be a power of two of at least 4096");
         }
+        let write_buffer_bytes_max = self.write_buffer_bytes_max();
+        if write_buffer_bytes_max < self.write_buffer_bytes
+            || !write_buffer_bytes_max.is_power_of_two()
+            || write_buffer_bytes_max > 64 << 20
+        {
+            bail!("--write-buffer-bytes-max must be a power of two from --write-buffer-bytes to 64 MiB");
+        }
         if self.write_behind == 0 {
             bail!("--write-behind must be at least 1");
         }
@@ -482,6 +504,7 @@ impl ServeArgs {
             flush_policy: self.flush_policy,
             acks_wait_for_write: self.acks_wait_for_write,
             write_buffer_bytes: self.write_buffer_bytes,
+            write_buffer_bytes_max,
             write_behind: self.write_behind,
             write_delay_us: self.write_delay_us,
             io_worker_cpus,

@@ -88,6 +88,8 @@ pub struct BrokerConfig {
     pub acks_wait_for_write: bool,
     /// DMA write buffer per partition log.
     pub write_buffer_bytes: usize,
+    /// Largest DMA write buffer a partition log grows to while its buffers fill.
+    pub write_buffer_bytes_max: usize,
     /// DMA writes in flight per partition log.
     pub write_behind: usize,
     /// Longest unwaited-for appended data waits for a fuller write.

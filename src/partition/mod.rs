@@ -1131,6 +1131,7 @@ mod tests {
                 index_interval_bytes: 4096,
                 segment_index_bytes: 1 << 20,
                 write_buffer_bytes: 64 << 10,
+                write_buffer_bytes_max: 256 << 10,
                 preallocate_bytes: 0,
                 ..small_config(0)
             };

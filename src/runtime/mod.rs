@@ -288,6 +288,7 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         background_shares = config.background_shares,
         blocking_threads = config.blocking_threads,
         write_buffer_bytes = config.write_buffer_bytes,
+        write_buffer_bytes_max = config.write_buffer_bytes_max,
         write_behind = config.write_behind,
         write_delay_us = config.write_delay_us,
         preallocate_bytes = config.preallocate_bytes,

@@ -101,6 +101,7 @@ pub fn log_config_for(topic: &TopicImage, config: &BrokerConfig) -> LogConfig {
         index_interval_bytes: topic.configs.index_interval_bytes(broker),
         segment_index_bytes: topic.configs.segment_index_bytes(broker),
         write_buffer_bytes: config.write_buffer_bytes,
+        write_buffer_bytes_max: config.write_buffer_bytes_max,
         write_behind: config.write_behind,
         write_delay_us: config.write_delay_us,
         preallocate_bytes: config.preallocate_bytes,

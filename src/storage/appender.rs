@@ -64,8 +64,12 @@ use super::{
 /// How an appender writes.
 #[derive(Debug, Clone, Copy)]
 pub struct AppenderSettings {
-    /// Size of each aligned DMA buffer.
+    /// Size of the first aligned DMA buffer, and of each one after a
+    /// buffer written before it filled.
     pub buffer_bytes: usize,
+    /// Largest buffer: one that fills is followed by one twice its size,
+    /// up to this.
+    pub buffer_bytes_max: usize,
     /// Most writes in flight.
     pub write_behind: usize,
     /// Largest zero-fill ahead of the tail (0: none).
@@ -194,6 +198,10 @@ pub struct SegmentAppender {
     prealloc_step: u64,
     prealloc_max: u64,
     write_behind: usize,
+    /// Capacity of a buffer that follows one written before it filled.
+    base_capacity: usize,
+    /// Largest capacity a buffer grows to while buffers fill.
+    max_capacity: usize,
     signal: Rc<Signal>,
     counters: Rc<WriterCounters>,
     /// The shard's shared `syncfs` when it covers this file; None: fdatasync.
@@ -225,12 +233,15 @@ impl SegmentAppender {
     ) -> Result<Self, StorageError> {
         let AppenderSettings {
             buffer_bytes,
+            buffer_bytes_max,
             write_behind,
             prealloc_max,
         } = settings;
         assert!(write_behind > 0);
         let alignment = file.alignment().max(4096);
         let capacity = (buffer_bytes as u64).div_ceil(alignment).max(1) * alignment;
+        let max_capacity = (buffer_bytes_max as u64).div_ceil(alignment) * alignment;
+        let max_capacity = max_capacity.max(capacity);
         let mut buffer = file.alloc_dma_buffer(capacity as usize);
         let buffer_position = logical_size / alignment * alignment;
         let fill_bytes = (logical_size - buffer_position) as usize;
@@ -270,6 +281,8 @@ impl SegmentAppender {
             prealloc_step: PREALLOC_FIRST_STEP.min(prealloc_max),
             prealloc_max,
             write_behind,
+            base_capacity: capacity as usize,
+            max_capacity: max_capacity as usize,
             shard_sync,
             signal,
             counters,
@@ -407,7 +420,11 @@ impl SegmentAppender {
         self.write_run().await?;
         self.make_room_for_write().await?;
         let capacity = self.buffer.len();
-        let full = std::mem::replace(&mut self.buffer, self.file.alloc_dma_buffer(capacity));
+        // A partition whose buffers fill gets larger ones: fewer writes,
+        // each an appending O_DIRECT write that ext4 handles in io_uring's
+        // workers at a cost per write (block allocation, inode update).
+        let next_capacity = (capacity * 2).min(self.max_capacity).max(capacity);
+        let full = std::mem::replace(&mut self.buffer, self.file.alloc_dma_buffer(next_capacity));
         let position = self.buffer_position;
         self.buffer_position += capacity as u64;
         self.fill_bytes = 0;
@@ -459,10 +476,10 @@ impl SegmentAppender {
             buffers.push(copy);
         } else if end > copy_start {
             // The buffer's blocks go to the disk as they are; appends
-            // continue in a fresh buffer from the last block.
-            let capacity = self.buffer.len();
+            // continue in a fresh buffer from the last block, of the base
+            // size: this log's data did not fill its buffer in time.
             let tail_bytes = (logical_end - last_block) as usize;
-            let mut fresh = self.file.alloc_dma_buffer(capacity);
+            let mut fresh = self.file.alloc_dma_buffer(self.base_capacity);
             let tail_from = (last_block - self.buffer_position) as usize;
             fresh.as_bytes_mut()[..tail_bytes]
                 .copy_from_slice(&self.buffer.as_bytes()[tail_from..tail_from + tail_bytes]);

@@ -88,8 +88,12 @@ pub struct LogConfig {
     pub index_interval_bytes: u32,
     /// `log.index.size.max.bytes`: size limit of each index; roll when full.
     pub segment_index_bytes: u32,
-    /// Size of the aligned DMA write buffer.
+    /// Size of the aligned DMA write buffer (also after one written before
+    /// it filled).
     pub write_buffer_bytes: usize,
+    /// Largest write buffer: one that fills is followed by one twice its
+    /// size, up to this.
+    pub write_buffer_bytes_max: usize,
     /// DMA writes in flight per log.
     pub write_behind: usize,
     /// Longest appended data nobody waits for (acks=1 and 0) stays in a
@@ -112,6 +116,7 @@ impl Default for LogConfig {
             index_interval_bytes: 4096,
             segment_index_bytes: 10 << 20,
             write_buffer_bytes: 128 << 10,
+            write_buffer_bytes_max: 512 << 10,
             write_behind: 4,
             write_delay_us: DEFAULT_WRITE_DELAY_US,
             preallocate_bytes: 0,
@@ -126,6 +131,7 @@ impl LogConfig {
     pub(super) fn appender_settings(&self) -> AppenderSettings {
         AppenderSettings {
             buffer_bytes: self.write_buffer_bytes,
+            buffer_bytes_max: self.write_buffer_bytes_max,
             write_behind: self.write_behind,
             prealloc_max: self.preallocate_bytes,
         }
@@ -149,6 +155,11 @@ impl LogConfig {
         }
         if self.write_buffer_bytes < 4096 || self.write_buffer_bytes > 64 << 20 {
             return invalid("write_buffer_bytes must be in 4 KiB..=64 MiB");
+        }
+        if self.write_buffer_bytes_max < self.write_buffer_bytes
+            || self.write_buffer_bytes_max > 64 << 20
+        {
+            return invalid("write_buffer_bytes_max must be in write_buffer_bytes..=64 MiB");
         }
         if self.write_behind == 0 || self.write_behind > 64 {
             return invalid("write_behind must be in 1..=64");
@@ -2412,6 +2423,7 @@ mod tests {
             index_interval_bytes: 4096,
             segment_index_bytes: 1 << 20,
             write_buffer_bytes: 64 << 10,
+            write_buffer_bytes_max: 256 << 10,
             preallocate_bytes: 0,
             ..small_config(0)
         };
@@ -3110,6 +3122,7 @@ mod tests {
             let config = LogConfig {
                 segment_bytes: 64 << 20,
                 write_buffer_bytes: buffer_bytes,
+                write_buffer_bytes_max: buffer_bytes,
                 preallocate_bytes: 0,
                 ..small_config(0)
             };
@@ -3160,6 +3173,7 @@ mod tests {
             let config = LogConfig {
                 segment_bytes: 64 << 20,
                 write_buffer_bytes: buffer_bytes,
+                write_buffer_bytes_max: buffer_bytes,
                 write_delay_us: delay.as_micros() as u64,
                 preallocate_bytes: 0,
                 ..small_config(0)
@@ -3232,6 +3246,92 @@ mod tests {
             assert!(back.len() <= written_bytes && back.len() + longest > written_bytes);
             assert_eq!(back, all_bytes[..back.len()]);
             log.close().await.unwrap();
+        });
+    }
+
+    /// Goal: a log whose write buffers fill writes larger ones (fewer
+    /// appending writes), up to the maximum, and starts again from the base
+    /// size after a buffer written before it filled. Method: base 64 KiB,
+    /// maximum 256 KiB, nobody waiting (1 s write delay), the writer
+    /// running after each append (a short sleep); append until four
+    /// buffers were written: 64, 128, 256 and 256 KiB; flush(false) with
+    /// more than a block pending, then append until the next write: 64 KiB;
+    /// close and compare the file with the batches.
+    #[test]
+    fn filling_write_buffers_grow_to_the_maximum_and_back_after_a_flush() {
+        run_on_executor(|| async {
+            let (_root, dir) = temporary_log_dir();
+            let config = LogConfig {
+                segment_bytes: 64 << 20,
+                index_interval_bytes: 4096,
+                segment_index_bytes: 1 << 20,
+                write_buffer_bytes: 64 << 10,
+                write_buffer_bytes_max: 256 << 10,
+                write_delay_us: 1_000_000,
+                // The writer never waits for a write slot, so it takes each
+                // batch before the next append (see the yield below).
+                write_behind: 8,
+                preallocate_bytes: 0,
+                ..small_config(0)
+            };
+            let log = Log::create(&dir, config, Uuid::new_v4()).await.unwrap();
+            /// Batches appended, sizes of the writes they caused.
+            struct Tracked {
+                stored: Vec<Vec<u8>>,
+                sizes: Vec<u64>,
+                last: LogStats,
+                since_write: usize,
+            }
+            async fn append_one(log: &Log, t: &mut Tracked) {
+                let (bytes, header) = batch(100, 1000 + t.stored.len() as i64);
+                let info = log.append(bytes.clone(), &header, 0, 0).await.unwrap();
+                t.stored.push(stamped(&bytes, info.base_offset, 0));
+                // Lets the executor run the writer and reap I/O.
+                glommio::timer::sleep(Duration::from_micros(50)).await;
+                let now = log.stats();
+                if now.write_count > t.last.write_count {
+                    assert_eq!(
+                        now.write_count,
+                        t.last.write_count + 1,
+                        "sizes so far {:?}, bytes {}",
+                        t.sizes,
+                        now.write_bytes - t.last.write_bytes
+                    );
+                    t.sizes.push(now.write_bytes - t.last.write_bytes);
+                    t.since_write = 0;
+                } else {
+                    t.since_write += bytes.len();
+                }
+                t.last = now;
+            }
+            let mut t = Tracked {
+                stored: Vec::new(),
+                sizes: Vec::new(),
+                last: log.stats(),
+                since_write: 0,
+            };
+            while t.sizes.len() < 4 {
+                append_one(&log, &mut t).await;
+            }
+            assert_eq!(t.sizes, [64 << 10, 128 << 10, 256 << 10, 256 << 10]);
+            while t.since_write < 3 * 4096 {
+                append_one(&log, &mut t).await;
+            }
+            log.flush(false).await.unwrap();
+            let flushed = log.stats();
+            assert_eq!(
+                flushed.write_count,
+                t.last.write_count + 1,
+                "one partial write"
+            );
+            t.last = flushed;
+            while t.sizes.len() < 5 {
+                append_one(&log, &mut t).await;
+            }
+            assert_eq!(t.sizes[4], 64 << 10, "after the flush, a base-size buffer");
+            let stored = t.stored;
+            log.close().await.unwrap();
+            assert_eq!(segment_files_concatenated(&dir).1, stored.concat());
         });
     }
 

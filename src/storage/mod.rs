@@ -130,6 +130,7 @@ pub(crate) mod test_support {
             index_interval_bytes: 100,
             segment_index_bytes: 1024,
             write_buffer_bytes: 4096,
+            write_buffer_bytes_max: 16384,
             write_behind: 2,
             write_delay_us: super::DEFAULT_WRITE_DELAY_US,
             preallocate_bytes: 8192,
