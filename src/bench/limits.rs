@@ -8,6 +8,9 @@
 //!   flight, through glommio DMA files (io_uring); and the same writes into
 //!   a file preallocated with fallocate (the ceiling a preallocating
 //!   appender could reach);
+//! - buffered writes (through the page cache) of `--write-bytes`, appending
+//!   to a file, with an fdatasync after every MiB: the figure a durable
+//!   produce (acks=all with group commit) is held against;
 //! - fdatasync latency after a 4 KiB O_DIRECT overwrite of an allocated
 //!   block, and after a 4 KiB append into a new block (which also changes
 //!   the file size, so the file system journals metadata);
@@ -267,6 +270,51 @@ fn buffered_cold_reads(paths: &[PathBuf], seconds: u64) -> anyhow::Result<f64> {
     Ok(read as f64 / start.elapsed().as_secs_f64().max(1e-9) / 1e6)
 }
 
+/// Bytes written between two fdatasyncs by the buffered-write measurement.
+const BUFFERED_SYNC_BYTES: u64 = 1 << 20;
+
+/// Buffered writes of `write_bytes` appended to a file for `seconds`, with
+/// an fdatasync after every [`BUFFERED_SYNC_BYTES`] (and at the end), each
+/// file growing to `file_bytes` and then replaced by a fresh one; MB/s
+/// (10^6), the syncs included. Blocking: runs on a thread of its own.
+fn buffered_synced_writes(
+    dir: &Path,
+    write_bytes: usize,
+    file_bytes: u64,
+    seconds: u64,
+) -> anyhow::Result<f64> {
+    let path = scratch_path(dir, "buffered-writes");
+    let chunk = vec![0x5au8; write_bytes.max(1)];
+    let start = Instant::now();
+    let end = start + Duration::from_secs(seconds);
+    let mut written = 0u64;
+    let result = (|| -> anyhow::Result<()> {
+        while Instant::now() < end {
+            let mut file = std::fs::File::create(&path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            let (mut in_file, mut unsynced) = (0u64, 0u64);
+            while in_file < file_bytes && Instant::now() < end {
+                file.write_all(&chunk).context("buffered write failed")?;
+                in_file += chunk.len() as u64;
+                unsynced += chunk.len() as u64;
+                if unsynced >= BUFFERED_SYNC_BYTES {
+                    file.sync_data().context("fdatasync failed")?;
+                    written += unsynced;
+                    unsynced = 0;
+                }
+            }
+            file.sync_data().context("fdatasync failed")?;
+            written += unsynced;
+            drop(file);
+            std::fs::remove_file(&path).ok();
+        }
+        Ok(())
+    })();
+    std::fs::remove_file(&path).ok();
+    result?;
+    Ok(written as f64 / start.elapsed().as_secs_f64().max(1e-9) / 1e6)
+}
+
 /// fdatasync latencies: after a 4 KiB overwrite of an allocated block
 /// (`append == false`) or after a 4 KiB append into a new block.
 async fn fdatasync_latency(
@@ -429,6 +477,18 @@ pub fn run_limits(args: &LimitsArgs) -> anyhow::Result<LimitsResult> {
     for path in &read_files {
         std::fs::remove_file(path).ok();
     }
+    eprintln!(
+        "limits: buffered writes of {} B with an fdatasync every MiB, {} s ...",
+        args.write_bytes, args.seconds
+    );
+    let buffered_sync_every_mib =
+        buffered_synced_writes(&args.dir, args.write_bytes, args.file_bytes, args.seconds)
+            .map_err(|e| {
+                notes.push(format!(
+                    "buffered writes with an fdatasync every MiB not measured: {e:#}"
+                ))
+            })
+            .ok();
     Ok(LimitsResult {
         tool: "ringbroker bench limits".into(),
         started_unix_ms: std::time::SystemTime::now()
@@ -448,6 +508,7 @@ pub fn run_limits(args: &LimitsArgs) -> anyhow::Result<LimitsResult> {
         odirect_read_files_mb_per_sec: odirect_reads[1],
         cold_buffered_read_1file_mb_per_sec: buffered_reads[0],
         cold_buffered_read_files_mb_per_sec: buffered_reads[1],
+        buffered_sync_every_mib_mb_per_sec: buffered_sync_every_mib,
         notes,
     })
 }
@@ -497,6 +558,11 @@ pub fn render_limits(result: &LimitsResult) -> String {
         "O_DIRECT preallocated {} KiB, 32 in flight: {}\n",
         result.odirect_write_bytes / 1024,
         mb(result.odirect_prealloc_qd32_mb_per_sec)
+    );
+    out += &format!(
+        "buffered writes {} KiB, fdatasync every MiB: {}\n",
+        result.odirect_write_bytes / 1024,
+        mb(result.buffered_sync_every_mib_mb_per_sec)
     );
     out += &format!(
         "fdatasync after 4 KiB overwrite:     {}\n",

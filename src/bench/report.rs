@@ -233,6 +233,11 @@ pub struct LimitsResult {
     /// Page-cache reads of `read_files` uncached files at once, MB/s.
     #[serde(default)]
     pub cold_buffered_read_files_mb_per_sec: Option<f64>,
+    /// Buffered writes (through the page cache) of `odirect_write_bytes`
+    /// each, appending to a file, with an fdatasync after every MiB, MB/s:
+    /// what a durable produce (acks=all) is measured against.
+    #[serde(default)]
+    pub buffered_sync_every_mib_mb_per_sec: Option<f64>,
     /// What could not be measured and why.
     pub notes: Vec<String>,
 }
@@ -350,6 +355,13 @@ pub fn limit_fractions(result: &BenchResult, limits: &LimitsResult) -> Vec<Limit
             produce.wire_mb_per_sec,
             limits.odirect_prealloc_qd32_mb_per_sec,
         );
+        if result.config.acks == -1 {
+            push(
+                "produce (acks=all) wire MB/s / buffered writes with an fdatasync every MiB MB/s",
+                produce.wire_mb_per_sec,
+                limits.buffered_sync_every_mib_mb_per_sec,
+            );
+        }
     }
     if let Some(consume) = &result.consume {
         push(
@@ -757,6 +769,7 @@ mod tests {
             odirect_read_files_mb_per_sec: Some(1.5),
             cold_buffered_read_1file_mb_per_sec: None,
             cold_buffered_read_files_mb_per_sec: None,
+            buffered_sync_every_mib_mb_per_sec: None,
             notes: vec![],
         };
         let fractions = limit_fractions(&sample_result(), &limits);
@@ -764,6 +777,19 @@ mod tests {
         assert!((fractions[0].fraction - 0.25).abs() < 1e-9);
         assert!((fractions[1].fraction - 0.5).abs() < 1e-9);
         assert!(fractions[2].what.contains("fdatasync"));
+        // A durable (acks=all) produce is also compared with buffered
+        // writes synced every MiB; an acks=1 one is not.
+        limits.buffered_sync_every_mib_mb_per_sec = Some(0.275);
+        let fractions = limit_fractions(&sample_result(), &limits);
+        assert_eq!(fractions.len(), 4);
+        assert!(fractions[2].what.contains("fdatasync every MiB"));
+        assert!((fractions[2].fraction - 2.0).abs() < 1e-9);
+        let mut acks_1 = sample_result();
+        acks_1.config.acks = 1;
+        assert!(limit_fractions(&acks_1, &limits)
+            .iter()
+            .all(|f| !f.what.contains("every MiB")));
+        limits.buffered_sync_every_mib_mb_per_sec = None;
         limits.loopback_tcp_mb_per_sec = None;
         assert_eq!(limit_fractions(&sample_result(), &limits).len(), 2);
         // A consumer catching up is compared with the disk's read ceiling,
