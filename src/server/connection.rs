@@ -18,7 +18,8 @@ use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::Decodable;
 
 use super::produce_frame::{
-    read_produce_frame, DirectTargets, FrameError, ProduceFrame, BULK_READ_BYTES, LOOKAHEAD_BYTES,
+    read_produce_frame, DirectTargets, FrameError, ProduceFrame, ReadBuf, BULK_READ_BYTES,
+    LOOKAHEAD_BYTES,
 };
 use super::{handlers, versions, ServerState};
 use crate::config::limits::{CONNECTION_IN_FLIGHT_REQUESTS_MAX, REQUEST_FRAME_BYTES_MIN};
@@ -239,12 +240,20 @@ async fn read_body<R: AsyncRead + Unpin>(
     } else {
         LOOKAHEAD_BYTES
     };
-    let mut prefix = BytesMut::zeroed(first_read);
+    // Into this thread's reusable read memory: a Produce request's records
+    // are copied out of it; any other frame is copied into its own buffer.
+    let mut prefix = ReadBuf::new();
     let mut filled = 0;
     while filled < 4 {
-        match reader.read(&mut prefix[filled..]).await {
+        match reader
+            .read(&mut prefix.spare_mut()[..first_read - filled])
+            .await
+        {
             Ok(0) => return Err(CloseReason::Eof),
-            Ok(read) => filled += read,
+            Ok(read) => {
+                prefix.filled(read);
+                filled += read;
+            }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(io_reason(e)),
         }
@@ -252,21 +261,16 @@ async fn read_body<R: AsyncRead + Unpin>(
     let api_key = i16::from_be_bytes([prefix[0], prefix[1]]);
     let version = i16::from_be_bytes([prefix[2], prefix[3]]);
     if api_key == ApiKey::Produce as i16 && versions::is_served(ApiKey::Produce, version) {
-        prefix.truncate(filled);
         return match read_produce_frame(reader, prefix, size, direct).await {
             Ok(produce) => Ok(Frame::Produce(produce)),
             Err(FrameError::Io(e)) => Err(io_reason(e)),
             Err(FrameError::Malformed(reason)) => Err(CloseReason::Malformed(reason)),
         };
     }
-    let mut body = if first_read == size {
-        // The buffer already has the frame's size: read the rest into it.
-        prefix
-    } else {
-        let mut body = BytesMut::zeroed(size);
-        body[..filled].copy_from_slice(&prefix[..filled]);
-        body
-    };
+    let mut body = BytesMut::with_capacity(size);
+    body.extend_from_slice(&prefix);
+    drop(prefix);
+    body.resize(size, 0);
     match reader.read_exact(&mut body[filled..]).await {
         Err(e) => Err(io_reason(e)),
         Ok(()) => Ok(Frame::Whole(body.freeze())),
