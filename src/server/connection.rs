@@ -243,17 +243,11 @@ async fn read_body<R: AsyncRead + Unpin>(
     // Into this thread's reusable read memory: a Produce request's records
     // are copied out of it; any other frame is copied into its own buffer.
     let mut prefix = ReadBuf::new();
-    let mut filled = 0;
-    while filled < 4 {
-        match reader
-            .read(&mut prefix.spare_mut()[..first_read - filled])
-            .await
-        {
+    while prefix.len() < 4 {
+        let want = first_read - prefix.len();
+        match reader.read(&mut prefix.spare_mut()[..want]).await {
             Ok(0) => return Err(CloseReason::Eof),
-            Ok(read) => {
-                prefix.filled(read);
-                filled += read;
-            }
+            Ok(read) => prefix.add_read(read),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(io_reason(e)),
         }
@@ -267,6 +261,7 @@ async fn read_body<R: AsyncRead + Unpin>(
             Err(FrameError::Malformed(reason)) => Err(CloseReason::Malformed(reason)),
         };
     }
+    let filled = prefix.len();
     let mut body = BytesMut::with_capacity(size);
     body.extend_from_slice(&prefix);
     drop(prefix);

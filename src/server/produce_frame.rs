@@ -114,14 +114,14 @@ impl ReadBuf {
         buf
     }
 
-    /// Memory after the held bytes, to read into; [`ReadBuf::filled`]
+    /// Memory after the held bytes, to read into; [`ReadBuf::add_read`]
     /// then adds what was read.
     pub fn spare_mut(&mut self) -> &mut [u8] {
         &mut self.data[self.end..]
     }
 
     /// Counts `read` more bytes of [`ReadBuf::spare_mut`] as held.
-    pub fn filled(&mut self, read: usize) {
+    pub fn add_read(&mut self, read: usize) {
         assert!(read <= self.data.len() - self.end);
         self.end += read;
     }
@@ -364,7 +364,7 @@ impl<R: AsyncRead + Unpin> Framing<'_, R> {
                 Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(error) => return Err(error.into()),
             };
-            self.buf.filled(read);
+            self.buf.add_read(read);
             read_total += read;
         }
         self.unread -= read_total;
