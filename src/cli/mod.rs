@@ -127,7 +127,7 @@ pub struct ServeArgs {
     pub acks_wait_for_write: bool,
     /// Aligned DMA write buffer per partition, bytes: the first one, and
     /// each one after a buffer that was written before it filled.
-    #[arg(long, default_value_t = 128 * 1024)]
+    #[arg(long, default_value_t = crate::storage::DEFAULT_WRITE_BUFFER_BYTES)]
     pub write_buffer_bytes: usize,
     /// Largest write buffer per partition, bytes: a partition whose buffer
     /// fills gets the next one twice as large, up to this (fewer, larger
@@ -331,8 +331,10 @@ impl ServeArgs {
     /// `--write-buffer-bytes-max`, or its default: 512 KiB, or
     /// `--write-buffer-bytes` when that is larger.
     fn write_buffer_bytes_max(&self) -> usize {
-        self.write_buffer_bytes_max
-            .unwrap_or(self.write_buffer_bytes.max(512 << 10))
+        self.write_buffer_bytes_max.unwrap_or(
+            self.write_buffer_bytes
+                .max(crate::storage::DEFAULT_WRITE_BUFFER_BYTES_MAX),
+        )
     }
 
     /// Validates the flags into a [`BrokerConfig`].

@@ -72,6 +72,11 @@ use super::{
 };
 use crate::protocol::record_batch::{stamp_header, BatchHeader, BATCH_HEADER_BYTES};
 
+/// Default of [`LogConfig::write_buffer_bytes`] (`--write-buffer-bytes`).
+pub const DEFAULT_WRITE_BUFFER_BYTES: usize = 128 << 10;
+/// Default of [`LogConfig::write_buffer_bytes_max`]
+/// (`--write-buffer-bytes-max`, when `--write-buffer-bytes` is not larger).
+pub const DEFAULT_WRITE_BUFFER_BYTES_MAX: usize = 512 << 10;
 /// Default of [`LogConfig::write_delay_us`] (`--write-delay-us`).
 pub const DEFAULT_WRITE_DELAY_US: u64 = 200_000;
 /// Largest [`LogConfig::write_delay_us`].
@@ -115,8 +120,8 @@ impl Default for LogConfig {
             segment_ms: 7 * 24 * 60 * 60 * 1000,
             index_interval_bytes: 4096,
             segment_index_bytes: 10 << 20,
-            write_buffer_bytes: 128 << 10,
-            write_buffer_bytes_max: 512 << 10,
+            write_buffer_bytes: DEFAULT_WRITE_BUFFER_BYTES,
+            write_buffer_bytes_max: DEFAULT_WRITE_BUFFER_BYTES_MAX,
             write_behind: 4,
             write_delay_us: DEFAULT_WRITE_DELAY_US,
             preallocate_bytes: 0,

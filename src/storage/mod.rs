@@ -45,8 +45,8 @@ pub use direct::{append_bytes_copied, append_bytes_in_place, DirectSlot};
 pub use error::StorageError;
 pub use index::{OffsetIndex, OffsetPosition, TimeIndex};
 pub use log::{
-    AppendInfo, Log, LogConfig, LogStats, Pieces, ReadResult, DEFAULT_WRITE_DELAY_US,
-    WRITE_DELAY_US_MAX,
+    AppendInfo, Log, LogConfig, LogStats, Pieces, ReadResult, DEFAULT_WRITE_BUFFER_BYTES,
+    DEFAULT_WRITE_BUFFER_BYTES_MAX, DEFAULT_WRITE_DELAY_US, WRITE_DELAY_US_MAX,
 };
 pub use reader::{
     cold_read_bytes_copied, cold_read_turn, cold_reads_in_flight, configure_cold_reads,
