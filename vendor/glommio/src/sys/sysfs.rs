@@ -50,12 +50,23 @@ pub(crate) struct BlockDevice {
     subcomponents: Vec<PathBuf>,
 }
 
+// ringbroker patch: a device whose sysfs entries cannot be read (EMFILE
+// when the process is out of descriptors, a missing file) gets conservative
+// values for that call instead of a panic, and is read again next time
+// (upstream panicked: reading sysfs needs a descriptor of its own right after
+// the file's open took one).
 macro_rules! block_property {
     ( $map:expr, $property:tt, $major:expr, $minor:expr ) => {
         DEV_MAP.with(|x| {
             let key = ($major, $minor);
             let mut map = x.borrow_mut();
-            let bdev = map.entry(key).or_insert_with(|| BlockDevice::new(key));
+            let bdev = match map.entry(key) {
+                std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+                std::collections::hash_map::Entry::Vacant(entry) => match BlockDevice::new(key) {
+                    Ok(bdev) => entry.insert(bdev),
+                    Err(_) => return BlockDevice::unreadable().$property.clone(),
+                },
+            };
 
             bdev.$property.clone()
         })
@@ -67,19 +78,21 @@ macro_rules! set_block_property {
         DEV_MAP.with(|x| {
             let key = ($major, $minor);
             let mut map = x.borrow_mut();
-            let bdev = map.entry(key).or_insert_with(|| BlockDevice::new(key));
+            let bdev = map
+                .entry(key)
+                .or_insert_with(|| BlockDevice::new(key).unwrap_or_else(|_| BlockDevice::unreadable()));
 
             bdev.$property = $value;
         })
     };
 }
 
-fn read_int<P: AsRef<Path>>(path: P) -> isize {
-    let path = path.as_ref();
-    let data =
-        read_to_string(path).unwrap_or_else(|err| panic!("reading {} ({})", path.display(), err));
+fn read_int<P: AsRef<Path>>(path: P) -> io::Result<isize> {
+    let data = read_to_string(path.as_ref())?;
     let contents = data.trim_matches('\n');
-    contents.parse::<isize>().unwrap()
+    contents
+        .parse::<isize>()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
 #[allow(dead_code)]
@@ -100,7 +113,26 @@ impl BlockDevice {
         }
     }
 
-    fn new(dev_id: (usize, usize)) -> BlockDevice {
+    /// Values for a device whose sysfs entries cannot be read: 4 KiB
+    /// alignment (at least any logical block size in use), 128 KiB
+    /// requests, no IOPOLL.
+    pub(crate) fn unreadable() -> BlockDevice {
+        BlockDevice {
+            memory_device: false,
+            rotational: false,
+            minimum_io_size: 4096,
+            optimal_io_size: 128 << 10,
+            logical_block_size: 4096,
+            physical_block_size: 4096,
+            max_sectors_size: 128 << 10,
+            max_segment_size: 64 << 10,
+            cache: StorageCache::WriteBack,
+            iopoll: Some(false),
+            subcomponents: Vec::new(),
+        }
+    }
+
+    fn new(dev_id: (usize, usize)) -> io::Result<BlockDevice> {
         // /sys/dev/block/major:minor is a symlink to the device in /sys/devices/
         // However if this a partition, we actually want to look at the main device.
         // So minor is always zero.
@@ -108,28 +140,29 @@ impl BlockDevice {
         let dir = match canonicalize(Path::new(dir_path.as_str())) {
             Ok(path) => path,
             Err(x) => match x.kind() {
-                io::ErrorKind::NotFound => return BlockDevice::in_memory(),
-                _ => panic!("Unexpected error: {:?}", x),
+                io::ErrorKind::NotFound => return Ok(BlockDevice::in_memory()),
+                _ => return Err(x),
             },
         };
         let queue = dir.join("queue");
 
-        let rotational = read_int(queue.join("rotational")) != 0;
-        let minimum_io_size = read_int(queue.join("minimum_io_size")) as _;
-        let optimal_io_size = read_int(queue.join("optimal_io_size")) as _;
-        let logical_block_size = read_int(queue.join("logical_block_size")) as _;
-        let physical_block_size = read_int(queue.join("physical_block_size")) as _;
-        let max_sectors_kb = read_int(queue.join("max_sectors_kb")) as usize;
-        let max_segment_size = read_int(queue.join("max_segment_size")) as usize;
+        let rotational = read_int(queue.join("rotational"))? != 0;
+        let minimum_io_size = read_int(queue.join("minimum_io_size"))? as _;
+        let optimal_io_size = read_int(queue.join("optimal_io_size"))? as _;
+        let logical_block_size = read_int(queue.join("logical_block_size"))? as _;
+        let physical_block_size = read_int(queue.join("physical_block_size"))? as _;
+        let max_sectors_kb = read_int(queue.join("max_sectors_kb"))? as usize;
+        let max_segment_size = read_int(queue.join("max_segment_size"))? as usize;
 
-        let cache_data = read_to_string(queue.join("write_cache")).unwrap();
-        let cache = cache_data.parse::<StorageCache>().unwrap();
-        let subcomponents = read_dir(dir.join("slaves"))
-            .unwrap()
-            .map(|x| x.unwrap().path())
-            .collect();
+        let cache_data = read_to_string(queue.join("write_cache"))?;
+        let cache = cache_data
+            .parse::<StorageCache>()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        let subcomponents = read_dir(dir.join("slaves"))?
+            .map(|x| x.map(|entry| entry.path()))
+            .collect::<io::Result<Vec<_>>>()?;
 
-        BlockDevice {
+        Ok(BlockDevice {
             memory_device: false,
             rotational,
             minimum_io_size,
@@ -141,7 +174,7 @@ impl BlockDevice {
             cache,
             iopoll: None,
             subcomponents,
-        }
+        })
     }
 
     pub(crate) fn memory_device(major: usize, minor: usize) -> bool {
