@@ -80,12 +80,20 @@ pub struct ServeArgs {
     /// Largest record batch accepted [message.max.bytes].
     #[arg(long, default_value_t = 1_048_588)]
     pub message_max_bytes: i32,
-    /// Retention time shown as the retention.ms default [log.retention.ms].
+    /// Default of the topic config retention.ms: segments whose newest
+    /// record is older than this are deleted, oldest first (topics with
+    /// cleanup.policy delete; -1: kept forever) [log.retention.ms].
     #[arg(long, default_value_t = 7 * 24 * 3600 * 1000)]
     pub log_retention_ms: i64,
-    /// Retention size shown as the retention.bytes default [log.retention.bytes].
+    /// Default of the topic config retention.bytes: the oldest segments of
+    /// a partition larger than this are deleted while it stays at least
+    /// this large (-1: no size limit) [log.retention.bytes].
     #[arg(long, default_value_t = -1)]
     pub log_retention_bytes: i64,
+    /// How often each shard looks for segments past their topics'
+    /// retention.ms and retention.bytes [log.retention.check.interval.ms].
+    #[arg(long, default_value_t = 300_000, value_parser = clap::value_parser!(i64).range(1..))]
+    pub log_retention_check_interval_ms: i64,
     /// Default of the topic config flush.messages: once a partition holds
     /// this many messages not yet synced, the append that reached it waits
     /// for a sync, whatever its acks (1: every append) [log.flush.interval.messages].
@@ -482,6 +490,7 @@ impl ServeArgs {
             log_retention_ms: (self.log_retention_ms != 7 * 24 * 3600 * 1000)
                 .then_some(self.log_retention_ms),
             log_retention_bytes: self.log_retention_bytes,
+            log_retention_check_interval_ms: self.log_retention_check_interval_ms,
             log_flush_interval_messages: self.log_flush_interval_messages,
             log_flush_interval_ms: self.log_flush_interval_ms,
             log_flush_scheduler_interval_ms: self.log_flush_scheduler_interval_ms,

@@ -790,6 +790,9 @@ pub struct BrokerDefaults {
     pub log_flush_scheduler_interval_ms: i64,
     /// `log.retention.bytes`.
     pub log_retention_bytes: i64,
+    /// `log.retention.check.interval.ms`: how often the shards look for
+    /// segments past their topics' retention limits.
+    pub log_retention_check_interval_ms: i64,
     /// `log.retention.ms`; unset means `log.retention.minutes`.
     pub log_retention_ms: Option<i64>,
     /// `log.retention.minutes`; unset means `log.retention.hours`.
@@ -852,6 +855,7 @@ impl Default for BrokerDefaults {
             log_flush_interval_ms: None,
             log_flush_scheduler_interval_ms: i64::MAX,
             log_retention_bytes: -1,
+            log_retention_check_interval_ms: 300_000,
             log_retention_ms: None,
             log_retention_minutes: None,
             log_retention_hours: 168,
@@ -899,6 +903,7 @@ impl BrokerDefaults {
             }
             "log.flush.scheduler.interval.ms" => self.log_flush_scheduler_interval_ms.to_string(),
             "log.retention.bytes" => self.log_retention_bytes.to_string(),
+            "log.retention.check.interval.ms" => self.log_retention_check_interval_ms.to_string(),
             "log.retention.ms" => return self.log_retention_ms.map(|value| value.to_string()),
             "log.retention.minutes" => {
                 return self.log_retention_minutes.map(|value| value.to_string())
@@ -1188,6 +1193,13 @@ impl TopicConfigs {
         self.get("cleanup.policy", broker)
             .split(',')
             .any(|policy| policy == "compact")
+    }
+
+    /// Whether `cleanup.policy` includes `delete` (retention applies).
+    pub fn cleanup_policy_delete(&self, broker: &BrokerDefaults) -> bool {
+        self.get("cleanup.policy", broker)
+            .split(',')
+            .any(|policy| policy == "delete")
     }
 
     /// `min.insync.replicas`.

@@ -36,7 +36,7 @@ use crate::protocol::record_batch::{
 use crate::storage::txn_index::{self, AbortedTxn};
 use crate::storage::{
     AppendInfo, CompactionConfig, CompactionRequest, CompactionStats, Log, Pieces, ReadResult,
-    StorageError,
+    RetentionLimits, RetentionOutcome, StorageError,
 };
 use producer_state::{
     parse_snapshot_file_name, snapshot_file_name, AppendCheck, ProducerError, ProducerStateManager,
@@ -961,6 +961,42 @@ impl Partition {
             self.reconcile_txn_index().await;
         }
         Ok(stats)
+    }
+
+    /// Deletes the log's oldest segments past `retention.ms` /
+    /// `retention.bytes` (see `storage/retention.rs`), never at or past the
+    /// last stable offset, and forgets the aborted transactions that went
+    /// with them. Holds the producer lock, so no transaction marker is
+    /// indexed into a segment being deleted.
+    ///
+    /// # Errors
+    /// The partition was deleted; storage failures.
+    pub async fn apply_retention(
+        &self,
+        retention_ms: i64,
+        retention_bytes: i64,
+        now_ms: i64,
+    ) -> Result<RetentionOutcome, PartitionError> {
+        if self.deleted.get() {
+            return Err(self.deleted_error());
+        }
+        let _permit = self.producer_append_lock.acquire_permit(1).await;
+        let limits = RetentionLimits {
+            retention_ms,
+            retention_bytes,
+            now_ms,
+            upper_bound_offset: self.last_stable_offset(),
+        };
+        let outcome = self.log.apply_retention(&limits).await?;
+        let mut aborted = self.aborted.borrow_mut();
+        while aborted
+            .entries
+            .front()
+            .is_some_and(|entry| entry.last_offset < outcome.log_start_offset)
+        {
+            aborted.entries.pop_front();
+        }
+        Ok(outcome)
     }
 
     /// Closes the log cleanly (shutdown).

@@ -301,6 +301,7 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         log_flush_interval_messages = config.broker_defaults.log_flush_interval_messages,
         log_flush_interval_ms = ?config.broker_defaults.log_flush_interval_ms,
         log_flush_scheduler_interval_ms = config.broker_defaults.log_flush_scheduler_interval_ms,
+        log_retention_check_interval_ms = config.broker_defaults.log_retention_check_interval_ms,
         "starting shards"
     );
 
@@ -509,6 +510,9 @@ async fn shard_main(
         .detach();
     glommio::spawn_local_into(shard.clone().compaction_loop(), background)
         .map_err(|e| anyhow::anyhow!("cannot start the compaction task: {e}"))?
+        .detach();
+    glommio::spawn_local_into(shard.clone().retention_loop(), background)
+        .map_err(|e| anyhow::anyhow!("cannot start the retention task: {e}"))?
         .detach();
     let metrics = match config.metrics_listen {
         Some(address) if shard_id == 0 => {

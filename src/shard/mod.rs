@@ -922,6 +922,51 @@ impl Shard {
         }
     }
 
+    /// Every `log.retention.check.interval.ms`, deletes the segments past
+    /// `retention.ms` / `retention.bytes` of this shard's partitions whose
+    /// topic's `cleanup.policy` includes `delete` (Kafka's
+    /// `LogManager.cleanupLogs`), one partition at a time. Stops when the
+    /// shard shuts down.
+    pub async fn retention_loop(self: Rc<Self>) {
+        let broker = &self.config.broker_defaults;
+        let interval = Duration::from_millis(
+            u64::try_from(broker.log_retention_check_interval_ms).unwrap_or(1),
+        );
+        loop {
+            glommio::timer::sleep(interval).await;
+            if self.closing.get() {
+                return;
+            }
+            let image = self.image();
+            let partitions: Vec<Rc<Partition>> =
+                self.partitions.borrow().values().cloned().collect();
+            for partition in partitions {
+                let Some(topic) = image.topic(&partition.topic) else {
+                    continue;
+                };
+                if !topic.configs.cleanup_policy_delete(broker) {
+                    continue;
+                }
+                let retention_ms = topic.configs.retention_ms(broker);
+                let retention_bytes = topic.configs.retention_bytes(broker);
+                let now = crate::partition::now_ms();
+                match partition
+                    .apply_retention(retention_ms, retention_bytes, now)
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!(topic = %partition.topic, partition = partition.index, error = %e, "retention failed")
+                    }
+                }
+                if self.closing.get() {
+                    return;
+                }
+                glommio::yield_if_needed().await;
+            }
+        }
+    }
+
     /// A producer id never handed out before on this cluster. Ids come in
     /// blocks from the controller, which records each block in the metadata
     /// log before giving it out, so a restart never reuses one.

@@ -63,6 +63,7 @@ use super::{
         read_file_batches_scheduled, whole_batches, FileReadPlan, ReadLimits,
     },
     recovery::recover_log,
+    retention::SegmentFacts,
     segment::{
         create_segment_file, segment_file_path, Segment, INDEX_FILE_EXTENSION, LOG_FILE_EXTENSION,
         NO_TIMESTAMP, TIME_INDEX_FILE_EXTENSION,
@@ -543,6 +544,29 @@ impl LogState {
         let indexes_full = active.offset_index.is_full() || active.time_index.is_full();
         let offsets_overflow = last_offset - active.base_offset > i64::from(i32::MAX);
         full || old || indexes_full || offsets_overflow
+    }
+
+    /// Closes the active segment and starts an empty one at the log end;
+    /// the writer finishes the closed one's files in the background.
+    fn start_roll(&mut self, config: &LogConfig, dir: &Path, now_ms: i64) {
+        let base_offset = self.log_end_offset;
+        let active = self.active_segment_mut();
+        active.seal_time_index();
+        info!(
+            dir = %dir.display(),
+            old_base_offset = active.base_offset,
+            old_size_bytes = active.size_bytes,
+            new_base_offset = base_offset,
+            "rolling segment"
+        );
+        self.segments.push(Segment::new(
+            base_offset,
+            now_ms,
+            config.segment_index_bytes,
+        ));
+        self.queue.push_back(WriteCommand::Roll {
+            new_base_offset: base_offset,
+        });
     }
 
     /// Evicts written batches from the front of the tail until it fits.
@@ -1105,23 +1129,7 @@ impl Log {
         }
 
         if state.should_roll(config, header, last_offset, now_ms) {
-            let active = state.active_segment_mut();
-            active.seal_time_index();
-            info!(
-                dir = %shared.dir.display(),
-                old_base_offset = active.base_offset,
-                old_size_bytes = active.size_bytes,
-                new_base_offset = base_offset,
-                "rolling segment"
-            );
-            state.segments.push(Segment::new(
-                base_offset,
-                now_ms,
-                config.segment_index_bytes,
-            ));
-            state.queue.push_back(WriteCommand::Roll {
-                new_base_offset: base_offset,
-            });
+            state.start_roll(config, &shared.dir, now_ms);
         }
         if leader_epoch >= 0
             && state
@@ -2345,6 +2353,126 @@ impl Log {
         assert!(first_dirty_offset <= state.log_end_offset);
         state.cleaner_checkpoint = Some(first_dirty_offset);
     }
+}
+
+/// The hooks `retention.rs` uses.
+impl Log {
+    /// Every segment as retention sees it, oldest first.
+    pub(super) fn retention_facts(&self) -> Vec<SegmentFacts> {
+        let state = self.shared.state.borrow();
+        let active = state.segments.len() - 1;
+        state
+            .segments
+            .iter()
+            .enumerate()
+            .map(|(position, segment)| SegmentFacts {
+                base_offset: segment.base_offset,
+                next_offset: segment.next_offset,
+                size_bytes: segment.size_bytes,
+                largest_timestamp_ms: if segment.max_timestamp >= 0 {
+                    segment.max_timestamp
+                } else {
+                    segment.created_ms
+                },
+                finished: position < active && segment.files_complete,
+                active: position == active,
+            })
+            .collect()
+    }
+
+    /// Takes the first `count` segments (closed and finished) out of the
+    /// log: the log start moves to the next one's base offset, tail batches
+    /// below it leave memory, and the leader epochs are cut at the new start
+    /// (Kafka's `LeaderEpochFileCache.truncateFromStart`). Reads planned
+    /// before keep their handles on the files. Returns each removed
+    /// segment's base offset and size; its files are the caller's to delete.
+    ///
+    /// # Panics
+    /// Without the compaction mark, or if asked for the active segment or
+    /// an unfinished one.
+    pub(super) fn retention_remove(&self, count: usize) -> Vec<(i64, u64)> {
+        let mut state = self.shared.state.borrow_mut();
+        assert!(state.compaction_running);
+        assert!(
+            count < state.segments.len(),
+            "the active segment is never removed"
+        );
+        assert!(state.segments[..count]
+            .iter()
+            .all(|segment| segment.files_complete));
+        let removed: Vec<(i64, u64)> = state
+            .segments
+            .drain(..count)
+            .map(|segment| (segment.base_offset, segment.size_bytes))
+            .collect();
+        let log_start_offset = state.log_start_offset();
+        let written_offset = state.written_offset;
+        while let Some(front) = state.cache.front() {
+            if front.base_offset >= log_start_offset {
+                break;
+            }
+            assert!(front.last_offset < written_offset);
+            let held_bytes = front.held_bytes;
+            state.cached_bytes -= held_bytes;
+            tail_budget::removed(held_bytes);
+            state.cache.pop_front();
+        }
+        if truncate_epochs_from_start(&mut state.leader_epochs, log_start_offset) {
+            state.queue.push_back(WriteCommand::EpochCheckpoint);
+            drop(state);
+            self.shared.writer_signal.notify();
+        }
+        removed
+    }
+
+    /// Rolls the active segment so retention can delete it; false (nothing
+    /// done) when it is empty or the log takes no appends.
+    pub(super) fn roll_for_retention(&self, now_ms: i64) -> bool {
+        let mut state = self.shared.state.borrow_mut();
+        if state.check_appendable(&self.shared.dir).is_err() || state.active_segment().is_empty() {
+            return false;
+        }
+        state.start_roll(&self.shared.config, &self.shared.dir, now_ms);
+        drop(state);
+        self.shared.writer_signal.notify();
+        true
+    }
+}
+
+impl Log {
+    /// Waits until the segment before the active one (the one
+    /// `roll_for_retention` closed) has finished its roll; false when the
+    /// log failed or stopped taking appends meanwhile. Polls: the writer
+    /// finishes a roll within a sync's time, and retention runs rarely.
+    pub(super) async fn wait_for_roll(&self) -> bool {
+        loop {
+            {
+                let state = self.shared.state.borrow();
+                if state.check_appendable(&self.shared.dir).is_err() {
+                    return false;
+                }
+                let count = state.segments.len();
+                if count < 2 || state.segments[count - 2].files_complete {
+                    return true;
+                }
+            }
+            glommio::timer::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    }
+}
+
+/// Kafka's `LeaderEpochFileCache.truncateFromStart`: entries starting at or
+/// before `start_offset` go, except that the last of them stays with its
+/// start moved to `start_offset`. Returns whether anything changed.
+fn truncate_epochs_from_start(entries: &mut Vec<EpochEntry>, start_offset: i64) -> bool {
+    let before = entries.partition_point(|entry| entry.start_offset <= start_offset);
+    if before == 0 || (before == 1 && entries[0].start_offset == start_offset) {
+        return false;
+    }
+    let mut kept = entries[before - 1];
+    kept.start_offset = start_offset;
+    entries.splice(..before, std::iter::once(kept));
+    true
 }
 
 #[cfg(test)]

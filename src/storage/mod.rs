@@ -16,7 +16,8 @@
 //! checks and truncation), `checkpoint.rs` (the small metadata files),
 //! `notify.rs` (wake-up primitives), `shard_sync.rs` (one `syncfs` per
 //! shard for every log's group commit), `error.rs`; compaction in
-//! `compaction.rs` (the rounds and segment swaps), `txn_index.rs` (the
+//! `compaction.rs` (the rounds and segment swaps), `retention.rs`
+//! (deleting segments past retention.ms / retention.bytes), `txn_index.rs` (the
 //! aborted-transaction index files), `offset_map.rs` (the
 //! bounded key -> offset map) and `batch_rewrite.rs` (records of one batch,
 //! decoded and rebuilt).
@@ -33,6 +34,7 @@ mod notify;
 mod offset_map;
 mod reader;
 mod recovery;
+mod retention;
 mod segment;
 mod send;
 mod shard_sync;
@@ -52,6 +54,7 @@ pub use reader::{
     cold_read_bytes_copied, cold_read_turn, cold_reads_in_flight, configure_cold_reads,
     next_offset_after_pieces, splice_reads, ColdReadPath,
 };
+pub use retention::{RetentionLimits, RetentionOutcome};
 pub use segment::{ensure_iopoll_probed, segment_bytes_read};
 pub use send::{FileRange, Piece};
 pub use shard_sync::{configure_log_sync, shard_syncfs_count, LogSync};

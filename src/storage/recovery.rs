@@ -59,6 +59,7 @@ use super::{
         ScanStep, Segment, SegmentScanner, INDEX_FILE_EXTENSION, LOG_FILE_EXTENSION, NO_TIMESTAMP,
         TIME_INDEX_FILE_EXTENSION,
     },
+    txn_index::TXN_INDEX_FILE_EXTENSION,
 };
 use crate::protocol::record_batch::validate_batch;
 
@@ -212,6 +213,14 @@ fn split_segment_file_name(name: &str) -> Option<(i64, &str, Option<&str>)> {
         .then_some((base_offset, extension, suffix))
 }
 
+/// `NNNNNNNNNNNNNNNNNNNN.txnindex.deleted`: the aborted-transaction index
+/// of a segment retention was deleting.
+fn is_deleted_txn_index_file_name(name: &str) -> bool {
+    let suffix = format!(".{TXN_INDEX_FILE_EXTENSION}.{DELETED_FILE_SUFFIX}");
+    name.strip_suffix(&suffix)
+        .is_some_and(|stem| stem.len() == 20 && stem.bytes().all(|byte| byte.is_ascii_digit()))
+}
+
 /// Finishes or discards a compaction interrupted by a crash; see the module
 /// comment. Kafka's `LogLoader.removeTempFilesAndCollectSwapFiles` and the
 /// swap passes of `LogLoader.load`.
@@ -234,12 +243,18 @@ async fn finish_interrupted_swaps(dir: &Path) -> Result<(), StorageError> {
     let mut log_swaps = Vec::new();
     let mut index_swaps = Vec::new();
     for name in &names {
+        if is_deleted_txn_index_file_name(name) {
+            warn!(dir = %dir.display(), file = %name, "deleting a file left by an interrupted segment deletion");
+            remove_file_if_exists(dir.join(name)).await?;
+            changed = true;
+            continue;
+        }
         let Some((base_offset, extension, suffix)) = split_segment_file_name(name) else {
             continue;
         };
         match suffix {
             Some(CLEANED_FILE_SUFFIX) | Some(DELETED_FILE_SUFFIX) => {
-                warn!(dir = %dir.display(), file = %name, "deleting a file left by an interrupted compaction");
+                warn!(dir = %dir.display(), file = %name, "deleting a file left by an interrupted compaction or segment deletion");
                 remove_file_if_exists(dir.join(name)).await?;
                 changed = true;
             }
@@ -315,6 +330,15 @@ pub fn cleaned_file_path(dir: &Path, base_offset: i64, extension: &str) -> PathB
     let mut path = segment_file_path(dir, base_offset, extension).into_os_string();
     path.push(".");
     path.push(CLEANED_FILE_SUFFIX);
+    PathBuf::from(path)
+}
+
+/// `<dir>/<base offset>.<extension>.deleted` (retention's rename before
+/// removal; recovery removes such files).
+pub fn deleted_file_path(dir: &Path, base_offset: i64, extension: &str) -> PathBuf {
+    let mut path = segment_file_path(dir, base_offset, extension).into_os_string();
+    path.push(".");
+    path.push(DELETED_FILE_SUFFIX);
     PathBuf::from(path)
 }
 
