@@ -168,7 +168,7 @@ async fn retention_bytes_keeps_the_newest_segments_across_kill_9() {
     let segments = segments_on_disk(&dir);
     let total: u64 = segments.iter().map(|(_, bytes)| bytes).sum();
     assert!(
-        total >= RETENTION_BYTES && total < RETENTION_BYTES + SEGMENT_BYTES + 2048,
+        (RETENTION_BYTES..RETENTION_BYTES + SEGMENT_BYTES + 2048).contains(&total),
         "kept {total} bytes in {segments:?}"
     );
     let start = segments[0].0;
@@ -257,4 +257,42 @@ async fn retention_ms_deletes_expired_data_even_in_the_active_segment() {
         200,
         &read_from_zero(&bootstrap, TOPIC, 250),
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compacted_topics_keep_their_segments_whatever_their_retention() {
+    const TOPIC: &str = "retention-compact";
+    let broker = broker();
+    let bootstrap = broker.bootstrap();
+    // cleanup.policy=compact alone: retention.ms and retention.bytes do
+    // not apply (Kafka's rule; __consumer_offsets relies on it).
+    create_topic_with_configs(
+        &bootstrap,
+        TOPIC,
+        1,
+        &[
+            ("cleanup.policy", "compact"),
+            ("segment.bytes", "16384"),
+            ("retention.bytes", "0"),
+            ("retention.ms", "1"),
+        ],
+    )
+    .await;
+    // Compacted topics take keyed records only.
+    let messages: Vec<_> = test_messages(600, 1)
+        .into_iter()
+        .filter(|message| message.key.is_some())
+        .collect();
+    let acked = with_timeout(Duration::from_secs(60), async {
+        let producer = future_producer(producer_config(&bootstrap).set("batch.size", "4096"));
+        produce_all(&producer, TOPIC, &messages).await
+    })
+    .await;
+    let end = acked.len() as i64;
+    let dir = broker.data_dir().join(format!("{TOPIC}-0"));
+    let before = segments_on_disk(&dir);
+    assert!(before.len() > 3, "several segments: {before:?}");
+    std::thread::sleep(Duration::from_millis(8 * CHECK_INTERVAL_MS));
+    assert_eq!(watermarks(&bootstrap, TOPIC, 0), (0, end));
+    assert_eq!(segments_on_disk(&dir)[0].0, 0, "the first segment stays");
 }

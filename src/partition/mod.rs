@@ -856,6 +856,19 @@ impl Partition {
         } else {
             None
         };
+        let log_start_offset = self.log.log_start_offset();
+        if read_committed && offset < log_start_offset {
+            // Retention deleted segments this read returned data from, and
+            // with them their aborted transactions, while it ran: the list
+            // may miss some. A moment later the fetch is out of range; so
+            // it is now.
+            return Err(StorageError::OffsetOutOfRange {
+                offset,
+                log_start_offset,
+                log_end_offset: self.log.log_end_offset(),
+            }
+            .into());
+        }
         Ok((pieces, aborted))
     }
 
@@ -966,8 +979,10 @@ impl Partition {
     /// Deletes the log's oldest segments past `retention.ms` /
     /// `retention.bytes` (see `storage/retention.rs`), never at or past the
     /// last stable offset, and forgets the aborted transactions that went
-    /// with them. Holds the producer lock, so no transaction marker is
-    /// indexed into a segment being deleted.
+    /// with them. It does not take the producer lock (a pass can wait for a
+    /// roll's fdatasync, which appends must not): a txnindex entry written
+    /// meanwhile for a deleted segment is one below the log start, which no
+    /// fetch asks for and which the next load drops.
     ///
     /// # Errors
     /// The partition was deleted; storage failures.
@@ -980,7 +995,6 @@ impl Partition {
         if self.deleted.get() {
             return Err(self.deleted_error());
         }
-        let _permit = self.producer_append_lock.acquire_permit(1).await;
         let limits = RetentionLimits {
             retention_ms,
             retention_bytes,
@@ -1100,6 +1114,67 @@ mod tests {
         );
         partition.load_producer_state().await.expect("state loads");
         partition
+    }
+
+    /// Goal: retention never deletes at or past the last stable offset, and
+    /// a read_committed fetch that overlapped a deletion is answered out of
+    /// range rather than without the aborted transactions of the deleted
+    /// segments. Method: no tail cache (fetches read the files and wait);
+    /// an aborted transaction at 0-1, an open one at 2, plain data after;
+    /// retention of everything old, before and after the commit, with a
+    /// read_committed fetch from 0 pending during the second.
+    #[test]
+    fn retention_stops_at_the_lso_and_overlapping_read_committed_fetches_fail() {
+        run_on_executor(|| async {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("t-0");
+            let log = Log::create(&dir, small_config(0), Uuid::nil())
+                .await
+                .unwrap();
+            let partition = Partition::new("t".into(), 0, Uuid::nil(), log, SETTINGS);
+            partition.load_producer_state().await.unwrap();
+            assert_eq!(
+                append(&partition, keyed("a", "aborted", Some((2, 0)))).await,
+                0
+            );
+            assert_eq!(partition.write_txn_marker(2, 0, 0, false).await.unwrap(), 1);
+            assert_eq!(
+                append(&partition, keyed("b", "open", Some((3, 0)))).await,
+                2
+            );
+            for _ in 0..30 {
+                let plain = Bytes::from(sample_batch(0, 3, 1_000));
+                let header = validate_batch(&plain).unwrap();
+                partition.append(plain, &header).await.unwrap();
+            }
+            partition.log.flush(true).await.unwrap();
+            let far_future = 4_000_000_000_000;
+            // Segments roll by record age, so the marker (stamped now) starts
+            // a segment after the first batch (stamped 1000): only that one
+            // is wholly below the open transaction at 2.
+            let held = partition.apply_retention(0, -1, far_future).await.unwrap();
+            let start = partition.log_start_offset();
+            assert!(start <= 2, "{held:?}");
+
+            partition.write_txn_marker(3, 0, 0, true).await.unwrap();
+            let quiet = partition.fetch(start, 1, true).await.unwrap();
+            assert_eq!(quiet.aborted_transactions, Some(vec![(2, 0)]));
+            let mut fetch = Box::pin(partition.fetch_pieces(start, 1, true, true, false));
+            assert!(futures::poll!(fetch.as_mut()).is_pending());
+            let outcome = partition.apply_retention(0, -1, far_future).await.unwrap();
+            assert!(outcome.log_start_offset > 2, "{outcome:?}");
+            assert!(matches!(
+                fetch.await,
+                Err(PartitionError::Storage(
+                    StorageError::OffsetOutOfRange { .. }
+                ))
+            ));
+            let after = partition
+                .fetch(outcome.log_start_offset, 1, true)
+                .await
+                .unwrap();
+            assert!(!after.read.batches.is_empty());
+        });
     }
 
     /// A batch of one keyed record; transactional from `producer` when given.

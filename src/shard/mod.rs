@@ -932,8 +932,12 @@ impl Shard {
         let interval = Duration::from_millis(
             u64::try_from(broker.log_retention_check_interval_ms).unwrap_or(1),
         );
+        // Kafka's first check comes 30 s after start-up
+        // (`log.initial.task.delay.ms`), or sooner with a shorter interval.
+        let mut delay = interval.min(Duration::from_secs(30));
         loop {
-            glommio::timer::sleep(interval).await;
+            glommio::timer::sleep(delay).await;
+            delay = interval;
             if self.closing.get() {
                 return;
             }

@@ -101,6 +101,20 @@ pub struct EpochEntry {
     pub start_offset: i64,
 }
 
+/// Kafka's `LeaderEpochFileCache.truncateFromStart`: entries starting at or
+/// before `start_offset` go, except that the last of them stays with its
+/// start moved to `start_offset`. Returns whether anything changed.
+pub fn truncate_epochs_from_start(entries: &mut Vec<EpochEntry>, start_offset: i64) -> bool {
+    let before = entries.partition_point(|entry| entry.start_offset <= start_offset);
+    if before == 0 || (before == 1 && entries[0].start_offset == start_offset) {
+        return false;
+    }
+    let mut kept = entries[before - 1];
+    kept.start_offset = start_offset;
+    entries.splice(..before, std::iter::once(kept));
+    true
+}
+
 /// Text of a `leader-epoch-checkpoint` file.
 pub fn encode_leader_epoch_checkpoint(entries: &[EpochEntry]) -> String {
     let mut text = format!("0\n{}\n", entries.len());

@@ -52,8 +52,8 @@ use super::{
     appender::{spawn_signalled, AppenderSettings, SegmentAppender, WriterCounters},
     checkpoint::{
         encode_leader_epoch_checkpoint, encode_partition_metadata, run_blocking, sync_directory,
-        write_file_atomically, write_file_synced, EpochEntry, LEADER_EPOCH_CHECKPOINT_FILE,
-        PARTITION_METADATA_FILE,
+        truncate_epochs_from_start, write_file_atomically, write_file_synced, EpochEntry,
+        LEADER_EPOCH_CHECKPOINT_FILE, PARTITION_METADATA_FILE,
     },
     direct::{self, DirectMem, DirectSlot, DirectSlots},
     error::StorageError,
@@ -486,6 +486,9 @@ struct LogState {
     compaction_running: bool,
     /// `close` calls waiting for the running compaction to end.
     compaction_waiters: Vec<oneshot::Sender<()>>,
+    /// Segments retention took out whose files are not deleted yet
+    /// (base offset, bytes).
+    pending_deletions: Vec<(i64, u64)>,
 }
 
 impl LogState {
@@ -971,6 +974,7 @@ impl Log {
                 cleaner_checkpoint,
                 compaction_running: false,
                 compaction_waiters: Vec::new(),
+                pending_deletions: Vec::new(),
             }),
             writer_signal: signal.clone(),
             writer_exited: writer_exited.clone(),
@@ -1329,6 +1333,19 @@ impl Log {
                 {
                     break;
                 }
+                if next_offset < state.log_start_offset() {
+                    // Retention removed the segments this read was to go on
+                    // with: what it read stands (unlinked files stay
+                    // readable while open), else the offset is now gone.
+                    if batch_count > 0 {
+                        break;
+                    }
+                    return Err(StorageError::OffsetOutOfRange {
+                        offset: next_offset,
+                        log_start_offset: state.log_start_offset(),
+                        log_end_offset: state.log_end_offset,
+                    });
+                }
                 match state.cache.front() {
                     Some(front) if next_offset >= front.base_offset => {
                         let mut result = out.memory_result();
@@ -1521,6 +1538,8 @@ impl Log {
         };
         let mut next_offset = start_offset;
         loop {
+            // Retention may have moved the log start past the scan.
+            next_offset = next_offset.max(self.log_start_offset());
             if next_offset >= self.log_end_offset() {
                 return Ok(None);
             }
@@ -2417,12 +2436,36 @@ impl Log {
             tail_budget::removed(held_bytes);
             state.cache.pop_front();
         }
+        removed
+    }
+
+    /// Cuts the leader epochs at the log start (Kafka's
+    /// `LeaderEpochFileCache.truncateFromStart`) and has the writer rewrite
+    /// the checkpoint; called once the removed segments' deletion is
+    /// durable, so a crash never leaves segments below the first epoch.
+    pub(super) fn retention_cut_epochs(&self) {
+        let mut state = self.shared.state.borrow_mut();
+        let log_start_offset = state.log_start_offset();
         if truncate_epochs_from_start(&mut state.leader_epochs, log_start_offset) {
             state.queue.push_back(WriteCommand::EpochCheckpoint);
             drop(state);
             self.shared.writer_signal.notify();
         }
-        removed
+    }
+
+    /// Segments taken out of the log whose files are still to be deleted
+    /// (a deletion that failed is retried by the next pass).
+    pub(super) fn take_pending_deletions(&self) -> Vec<(i64, u64)> {
+        std::mem::take(&mut self.shared.state.borrow_mut().pending_deletions)
+    }
+
+    /// Keeps `removed` for the next pass to delete.
+    pub(super) fn keep_pending_deletions(&self, removed: Vec<(i64, u64)>) {
+        self.shared
+            .state
+            .borrow_mut()
+            .pending_deletions
+            .extend(removed);
     }
 
     /// Rolls the active segment so retention can delete it; false (nothing
@@ -2459,20 +2502,6 @@ impl Log {
             glommio::timer::sleep(std::time::Duration::from_millis(2)).await;
         }
     }
-}
-
-/// Kafka's `LeaderEpochFileCache.truncateFromStart`: entries starting at or
-/// before `start_offset` go, except that the last of them stays with its
-/// start moved to `start_offset`. Returns whether anything changed.
-fn truncate_epochs_from_start(entries: &mut Vec<EpochEntry>, start_offset: i64) -> bool {
-    let before = entries.partition_point(|entry| entry.start_offset <= start_offset);
-    if before == 0 || (before == 1 && entries[0].start_offset == start_offset) {
-        return false;
-    }
-    let mut kept = entries[before - 1];
-    kept.start_offset = start_offset;
-    entries.splice(..before, std::iter::once(kept));
-    true
 }
 
 #[cfg(test)]

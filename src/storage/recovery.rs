@@ -48,8 +48,9 @@ use super::{
     checkpoint::{
         decode_cleaner_checkpoint, decode_leader_epoch_checkpoint, decode_partition_metadata,
         encode_leader_epoch_checkpoint, read_file_if_exists, remove_file_if_exists, run_blocking,
-        sync_directory, write_file_atomically, write_file_synced, EpochEntry,
-        CLEANER_OFFSET_CHECKPOINT_FILE, LEADER_EPOCH_CHECKPOINT_FILE, PARTITION_METADATA_FILE,
+        sync_directory, truncate_epochs_from_start, write_file_atomically, write_file_synced,
+        EpochEntry, CLEANER_OFFSET_CHECKPOINT_FILE, LEADER_EPOCH_CHECKPOINT_FILE,
+        PARTITION_METADATA_FILE,
     },
     error::StorageError,
     index::{OffsetIndex, TimeIndex, OFFSET_INDEX_ENTRY_BYTES, TIME_INDEX_ENTRY_BYTES},
@@ -149,14 +150,18 @@ pub async fn recover_log(
         }
     }
     let log_end_offset = segments.last().map_or(0, |segment| segment.next_offset);
+    let log_start_offset = segments.first().map_or(0, |segment| segment.base_offset);
     let epoch_count = leader_epochs.len();
     leader_epochs.retain(|entry| entry.start_offset < log_end_offset);
-    if leader_epochs.len() != epoch_count {
+    // Retention deletes segments before it rewrites the checkpoint (Kafka's
+    // LogLoader cuts it at the log start too).
+    let cut_at_start = truncate_epochs_from_start(&mut leader_epochs, log_start_offset);
+    if leader_epochs.len() != epoch_count || cut_at_start {
         warn!(
             dir = %dir.display(),
+            log_start_offset,
             log_end_offset,
-            dropped = epoch_count - leader_epochs.len(),
-            "dropping leader epoch entries at or past the log end"
+            "cutting leader epoch entries to the log's offsets"
         );
         write_file_atomically(
             dir,

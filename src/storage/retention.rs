@@ -6,24 +6,33 @@
 //! - Only whole segments go, oldest first, and only a prefix of the log: the
 //!   first segment that must stay ends the deletion.
 //! - By time, a segment goes when `now - largest timestamp > retention.ms`;
-//!   its largest timestamp is the largest batch `maxTimestamp` in it (Kafka
-//!   falls back to the file's modification time when no batch carries one;
-//!   here it is the time the segment was created or, after a restart,
-//!   recovered, which only keeps such data longer).
+//!   its largest timestamp is the largest batch `maxTimestamp` in it. When
+//!   no batch carries one, Kafka uses the file's modification time; here it
+//!   is the time the segment was created or, after a restart, recovered
+//!   (a little earlier than Kafka before a restart, later after one).
 //! - By size, with `excess = log size - retention.bytes`, segments go while
 //!   `excess - segment size >= 0`, each subtracting its size.
 //! - Time is applied first, then size on what remains; a negative limit
 //!   disables its rule.
 //! - A segment goes only when every offset in it is below a bound the caller
 //!   gives: the high watermark in Kafka; here the last stable offset, so an
-//!   open transaction's data and markers stay until it ends.
+//!   open transaction's data stays until it ends (a transaction open for
+//!   long, up to `transaction.max.timeout.ms`, holds back the deletion of
+//!   everything after its first offset, where Kafka would go on).
 //! - The active segment can go too when it is not empty: the log rolls a new
 //!   empty one first, so the log start offset becomes the log end offset.
 //!
 //! Deletion renames a segment's files to `.deleted` (the `.log` is the
 //! commit point: recovery lists segments by their `.log` files and removes
-//! `.deleted` ones), syncs the directory and removes them. Reads planned
-//! before keep their open descriptors, so they finish on the unlinked files.
+//! `.deleted` ones), syncs the directory and removes them; only then are the
+//! leader epochs cut at the new start. A deletion that fails is retried by
+//! the next pass. Reads planned before keep their open descriptors, so they
+//! finish on the unlinked files; a read that would go on past what it read
+//! into the removed segments stops there (or, with nothing read yet, is out
+//! of range), and a read_committed fetch that overlapped a deletion is
+//! answered out of range, since the aborted transactions of the removed
+//! segments may be gone from its answer (Kafka keeps deleted files for
+//! `file.delete.delay.ms` instead).
 
 use std::path::Path;
 
@@ -167,6 +176,15 @@ impl Log {
             Err(StorageError::CompactionInProgress { .. }) => return Ok(outcome),
             Err(error) => return Err(error),
         };
+        // Segments an earlier pass took out but could not delete.
+        let pending = self.take_pending_deletions();
+        if !pending.is_empty() {
+            if let Err(error) = delete_segment_files(self.dir(), &pending).await {
+                self.keep_pending_deletions(pending);
+                return Err(error);
+            }
+            self.retention_cut_epochs();
+        }
         // A second pass deletes the active segment rolled by the first.
         for _ in 0..2 {
             let plan = plan_retention(&self.retention_facts(), limits);
@@ -176,7 +194,11 @@ impl Log {
                     outcome.deleted_base_offsets.push(base_offset);
                     outcome.deleted_bytes += size_bytes;
                 }
-                delete_segment_files(self.dir(), &removed).await?;
+                if let Err(error) = delete_segment_files(self.dir(), &removed).await {
+                    self.keep_pending_deletions(removed);
+                    return Err(error);
+                }
+                self.retention_cut_epochs();
             }
             outcome.log_start_offset = self.log_start_offset();
             if !plan.roll_active || outcome.rolled {
@@ -224,11 +246,10 @@ async fn delete_segment_files(dir: &Path, removed: &[(i64, u64)]) -> Result<(), 
             let to = deleted_file_path(dir, base_offset, extension);
             match rename_file(from, to).await {
                 Ok(()) => {}
-                // Index files of a segment that had none written, and
-                // txnindex files of segments without aborted transactions.
+                // No txnindex (no aborted transaction in the segment), or
+                // renamed by an earlier attempt of this deletion.
                 Err(StorageError::Io { source, .. })
-                    if source.kind() == std::io::ErrorKind::NotFound
-                        && extension != LOG_FILE_EXTENSION => {}
+                    if source.kind() == std::io::ErrorKind::NotFound => {}
                 Err(error) => return Err(error),
             }
         }
@@ -350,13 +371,26 @@ mod tests {
                 );
             }
             assert!(!names.iter().any(|name| name.ends_with(".deleted")));
-            assert_eq!(
-                log.leader_epoch_entries()[0],
-                EpochEntry {
-                    epoch: log.leader_epoch_entries()[0].epoch,
-                    start_offset: start
-                }
-            );
+            // Epoch 0 until batch 20, epoch 1 from there.
+            let epoch_1_start = stored[20].0;
+            let expected_epochs = if start < epoch_1_start {
+                vec![
+                    EpochEntry {
+                        epoch: 0,
+                        start_offset: start,
+                    },
+                    EpochEntry {
+                        epoch: 1,
+                        start_offset: epoch_1_start,
+                    },
+                ]
+            } else {
+                vec![EpochEntry {
+                    epoch: 1,
+                    start_offset: start,
+                }]
+            };
+            assert_eq!(log.leader_epoch_entries(), expected_epochs);
             // A second pass with the same limits deletes nothing more.
             let again = log.apply_retention(&limits).await.unwrap();
             assert!(again.deleted_base_offsets.is_empty());
@@ -364,7 +398,7 @@ mod tests {
             log.close().await.unwrap();
             let log = Log::open(&dir, config.clone(), true).await.unwrap();
             check_start(&log, &stored, start).await;
-            assert_eq!(log.leader_epoch_entries()[0].start_offset, start);
+            assert_eq!(log.leader_epoch_entries(), expected_epochs);
             log.crash_for_tests().await;
             let log = Log::open(&dir, config, false).await.unwrap();
             check_start(&log, &stored, start).await;
@@ -466,6 +500,49 @@ mod tests {
             );
             log.close().await.unwrap();
             assert!(file_names(&dir).contains(&format!("{:020}.index", facts[1].base_offset)));
+        });
+    }
+
+    /// Goal: a read in flight when retention removes the segments it is
+    /// reading returns what it had read (from the unlinked file) and stops
+    /// there, instead of going on into offsets the log no longer has.
+    /// Method: no tail cache, so the read waits for its file; retention of
+    /// three segments while it waits.
+    #[test]
+    fn a_read_in_flight_stops_where_retention_removed_the_log() {
+        run_on_executor(|| async {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("orders-0");
+            let log = Log::create(&dir, small_config(0), Uuid::new_v4())
+                .await
+                .unwrap();
+            let stored = fill(&log, 30, 0).await;
+            let facts = log.retention_facts();
+            let mut read = Box::pin(log.read(0, i64::MAX, usize::MAX, true));
+            assert!(futures::poll!(read.as_mut()).is_pending());
+            let limits = RetentionLimits {
+                retention_ms: 0,
+                retention_bytes: -1,
+                now_ms: 1_000_000,
+                upper_bound_offset: facts[3].base_offset,
+            };
+            let outcome = log.apply_retention(&limits).await.unwrap();
+            assert_eq!(outcome.log_start_offset, facts[3].base_offset);
+            let result = read.await.unwrap();
+            let read_bytes = joined(&result);
+            let whole = from(&stored, 0);
+            assert!(!read_bytes.is_empty());
+            assert!(whole.starts_with(&read_bytes), "a prefix of the log");
+            let first_segment: usize = stored
+                .iter()
+                .filter(|(base, _)| *base < facts[1].base_offset)
+                .map(|(_, bytes)| bytes.len())
+                .sum();
+            assert!(
+                read_bytes.len() <= first_segment,
+                "no more than the segment it was reading"
+            );
+            log.close().await.unwrap();
         });
     }
 
