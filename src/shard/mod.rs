@@ -25,7 +25,7 @@ use crate::config::{BrokerConfig, FlushPolicy};
 use crate::group::service::GroupShard;
 use crate::partition::{Partition, PartitionError, PartitionSettings};
 use crate::protocol::ErrorCode;
-use crate::storage::{CompactionConfig, CompactionOutcome, Log, LogConfig};
+use crate::storage::{CompactionConfig, CompactionOutcome, Log, LogConfig, StorageError};
 use crate::txn::service::TxnShard;
 use crate::txn::TXN_STATE_TOPIC;
 
@@ -675,6 +675,15 @@ impl Shard {
                     if read_committed {
                         result.aborted_transactions = aborted_transactions;
                     }
+                }
+                // Retention moved the log start past the offset meanwhile.
+                Err(PartitionError::Storage(StorageError::OffsetOutOfRange {
+                    log_start_offset,
+                    ..
+                })) => {
+                    result.error_code = code(ErrorCode::OffsetOutOfRange);
+                    result.log_start_offset = log_start_offset;
+                    result.aborted_transactions = read_committed.then(Vec::new);
                 }
                 Err(e) => {
                     tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "read failed");
