@@ -572,6 +572,21 @@ impl LogState {
         });
     }
 
+    /// Drops the tail's batches based below `offset` (all written: their
+    /// segments are finished) after their segments were replaced or removed.
+    fn drop_cached_below(&mut self, offset: i64) {
+        while let Some(front) = self.cache.front() {
+            if front.base_offset >= offset {
+                break;
+            }
+            assert!(front.last_offset < self.written_offset);
+            let held_bytes = front.held_bytes;
+            self.cached_bytes -= held_bytes;
+            tail_budget::removed(held_bytes);
+            self.cache.pop_front();
+        }
+    }
+
     /// Evicts written batches from the front of the tail until it fits.
     fn evict_cache(&mut self, cache_bytes_max: usize) {
         while self.cached_bytes > cache_bytes_max {
@@ -2352,17 +2367,7 @@ impl Log {
         let group_end_offset = state.segments[end].base_offset;
         assert!(segment.next_offset <= group_end_offset);
         state.segments.splice(start..end, std::iter::once(segment));
-        let written_offset = state.written_offset;
-        while let Some(front) = state.cache.front() {
-            if front.base_offset >= group_end_offset {
-                break;
-            }
-            assert!(front.last_offset < written_offset);
-            let held_bytes = front.held_bytes;
-            state.cached_bytes -= held_bytes;
-            tail_budget::removed(held_bytes);
-            state.cache.pop_front();
-        }
+        state.drop_cached_below(group_end_offset);
     }
 
     /// Records how far compaction has cleaned the log.
@@ -2425,17 +2430,7 @@ impl Log {
             .map(|segment| (segment.base_offset, segment.size_bytes))
             .collect();
         let log_start_offset = state.log_start_offset();
-        let written_offset = state.written_offset;
-        while let Some(front) = state.cache.front() {
-            if front.base_offset >= log_start_offset {
-                break;
-            }
-            assert!(front.last_offset < written_offset);
-            let held_bytes = front.held_bytes;
-            state.cached_bytes -= held_bytes;
-            tail_budget::removed(held_bytes);
-            state.cache.pop_front();
-        }
+        state.drop_cached_below(log_start_offset);
         removed
     }
 

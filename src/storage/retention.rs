@@ -273,6 +273,15 @@ mod tests {
     };
     use uuid::Uuid;
 
+    /// A new log with `config` in a temporary directory (kept alive by the
+    /// returned guard).
+    async fn new_log(config: LogConfig) -> (tempfile::TempDir, std::path::PathBuf, Log) {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("orders-0");
+        let log = Log::create(&dir, config, Uuid::new_v4()).await.unwrap();
+        (root, dir, log)
+    }
+
     /// Names of the files in `dir`, sorted.
     fn file_names(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)
@@ -329,15 +338,11 @@ mod tests {
     #[test]
     fn size_retention_deletes_old_segments_and_survives_reopen() {
         run_on_executor(|| async {
-            let root = tempfile::tempdir().unwrap();
-            let dir = root.path().join("orders-0");
             let config = LogConfig {
                 cache_bytes: 1 << 20,
                 ..small_config(0)
             };
-            let log = Log::create(&dir, config.clone(), Uuid::new_v4())
-                .await
-                .unwrap();
+            let (_root, dir, log) = new_log(config.clone()).await;
             let stored = fill(&log, 40, 0).await;
             let facts = log.retention_facts();
             assert!(facts.len() > 4, "several segments: {facts:?}");
@@ -412,12 +417,8 @@ mod tests {
     #[test]
     fn time_retention_of_everything_rolls_and_empties_the_log() {
         run_on_executor(|| async {
-            let root = tempfile::tempdir().unwrap();
-            let dir = root.path().join("orders-0");
             let config = small_config(1 << 20);
-            let log = Log::create(&dir, config.clone(), Uuid::new_v4())
-                .await
-                .unwrap();
+            let (_root, dir, log) = new_log(config.clone()).await;
             let stored = fill(&log, 20, 0).await;
             let end = log.log_end_offset();
             // Newest timestamp 1019: at now 2000, 1000 ms keeps nothing.
@@ -458,12 +459,8 @@ mod tests {
     #[test]
     fn recovery_finishes_an_interrupted_deletion() {
         run_on_executor(|| async {
-            let root = tempfile::tempdir().unwrap();
-            let dir = root.path().join("orders-0");
             let config = small_config(0);
-            let log = Log::create(&dir, config.clone(), Uuid::new_v4())
-                .await
-                .unwrap();
+            let (_root, dir, log) = new_log(config.clone()).await;
             let stored = fill(&log, 30, 0).await;
             let facts = log.retention_facts();
             log.close().await.unwrap();
@@ -511,11 +508,7 @@ mod tests {
     #[test]
     fn a_read_in_flight_stops_where_retention_removed_the_log() {
         run_on_executor(|| async {
-            let root = tempfile::tempdir().unwrap();
-            let dir = root.path().join("orders-0");
-            let log = Log::create(&dir, small_config(0), Uuid::new_v4())
-                .await
-                .unwrap();
+            let (_root, dir, log) = new_log(small_config(0)).await;
             let stored = fill(&log, 30, 0).await;
             let facts = log.retention_facts();
             let mut read = Box::pin(log.read(0, i64::MAX, usize::MAX, true));
@@ -550,11 +543,7 @@ mod tests {
     #[test]
     fn the_bound_keeps_an_open_transactions_segments() {
         run_on_executor(|| async {
-            let root = tempfile::tempdir().unwrap();
-            let dir = root.path().join("orders-0");
-            let log = Log::create(&dir, small_config(0), Uuid::new_v4())
-                .await
-                .unwrap();
+            let (_root, dir, log) = new_log(small_config(0)).await;
             let stored = fill(&log, 30, 0).await;
             let facts = log.retention_facts();
             let bound = facts[2].base_offset + 1;
@@ -645,36 +634,24 @@ mod tests {
     fn size_deletes_oldest_segments_until_the_log_fits() {
         let segments = log();
         // 500 bytes, 250 allowed: two go (300 stay); a third would leave
-        // less than retention.bytes, which Kafka keeps.
-        assert_eq!(
-            plan_retention(&segments, &limits(-1, 250, 0)),
-            plan(2, false)
-        );
-        assert_eq!(
-            plan_retention(&segments, &limits(-1, 300, 0)),
-            plan(2, false)
-        );
-        assert_eq!(
-            plan_retention(&segments, &limits(-1, 100, 0)),
-            plan(4, false)
-        );
-        assert_eq!(
-            plan_retention(&segments, &limits(-1, 500, 0)),
-            plan(0, false)
-        );
-        assert_eq!(
-            plan_retention(&segments, &limits(-1, 499, 0)),
-            plan(0, false)
-        );
-        assert_eq!(
-            plan_retention(&segments, &limits(-1, 400, 0)),
-            plan(1, false)
-        );
-        // Time takes the first segment, size the next on what remains (400).
-        assert_eq!(
-            plan_retention(&segments, &limits(1500, 200, 3000)),
-            plan(3, false)
-        );
+        // less than retention.bytes, which Kafka keeps. Time first: it takes
+        // the first segment, size the next ones on what remains (400).
+        let cases = [
+            ((-1, 250, 0), 2),
+            ((-1, 300, 0), 2),
+            ((-1, 100, 0), 4),
+            ((-1, 500, 0), 0),
+            ((-1, 499, 0), 0),
+            ((-1, 400, 0), 1),
+            ((1500, 200, 3000), 3),
+        ];
+        for ((retention_ms, retention_bytes, now_ms), delete) in cases {
+            assert_eq!(
+                plan_retention(&segments, &limits(retention_ms, retention_bytes, now_ms)),
+                plan(delete, false),
+                "retention.ms {retention_ms}, retention.bytes {retention_bytes}, now {now_ms}"
+            );
+        }
     }
 
     /// Goal: everything breached, the active segment is rolled (when it

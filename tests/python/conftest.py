@@ -113,15 +113,20 @@ class Broker:
         return "\n".join(self.log_text().splitlines()[-lines:])
 
 
-@pytest.fixture(scope="session")
-def broker_process(tmp_path_factory):
-    broker = Broker(tmp_path_factory.mktemp("ringbroker"))
+def serve(broker):
+    """For fixtures: starts `broker`, yields it, then stops it (SIGTERM, exit
+    0 required) and kills it if it is still running."""
     broker.start()
     try:
         yield broker
         broker.stop()
     finally:
         broker.kill()
+
+
+@pytest.fixture(scope="session")
+def broker_process(tmp_path_factory):
+    yield from serve(Broker(tmp_path_factory.mktemp("ringbroker")))
 
 
 @pytest.fixture

@@ -56,13 +56,7 @@ GROUP_FLAGS = [
 
 @pytest.fixture(scope="module")
 def group_broker(tmp_path_factory):
-    broker = conftest.Broker(tmp_path_factory.mktemp("ringbroker-groups"), extra_args=GROUP_FLAGS)
-    broker.start()
-    try:
-        yield broker
-        broker.stop()
-    finally:
-        broker.kill()
+    yield from conftest.serve(conftest.Broker(tmp_path_factory.mktemp("ringbroker-groups"), extra_args=GROUP_FLAGS))
 
 
 @pytest.fixture

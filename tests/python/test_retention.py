@@ -19,7 +19,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from conftest import Broker
+from conftest import Broker, serve
 from messages import make_messages
 
 SEGMENT_BYTES = 8192
@@ -27,15 +27,17 @@ RETENTION_BYTES = 32768
 MESSAGES = 800
 
 
+@pytest.fixture(scope="module")
+def retention_broker(tmp_path_factory):
+    yield from serve(Broker(tmp_path_factory.mktemp("ringbroker-retention"),
+                            extra_args=["--log-retention-check-interval-ms", "200"]))
+
+
 @pytest.fixture
-def retention_broker(tmp_path):
-    broker = Broker(tmp_path, extra_args=["--log-retention-check-interval-ms", "200"])
-    broker.start()
-    try:
-        yield broker
-        broker.stop()
-    finally:
-        broker.kill()
+def broker(retention_broker):
+    """This module's broker (named `broker` so conftest attaches its log to failures)."""
+    retention_broker.assert_alive()
+    yield retention_broker
 
 
 def segments_on_disk(directory):
@@ -43,8 +45,7 @@ def segments_on_disk(directory):
     return sorted((int(path.stem), path.stat().st_size) for path in directory.glob("*.log"))
 
 
-def test_retention_bytes_moves_the_log_start_and_consumers_follow(retention_broker, topic):
-    broker = retention_broker
+def test_retention_bytes_moves_the_log_start_and_consumers_follow(broker, topic):
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     admin.create_topics([
         NewTopic(topic, num_partitions=1, replication_factor=1, topic_configs={

@@ -42,13 +42,7 @@ PARTITIONS = 2
 
 @pytest.fixture(scope="module")
 def txn_broker(tmp_path_factory):
-    broker = conftest.Broker(tmp_path_factory.mktemp("ringbroker-txn"), extra_args=TXN_FLAGS, cores=2)
-    broker.start()
-    try:
-        yield broker
-        broker.stop()
-    finally:
-        broker.kill()
+    yield from conftest.serve(conftest.Broker(tmp_path_factory.mktemp("ringbroker-txn"), extra_args=TXN_FLAGS, cores=2))
 
 
 @pytest.fixture
