@@ -508,7 +508,7 @@ mod tests {
     #[test]
     fn a_read_in_flight_stops_where_retention_removed_the_log() {
         run_on_executor(|| async {
-            let (_root, dir, log) = new_log(small_config(0)).await;
+            let (_root, _dir, log) = new_log(small_config(0)).await;
             let stored = fill(&log, 30, 0).await;
             let facts = log.retention_facts();
             let mut read = Box::pin(log.read(0, i64::MAX, usize::MAX, true));
@@ -543,7 +543,7 @@ mod tests {
     #[test]
     fn the_bound_keeps_an_open_transactions_segments() {
         run_on_executor(|| async {
-            let (_root, dir, log) = new_log(small_config(0)).await;
+            let (_root, _dir, log) = new_log(small_config(0)).await;
             let stored = fill(&log, 30, 0).await;
             let facts = log.retention_facts();
             let bound = facts[2].base_offset + 1;
