@@ -159,7 +159,8 @@ impl Log {
     ///
     /// # Errors
     /// The log is closed or failed; renaming or removing files failed (the
-    /// segments are then already out of the log).
+    /// segments are then out of the log, and the next pass retries their
+    /// deletion).
     pub async fn apply_retention(
         &self,
         limits: &RetentionLimits,
@@ -179,11 +180,7 @@ impl Log {
         // Segments an earlier pass took out but could not delete.
         let pending = self.take_pending_deletions();
         if !pending.is_empty() {
-            if let Err(error) = delete_segment_files(self.dir(), &pending).await {
-                self.keep_pending_deletions(pending);
-                return Err(error);
-            }
-            self.retention_cut_epochs();
+            self.delete_removed(pending).await?;
         }
         // A second pass deletes the active segment rolled by the first.
         for _ in 0..2 {
@@ -194,11 +191,7 @@ impl Log {
                     outcome.deleted_base_offsets.push(base_offset);
                     outcome.deleted_bytes += size_bytes;
                 }
-                if let Err(error) = delete_segment_files(self.dir(), &removed).await {
-                    self.keep_pending_deletions(removed);
-                    return Err(error);
-                }
-                self.retention_cut_epochs();
+                self.delete_removed(removed).await?;
             }
             outcome.log_start_offset = self.log_start_offset();
             if !plan.roll_active || outcome.rolled {
@@ -224,6 +217,18 @@ impl Log {
             );
         }
         Ok(outcome)
+    }
+
+    /// Deletes the files of segments taken out of the log, then cuts the
+    /// leader epochs at the new start; on failure keeps the segments for
+    /// the next pass to delete.
+    async fn delete_removed(&self, removed: Vec<(i64, u64)>) -> Result<(), StorageError> {
+        if let Err(error) = delete_segment_files(self.dir(), &removed).await {
+            self.keep_pending_deletions(removed);
+            return Err(error);
+        }
+        self.retention_cut_epochs();
+        Ok(())
     }
 }
 
