@@ -8,7 +8,9 @@
 //! batch sent again. Offsets are read back with a consumer to prove nothing
 //! was written twice. Then the broker is killed with SIGKILL (no snapshot at
 //! close) and, separately, stopped cleanly (snapshot written); after each
-//! restart a retry of the last batch must still be recognised.
+//! restart a retry of the last batch must still be recognised. A second
+//! test deletes the producer's batch by retention before the SIGKILL: the
+//! snapshot taken when the segments rolled still knows the producer.
 
 mod common;
 
@@ -203,5 +205,96 @@ fn idempotent_producer_retries_are_written_once() {
         !snapshots.is_empty(),
         "a clean stop leaves a producer snapshot in {}",
         dir.display()
+    );
+}
+
+/// A plain batch of one record with a 100 kB value.
+fn padding_batch() -> Bytes {
+    encode_batch(&[Record {
+        transactional: false,
+        control: false,
+        delete_horizon: false,
+        partition_leader_epoch: -1,
+        producer_id: -1,
+        producer_epoch: -1,
+        timestamp_type: TimestampType::Creation,
+        offset: 0,
+        sequence: -1,
+        timestamp: common::kafka::BASE_TIMESTAMP_MS,
+        key: None,
+        value: Some(Bytes::from(vec![b'p'; 100_000])),
+        headers: Default::default(),
+    }])
+}
+
+/// (offset of the oldest `.log` file, offsets of the `.snapshot` files).
+fn files_of(dir: &std::path::Path) -> (Option<i64>, Vec<i64>) {
+    let mut logs = Vec::new();
+    let mut snapshots = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("partition dir").flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(base) = name.strip_suffix(".log") {
+            logs.extend(base.parse::<i64>().ok());
+        } else if let Some(offset) = name.strip_suffix(".snapshot") {
+            snapshots.extend(offset.parse::<i64>().ok());
+        }
+    }
+    (logs.into_iter().min(), snapshots)
+}
+
+/// Goal: after retention deleted every segment holding an idempotent
+/// producer's batches and the broker was killed with SIGKILL, a retry of
+/// the producer's last batch is still answered with its original offset and
+/// not written again (Kafka keeps a producer snapshot per segment roll; a
+/// replay of the remaining log alone would forget the producer and write the
+/// retry twice). Method: 1 MiB segments (Kafka's least), retention.bytes
+/// 1 MiB checked every 200 ms; the producer's batch at offset 0, then plain
+/// 100 kB batches until segments roll and the first ones are deleted; the
+/// snapshots on disk are looked at before the kill.
+#[test]
+fn idempotent_producer_retries_are_recognised_after_retention_and_kill_9() {
+    let mut broker = Broker::start(
+        BrokerOptions::default()
+            .num_partitions(1)
+            .arg("--log-segment-bytes", 1 << 20)
+            .arg("--log-retention-bytes", 1 << 20)
+            .arg("--log-retention-check-interval-ms", 200),
+    );
+    let mut client = RawClient::connect(&broker.bootstrap());
+    wait_for_topic(&mut client);
+    let (producer_id, epoch) = init_producer_id(&mut client);
+    let first = batch(producer_id, epoch, 0, 3);
+    assert_eq!(produce(&mut client, first.clone()), (0, 0));
+    for _ in 0..30 {
+        assert_eq!(produce(&mut client, padding_batch()).0, 0, "padding");
+    }
+    let dir = broker.data_dir().join(format!("{TOPIC}-0"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (oldest, snapshots) = files_of(&dir);
+        if oldest.is_some_and(|base| base > 0) && snapshots.iter().any(|offset| *offset > 3) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no snapshot taken at a roll, or no segment deleted: oldest segment {oldest:?}, snapshots {snapshots:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let end = high_watermark(&mut client);
+
+    broker.kill9();
+    broker.restart();
+    let mut client = RawClient::connect(&broker.bootstrap());
+    wait_for_topic(&mut client);
+    assert_eq!(
+        produce(&mut client, first),
+        (0, 0),
+        "a retry of the batch retention deleted is a duplicate after kill -9"
+    );
+    assert_eq!(
+        produce(&mut client, batch(producer_id, epoch, 3, 1)),
+        (0, end + 1),
+        "the sequence continues"
     );
 }

@@ -193,6 +193,10 @@ pub struct Partition {
     /// When a sync of this partition last finished, and the offset it
     /// covered (for `flush.ms`).
     last_sync: Cell<(std::time::Instant, i64)>,
+    /// The active segment's base offset when the newest producer snapshot
+    /// was taken or tried (at load: the loaded snapshot's offset, else the
+    /// log start). A segment rolled after it makes a snapshot due.
+    snapshot_segment_base: Cell<i64>,
 }
 
 /// Wall-clock milliseconds since the epoch.
@@ -227,6 +231,7 @@ impl Partition {
             producer_append_lock: glommio::sync::Semaphore::new(1),
             unflushed_messages: Cell::new(0),
             last_sync: Cell::new((std::time::Instant::now(), log_end_offset)),
+            snapshot_segment_base: Cell::new(i64::MAX),
         })
     }
 
@@ -458,7 +463,10 @@ impl Partition {
 
     /// Rebuilds idempotent producer state after the log was opened: from
     /// the newest snapshot at or below the log end, then the batches after
-    /// it; from the whole log when there is no usable snapshot.
+    /// it (after the log start, when retention deleted the segments the
+    /// snapshot was taken in: producers whose batches are gone stay known,
+    /// as in Kafka since KIP-360, until they expire); from the whole log
+    /// when there is no usable snapshot.
     ///
     /// # Errors
     /// Reading the log failed.
@@ -481,10 +489,12 @@ impl Partition {
                 found
             })
             .await;
-        let mut start = self.log.log_start_offset();
+        let log_start_offset = self.log.log_start_offset();
+        let mut start = log_start_offset;
         let mut state = ProducerStateManager::new();
+        let mut snapshot_offset = log_start_offset;
         for (offset, path) in snapshots.iter().rev() {
-            if *offset > log_end_offset || *offset < start {
+            if *offset > log_end_offset {
                 continue;
             }
             let read_path = path.clone();
@@ -494,7 +504,8 @@ impl Partition {
             match bytes.map(|b| ProducerStateManager::decode_snapshot(&b)) {
                 Ok(Ok(loaded)) => {
                     state = loaded;
-                    start = *offset;
+                    start = start.max(*offset);
+                    snapshot_offset = *offset;
                     break;
                 }
                 Ok(Err(e)) => {
@@ -551,6 +562,7 @@ impl Partition {
             glommio::yield_if_needed().await;
         }
         *self.producers.borrow_mut() = state;
+        self.snapshot_segment_base.set(snapshot_offset);
         self.load_txn_index(replay_start, replayed).await;
         // Snapshots past the log end describe data that is gone.
         let stale: Vec<PathBuf> = snapshots
@@ -701,14 +713,59 @@ impl Partition {
         }
     }
 
-    /// Writes `<log end offset>.snapshot` of the producer state and removes
-    /// older snapshots. Called after a clean close of the log.
+    /// True when the log rolled a segment since the newest producer
+    /// snapshot was taken (or tried): Kafka snapshots the producer state at
+    /// every roll, so a start after kill -9 replays at most about a
+    /// segment's worth of log, not everything since the last clean stop.
+    pub fn producer_snapshot_due(&self) -> bool {
+        !self.deleted.get()
+            && self.log.active_segment_base_offset() > self.snapshot_segment_base.get()
+    }
+
+    /// Takes a producer snapshot at the log end (see
+    /// [`Self::producer_snapshot_due`]): the state is captured under the
+    /// producer lock, so it holds exactly the batches below that offset;
+    /// the log is synced up to it before the file is written, so after a
+    /// crash the snapshot never lies past the recovered log end.
+    ///
+    /// # Errors
+    /// The sync or the snapshot failed (the next roll tries again).
+    pub async fn take_producer_snapshot(&self) -> Result<(), PartitionError> {
+        let (offset, bytes) = {
+            let _permit = self.producer_append_lock.acquire_permit(1).await;
+            self.snapshot_segment_base
+                .set(self.log.active_segment_base_offset());
+            (
+                self.log.log_end_offset(),
+                self.producers.borrow().encode_snapshot(),
+            )
+        };
+        self.flush(true).await?;
+        self.persist_producer_snapshot(offset, bytes).await
+    }
+
+    /// Writes `<log end offset>.snapshot` of the producer state. Called
+    /// after a clean close of the log.
     ///
     /// # Errors
     /// The snapshot could not be written.
     pub async fn write_producer_snapshot(&self) -> Result<(), PartitionError> {
+        let bytes = self.producers.borrow().encode_snapshot();
+        self.persist_producer_snapshot(self.log.log_end_offset(), bytes)
+            .await
+    }
+
+    /// Writes the snapshot `bytes` of the state at `offset` (synced, then
+    /// renamed into place), then removes every other snapshot but the newest
+    /// one below it: a start uses the newest snapshot at or below the log
+    /// end, and the previous one is kept in case this one is unreadable.
+    async fn persist_producer_snapshot(
+        &self,
+        offset: i64,
+        bytes: Vec<u8>,
+    ) -> Result<(), PartitionError> {
         let dir = self.log.dir().to_path_buf();
-        let path = dir.join(snapshot_file_name(self.log.log_end_offset()));
+        let path = dir.join(snapshot_file_name(offset));
         if self.txn_index_write_failed.get() {
             // Without a new snapshot the next start replays the log from the
             // previous one and rebuilds the txnindex entries written since.
@@ -717,30 +774,33 @@ impl Partition {
                 reason: "a txnindex write failed; the log will be replayed instead".into(),
             });
         }
-        let bytes = self.producers.borrow().encode_snapshot();
         let write_path = path.clone();
         glommio::executor()
             .spawn_blocking(move || -> std::io::Result<()> {
                 // Entries before the snapshot are never rebuilt from the log.
-                if let Some(parent) = write_path.parent() {
-                    txn_index::sync_txn_index_files(parent)?;
-                }
+                txn_index::sync_txn_index_files(&dir)?;
                 let temporary = write_path.with_extension("snapshot.tmp");
                 std::fs::write(&temporary, &bytes)?;
                 std::fs::File::open(&temporary)?.sync_all()?;
                 std::fs::rename(&temporary, &write_path)?;
-                if let Some(parent) = write_path.parent() {
-                    for entry in std::fs::read_dir(parent)?.flatten() {
-                        let name = entry.file_name();
-                        if let Some(offset) = name.to_str().and_then(parse_snapshot_file_name) {
-                            if entry.path() != write_path && offset >= 0 {
-                                let _ = std::fs::remove_file(entry.path());
-                            }
-                        }
+                let mut others: Vec<(i64, PathBuf)> = std::fs::read_dir(&dir)?
+                    .flatten()
+                    .filter_map(|entry| {
+                        let other = entry
+                            .file_name()
+                            .to_str()
+                            .and_then(parse_snapshot_file_name)?;
+                        (other != offset).then(|| (other, entry.path()))
+                    })
+                    .collect();
+                others.sort();
+                let previous = others.iter().rposition(|(other, _)| *other < offset);
+                for (index, (_, other_path)) in others.iter().enumerate() {
+                    if Some(index) != previous {
+                        let _ = std::fs::remove_file(other_path);
                     }
-                    std::fs::File::open(parent)?.sync_all()?;
                 }
-                Ok(())
+                std::fs::File::open(&dir)?.sync_all()
             })
             .await
             .map_err(|e| PartitionError::Snapshot {
@@ -1174,6 +1234,100 @@ mod tests {
                 .await
                 .unwrap();
             assert!(!after.read.batches.is_empty());
+        });
+    }
+
+    /// Goal: once a segment rolls a producer snapshot is due, so a start
+    /// after a crash replays the log from it rather than from the start,
+    /// and a producer whose batches retention deleted is still known after
+    /// a crash: a retry of its last batch is a duplicate, answered with the
+    /// original offset and not written again, as in Kafka. Method: an
+    /// idempotent batch, plain batches over several segments, the due
+    /// snapshot, more batches; crash and reopen with the snapshot and then
+    /// without it, counting the segment bytes the state's rebuild reads;
+    /// then retention of every closed segment, a crash, and the retry.
+    #[test]
+    fn producer_snapshots_taken_at_rolls_bound_the_replay_and_outlive_retention() {
+        run_on_executor(|| async {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("t-0");
+            let idempotent = || {
+                let record = NewRecord {
+                    key: Some(b"k"),
+                    value: Some(b"idempotent"),
+                };
+                let bytes = build_producer_batch(
+                    &[record],
+                    1_000,
+                    Some(BatchProducer {
+                        producer_id: 7,
+                        producer_epoch: 0,
+                        base_sequence: 0,
+                        transactional: false,
+                    }),
+                );
+                let header = validate_batch(&bytes).unwrap();
+                (Bytes::from(bytes), header)
+            };
+            let plain = |partition: Rc<Partition>| async move {
+                for _ in 0..20 {
+                    let batch = Bytes::from(sample_batch(0, 3, now_ms()));
+                    let header = validate_batch(&batch).unwrap();
+                    partition.append(batch, &header).await.unwrap();
+                }
+            };
+            let partition = open_partition(&dir, true, true).await;
+            assert!(
+                !partition.producer_snapshot_due(),
+                "a new log has not rolled"
+            );
+            assert_eq!(append(&partition, idempotent()).await, 0);
+            plain(partition.clone()).await;
+            assert!(partition.producer_snapshot_due(), "the log rolled");
+            partition.take_producer_snapshot().await.unwrap();
+            assert!(!partition.producer_snapshot_due());
+            let snapshot_offset = partition.log.log_end_offset();
+            assert!(dir.join(snapshot_file_name(snapshot_offset)).exists());
+            plain(partition.clone()).await;
+            partition.flush(true).await.unwrap();
+            let log_end_offset = partition.log.log_end_offset();
+            partition.crash_for_tests().await;
+
+            let reopen = |dir: PathBuf| async move {
+                let log = Log::open(&dir, small_config(0), false).await.unwrap();
+                let partition = Partition::new("t".into(), 0, Uuid::nil(), log, SETTINGS);
+                let before = crate::storage::segment_bytes_read();
+                partition.load_producer_state().await.unwrap();
+                (partition, crate::storage::segment_bytes_read() - before)
+            };
+            let (partition, from_snapshot) = reopen(dir.clone()).await;
+            assert_eq!(partition.log.log_end_offset(), log_end_offset);
+            assert_eq!(partition.describe_producers().len(), 1);
+            partition.crash_for_tests().await;
+            let kept = dir.join(snapshot_file_name(snapshot_offset));
+            let aside = root.path().join("aside.snapshot");
+            std::fs::rename(&kept, &aside).unwrap();
+            let (partition, from_start) = reopen(dir.clone()).await;
+            assert_eq!(partition.describe_producers().len(), 1);
+            assert!(
+                from_snapshot > 0 && from_snapshot * 3 < from_start * 2,
+                "replay from the snapshot read {from_snapshot} bytes, from the start {from_start}"
+            );
+            partition.crash_for_tests().await;
+            std::fs::rename(&aside, &kept).unwrap();
+
+            let (partition, _) = reopen(dir.clone()).await;
+            let outcome = partition.apply_retention(-1, 0, now_ms()).await.unwrap();
+            assert!(outcome.log_start_offset > 0, "{outcome:?}");
+            partition.crash_for_tests().await;
+            let (partition, _) = reopen(dir.clone()).await;
+            assert!(partition.log_start_offset() > 0);
+            let (info, _) = partition
+                .append(idempotent().0, &idempotent().1)
+                .await
+                .unwrap();
+            assert_eq!(info.base_offset, 0, "the retry is a duplicate of offset 0");
+            assert_eq!(partition.log.log_end_offset(), log_end_offset);
         });
     }
 

@@ -514,6 +514,9 @@ async fn shard_main(
     glommio::spawn_local_into(shard.clone().retention_loop(), background)
         .map_err(|e| anyhow::anyhow!("cannot start the retention task: {e}"))?
         .detach();
+    glommio::spawn_local_into(shard.clone().producer_snapshot_loop(), background)
+        .map_err(|e| anyhow::anyhow!("cannot start the producer snapshot task: {e}"))?
+        .detach();
     let metrics = match config.metrics_listen {
         Some(address) if shard_id == 0 => {
             let listener = glommio::net::TcpListener::bind(address)

@@ -42,10 +42,13 @@ use messages::{
 };
 use router::{Router, RouterError};
 
-/// One core's broker state.
 /// Partition logs a shard creates or opens at once.
 const PARTITION_OPEN_CONCURRENCY: usize = 32;
+/// How often a shard looks for partitions whose log rolled a segment since
+/// their last producer snapshot (Kafka takes one at every roll).
+const PRODUCER_SNAPSHOT_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
+/// One core's broker state.
 pub struct Shard {
     /// This shard's id (0-based).
     pub id: usize,
@@ -923,6 +926,34 @@ impl Shard {
                     Err(e) => {
                         tracing::warn!(topic = %partition.topic, partition = partition.index, error = %e, "compaction failed")
                     }
+                }
+                if self.closing.get() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Takes a producer snapshot of each partition whose log rolled a
+    /// segment since its last one, one partition at a time, so a start after
+    /// kill -9 replays about a segment of each log instead of everything
+    /// since the last clean stop. Stops when the shard shuts down.
+    pub async fn producer_snapshot_loop(self: Rc<Self>) {
+        loop {
+            glommio::timer::sleep(PRODUCER_SNAPSHOT_CHECK_INTERVAL).await;
+            if self.closing.get() {
+                return;
+            }
+            let due: Vec<Rc<Partition>> = self
+                .partitions
+                .borrow()
+                .values()
+                .filter(|partition| partition.producer_snapshot_due())
+                .cloned()
+                .collect();
+            for partition in due {
+                if let Err(e) = partition.take_producer_snapshot().await {
+                    tracing::warn!(topic = %partition.topic, partition = partition.index, error = %e, "producer snapshot failed");
                 }
                 if self.closing.get() {
                     return;

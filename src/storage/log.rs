@@ -1025,6 +1025,11 @@ impl Log {
         self.shared.state.borrow().log_end_offset
     }
 
+    /// Base offset of the active (newest) segment.
+    pub fn active_segment_base_offset(&self) -> i64 {
+        self.shared.state.borrow().active_segment().base_offset
+    }
+
     /// Base offsets of the segments, ascending (the active one last).
     pub fn segment_base_offsets(&self) -> Vec<i64> {
         let state = self.shared.state.borrow();

@@ -320,7 +320,8 @@ pub fn rewrite_txn_index_files(
     Ok(changed)
 }
 
-/// Syncs every `.txnindex` file of `dir` (blocking).
+/// Syncs every `.txnindex` file of `dir` (blocking). A file removed
+/// meanwhile (a regrouping, a retention deletion) is skipped.
 ///
 /// # Errors
 /// I/O errors.
@@ -328,7 +329,11 @@ pub fn sync_txn_index_files(dir: &Path) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)?.flatten() {
         let name = entry.file_name();
         if name.to_str().and_then(parse_txn_index_file_name).is_some() {
-            std::fs::File::open(entry.path())?.sync_all()?;
+            match std::fs::File::open(entry.path()) {
+                Ok(file) => file.sync_all()?,
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => return Err(error),
+            }
         }
     }
     Ok(())
