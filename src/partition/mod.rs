@@ -756,9 +756,9 @@ impl Partition {
     }
 
     /// Writes the snapshot `bytes` of the state at `offset` (synced, then
-    /// renamed into place), then removes every other snapshot but the newest
-    /// one below it: a start uses the newest snapshot at or below the log
-    /// end, and the previous one is kept in case this one is unreadable.
+    /// renamed into place), then removes the snapshots below it but the
+    /// newest: a start uses the newest snapshot at or below the log end, and
+    /// the previous one is kept in case this one is unreadable.
     async fn persist_producer_snapshot(
         &self,
         offset: i64,
@@ -794,9 +794,11 @@ impl Partition {
                     })
                     .collect();
                 others.sort();
+                // Newer ones stay too (a clean close may have written one
+                // while this was syncing).
                 let previous = others.iter().rposition(|(other, _)| *other < offset);
                 for (index, (_, other_path)) in others.iter().enumerate() {
-                    if Some(index) != previous {
+                    if previous.is_some_and(|previous| index < previous) {
                         let _ = std::fs::remove_file(other_path);
                     }
                 }
@@ -1093,6 +1095,11 @@ impl Partition {
         Ok(self.log.clone().delete().await?)
     }
 
+    /// The partition's topic was deleted.
+    pub fn is_deleted(&self) -> bool {
+        self.deleted.get()
+    }
+
     fn deleted_error(&self) -> PartitionError {
         PartitionError::Deleted {
             topic: self.topic.clone(),
@@ -1328,6 +1335,52 @@ mod tests {
                 .unwrap();
             assert_eq!(info.base_offset, 0, "the retry is a duplicate of offset 0");
             assert_eq!(partition.log.log_end_offset(), log_end_offset);
+        });
+    }
+
+    /// Goal: writing a producer snapshot keeps the newest one below it (in
+    /// case the new one cannot be read) and every newer one (a clean close
+    /// may write one while a roll's snapshot syncs), and removes the rest.
+    /// Method: snapshots written at offsets in and out of order; the
+    /// directory listed after each.
+    #[test]
+    fn producer_snapshots_keep_the_previous_one_and_every_newer_one() {
+        run_on_executor(|| async {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("t-0");
+            let partition = open_partition(&dir, true, true).await;
+            let on_disk = || {
+                let mut offsets: Vec<i64> = std::fs::read_dir(&dir)
+                    .unwrap()
+                    .flatten()
+                    .filter_map(|entry| {
+                        entry
+                            .file_name()
+                            .to_str()
+                            .and_then(parse_snapshot_file_name)
+                    })
+                    .collect();
+                offsets.sort();
+                offsets
+            };
+            let empty = || ProducerStateManager::new().encode_snapshot();
+            for offset in [10, 20, 30] {
+                partition
+                    .persist_producer_snapshot(offset, empty())
+                    .await
+                    .unwrap();
+            }
+            assert_eq!(on_disk(), vec![20, 30]);
+            partition
+                .persist_producer_snapshot(5, empty())
+                .await
+                .unwrap();
+            assert_eq!(on_disk(), vec![5, 20, 30]);
+            partition
+                .persist_producer_snapshot(25, empty())
+                .await
+                .unwrap();
+            assert_eq!(on_disk(), vec![20, 25, 30]);
         });
     }
 

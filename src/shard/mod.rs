@@ -952,7 +952,8 @@ impl Shard {
                 .cloned()
                 .collect();
             for partition in due {
-                if let Err(e) = partition.take_producer_snapshot().await {
+                let taken = partition.take_producer_snapshot().await;
+                if let (Err(e), false) = (taken, partition.is_deleted()) {
                     tracing::warn!(topic = %partition.topic, partition = partition.index, error = %e, "producer snapshot failed");
                 }
                 if self.closing.get() {
