@@ -10,7 +10,8 @@
 //! close) and, separately, stopped cleanly (snapshot written); after each
 //! restart a retry of the last batch must still be recognised. A second
 //! test deletes the producer's batch by retention before the SIGKILL: the
-//! snapshot taken when the segments rolled still knows the producer.
+//! snapshots taken when the segments rolled, and by retention when it
+//! moved the log start past them, still know the producer.
 
 mod common;
 

@@ -42,6 +42,9 @@ use producer_state::{
     parse_snapshot_file_name, snapshot_file_name, AppendCheck, ProducerError, ProducerStateManager,
 };
 
+/// Suffix of a producer snapshot file while it is written.
+const SNAPSHOT_TEMPORARY_SUFFIX: &str = ".snapshot.tmp";
+
 /// Bytes read per step while rebuilding producer state from the log.
 const PRODUCER_STATE_READ_BYTES: usize = 1024 * 1024;
 
@@ -197,6 +200,12 @@ pub struct Partition {
     /// was taken or tried (at load: the loaded snapshot's offset, else the
     /// log start). A segment rolled after it makes a snapshot due.
     snapshot_segment_base: Cell<i64>,
+    /// Offset of the newest producer snapshot on disk (`i64::MIN` when
+    /// there is none).
+    snapshot_offset: Cell<i64>,
+    /// Held while a snapshot file is written (a roll's and a clean
+    /// close's may overlap).
+    snapshot_write_lock: glommio::sync::Semaphore,
 }
 
 /// Wall-clock milliseconds since the epoch.
@@ -232,6 +241,8 @@ impl Partition {
             unflushed_messages: Cell::new(0),
             last_sync: Cell::new((std::time::Instant::now(), log_end_offset)),
             snapshot_segment_base: Cell::new(i64::MAX),
+            snapshot_offset: Cell::new(i64::MIN),
+            snapshot_write_lock: glommio::sync::Semaphore::new(1),
         })
     }
 
@@ -462,11 +473,15 @@ impl Partition {
     }
 
     /// Rebuilds idempotent producer state after the log was opened: from
-    /// the newest snapshot at or below the log end, then the batches after
-    /// it (after the log start, when retention deleted the segments the
-    /// snapshot was taken in: producers whose batches are gone stay known,
-    /// as in Kafka since KIP-360, until they expire); from the whole log
-    /// when there is no usable snapshot.
+    /// the newest snapshot in `[log start, log end]`, then the batches after
+    /// it; from the whole log when there is no usable snapshot. A snapshot
+    /// below the log start is not used: the batches between it and the log
+    /// start are gone, and with them markers that closed transactions it
+    /// holds open. Retention takes a new snapshot once it moves the log
+    /// start past the newest one, so producers whose batches it deleted
+    /// stay known (as in Kafka since KIP-360) unless a crash comes between
+    /// the deletion and that snapshot. Leftover temporary snapshot files
+    /// are removed.
     ///
     /// # Errors
     /// Reading the log failed.
@@ -480,8 +495,11 @@ impl Partition {
                 if let Ok(entries) = std::fs::read_dir(&listing_dir) {
                     for entry in entries.flatten() {
                         let name = entry.file_name();
-                        if let Some(offset) = name.to_str().and_then(parse_snapshot_file_name) {
+                        let Some(name) = name.to_str() else { continue };
+                        if let Some(offset) = parse_snapshot_file_name(name) {
                             found.push((offset, entry.path()));
+                        } else if name.ends_with(SNAPSHOT_TEMPORARY_SUFFIX) {
+                            let _ = std::fs::remove_file(entry.path());
                         }
                     }
                 }
@@ -492,9 +510,9 @@ impl Partition {
         let log_start_offset = self.log.log_start_offset();
         let mut start = log_start_offset;
         let mut state = ProducerStateManager::new();
-        let mut snapshot_offset = log_start_offset;
+        let mut snapshot_offset = None;
         for (offset, path) in snapshots.iter().rev() {
-            if *offset > log_end_offset {
+            if *offset > log_end_offset || *offset < log_start_offset {
                 continue;
             }
             let read_path = path.clone();
@@ -504,8 +522,8 @@ impl Partition {
             match bytes.map(|b| ProducerStateManager::decode_snapshot(&b)) {
                 Ok(Ok(loaded)) => {
                     state = loaded;
-                    start = start.max(*offset);
-                    snapshot_offset = *offset;
+                    start = *offset;
+                    snapshot_offset = Some(*offset);
                     break;
                 }
                 Ok(Err(e)) => {
@@ -562,7 +580,10 @@ impl Partition {
             glommio::yield_if_needed().await;
         }
         *self.producers.borrow_mut() = state;
-        self.snapshot_segment_base.set(snapshot_offset);
+        self.snapshot_segment_base
+            .set(snapshot_offset.unwrap_or(log_start_offset));
+        self.snapshot_offset
+            .set(snapshot_offset.unwrap_or(i64::MIN));
         self.load_txn_index(replay_start, replayed).await;
         // Snapshots past the log end describe data that is gone.
         let stale: Vec<PathBuf> = snapshots
@@ -750,9 +771,15 @@ impl Partition {
     /// # Errors
     /// The snapshot could not be written.
     pub async fn write_producer_snapshot(&self) -> Result<(), PartitionError> {
-        let bytes = self.producers.borrow().encode_snapshot();
-        self.persist_producer_snapshot(self.log.log_end_offset(), bytes)
-            .await
+        let (offset, bytes) = {
+            // A marker still writing its txnindex entry holds the lock.
+            let _permit = self.producer_append_lock.acquire_permit(1).await;
+            (
+                self.log.log_end_offset(),
+                self.producers.borrow().encode_snapshot(),
+            )
+        };
+        self.persist_producer_snapshot(offset, bytes).await
     }
 
     /// Writes the snapshot `bytes` of the state at `offset` (synced, then
@@ -766,6 +793,10 @@ impl Partition {
     ) -> Result<(), PartitionError> {
         let dir = self.log.dir().to_path_buf();
         let path = dir.join(snapshot_file_name(offset));
+        let _permit = self.snapshot_write_lock.acquire_permit(1).await;
+        if self.deleted.get() {
+            return Err(self.deleted_error());
+        }
         if self.txn_index_write_failed.get() {
             // Without a new snapshot the next start replays the log from the
             // previous one and rebuilds the txnindex entries written since.
@@ -779,7 +810,7 @@ impl Partition {
             .spawn_blocking(move || -> std::io::Result<()> {
                 // Entries before the snapshot are never rebuilt from the log.
                 txn_index::sync_txn_index_files(&dir)?;
-                let temporary = write_path.with_extension("snapshot.tmp");
+                let temporary = write_path.with_extension(&SNAPSHOT_TEMPORARY_SUFFIX[1..]);
                 std::fs::write(&temporary, &bytes)?;
                 std::fs::File::open(&temporary)?.sync_all()?;
                 std::fs::rename(&temporary, &write_path)?;
@@ -808,7 +839,10 @@ impl Partition {
             .map_err(|e| PartitionError::Snapshot {
                 path,
                 reason: e.to_string(),
-            })
+            })?;
+        self.snapshot_offset
+            .set(self.snapshot_offset.get().max(offset));
+        Ok(())
     }
 
     /// Forgets producers idle longer than `producer.id.expiration.ms`.
@@ -1044,7 +1078,9 @@ impl Partition {
     /// with them. It does not take the producer lock (a pass can wait for a
     /// roll's fdatasync, which appends must not): a txnindex entry written
     /// meanwhile for a deleted segment is one below the log start, which no
-    /// fetch asks for and which the next load drops.
+    /// fetch asks for and which the next load drops. When the log start
+    /// moves past the newest producer snapshot, a new one is taken (a start
+    /// does not use snapshots below the log start).
     ///
     /// # Errors
     /// The partition was deleted; storage failures.
@@ -1063,14 +1099,24 @@ impl Partition {
             now_ms,
             upper_bound_offset: self.last_stable_offset(),
         };
+        let start_before = self.log.log_start_offset();
         let outcome = self.log.apply_retention(&limits).await?;
-        let mut aborted = self.aborted.borrow_mut();
-        while aborted
-            .entries
-            .front()
-            .is_some_and(|entry| entry.last_offset < outcome.log_start_offset)
         {
-            aborted.entries.pop_front();
+            let mut aborted = self.aborted.borrow_mut();
+            while aborted
+                .entries
+                .front()
+                .is_some_and(|entry| entry.last_offset < outcome.log_start_offset)
+            {
+                aborted.entries.pop_front();
+            }
+        }
+        if outcome.log_start_offset > start_before
+            && outcome.log_start_offset > self.snapshot_offset.get()
+        {
+            if let Err(error) = self.take_producer_snapshot().await {
+                tracing::warn!(topic = %self.topic, partition = self.index, %error, "producer snapshot after retention failed");
+            }
         }
         Ok(outcome)
     }
@@ -1245,14 +1291,17 @@ mod tests {
     }
 
     /// Goal: once a segment rolls a producer snapshot is due, so a start
-    /// after a crash replays the log from it rather than from the start,
-    /// and a producer whose batches retention deleted is still known after
-    /// a crash: a retry of its last batch is a duplicate, answered with the
-    /// original offset and not written again, as in Kafka. Method: an
-    /// idempotent batch, plain batches over several segments, the due
-    /// snapshot, more batches; crash and reopen with the snapshot and then
-    /// without it, counting the segment bytes the state's rebuild reads;
-    /// then retention of every closed segment, a crash, and the retry.
+    /// after a crash replays the log from it rather than from the start;
+    /// retention that moves the log start past the newest snapshot takes
+    /// one, so a producer whose batches it deleted is still known after a
+    /// crash: a retry of its last batch is a duplicate, answered with the
+    /// original offset and not written again, as in Kafka; a snapshot below
+    /// the log start is never used. Method: an idempotent batch, plain
+    /// batches over several segments, the due snapshot, more batches; crash
+    /// and reopen with the snapshot and then without it, counting the
+    /// segment bytes the state's rebuild reads; then retention of every
+    /// closed segment, a crash and the retry; then a crash with only the
+    /// older snapshot left.
     #[test]
     fn producer_snapshots_taken_at_rolls_bound_the_replay_and_outlive_retention() {
         run_on_executor(|| async {
@@ -1323,9 +1372,13 @@ mod tests {
             partition.crash_for_tests().await;
             std::fs::rename(&aside, &kept).unwrap();
 
+            // Retention moves the log start past the snapshot, so it takes
+            // one at the log end.
             let (partition, _) = reopen(dir.clone()).await;
             let outcome = partition.apply_retention(-1, 0, now_ms()).await.unwrap();
-            assert!(outcome.log_start_offset > 0, "{outcome:?}");
+            assert!(outcome.log_start_offset > snapshot_offset, "{outcome:?}");
+            let newest = dir.join(snapshot_file_name(log_end_offset));
+            assert!(newest.exists(), "retention took a snapshot");
             partition.crash_for_tests().await;
             let (partition, _) = reopen(dir.clone()).await;
             assert!(partition.log_start_offset() > 0);
@@ -1335,6 +1388,14 @@ mod tests {
                 .unwrap();
             assert_eq!(info.base_offset, 0, "the retry is a duplicate of offset 0");
             assert_eq!(partition.log.log_end_offset(), log_end_offset);
+            // A snapshot below the log start is never used: the markers
+            // between it and the log start, which may close transactions it
+            // holds open, are gone.
+            partition.crash_for_tests().await;
+            std::fs::remove_file(&newest).unwrap();
+            assert!(dir.join(snapshot_file_name(snapshot_offset)).exists());
+            let (partition, _) = reopen(dir.clone()).await;
+            assert!(partition.describe_producers().is_empty());
         });
     }
 
