@@ -26,7 +26,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Record, TimestampType};
 
-use common::wire::{encode_batch, metadata_on, RawClient};
+use common::wire::{encode_batch, metadata_on, plain_record, RawClient};
 use common::{Broker, BrokerOptions};
 
 const TOPIC: &str = "idempotent";
@@ -211,21 +211,7 @@ fn idempotent_producer_retries_are_written_once() {
 
 /// A plain batch of one record with a 100 kB value.
 fn padding_batch() -> Bytes {
-    encode_batch(&[Record {
-        transactional: false,
-        control: false,
-        delete_horizon: false,
-        partition_leader_epoch: -1,
-        producer_id: -1,
-        producer_epoch: -1,
-        timestamp_type: TimestampType::Creation,
-        offset: 0,
-        sequence: -1,
-        timestamp: common::kafka::BASE_TIMESTAMP_MS,
-        key: None,
-        value: Some(Bytes::from(vec![b'p'; 100_000])),
-        headers: Default::default(),
-    }])
+    encode_batch(&[plain_record(0, None, Bytes::from(vec![b'p'; 100_000]))])
 }
 
 /// (offset of the oldest `.log` file, offsets of the `.snapshot` files).
