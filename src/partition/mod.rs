@@ -752,15 +752,9 @@ impl Partition {
     /// # Errors
     /// The sync or the snapshot failed (the next roll tries again).
     pub async fn take_producer_snapshot(&self) -> Result<(), PartitionError> {
-        let (offset, bytes) = {
-            let _permit = self.producer_append_lock.acquire_permit(1).await;
-            self.snapshot_segment_base
-                .set(self.log.active_segment_base_offset());
-            (
-                self.log.log_end_offset(),
-                self.producers.borrow().encode_snapshot(),
-            )
-        };
+        let (offset, bytes) = self.capture_producer_state().await;
+        self.snapshot_segment_base
+            .set(self.log.active_segment_base_offset());
         self.flush(true).await?;
         self.persist_producer_snapshot(offset, bytes).await
     }
@@ -771,15 +765,19 @@ impl Partition {
     /// # Errors
     /// The snapshot could not be written.
     pub async fn write_producer_snapshot(&self) -> Result<(), PartitionError> {
-        let (offset, bytes) = {
-            // A marker still writing its txnindex entry holds the lock.
-            let _permit = self.producer_append_lock.acquire_permit(1).await;
-            (
-                self.log.log_end_offset(),
-                self.producers.borrow().encode_snapshot(),
-            )
-        };
+        let (offset, bytes) = self.capture_producer_state().await;
         self.persist_producer_snapshot(offset, bytes).await
+    }
+
+    /// The log end offset and the snapshot bytes of the producer state
+    /// there, taken under the producer lock: every batch, marker and
+    /// txnindex entry below that offset is in the state, none above it.
+    async fn capture_producer_state(&self) -> (i64, Vec<u8>) {
+        let _permit = self.producer_append_lock.acquire_permit(1).await;
+        (
+            self.log.log_end_offset(),
+            self.producers.borrow().encode_snapshot(),
+        )
     }
 
     /// Writes the snapshot `bytes` of the state at `offset` (synced, then
