@@ -21,7 +21,7 @@ pub mod producer_state;
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use bytes::{Bytes, BytesMut};
@@ -35,8 +35,8 @@ use crate::protocol::record_batch::{
 };
 use crate::storage::txn_index::{self, AbortedTxn};
 use crate::storage::{
-    AppendInfo, CompactionConfig, CompactionRequest, CompactionStats, Log, Pieces, ReadResult,
-    RetentionLimits, RetentionOutcome, StorageError,
+    AppendInfo, CompactionConfig, CompactionRequest, CompactionStats, Log, LogConfig, Pieces,
+    ReadResult, RetentionLimits, RetentionOutcome, ScanReplay, StorageError,
 };
 use producer_state::{
     parse_snapshot_file_name, snapshot_file_name, AppendCheck, ProducerError, ProducerStateManager,
@@ -57,6 +57,112 @@ pub const ABORTED_TXNS_IN_MEMORY_MAX: usize = 1024;
 /// the round is skipped (logged): cleaning without knowing which data was
 /// aborted could let aborted values shadow committed ones.
 pub const ABORTED_TXNS_PER_COMPACTION_MAX: usize = 1 << 20;
+
+/// Producer state rebuilt from batches in log order after a snapshot (or
+/// from nothing), with the aborted transactions whose markers it passed.
+struct ProducerReplay {
+    state: ProducerStateManager,
+    aborted: Vec<AbortedTxn>,
+}
+
+impl ProducerReplay {
+    fn new(state: ProducerStateManager) -> Self {
+        ProducerReplay {
+            state,
+            aborted: Vec::new(),
+        }
+    }
+
+    /// Applies one whole batch (`batch` holds its bytes).
+    fn apply(&mut self, header: &BatchHeader, batch: &[u8]) {
+        if header.producer_id < 0 {
+            return;
+        }
+        let marker = if header.is_control() {
+            txn_index::decode_txn_marker(&Bytes::copy_from_slice(batch), header)
+        } else {
+            None
+        };
+        let closed = self.state.load_from_batch(header, header.base_offset);
+        if let Some(marker) = marker {
+            self.state
+                .load_coordinator_epoch(header.producer_id, marker.coordinator_epoch);
+            if !marker.commit {
+                let marker_offset = header.base_offset;
+                self.aborted.push(AbortedTxn {
+                    producer_id: header.producer_id,
+                    first_offset: closed.unwrap_or(marker_offset),
+                    last_offset: marker_offset,
+                    last_stable_offset: self
+                        .state
+                        .first_unstable_offset()
+                        .unwrap_or(marker_offset + 1),
+                });
+            }
+        }
+    }
+}
+
+/// A replay from a snapshot that recovery's scan of the active segment fed.
+struct ScannedReplay {
+    snapshot_offset: i64,
+    replay: ProducerReplay,
+    /// The scan handed on every batch from `snapshot_offset` to the log end.
+    covered: bool,
+}
+
+/// The `.snapshot` files in `dir` as (offset, path), in offset order;
+/// leftover temporary ones (a crash while one was written) are removed.
+fn list_snapshots_blocking(dir: &Path) -> Vec<(i64, PathBuf)> {
+    let mut found = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some(offset) = parse_snapshot_file_name(name) {
+                found.push((offset, entry.path()));
+            } else if name.ends_with(SNAPSHOT_TEMPORARY_SUFFIX) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+async fn list_snapshots(dir: PathBuf) -> Vec<(i64, PathBuf)> {
+    glommio::executor()
+        .spawn_blocking(move || list_snapshots_blocking(&dir))
+        .await
+}
+
+/// The newest readable snapshot of `snapshots` (in offset order) whose
+/// offset lies in `[low, high]`; unreadable ones are logged and skipped.
+async fn read_newest_snapshot(
+    snapshots: &[(i64, PathBuf)],
+    low: i64,
+    high: i64,
+) -> Option<(i64, ProducerStateManager)> {
+    for (offset, path) in snapshots.iter().rev() {
+        if !(low..=high).contains(offset) {
+            continue;
+        }
+        let read_path = path.clone();
+        let bytes = glommio::executor()
+            .spawn_blocking(move || std::fs::read(read_path))
+            .await;
+        match bytes.map(|b| ProducerStateManager::decode_snapshot(&b)) {
+            Ok(Ok(state)) => return Some((*offset, state)),
+            Ok(Err(e)) => {
+                tracing::warn!(path = %path.display(), error = %e, "ignoring a bad producer state snapshot")
+            }
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot read a producer state snapshot")
+            }
+        }
+    }
+    None
+}
 
 /// The newest aborted transactions of a partition, by marker offset.
 #[derive(Debug, Default)]
@@ -472,6 +578,66 @@ impl Partition {
         }
     }
 
+    /// Opens the log of an existing partition directory and rebuilds its
+    /// producer state. After an unclean shutdown the newest producer
+    /// snapshot is read first and recovery's scan of the active segment
+    /// replays the batches after it while it checks them, so that segment
+    /// is read once (Kafka's `LogSegment.recover` feeds the producer state
+    /// the same way). When the scan could not cover the replay (the
+    /// snapshot lies before the active segment or past the recovered log
+    /// end, or none is readable), [`Self::load_producer_state`] reads the
+    /// log instead.
+    ///
+    /// # Errors
+    /// Opening or reading the log failed.
+    pub async fn open(
+        topic: String,
+        index: i32,
+        topic_id: Uuid,
+        dir: &Path,
+        config: LogConfig,
+        clean_shutdown: bool,
+        settings: PartitionSettings,
+    ) -> Result<Rc<Self>, PartitionError> {
+        let snapshots = list_snapshots(dir.to_path_buf()).await;
+        let mut scanned = None;
+        if !clean_shutdown {
+            if let Some((offset, state)) =
+                read_newest_snapshot(&snapshots, i64::MIN, i64::MAX).await
+            {
+                scanned = Some(ScannedReplay {
+                    snapshot_offset: offset,
+                    replay: ProducerReplay::new(state),
+                    covered: false,
+                });
+            }
+        }
+        let log = match scanned.as_mut() {
+            Some(scanned) => {
+                let replay = &mut scanned.replay;
+                let mut visit = |header: &BatchHeader, batch: &[u8]| replay.apply(header, batch);
+                let (log, replayed_from) = Log::open_replaying(
+                    dir,
+                    config,
+                    clean_shutdown,
+                    Some(ScanReplay {
+                        from_offset: scanned.snapshot_offset,
+                        visit: &mut visit,
+                    }),
+                )
+                .await?;
+                scanned.covered = replayed_from == Some(scanned.snapshot_offset);
+                log
+            }
+            None => Log::open(dir, config, clean_shutdown).await?,
+        };
+        let partition = Partition::new(topic, index, topic_id, log, settings);
+        partition
+            .load_producer_state_after(snapshots, scanned)
+            .await?;
+        Ok(partition)
+    }
+
     /// Rebuilds idempotent producer state after the log was opened: from
     /// the newest snapshot in `[log start, log end]`, then the batches after
     /// it; from the whole log when there is no usable snapshot. A snapshot
@@ -486,105 +652,45 @@ impl Partition {
     /// # Errors
     /// Reading the log failed.
     pub async fn load_producer_state(&self) -> Result<(), PartitionError> {
-        let dir = self.log.dir().to_path_buf();
-        let log_end_offset = self.log.log_end_offset();
-        let listing_dir = dir.clone();
-        let snapshots: Vec<(i64, PathBuf)> = glommio::executor()
-            .spawn_blocking(move || {
-                let mut found = Vec::new();
-                if let Ok(entries) = std::fs::read_dir(&listing_dir) {
-                    for entry in entries.flatten() {
-                        let name = entry.file_name();
-                        let Some(name) = name.to_str() else { continue };
-                        if let Some(offset) = parse_snapshot_file_name(name) {
-                            found.push((offset, entry.path()));
-                        } else if name.ends_with(SNAPSHOT_TEMPORARY_SUFFIX) {
-                            let _ = std::fs::remove_file(entry.path());
-                        }
-                    }
-                }
-                found.sort();
-                found
-            })
-            .await;
+        let snapshots = list_snapshots(self.log.dir().to_path_buf()).await;
+        self.load_producer_state_after(snapshots, None).await
+    }
+
+    /// [`Self::load_producer_state`] with the snapshots listed, taking the
+    /// replay recovery's scan did when it is usable.
+    async fn load_producer_state_after(
+        &self,
+        snapshots: Vec<(i64, PathBuf)>,
+        scanned: Option<ScannedReplay>,
+    ) -> Result<(), PartitionError> {
         let log_start_offset = self.log.log_start_offset();
-        let mut start = log_start_offset;
-        let mut state = ProducerStateManager::new();
-        let mut snapshot_offset = None;
-        for (offset, path) in snapshots.iter().rev() {
-            if *offset > log_end_offset || *offset < log_start_offset {
-                continue;
+        let log_end_offset = self.log.log_end_offset();
+        let usable = scanned.filter(|scanned| {
+            scanned.covered
+                && (log_start_offset..=log_end_offset).contains(&scanned.snapshot_offset)
+        });
+        let (snapshot_offset, replay) = match usable {
+            Some(scanned) => (Some(scanned.snapshot_offset), scanned.replay),
+            None => {
+                let newest =
+                    read_newest_snapshot(&snapshots, log_start_offset, log_end_offset).await;
+                let start = newest
+                    .as_ref()
+                    .map_or(log_start_offset, |(offset, _)| *offset);
+                let snapshot_offset = newest.as_ref().map(|(offset, _)| *offset);
+                let mut replay =
+                    ProducerReplay::new(newest.map(|(_, state)| state).unwrap_or_default());
+                self.replay_log(start, log_end_offset, &mut replay).await?;
+                (snapshot_offset, replay)
             }
-            let read_path = path.clone();
-            let bytes = glommio::executor()
-                .spawn_blocking(move || std::fs::read(read_path))
-                .await;
-            match bytes.map(|b| ProducerStateManager::decode_snapshot(&b)) {
-                Ok(Ok(loaded)) => {
-                    state = loaded;
-                    start = *offset;
-                    snapshot_offset = Some(*offset);
-                    break;
-                }
-                Ok(Err(e)) => {
-                    tracing::warn!(path = %path.display(), error = %e, "ignoring a bad producer state snapshot")
-                }
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), error = %e, "cannot read a producer state snapshot")
-                }
-            }
-        }
-        let replay_start = start;
-        let mut replayed: Vec<AbortedTxn> = Vec::new();
-        let mut offset = start;
-        while offset < log_end_offset {
-            let read = self
-                .log
-                .read(offset, log_end_offset, PRODUCER_STATE_READ_BYTES, true)
-                .await?;
-            if read.batches.is_empty() {
-                break;
-            }
-            let chunk = read.into_contiguous();
-            let mut next = offset;
-            for (position, header) in crate::protocol::record_batch::BatchIter::new(&chunk, false) {
-                if header.producer_id >= 0 && header.base_offset >= offset {
-                    let marker = if header.is_control() {
-                        let batch = chunk.slice(position..position + header.total_bytes());
-                        txn_index::decode_txn_marker(&batch, &header)
-                    } else {
-                        None
-                    };
-                    let closed = state.load_from_batch(&header, header.base_offset);
-                    if let Some(marker) = marker {
-                        state.load_coordinator_epoch(header.producer_id, marker.coordinator_epoch);
-                        if !marker.commit {
-                            let marker_offset = header.base_offset;
-                            replayed.push(AbortedTxn {
-                                producer_id: header.producer_id,
-                                first_offset: closed.unwrap_or(marker_offset),
-                                last_offset: marker_offset,
-                                last_stable_offset: state
-                                    .first_unstable_offset()
-                                    .unwrap_or(marker_offset + 1),
-                            });
-                        }
-                    }
-                }
-                next = next.max(header.last_offset() + 1);
-            }
-            if next <= offset {
-                break;
-            }
-            offset = next;
-            glommio::yield_if_needed().await;
-        }
-        *self.producers.borrow_mut() = state;
+        };
+        let replay_start = snapshot_offset.unwrap_or(log_start_offset);
+        *self.producers.borrow_mut() = replay.state;
         self.snapshot_segment_base
             .set(snapshot_offset.unwrap_or(log_start_offset));
         self.snapshot_offset
             .set(snapshot_offset.unwrap_or(i64::MIN));
-        self.load_txn_index(replay_start, replayed).await;
+        self.load_txn_index(replay_start, replay.aborted).await;
         // Snapshots past the log end describe data that is gone.
         let stale: Vec<PathBuf> = snapshots
             .into_iter()
@@ -599,6 +705,39 @@ impl Partition {
                     }
                 })
                 .await;
+        }
+        Ok(())
+    }
+
+    /// Reads the log's batches in `[from, log_end_offset)` into `replay`.
+    async fn replay_log(
+        &self,
+        from: i64,
+        log_end_offset: i64,
+        replay: &mut ProducerReplay,
+    ) -> Result<(), PartitionError> {
+        let mut offset = from;
+        while offset < log_end_offset {
+            let read = self
+                .log
+                .read(offset, log_end_offset, PRODUCER_STATE_READ_BYTES, true)
+                .await?;
+            if read.batches.is_empty() {
+                break;
+            }
+            let chunk = read.into_contiguous();
+            let mut next = offset;
+            for (position, header) in crate::protocol::record_batch::BatchIter::new(&chunk, false) {
+                if header.base_offset >= offset {
+                    replay.apply(&header, &chunk[position..position + header.total_bytes()]);
+                }
+                next = next.max(header.last_offset() + 1);
+            }
+            if next <= offset {
+                break;
+            }
+            offset = next;
+            glommio::yield_if_needed().await;
         }
         Ok(())
     }
@@ -812,17 +951,8 @@ impl Partition {
                 std::fs::write(&temporary, &bytes)?;
                 std::fs::File::open(&temporary)?.sync_all()?;
                 std::fs::rename(&temporary, &write_path)?;
-                let mut others: Vec<(i64, PathBuf)> = std::fs::read_dir(&dir)?
-                    .flatten()
-                    .filter_map(|entry| {
-                        let other = entry
-                            .file_name()
-                            .to_str()
-                            .and_then(parse_snapshot_file_name)?;
-                        (other != offset).then(|| (other, entry.path()))
-                    })
-                    .collect();
-                others.sort();
+                let mut others = list_snapshots_blocking(&dir);
+                others.retain(|(other, _)| *other != offset);
                 // Newer ones stay too (a clean close may have written one
                 // while this was syncing).
                 let previous = others.iter().rposition(|(other, _)| *other < offset);
@@ -1210,17 +1340,28 @@ mod tests {
         flush_ms: u64::MAX,
     };
 
+    /// Creates the partition, or opens it as a start does.
     async fn open_partition(dir: &Path, create: bool, clean: bool) -> Rc<Partition> {
-        let log = if create {
-            Log::create(dir, small_config(1 << 20), Uuid::nil()).await
-        } else {
-            Log::open(dir, small_config(1 << 20), clean).await
-        };
+        open_partition_with(dir, small_config(1 << 20), create, clean).await
+    }
+
+    async fn open_partition_with(
+        dir: &Path,
+        config: LogConfig,
+        create: bool,
+        clean: bool,
+    ) -> Rc<Partition> {
+        if !create {
+            return Partition::open("t".into(), 0, Uuid::nil(), dir, config, clean, SETTINGS)
+                .await
+                .expect("partition opens");
+        }
+        let log = Log::create(dir, config, Uuid::nil()).await;
         let partition = Partition::new(
             "t".into(),
             0,
             Uuid::nil(),
-            log.expect("log opens"),
+            log.expect("log creates"),
             SETTINGS,
         );
         partition.load_producer_state().await.expect("state loads");
@@ -1394,6 +1535,134 @@ mod tests {
             assert!(dir.join(snapshot_file_name(snapshot_offset)).exists());
             let (partition, _) = reopen(dir.clone()).await;
             assert!(partition.describe_producers().is_empty());
+        });
+    }
+
+    /// Goal: after a crash the scan that checks the active segment also
+    /// replays the producer batches after the snapshot, so the segment is
+    /// read once, and the state it builds (producers, open transactions,
+    /// aborted transactions and their txnindex, the LSO) is the one a
+    /// separate replay of the log builds. Method: a snapshot inside the
+    /// active segment with a transaction open; after it idempotent,
+    /// aborted, committed and open transactional batches among plain ones;
+    /// a crash; the partition opened as a start does and, after another
+    /// crash, with the log opened first and the state loaded after,
+    /// counting the segment bytes each reads; then an idempotent retry.
+    #[test]
+    fn recovery_scan_replays_the_producer_state_so_the_active_segment_is_read_once() {
+        run_on_executor(|| async {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("t-0");
+            let config = LogConfig {
+                segment_bytes: 1 << 20,
+                // Records stamped 1000 and now share a segment.
+                segment_ms: u64::MAX / 4,
+                index_interval_bytes: 4096,
+                segment_index_bytes: 1 << 16,
+                ..small_config(0)
+            };
+            let idempotent = |base_sequence| {
+                let record = NewRecord {
+                    key: Some(b"k"),
+                    value: Some(b"idempotent"),
+                };
+                let bytes = build_producer_batch(
+                    &[record],
+                    1_000,
+                    Some(BatchProducer {
+                        producer_id: 7,
+                        producer_epoch: 0,
+                        base_sequence,
+                        transactional: false,
+                    }),
+                );
+                let header = validate_batch(&bytes).unwrap();
+                (Bytes::from(bytes), header)
+            };
+            let plain = |partition: Rc<Partition>, count| async move {
+                for _ in 0..count {
+                    let batch = Bytes::from(sample_batch(0, 20, now_ms()));
+                    let header = validate_batch(&batch).unwrap();
+                    partition.append(batch, &header).await.unwrap();
+                }
+            };
+            let partition = open_partition_with(&dir, config.clone(), true, true).await;
+            assert_eq!(append(&partition, idempotent(0)).await, 0);
+            let committed_first = append(&partition, keyed("k", "committed", Some((3, 0)))).await;
+            plain(partition.clone(), 5).await;
+            partition.take_producer_snapshot().await.unwrap();
+            let snapshot_offset = partition.log.log_end_offset();
+            plain(partition.clone(), 100).await;
+            let retried = append(&partition, idempotent(1)).await;
+            let aborted_first = append(&partition, keyed("k", "aborted", Some((4, 0)))).await;
+            plain(partition.clone(), 100).await;
+            let abort = partition.write_txn_marker(4, 0, 2, false).await.unwrap();
+            partition.write_txn_marker(3, 0, 2, true).await.unwrap();
+            let open_first = append(&partition, keyed("k", "open", Some((5, 0)))).await;
+            plain(partition.clone(), 100).await;
+            partition.flush(true).await.unwrap();
+            assert_eq!(
+                partition.log.segment_base_offsets(),
+                vec![0],
+                "the snapshot lies in the active segment"
+            );
+            assert!(committed_first < snapshot_offset && snapshot_offset < retried);
+            let expected_aborted = vec![AbortedTxn {
+                producer_id: 4,
+                first_offset: aborted_first,
+                last_offset: abort,
+                // Producer 3's transaction is still open at the abort.
+                last_stable_offset: committed_first,
+            }];
+            let high_watermark = partition.high_watermark();
+            let producers = partition.describe_producers();
+            assert_eq!(producers.len(), 4);
+            partition.crash_for_tests().await;
+            let segment_bytes = std::fs::metadata(dir.join("00000000000000000000.log"))
+                .unwrap()
+                .len();
+
+            let before = crate::storage::segment_bytes_read();
+            let partition = open_partition_with(&dir, config.clone(), false, false).await;
+            let once = crate::storage::segment_bytes_read() - before;
+            let state = |partition: Rc<Partition>| async move {
+                let aborted = partition.aborted_transactions_all().await;
+                (
+                    partition.high_watermark(),
+                    partition.last_stable_offset(),
+                    partition.open_transactions(),
+                    partition.describe_producers(),
+                    aborted,
+                    txn_index::read_txn_index_files(partition.log.dir()),
+                )
+            };
+            let scanned = state(partition.clone()).await;
+            assert_eq!(scanned.0, high_watermark);
+            assert_eq!(scanned.1, open_first);
+            assert_eq!(scanned.2, vec![(open_first, 5)]);
+            assert_eq!(scanned.3, producers);
+            assert_eq!(scanned.4, expected_aborted);
+            partition.crash_for_tests().await;
+
+            let before = crate::storage::segment_bytes_read();
+            let log = Log::open(&dir, config.clone(), false).await.unwrap();
+            let partition = Partition::new("t".into(), 0, Uuid::nil(), log, SETTINGS);
+            partition.load_producer_state().await.unwrap();
+            let twice = crate::storage::segment_bytes_read() - before;
+            assert_eq!(state(partition.clone()).await, scanned);
+            assert!(
+                once < segment_bytes + segment_bytes / 4 && twice > segment_bytes * 3 / 2,
+                "the segment has {segment_bytes} bytes; open read {once}, recovery and a separate replay {twice}"
+            );
+            partition.crash_for_tests().await;
+
+            let partition = open_partition_with(&dir, config, false, false).await;
+            let (info, _) = partition
+                .append(idempotent(1).0, &idempotent(1).1)
+                .await
+                .unwrap();
+            assert_eq!(info.base_offset, retried, "the retry is a duplicate");
+            assert_eq!(partition.high_watermark(), high_watermark);
         });
     }
 

@@ -226,19 +226,24 @@ impl Shard {
     ) -> anyhow::Result<()> {
         let dir = partition_dir(&self.config, &topic.name, partition);
         let log_config = log_config_for(topic, &self.config);
-        let log = if dir.exists() {
-            Log::open(&dir, log_config, clean_shutdown).await?
+        let settings = partition_settings_for(topic, &self.config);
+        let p = if dir.exists() {
+            Partition::open(
+                topic.name.clone(),
+                partition,
+                topic.topic_id,
+                &dir,
+                log_config,
+                clean_shutdown,
+                settings,
+            )
+            .await?
         } else {
-            Log::create(&dir, log_config, topic.topic_id).await?
+            let log = Log::create(&dir, log_config, topic.topic_id).await?;
+            let p = Partition::new(topic.name.clone(), partition, topic.topic_id, log, settings);
+            p.load_producer_state().await?;
+            p
         };
-        let p = Partition::new(
-            topic.name.clone(),
-            partition,
-            topic.topic_id,
-            log,
-            partition_settings_for(topic, &self.config),
-        );
-        p.load_producer_state().await?;
         self.partitions.borrow_mut().insert(
             TopicPartition {
                 topic: topic.name.clone(),

@@ -62,7 +62,7 @@ use super::{
         cold_read_turn, find_record_by_timestamp, next_offset_after_pieces,
         read_file_batches_scheduled, whole_batches, FileReadPlan, ReadLimits,
     },
-    recovery::recover_log,
+    recovery::{recover_log, ScanReplay},
     retention::SegmentFacts,
     segment::{
         create_segment_file, segment_file_path, Segment, INDEX_FILE_EXTENSION, LOG_FILE_EXTENSION,
@@ -917,8 +917,28 @@ impl Log {
         config: LogConfig,
         clean_shutdown: bool,
     ) -> Result<Log, StorageError> {
+        Ok(Log::open_replaying(dir, config, clean_shutdown, None)
+            .await?
+            .0)
+    }
+
+    /// [`Log::open`], handing the batches that recovery's scan of the
+    /// active segment checks to `replay`. The offset returned is
+    /// `replay.from_offset` when every batch of the log from there on was
+    /// handed on, `None` when not (clean shutdown, or the active segment
+    /// begins after it): the caller then reads them itself.
+    ///
+    /// # Errors
+    /// As [`Log::open`].
+    pub async fn open_replaying(
+        dir: &Path,
+        config: LogConfig,
+        clean_shutdown: bool,
+        replay: Option<ScanReplay<'_>>,
+    ) -> Result<(Log, Option<i64>), StorageError> {
         config.validate()?;
-        let recovered = recover_log(dir, &config, clean_shutdown, now_ms()).await?;
+        let recovered = recover_log(dir, &config, clean_shutdown, now_ms(), replay).await?;
+        let replayed_from = recovered.replayed_from;
         let log = Log::start(
             dir.to_path_buf(),
             config,
@@ -935,7 +955,7 @@ impl Log {
             log_end_offset = log.log_end_offset(),
             "opened log"
         );
-        Ok(log)
+        Ok((log, replayed_from))
     }
 
     async fn start(

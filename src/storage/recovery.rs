@@ -62,7 +62,7 @@ use super::{
     },
     txn_index::TXN_INDEX_FILE_EXTENSION,
 };
-use crate::protocol::record_batch::validate_batch;
+use crate::protocol::record_batch::{validate_batch, BatchHeader};
 
 /// Suffix of a compacted segment's files while they are written
 /// (uncommitted).
@@ -89,6 +89,22 @@ pub struct RecoveredLog {
     pub leader_epochs: Vec<EpochEntry>,
     /// From `cleaner-offset-checkpoint`, when present and readable.
     pub cleaner_checkpoint: Option<i64>,
+    /// `Some(from_offset)` of the [`ScanReplay`] when it saw every batch of
+    /// the recovered log from that offset to the log end: the active
+    /// segment was scanned and begins at or below it.
+    pub replayed_from: Option<i64>,
+}
+
+/// Batches the scan of the active segment after an unclean shutdown hands
+/// on, so whoever rebuilds state from them need not read the segment again.
+pub struct ScanReplay<'a> {
+    /// The first offset wanted: batches whose base offset is below it are
+    /// not handed on.
+    pub from_offset: i64,
+    /// Called with each batch that passed its checks, header and whole
+    /// bytes, in log order. A batch handed on is kept: the file is only
+    /// ever cut after the last one.
+    pub visit: &'a mut dyn FnMut(&BatchHeader, &[u8]),
 }
 
 /// Result of scanning one segment from its start.
@@ -109,6 +125,7 @@ pub async fn recover_log(
     config: &LogConfig,
     clean_shutdown: bool,
     now_ms: i64,
+    replay: Option<ScanReplay<'_>>,
 ) -> Result<RecoveredLog, StorageError> {
     ensure_iopoll_probed(dir).await?;
     finish_interrupted_swaps(dir).await?;
@@ -116,19 +133,22 @@ pub async fn recover_log(
     let topic_id = read_partition_metadata(dir).await?;
     let mut leader_epochs = read_leader_epochs(dir).await?;
     let mut segments: Vec<Segment> = Vec::new();
+    let mut replayed_from = None;
     if base_offsets.is_empty() {
         warn!(dir = %dir.display(), "no segment files; starting an empty log at offset 0");
         let mut segment = Segment::new(0, now_ms, config.segment_index_bytes);
         segment.file = Some(create_segment_file(dir, 0).await?);
         segments.push(segment);
     } else {
-        let garbage_from = recover_segments(
+        let garbage_from;
+        (garbage_from, replayed_from) = recover_segments(
             dir,
             config,
             clean_shutdown,
             now_ms,
             &base_offsets,
             &mut segments,
+            replay,
         )
         .await?;
         if let Some(first_garbage) = garbage_from {
@@ -176,6 +196,7 @@ pub async fn recover_log(
         topic_id,
         leader_epochs,
         cleaner_checkpoint,
+        replayed_from,
     })
 }
 
@@ -405,7 +426,7 @@ async fn swap_next_offset(dir: &Path, base_offset: i64) -> Result<i64, StorageEr
 }
 
 /// Recovers each listed segment into `segments`; returns the index of the
-/// first garbage segment, if any.
+/// first garbage segment, if any, and [`RecoveredLog::replayed_from`].
 async fn recover_segments(
     dir: &Path,
     config: &LogConfig,
@@ -413,8 +434,10 @@ async fn recover_segments(
     now_ms: i64,
     base_offsets: &[i64],
     segments: &mut Vec<Segment>,
-) -> Result<Option<usize>, StorageError> {
+    mut replay: Option<ScanReplay<'_>>,
+) -> Result<(Option<usize>, Option<i64>), StorageError> {
     let last_index = base_offsets.len() - 1;
+    let mut replayed_from = None;
     for (index, &base_offset) in base_offsets.iter().enumerate() {
         if let Some(previous) = segments.last() {
             if base_offset < previous.next_offset {
@@ -424,7 +447,7 @@ async fn recover_segments(
                     previous_next_offset = previous.next_offset,
                     "segment overlaps the end of the previous one"
                 );
-                return Ok(Some(index));
+                return Ok((Some(index), replayed_from));
             }
         }
         let is_last = index == last_index;
@@ -454,8 +477,25 @@ async fn recover_segments(
         let (mut segment, rebuilt, stopped_by) = match loaded {
             Some(segment) => (segment, false, None),
             None => {
-                let scan =
-                    scan_segment(&file, &path, base_offset, file_size, config, now_ms).await?;
+                // Only the active segment's batches are handed on: the
+                // replay wants the newest ones, and a closed segment
+                // scanned here may be cut, making the ones after it garbage.
+                let segment_replay = replay
+                    .as_mut()
+                    .filter(|replay| is_last && replay.from_offset >= base_offset);
+                if let Some(replay) = &segment_replay {
+                    replayed_from = Some(replay.from_offset);
+                }
+                let scan = scan_segment(
+                    &file,
+                    &path,
+                    base_offset,
+                    file_size,
+                    config,
+                    now_ms,
+                    segment_replay,
+                )
+                .await?;
                 if scan.valid_bytes < file_size {
                     warn!(
                         path = %path.display(),
@@ -487,10 +527,10 @@ async fn recover_segments(
         segment.files_complete = !is_last && stopped_by.is_none();
         segments.push(segment);
         if stopped_by.is_some() && !is_last {
-            return Ok(Some(index + 1));
+            return Ok((Some(index + 1), replayed_from));
         }
     }
-    Ok(None)
+    Ok((None, replayed_from))
 }
 
 /// Writes a segment's `.index` and `.timeindex` and fdatasyncs them.
@@ -562,6 +602,7 @@ async fn scan_segment(
     file_size: u64,
     config: &LogConfig,
     now_ms: i64,
+    mut replay: Option<&mut ScanReplay<'_>>,
 ) -> Result<SegmentScan, StorageError> {
     let mut segment = Segment::new(base_offset, now_ms, config.segment_index_bytes);
     let mut scanner = SegmentScanner::new(
@@ -603,6 +644,11 @@ async fn scan_segment(
                 if let Err(error) = validate_batch(bytes) {
                     stopped_by = Some(format!("batch at byte {position}: {error}"));
                     break;
+                }
+                if let Some(replay) = replay.as_mut() {
+                    if header.base_offset >= replay.from_offset {
+                        (replay.visit)(&header, bytes);
+                    }
                 }
             }
         }
