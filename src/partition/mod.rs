@@ -105,9 +105,10 @@ impl ProducerReplay {
 
 /// A replay from a snapshot that recovery's scan of the active segment fed.
 struct ScannedReplay {
-    snapshot_offset: i64,
+    /// `None`: no snapshot, the replay starts at the log start.
+    snapshot_offset: Option<i64>,
     replay: ProducerReplay,
-    /// The scan handed on every batch from `snapshot_offset` to the log end.
+    /// The scan handed on every batch from there to the log end.
     covered: bool,
 }
 
@@ -583,9 +584,11 @@ impl Partition {
     /// snapshot is read first and recovery's scan of the active segment
     /// replays the batches after it while it checks them, so that segment
     /// is read once (Kafka's `LogSegment.recover` feeds the producer state
-    /// the same way). When the scan could not cover the replay (the
-    /// snapshot lies before the active segment or past the recovered log
-    /// end, or none is readable), [`Self::load_producer_state`] reads the
+    /// the same way); without a snapshot it replays the whole log when the
+    /// active segment is the only one. When the scan could not cover the
+    /// replay (the snapshot lies before the active segment or past the
+    /// recovered log end, or there is none and several segments),
+    /// [`Self::load_producer_state`] reads the
     /// log instead.
     ///
     /// # Errors
@@ -600,40 +603,38 @@ impl Partition {
         settings: PartitionSettings,
     ) -> Result<Rc<Self>, PartitionError> {
         let snapshots = list_snapshots(dir.to_path_buf()).await;
-        let mut scanned = None;
-        if !clean_shutdown {
-            if let Some((offset, state)) =
-                read_newest_snapshot(&snapshots, i64::MIN, i64::MAX).await
-            {
-                scanned = Some(ScannedReplay {
-                    snapshot_offset: offset,
-                    replay: ProducerReplay::new(state),
-                    covered: false,
-                });
-            }
+        if clean_shutdown {
+            // The clean close wrote a snapshot at the log end.
+            let log = Log::open(dir, config, clean_shutdown).await?;
+            let partition = Partition::new(topic, index, topic_id, log, settings);
+            partition.load_producer_state_after(snapshots, None).await?;
+            return Ok(partition);
         }
-        let log = match scanned.as_mut() {
-            Some(scanned) => {
-                let replay = &mut scanned.replay;
-                let mut visit = |header: &BatchHeader, batch: &[u8]| replay.apply(header, batch);
-                let (log, replayed_from) = Log::open_replaying(
-                    dir,
-                    config,
-                    clean_shutdown,
-                    Some(ScanReplay {
-                        from_offset: scanned.snapshot_offset,
-                        visit: &mut visit,
-                    }),
-                )
-                .await?;
-                scanned.covered = replayed_from == Some(scanned.snapshot_offset);
-                log
-            }
-            None => Log::open(dir, config, clean_shutdown).await?,
+        let newest = read_newest_snapshot(&snapshots, i64::MIN, i64::MAX).await;
+        let mut scanned = ScannedReplay {
+            snapshot_offset: newest.as_ref().map(|(offset, _)| *offset),
+            replay: ProducerReplay::new(newest.map(|(_, state)| state).unwrap_or_default()),
+            covered: false,
         };
+        // Without a snapshot the replay starts at the log start: covered
+        // when the active segment is the whole log.
+        let from_offset = scanned.snapshot_offset.unwrap_or(i64::MIN);
+        let replay = &mut scanned.replay;
+        let mut visit = |header: &BatchHeader, batch: &[u8]| replay.apply(header, batch);
+        let (log, replayed_from) = Log::open_replaying(
+            dir,
+            config,
+            clean_shutdown,
+            Some(ScanReplay {
+                from_offset,
+                visit: &mut visit,
+            }),
+        )
+        .await?;
+        scanned.covered = replayed_from == Some(from_offset);
         let partition = Partition::new(topic, index, topic_id, log, settings);
         partition
-            .load_producer_state_after(snapshots, scanned)
+            .load_producer_state_after(snapshots, Some(scanned))
             .await?;
         Ok(partition)
     }
@@ -667,10 +668,12 @@ impl Partition {
         let log_end_offset = self.log.log_end_offset();
         let usable = scanned.filter(|scanned| {
             scanned.covered
-                && (log_start_offset..=log_end_offset).contains(&scanned.snapshot_offset)
+                && scanned.snapshot_offset.map_or(true, |offset| {
+                    (log_start_offset..=log_end_offset).contains(&offset)
+                })
         });
         let (snapshot_offset, replay) = match usable {
-            Some(scanned) => (Some(scanned.snapshot_offset), scanned.replay),
+            Some(scanned) => (scanned.snapshot_offset, scanned.replay),
             None => {
                 let newest =
                     read_newest_snapshot(&snapshots, log_start_offset, log_end_offset).await;
@@ -1663,6 +1666,102 @@ mod tests {
                 .unwrap();
             assert_eq!(info.base_offset, retried, "the retry is a duplicate");
             assert_eq!(partition.high_watermark(), high_watermark);
+        });
+    }
+
+    /// Goal: with no snapshot and a single segment (a log that never rolled
+    /// nor closed cleanly) a start after a crash replays the whole log in
+    /// the scan that checks it, and stops with it at the first bad batch: a
+    /// batch cut from the log is not in the producer state. Method: batches
+    /// of an idempotent producer and an open transaction; a crash; a
+    /// further batch of another producer written after the log end with
+    /// its CRC broken; the partition opened, counting the segment bytes
+    /// read, and compared with a separate replay.
+    #[test]
+    fn recovery_scan_without_a_snapshot_replays_a_single_segment_up_to_its_first_bad_batch() {
+        run_on_executor(|| async {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("t-0");
+            let config = LogConfig {
+                segment_bytes: 1 << 20,
+                segment_ms: u64::MAX / 4,
+                index_interval_bytes: 4096,
+                segment_index_bytes: 1 << 16,
+                preallocate_bytes: 0,
+                ..small_config(0)
+            };
+            let idempotent = |producer_id, base_sequence| {
+                let record = NewRecord {
+                    key: Some(b"k"),
+                    value: Some(b"idempotent"),
+                };
+                let bytes = build_producer_batch(
+                    &[record],
+                    1_000,
+                    Some(BatchProducer {
+                        producer_id,
+                        producer_epoch: 0,
+                        base_sequence,
+                        transactional: false,
+                    }),
+                );
+                let header = validate_batch(&bytes).unwrap();
+                (Bytes::from(bytes), header)
+            };
+            let partition = open_partition_with(&dir, config.clone(), true, true).await;
+            let mut data_bytes = 0u64;
+            for sequence in 0..200 {
+                let batch = idempotent(7, sequence);
+                data_bytes += batch.0.len() as u64;
+                append(&partition, batch).await;
+                let plain = Bytes::from(sample_batch(0, 20, 1_000));
+                data_bytes += plain.len() as u64;
+                let header = validate_batch(&plain).unwrap();
+                partition.append(plain, &header).await.unwrap();
+            }
+            let open = keyed("k", "open", Some((5, 0)));
+            data_bytes += open.0.len() as u64;
+            let open_first = append(&partition, open).await;
+            partition.flush(true).await.unwrap();
+            let log_end_offset = partition.log.log_end_offset();
+            let producers = partition.describe_producers();
+            assert_eq!(producers.len(), 2);
+            partition.crash_for_tests().await;
+
+            // A batch of producer 8 after the log end, its last byte flipped.
+            let mut torn =
+                crate::storage::test_support::stamped(&idempotent(8, 0).0, log_end_offset, 0);
+            *torn.last_mut().unwrap() ^= 0xff;
+            let segment = dir.join("00000000000000000000.log");
+            {
+                use std::os::unix::fs::FileExt;
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&segment)
+                    .unwrap();
+                file.write_all_at(&torn, data_bytes).unwrap();
+            }
+            assert!(list_snapshots_blocking(&dir).is_empty());
+
+            let before = crate::storage::segment_bytes_read();
+            let partition = open_partition_with(&dir, config.clone(), false, false).await;
+            let once = crate::storage::segment_bytes_read() - before;
+            assert_eq!(partition.log.log_end_offset(), log_end_offset);
+            assert_eq!(partition.describe_producers(), producers);
+            assert_eq!(partition.open_transactions(), vec![(open_first, 5)]);
+            assert_eq!(partition.last_stable_offset(), open_first);
+            partition.crash_for_tests().await;
+
+            let before = crate::storage::segment_bytes_read();
+            let log = Log::open(&dir, config, false).await.unwrap();
+            let partition = Partition::new("t".into(), 0, Uuid::nil(), log, SETTINGS);
+            partition.load_producer_state().await.unwrap();
+            let twice = crate::storage::segment_bytes_read() - before;
+            assert_eq!(partition.describe_producers(), producers);
+            assert!(
+                once < data_bytes + data_bytes / 4 && twice > data_bytes * 3 / 2,
+                "the log has {data_bytes} bytes; open read {once}, recovery and a separate replay {twice}"
+            );
         });
     }
 

@@ -91,7 +91,7 @@ pub struct RecoveredLog {
     pub cleaner_checkpoint: Option<i64>,
     /// `Some(from_offset)` of the [`ScanReplay`] when it saw every batch of
     /// the recovered log from that offset to the log end: the active
-    /// segment was scanned and begins at or below it.
+    /// segment was scanned and begins at or below it, or is the only one.
     pub replayed_from: Option<i64>,
 }
 
@@ -480,9 +480,11 @@ async fn recover_segments(
                 // Only the active segment's batches are handed on: the
                 // replay wants the newest ones, and a closed segment
                 // scanned here may be cut, making the ones after it garbage.
+                // They cover the replay when it starts in this segment, or
+                // when this segment is the whole log.
                 let segment_replay = replay
                     .as_mut()
-                    .filter(|replay| is_last && replay.from_offset >= base_offset);
+                    .filter(|replay| is_last && (index == 0 || replay.from_offset >= base_offset));
                 if let Some(replay) = &segment_replay {
                     replayed_from = Some(replay.from_offset);
                 }
