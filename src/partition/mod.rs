@@ -1449,24 +1449,7 @@ mod tests {
         run_on_executor(|| async {
             let root = tempfile::tempdir().unwrap();
             let dir = root.path().join("t-0");
-            let idempotent = || {
-                let record = NewRecord {
-                    key: Some(b"k"),
-                    value: Some(b"idempotent"),
-                };
-                let bytes = build_producer_batch(
-                    &[record],
-                    1_000,
-                    Some(BatchProducer {
-                        producer_id: 7,
-                        producer_epoch: 0,
-                        base_sequence: 0,
-                        transactional: false,
-                    }),
-                );
-                let header = validate_batch(&bytes).unwrap();
-                (Bytes::from(bytes), header)
-            };
+            let idempotent = || idempotent_batch(7, 0);
             let plain = |partition: Rc<Partition>| async move {
                 for _ in 0..20 {
                     let batch = Bytes::from(sample_batch(0, 3, now_ms()));
@@ -1556,32 +1539,8 @@ mod tests {
         run_on_executor(|| async {
             let root = tempfile::tempdir().unwrap();
             let dir = root.path().join("t-0");
-            let config = LogConfig {
-                segment_bytes: 1 << 20,
-                // Records stamped 1000 and now share a segment.
-                segment_ms: u64::MAX / 4,
-                index_interval_bytes: 4096,
-                segment_index_bytes: 1 << 16,
-                ..small_config(0)
-            };
-            let idempotent = |base_sequence| {
-                let record = NewRecord {
-                    key: Some(b"k"),
-                    value: Some(b"idempotent"),
-                };
-                let bytes = build_producer_batch(
-                    &[record],
-                    1_000,
-                    Some(BatchProducer {
-                        producer_id: 7,
-                        producer_epoch: 0,
-                        base_sequence,
-                        transactional: false,
-                    }),
-                );
-                let header = validate_batch(&bytes).unwrap();
-                (Bytes::from(bytes), header)
-            };
+            let config = one_segment_config();
+            let idempotent = |base_sequence| idempotent_batch(7, base_sequence);
             let plain = |partition: Rc<Partition>, count| async move {
                 for _ in 0..count {
                     let batch = Bytes::from(sample_batch(0, 20, now_ms()));
@@ -1683,31 +1642,10 @@ mod tests {
             let root = tempfile::tempdir().unwrap();
             let dir = root.path().join("t-0");
             let config = LogConfig {
-                segment_bytes: 1 << 20,
-                segment_ms: u64::MAX / 4,
-                index_interval_bytes: 4096,
-                segment_index_bytes: 1 << 16,
                 preallocate_bytes: 0,
-                ..small_config(0)
+                ..one_segment_config()
             };
-            let idempotent = |producer_id, base_sequence| {
-                let record = NewRecord {
-                    key: Some(b"k"),
-                    value: Some(b"idempotent"),
-                };
-                let bytes = build_producer_batch(
-                    &[record],
-                    1_000,
-                    Some(BatchProducer {
-                        producer_id,
-                        producer_epoch: 0,
-                        base_sequence,
-                        transactional: false,
-                    }),
-                );
-                let header = validate_batch(&bytes).unwrap();
-                (Bytes::from(bytes), header)
-            };
+            let idempotent = idempotent_batch;
             let partition = open_partition_with(&dir, config.clone(), true, true).await;
             let mut data_bytes = 0u64;
             for sequence in 0..200 {
@@ -1832,6 +1770,37 @@ mod tests {
         };
         let header = validate_batch(&bytes).expect("built batch is valid");
         (Bytes::from(bytes), header)
+    }
+
+    /// One record of an idempotent (not transactional) producer, epoch 0.
+    fn idempotent_batch(producer_id: i64, base_sequence: i32) -> (Bytes, BatchHeader) {
+        let record = NewRecord {
+            key: Some(b"k"),
+            value: Some(b"idempotent"),
+        };
+        let bytes = build_producer_batch(
+            &[record],
+            1_000,
+            Some(BatchProducer {
+                producer_id,
+                producer_epoch: 0,
+                base_sequence,
+                transactional: false,
+            }),
+        );
+        let header = validate_batch(&bytes).expect("built batch is valid");
+        (Bytes::from(bytes), header)
+    }
+
+    /// Segments of 1 MiB whatever the records' timestamps (1000 and now).
+    fn one_segment_config() -> LogConfig {
+        LogConfig {
+            segment_bytes: 1 << 20,
+            segment_ms: u64::MAX / 4,
+            index_interval_bytes: 4096,
+            segment_index_bytes: 1 << 16,
+            ..small_config(0)
+        }
     }
 
     async fn append(partition: &Partition, batch: (Bytes, BatchHeader)) -> i64 {
