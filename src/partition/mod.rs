@@ -114,26 +114,30 @@ struct ScannedReplay {
 
 /// The `.snapshot` files in `dir` as (offset, path), in offset order;
 /// leftover temporary ones (a crash while one was written) are removed.
-fn list_snapshots_blocking(dir: &Path) -> Vec<(i64, PathBuf)> {
+///
+/// # Errors
+/// The directory cannot be listed.
+fn list_snapshots_blocking(dir: &Path) -> std::io::Result<Vec<(i64, PathBuf)>> {
     let mut found = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            if let Some(offset) = parse_snapshot_file_name(name) {
-                found.push((offset, entry.path()));
-            } else if name.ends_with(SNAPSHOT_TEMPORARY_SUFFIX) {
-                let _ = std::fs::remove_file(entry.path());
-            }
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(offset) = parse_snapshot_file_name(name) {
+            found.push((offset, entry.path()));
+        } else if name.ends_with(SNAPSHOT_TEMPORARY_SUFFIX) {
+            let _ = std::fs::remove_file(entry.path());
         }
     }
     found.sort();
-    found
+    Ok(found)
 }
 
+/// [`list_snapshots_blocking`] off the executor, for a start: a directory
+/// that cannot be listed has no usable snapshot (opening the log reports
+/// the error).
 async fn list_snapshots(dir: PathBuf) -> Vec<(i64, PathBuf)> {
     glommio::executor()
-        .spawn_blocking(move || list_snapshots_blocking(&dir))
+        .spawn_blocking(move || list_snapshots_blocking(&dir).unwrap_or_default())
         .await
 }
 
@@ -588,8 +592,7 @@ impl Partition {
     /// active segment is the only one. When the scan could not cover the
     /// replay (the snapshot lies before the active segment or past the
     /// recovered log end, or there is none and several segments),
-    /// [`Self::load_producer_state`] reads the
-    /// log instead.
+    /// [`Self::load_producer_state`] reads the log instead.
     ///
     /// # Errors
     /// Opening or reading the log failed.
@@ -954,7 +957,7 @@ impl Partition {
                 std::fs::write(&temporary, &bytes)?;
                 std::fs::File::open(&temporary)?.sync_all()?;
                 std::fs::rename(&temporary, &write_path)?;
-                let mut others = list_snapshots_blocking(&dir);
+                let mut others = list_snapshots_blocking(&dir)?;
                 others.retain(|(other, _)| *other != offset);
                 // Newer ones stay too (a clean close may have written one
                 // while this was syncing).
@@ -1679,7 +1682,7 @@ mod tests {
                     .unwrap();
                 file.write_all_at(&torn, data_bytes).unwrap();
             }
-            assert!(list_snapshots_blocking(&dir).is_empty());
+            assert!(list_snapshots_blocking(&dir).unwrap().is_empty());
 
             let before = crate::storage::segment_bytes_read();
             let partition = open_partition_with(&dir, config.clone(), false, false).await;
