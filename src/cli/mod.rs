@@ -83,12 +83,12 @@ pub struct ServeArgs {
     /// Default of the topic config retention.ms: segments whose newest
     /// record is older than this are deleted, oldest first (topics with
     /// cleanup.policy delete; -1: kept forever) [log.retention.ms].
-    #[arg(long, default_value_t = 7 * 24 * 3600 * 1000)]
+    #[arg(long, default_value_t = 7 * 24 * 3600 * 1000, allow_negative_numbers = true)]
     pub log_retention_ms: i64,
     /// Default of the topic config retention.bytes: the oldest segments of
     /// a partition larger than this are deleted while it stays at least
     /// this large (-1: no size limit) [log.retention.bytes].
-    #[arg(long, default_value_t = -1)]
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
     pub log_retention_bytes: i64,
     /// How often each shard looks for segments past their topics'
     /// retention.ms and retention.bytes [log.retention.check.interval.ms].
@@ -631,5 +631,18 @@ mod tests {
         );
         assert!(serve_config(&["--ring-depth", "32769"]).is_err());
         assert!(serve_config(&["--ring-depth", "0"]).is_err());
+    }
+
+    #[test]
+    fn retention_limits_take_minus_one_as_a_separate_word() {
+        // -1 is Kafka's "no limit"; clap would read a bare `-1` as a flag.
+        let unlimited =
+            serve_config(&["--log-retention-ms", "-1", "--log-retention-bytes", "-1"]).unwrap();
+        assert_eq!(unlimited.broker_defaults.log_retention_ms, Some(-1));
+        assert_eq!(unlimited.broker_defaults.log_retention_bytes, -1);
+        assert_eq!(
+            serve_config(&[]).unwrap().broker_defaults.log_retention_ms,
+            None
+        );
     }
 }

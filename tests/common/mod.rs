@@ -264,6 +264,12 @@ impl Broker {
             self.data_dir.display().to_string(),
             "--cores".to_string(),
             self.options.cores.unwrap_or_else(default_cores).to_string(),
+            // The test messages carry 2023 timestamps (BASE_TIMESTAMP_MS),
+            // which the default retention.ms of 7 days deletes at the first
+            // retention check, 30 s after start-up: a test whose broker lives
+            // that long would race it. Topics that set retention.ms keep it.
+            "--log-retention-ms".to_string(),
+            "-1".to_string(),
         ];
         if let Some(n) = self.options.num_partitions {
             args.extend(["--num-partitions".to_string(), n.to_string()]);

@@ -23,6 +23,12 @@ READY_TIMEOUT_S = 30
 SHUTDOWN_TIMEOUT_S = 30
 # Partitions of auto-created topics.
 DEFAULT_PARTITIONS = 2
+# The test messages carry 2023 timestamps (messages.py), which Kafka's
+# default retention.ms of 7 days deletes at the first retention check, 30 s
+# after start-up and every 5 minutes after: a read racing it finds the log
+# start moved past what it wrote. Brokers of the tests keep data forever
+# unless a topic sets its own retention.ms.
+RETENTION_ARGS = ["--log-retention-ms", "-1"]
 
 
 def free_port():
@@ -56,6 +62,7 @@ class Broker:
             "--data-dir", str(self.data_dir),
             "--cores", str(self.cores),
             "--num-partitions", str(DEFAULT_PARTITIONS),
+            *RETENTION_ARGS,
             *self.extra_args,
         ]
         log = open(self.log_path, "ab")
