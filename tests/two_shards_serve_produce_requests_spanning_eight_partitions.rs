@@ -135,11 +135,48 @@ async fn two_shards_serve_produce_requests_spanning_eight_partitions() {
 /// Start-up and shutdown of a two-shard broker, repeated: shards that race
 /// each other at start (over a shared file, say) fail here rather than once
 /// in a while elsewhere. Each restart must print the ready line and each
-/// SIGTERM must exit 0.
+/// SIGTERM must exit 0. Each shard logs the per-core settings it took from
+/// the command line, with its own CPU.
 #[test]
 fn a_two_shard_broker_starts_and_stops_cleanly_every_time() {
     const STARTS: usize = 12;
-    let mut broker = Broker::start(BrokerOptions::default().cores(2));
+    let mut broker = Broker::start(
+        BrokerOptions::default()
+            .cores(2)
+            .arg("--produce-shares", 700)
+            .arg("--cold-fetch-shares", 300)
+            .arg("--write-behind", 3)
+            .arg("--shard-cache-bytes", 64 << 20)
+            .arg("--ring-depth", 256),
+    );
+    let log = broker.log_contents();
+    let mut cpus_seen = Vec::new();
+    for shard in 0..2 {
+        let line = log
+            .lines()
+            .find(|l| l.contains(" serving ") && l.contains(&format!(" shard={shard} ")))
+            .unwrap_or_else(|| panic!("no serving line of shard {shard}:\n{log}"));
+        for setting in [
+            "produce_shares=700",
+            "fetch_shares=1000",
+            "cold_fetch_shares=300",
+            "background_shares=100",
+            "write_behind=3",
+            "shard_cache_bytes=67108864",
+            "ring_depth=256",
+        ] {
+            assert!(
+                line.split(' ').any(|field| field == setting),
+                "shard {shard}: {setting} missing from {line}"
+            );
+        }
+        let cpus = line
+            .split(' ')
+            .find_map(|field| field.strip_prefix("cpus="))
+            .unwrap_or_else(|| panic!("shard {shard}: no cpus in {line}"));
+        cpus_seen.push(cpus.to_string());
+    }
+    assert_ne!(cpus_seen[0], cpus_seen[1], "each shard on a CPU of its own");
     for _ in 1..STARTS {
         broker.restart();
         common::wire::assert_broker_healthy(&mut broker, "a restart");

@@ -125,7 +125,8 @@ pub struct BrokerConfig {
     pub shard_cache_bytes: usize,
     /// Appended-but-unwritten bytes per partition before appends wait.
     pub partition_pending_bytes_max: usize,
-    /// io_uring registered memory per shard; None = fit the memlock limit.
+    /// io_uring registered memory per shard; None = fit the memlock limit
+    /// (at start-up the runtime puts the planned amount here).
     pub io_memory_bytes: Option<usize>,
     /// io_uring ring depth per shard.
     pub ring_depth: usize,

@@ -226,6 +226,16 @@ fn keep_freed_memory_for_reuse() {
     }
 }
 
+/// The CPUs the calling thread may run on.
+fn thread_cpus() -> Vec<usize> {
+    let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) else {
+        return Vec::new();
+    };
+    (0..nix::sched::CpuSet::count())
+        .filter(|&cpu| set.is_set(cpu).unwrap_or(false))
+        .collect()
+}
+
 /// Shared start-up and shutdown coordination.
 struct Coordination {
     ready_shards: AtomicUsize,
@@ -250,6 +260,9 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
     let open_files_max = raise_open_files_limit();
     let nr_shards = config.cpus.len();
     let io_memory_bytes = plan_locked_memory(config.io_memory_bytes, nr_shards as u64);
+    // From here on the amount each shard registers.
+    let mut config = config;
+    config.io_memory_bytes = Some(io_memory_bytes);
     let (records, clean_shutdown, _lock) = match prepare_data_dir(&config) {
         Ok(prepared) => prepared,
         Err(e) => fatal(exit_status::DATA_DIR, &format!("{e:#}")),
@@ -272,32 +285,12 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
     });
     let mesh = (nr_shards > 1)
         .then(|| MeshBuilder::<RouterMessage, _>::full(nr_shards, ROUTER_CHANNEL_CAPACITY));
+    // Process-wide settings here; each shard logs its own effective
+    // settings when it serves ("serving").
     tracing::info!(
         shards = nr_shards,
         cpus = ?config.cpus,
-        io_memory_bytes,
-        ring_depth = config.ring_depth,
-        spin_before_park_us = config.spin_before_park_us,
-        sqpoll = ?config.sq_poll,
-        produce_shares = config.produce_shares,
-        fetch_shares = config.fetch_shares,
-        cold_fetch_shares = config.cold_fetch_shares,
-        cold_reads_max = config.cold_reads_max,
-        cold_read_path = ?config.cold_read_path,
-        log_sync = ?config.log_sync.resolve(nr_shards),
-        background_shares = config.background_shares,
-        blocking_threads = config.blocking_threads,
-        write_buffer_bytes = config.write_buffer_bytes,
-        write_buffer_bytes_max = config.write_buffer_bytes_max,
-        write_behind = config.write_behind,
-        write_delay_us = config.write_delay_us,
-        preallocate_bytes = config.preallocate_bytes,
-        partition_cache_bytes = config.partition_cache_bytes,
-        shard_cache_bytes = config.shard_cache_bytes,
         open_files_max,
-        partition_pending_bytes_max = config.partition_pending_bytes_max,
-        flush_policy = ?config.flush_policy,
-        acks_wait_for_write = config.acks_wait_for_write,
         log_flush_interval_messages = config.broker_defaults.log_flush_interval_messages,
         log_flush_interval_ms = ?config.broker_defaults.log_flush_interval_ms,
         log_flush_scheduler_interval_ms = config.broker_defaults.log_flush_scheduler_interval_ms,
@@ -483,10 +476,12 @@ async fn shard_main(
         )
     };
     let requests = queue(config.produce_shares, "produce");
-    shard.set_fetch_queue(queue(config.fetch_shares, "fetch"));
+    let fetch = queue(config.fetch_shares, "fetch");
+    shard.set_fetch_queue(fetch);
+    let cold_fetch = queue(config.cold_fetch_shares, "cold-fetch");
     crate::storage::configure_cold_reads(
         config.cold_reads_max,
-        Some(queue(config.cold_fetch_shares, "cold-fetch")),
+        Some(cold_fetch),
         config.cold_read_path,
     );
     crate::storage::configure_log_sync(config.log_sync.resolve(nr_shards), &config.data_dir)?;
@@ -537,7 +532,42 @@ async fn shard_main(
     let accept = glommio::spawn_local_into(server::accept_loop(listener, state.clone()), requests)
         .map_err(|e| anyhow::anyhow!("cannot start accepting connections: {e}"))?;
     coordination.ready_shards.fetch_add(1, Ordering::SeqCst);
-    tracing::info!(shard = shard_id, "serving");
+    let shares = |queue| {
+        glommio::executor()
+            .task_queue_stats(queue)
+            .map_or(0, |stats| stats.current_shares())
+    };
+    // The settings this shard runs with, as its executor and storage took
+    // them (the CPUs from the thread's own affinity, the shares from the
+    // scheduler's queues).
+    tracing::info!(
+        shard = shard_id,
+        cpus = ?thread_cpus(),
+        partitions = shard.partition_count(),
+        io_memory_bytes = config.io_memory_bytes.unwrap_or(0),
+        ring_depth = config.ring_depth,
+        spin_before_park_us = config.spin_before_park_us,
+        sqpoll = config.sq_poll.is_some(),
+        produce_shares = shares(requests),
+        fetch_shares = shares(fetch),
+        cold_fetch_shares = shares(cold_fetch),
+        background_shares = shares(background),
+        cold_reads_max = config.cold_reads_max,
+        cold_read_path = ?config.cold_read_path,
+        log_sync = ?config.log_sync.resolve(nr_shards),
+        blocking_threads = config.blocking_threads,
+        write_buffer_bytes = config.write_buffer_bytes,
+        write_buffer_bytes_max = config.write_buffer_bytes_max,
+        write_behind = config.write_behind,
+        write_delay_us = config.write_delay_us,
+        preallocate_bytes = config.preallocate_bytes,
+        partition_cache_bytes = config.partition_cache_bytes,
+        shard_cache_bytes = config.shard_cache_bytes,
+        partition_pending_bytes_max = config.partition_pending_bytes_max,
+        flush_policy = ?config.flush_policy,
+        acks_wait_for_write = config.acks_wait_for_write,
+        "serving"
+    );
 
     wait_until(|| coordination.shutdown_requested.load(Ordering::SeqCst)).await;
     // Phase 1: stop taking requests and let in-flight ones finish.
