@@ -166,7 +166,7 @@ pub struct LoadArgs {
     /// A label stored in the JSON (e.g. "ringbroker 1 shard acks=1").
     #[arg(long, default_value = "")]
     pub label: String,
-    /// No progress line.
+    /// No progress bar or per-second line.
     #[arg(long)]
     pub quiet: bool,
     /// Seed of the key generator.

@@ -59,7 +59,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let progress = (!plan.args.quiet).then(|| {
         let counters = counters.clone();
         let stop = stop_progress.clone();
-        std::thread::spawn(move || progress_loop(&counters, &stop))
+        let goal = ProgressGoal::of(&plan);
+        std::thread::spawn(move || progress_loop(goal, &counters, &stop))
     });
     let outcome = run_load(&plan, &counters);
     stop_progress.store(true, Ordering::SeqCst);
@@ -183,28 +184,127 @@ fn assemble(
     }
 }
 
-fn progress_loop(counters: &Counters, stop: &AtomicBool) {
+/// What the progress bar counts towards: the run's duration, or its
+/// message count (produced messages for produce, consumed ones otherwise).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ProgressGoal {
+    Duration(Duration),
+    Messages { count: u64, consumed: bool },
+}
+
+impl ProgressGoal {
+    fn of(plan: &LoadPlan) -> Self {
+        match (plan.duration_secs, plan.args.count) {
+            (None, Some(count)) => ProgressGoal::Messages {
+                count,
+                consumed: plan.mode.consumes(),
+            },
+            (duration, _) => ProgressGoal::Duration(Duration::from_secs(duration.unwrap_or(10))),
+        }
+    }
+
+    /// (total, done) in the bar's units: milliseconds or messages.
+    fn position(self, elapsed: Duration, produced: u64, consumed: u64) -> (u64, u64) {
+        match self {
+            ProgressGoal::Duration(run) => {
+                let total = run.as_millis() as u64;
+                (total, (elapsed.as_millis() as u64).min(total))
+            }
+            ProgressGoal::Messages { count, consumed: c } => {
+                (count, if c { consumed } else { produced }.min(count))
+            }
+        }
+    }
+}
+
+/// While the load runs: on a terminal, a progress bar (indicatif) towards
+/// the duration or count with the last second's rates beside it; otherwise
+/// (a log file, a pipe) one line of rates per second.
+fn progress_loop(goal: ProgressGoal, counters: &Counters, stop: &AtomicBool) {
+    use std::io::IsTerminal;
     let start = Instant::now();
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let (total, _) = goal.position(Duration::ZERO, 0, 0);
+        let bar = indicatif::ProgressBar::new(total);
+        let template = "[{elapsed_precise}] {wide_bar} {percent:>3}%\n{msg}";
+        if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+            bar.set_style(style);
+        }
+        bar
+    });
     let mut last = (Instant::now(), 0u64, 0u64, 0u64, 0u64);
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(100));
+        let pm = counters.produced_messages.load(Ordering::Relaxed);
+        let cm = counters.consumed_messages.load(Ordering::Relaxed);
+        let (total, done) = goal.position(start.elapsed(), pm, cm);
+        if let Some(bar) = &bar {
+            bar.set_position(done);
+        }
         if last.0.elapsed() < Duration::from_secs(1) {
             continue;
         }
         let now = Instant::now();
-        let pm = counters.produced_messages.load(Ordering::Relaxed);
         let pb = counters.produced_wire_bytes.load(Ordering::Relaxed);
-        let cm = counters.consumed_messages.load(Ordering::Relaxed);
         let cb = counters.consumed_wire_bytes.load(Ordering::Relaxed);
         let dt = (now - last.0).as_secs_f64();
-        eprintln!(
-            "[{:>5.1} s] produced {pm} msgs ({:.0} msgs/s, {:.1} MB/s)  consumed {cm} msgs ({:.0} msgs/s, {:.1} MB/s)",
-            start.elapsed().as_secs_f64(),
+        let rates = format!(
+            "produced {pm} msgs ({:.0} msgs/s, {:.1} MB/s)  consumed {cm} msgs ({:.0} msgs/s, {:.1} MB/s)",
             (pm - last.1) as f64 / dt,
             (pb - last.2) as f64 / dt / 1e6,
             (cm - last.3) as f64 / dt,
             (cb - last.4) as f64 / dt / 1e6,
         );
+        match &bar {
+            Some(bar) => bar.set_message(rates),
+            None => eprintln!(
+                "[{:>5.1} s {:>3}%] {rates}",
+                start.elapsed().as_secs_f64(),
+                done * 100 / total.max(1)
+            ),
+        }
         last = (now, pm, pb, cm, cb);
+    }
+    if let Some(bar) = bar {
+        bar.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn goal(args: &[&str]) -> ProgressGoal {
+        use clap::Parser;
+        let cli = crate::cli::Cli::try_parse_from(["ringbroker", "bench"].iter().chain(args))
+            .expect("bench flags");
+        let crate::cli::Command::Bench(bench) = cli.command else {
+            unreachable!("parsed a bench command line")
+        };
+        let (mode, load) = match bench.command {
+            BenchCommand::Produce(a) => (Mode::Produce, a),
+            BenchCommand::Consume(a) => (Mode::Consume, a),
+            BenchCommand::EndToEnd(a) => (Mode::EndToEnd, a),
+            BenchCommand::Limits(_) => unreachable!("a load mode"),
+        };
+        ProgressGoal::of(&load.plan(mode).expect("a valid plan"))
+    }
+
+    #[test]
+    fn the_progress_bar_counts_towards_the_duration_or_the_messages_the_mode_counts() {
+        let second = Duration::from_secs(1);
+        let default = goal(&["produce"]);
+        assert_eq!(default, ProgressGoal::Duration(Duration::from_secs(10)));
+        assert_eq!(default.position(second * 4, 7, 9), (10_000, 4_000));
+        assert_eq!(default.position(second * 11, 7, 9), (10_000, 10_000));
+        let produce = goal(&["produce", "--count", "100"]);
+        assert_eq!(produce.position(second, 40, 30), (100, 40));
+        assert_eq!(produce.position(second, 140, 30), (100, 100));
+        let consume = goal(&["consume", "--count", "100"]);
+        assert_eq!(consume.position(second, 0, 30), (100, 30));
+        let end_to_end = goal(&["end-to-end", "--count", "100"]);
+        assert_eq!(end_to_end.position(second, 90, 30), (100, 30));
+        let timed = goal(&["consume", "--duration-secs", "3"]);
+        assert_eq!(timed.position(second, 0, 30), (3_000, 1_000));
     }
 }
