@@ -2,12 +2,15 @@
 //! broker really holds: the records the producer reports as acknowledged
 //! are exactly the records in the log (ListOffsets high watermarks), the
 //! consumer reads all of them back, and both JSON result files parse with
-//! the documented fields.
+//! the documented fields. `bench end-to-end` reads back at the tail every
+//! record it produced, and measures each one's latency from send to
+//! receipt.
 //!
 //! Method: a one-shard broker; `bench produce` for ~2 s on a 3-partition
 //! topic with acks=all (the bench creates the topic), then `bench consume`
-//! from the earliest offsets with `--count` set to what was produced. Both
-//! run as the real binary, pinned to the last allowed CPU.
+//! from the earliest offsets with `--count` set to what was produced; then
+//! `bench end-to-end` for ~2 s on a topic of its own. All run as the real
+//! binary, pinned to the last allowed CPU.
 
 mod common;
 
@@ -19,6 +22,7 @@ use common::kafka::watermarks;
 use common::Broker;
 
 const TOPIC: &str = "bench-counts";
+const END_TO_END_TOPIC: &str = "bench-end-to-end";
 const PARTITIONS: i32 = 3;
 
 fn run_bench(args: &[&str], timeout: Duration) -> String {
@@ -134,4 +138,54 @@ fn bench_produce_then_consume_counts_match_the_broker() {
         "the consumer read back every record: {consumed}"
     );
     assert!(consumed["consume"]["messages_per_sec"].as_f64().unwrap() > 0.0);
+
+    let end_to_end_json = scratch.path().join("end-to-end.json");
+    run_bench(
+        &[
+            "end-to-end",
+            "--bootstrap",
+            &bootstrap,
+            "--topic",
+            END_TO_END_TOPIC,
+            "--partitions",
+            "2",
+            "--acks",
+            "1",
+            "--message-bytes",
+            "256",
+            "--duration-secs",
+            "2",
+            "--quiet",
+            "--json",
+            end_to_end_json.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    let end_to_end = read_json(&end_to_end_json);
+    assert_eq!(end_to_end["mode"], "end-to-end");
+    let sent = end_to_end["produce"]["messages"].as_u64().expect("count");
+    assert!(sent > 0, "something was produced: {end_to_end}");
+    assert_eq!(
+        end_to_end["consume"]["messages"].as_u64(),
+        Some(sent),
+        "end-to-end read back every record it produced: {end_to_end}"
+    );
+    let held: i64 = (0..2)
+        .map(|p| watermarks(&bootstrap, END_TO_END_TOPIC, p).1)
+        .sum();
+    assert_eq!(held as u64, sent, "records produced = records in the log");
+    let latency = &end_to_end["end_to_end_latency_us"];
+    assert_eq!(
+        latency["count"].as_u64(),
+        Some(sent),
+        "one latency sample per record: {latency}"
+    );
+    let at = |field: &str| latency[field].as_u64().expect("a latency figure");
+    assert!(
+        at("p50_us") > 0
+            && at("p50_us") <= at("p99_us")
+            && at("p99_us") <= at("p99_99_us")
+            && at("p99_99_us") <= at("max_us"),
+        "latency percentiles in order: {latency}"
+    );
 }
