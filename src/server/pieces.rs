@@ -397,9 +397,10 @@ pub fn fetch_bytes_spliced() -> u64 {
     FETCH_BYTES_SPLICED.with(Cell::get)
 }
 
-/// Sends `range` to the socket `fd`: file -> pipe on a blocking thread (a
-/// page-cache miss waits for the disk there), pipe -> socket here without
-/// blocking. When the socket is full, one byte is taken out of the pipe and
+/// Sends `range` to the socket `fd`: file -> pipe by an io_uring splice (a
+/// page-cache miss waits for the disk on an io-wq worker), pipe -> socket
+/// here without blocking (a non-blocking splice(2); through io_uring it
+/// would hold an io-wq worker while the client is slow to read). When the socket is full, one byte is taken out of the pipe and
 /// written through `writer`, which waits until the socket has room.
 async fn splice_range<W: AsyncWrite + Unpin>(
     fd: RawFd,
@@ -417,9 +418,15 @@ async fn splice_range<W: AsyncWrite + Unpin>(
             // A file -> pipe copy may read the disk: one of the shard's
             // segment read turns.
             let _turn = crate::storage::cold_read_turn().await;
-            glommio::executor()
-                .spawn_blocking(move || splice_file_to_pipe(&file, position, &pipe_write, want))
-                .await?
+            let (file_fd, pipe_fd) = (file.as_raw_fd(), pipe_write.as_raw_fd());
+            splice_file_to_pipe(
+                file_fd,
+                position,
+                pipe_fd,
+                want,
+                Box::new((file, pipe_write)),
+            )
+            .await?
         };
         if filled == 0 {
             return Err(std::io::Error::new(
@@ -470,34 +477,25 @@ async fn splice_range<W: AsyncWrite + Unpin>(
     Ok(())
 }
 
-/// Moves up to `want` bytes at `position` of `file` into the pipe (blocking
-/// thread). Returns the bytes moved; 0 at the end of the file.
-fn splice_file_to_pipe(
-    file: &std::fs::File,
+/// Moves up to `want` bytes at `position` of the segment file into the
+/// pipe with an io_uring splice: the kernel runs it on the shard's io-wq
+/// workers (`--io-worker-cpus`), so a page-cache miss waits for the disk
+/// there, not on the shard. `keep_alive` holds both descriptors open until
+/// the kernel is done, even if the fetch is dropped meanwhile. Returns the
+/// bytes moved; 0 at the end of the file.
+async fn splice_file_to_pipe(
+    file_fd: RawFd,
     position: u64,
-    pipe_write: &OwnedFd,
+    pipe_fd: RawFd,
     want: usize,
+    keep_alive: Box<dyn std::any::Any>,
 ) -> std::io::Result<usize> {
-    let mut offset = position as libc::loff_t;
+    let keep_alive = std::rc::Rc::new(keep_alive);
     loop {
-        // SAFETY: splice from a file we hold into a pipe we hold; `offset`
-        // is a valid loff_t the kernel advances.
-        let moved = unsafe {
-            libc::splice(
-                file.as_raw_fd(),
-                &mut offset,
-                pipe_write.as_raw_fd(),
-                std::ptr::null_mut(),
-                want,
-                libc::SPLICE_F_MOVE,
-            )
-        };
-        if moved >= 0 {
-            return Ok(moved as usize);
-        }
-        let error = std::io::Error::last_os_error();
-        if error.raw_os_error() != Some(libc::EINTR) {
-            return Err(error);
+        let held: Box<dyn std::any::Any> = Box::new(keep_alive.clone());
+        match glommio::io::splice(file_fd, position as i64, pipe_fd, want, held).await {
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+            other => return other,
         }
     }
 }

@@ -30,6 +30,11 @@ fn main() {
         .compile("uring");
 
     // (our additional, linkable C bindings)
+    // ringbroker patch: cc's own rerun-if-env-changed lines turn off
+    // Cargo's rerun on any change, so name the C sources.
+    println!("cargo:rerun-if-changed=rusturing.c");
+    println!("cargo:rerun-if-changed=liburing/src");
+    println!("cargo:rerun-if-changed=build.rs");
     Build::new()
         .file(project.join("rusturing.c"))
         .include(src.join("include"))

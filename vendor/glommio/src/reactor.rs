@@ -671,6 +671,29 @@ impl Reactor {
         source
     }
 
+    // ringbroker patch: see `crate::io::splice`.
+    pub(crate) fn splice(
+        &self,
+        fd_in: RawFd,
+        off_in: i64,
+        fd_out: RawFd,
+        len: usize,
+        keep_alive: Box<dyn std::any::Any>,
+    ) -> Source {
+        let source = self.new_source(
+            fd_out,
+            SourceType::Splice(
+                fd_in,
+                off_in,
+                len,
+                crate::sys::SpliceKeepAlive(keep_alive),
+            ),
+            None,
+        );
+        self.sys.splice(&source, fd_in, off_in, len);
+        source
+    }
+
     pub(crate) fn fallocate(
         &self,
         raw: RawFd,

@@ -154,6 +154,26 @@ pub async fn remove<P: AsRef<Path>>(path: P) -> Result<()> {
     Ok(())
 }
 
+/// ringbroker patch: moves up to `len` bytes from `fd_in` (from byte
+/// `off_in` of a file; -1 for a pipe or socket) into `fd_out` with an
+/// io_uring splice (`IORING_OP_SPLICE`), one of them a pipe. The kernel
+/// runs it on the ring's io-wq workers, so a file read that misses the page
+/// cache does not block the executor. `keep_alive` holds whatever keeps
+/// both descriptors open: it is dropped only once the kernel has completed
+/// the splice, even when this future is dropped before. Returns the bytes
+/// moved (0 at the end of the input).
+pub async fn splice(
+    fd_in: std::os::unix::io::RawFd,
+    off_in: i64,
+    fd_out: std::os::unix::io::RawFd,
+    len: usize,
+    keep_alive: Box<dyn std::any::Any>,
+) -> std::io::Result<usize> {
+    let reactor = crate::executor().reactor();
+    let source = reactor.splice(fd_in, off_in, fd_out, len, keep_alive);
+    source.collect_rw().await
+}
+
 pub(crate) use self::sched::{FileScheduler, IoScheduler, ScheduledSource};
 pub use self::{
     buffered_file::BufferedFile,

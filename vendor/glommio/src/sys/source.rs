@@ -26,6 +26,15 @@ use std::{
     time::Duration,
 };
 
+/// ringbroker patch: whatever must outlive an io_uring splice in flight.
+pub struct SpliceKeepAlive(pub Box<dyn std::any::Any>);
+
+impl std::fmt::Debug for SpliceKeepAlive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SpliceKeepAlive")
+    }
+}
+
 #[derive(Debug)]
 #[allow(dead_code)] // Clippy is unhappy with some of the fields on these enums never being read,
                     // but they are certainly used, and read by debug
@@ -64,6 +73,11 @@ pub(crate) enum SourceType {
     BlockingFn,
     Invalid,
     CopyFileRange(RawFd, u64, usize),
+    // ringbroker patch: an io_uring splice from the descriptor (at the
+    // offset, -1 for none) into the source's descriptor; the box keeps both
+    // descriptors open until the kernel completes it, even if the waiter is
+    // dropped first.
+    Splice(RawFd, i64, usize, SpliceKeepAlive),
     #[cfg(feature = "bench")]
     Noop,
 }

@@ -32,7 +32,10 @@ use std::{
 use crate::{
     free_list::{FreeList, Idx},
     iou,
-    iou::sqe::{FsyncFlags, SockAddrStorage, StatxFlags, StatxMode, SubmissionFlags, TimeoutFlags},
+    iou::sqe::{
+        FsyncFlags, SockAddrStorage, SpliceFlags, StatxFlags, StatxMode, SubmissionFlags,
+        TimeoutFlags,
+    },
     sys::{
         self,
         blocking::{BlockingThreadOp, BlockingThreadPool},
@@ -72,6 +75,8 @@ enum UringOpDescriptor {
     LinkTimeout(*const uring_sys::__kernel_timespec),
     Accept(*mut SockAddrStorage),
     Fallocate(u64, u64, libc::c_int),
+    // ringbroker patch: fd_in, off_in, length (out: the op's fd, no offset).
+    Splice(RawFd, i64, usize),
     Statx(*const u8, *mut Statx),
     Timeout(*const uring_sys::__kernel_timespec, u32),
     TimeoutRemove(u64),
@@ -340,6 +345,10 @@ fn fill_sqe<F>(
             UringOpDescriptor::Fallocate(offset, size, flags) => {
                 let flags = FallocateFlags::from_bits_truncate(flags);
                 sqe.prep_fallocate(op.fd, offset, size, flags);
+            }
+            UringOpDescriptor::Splice(fd_in, off_in, len) => {
+                let len = u32::try_from(len).unwrap_or(u32::MAX);
+                sqe.prep_splice(fd_in, off_in, op.fd, -1, len, SpliceFlags::empty());
             }
             UringOpDescriptor::Statx(path, statx_buf) => {
                 let flags = StatxFlags::AT_STATX_SYNC_AS_STAT | StatxFlags::AT_NO_AUTOMOUNT;
@@ -1616,6 +1625,17 @@ impl Reactor {
             &mut *self.ring_for_source(source),
             source,
             UringOpDescriptor::FDataSync,
+            &mut self.source_map.borrow_mut(),
+        );
+    }
+
+    // ringbroker patch.
+    pub(crate) fn splice(&self, source: &Source, fd_in: RawFd, off_in: i64, len: usize) {
+        let op = UringOpDescriptor::Splice(fd_in, off_in, len);
+        queue_request_into_ring(
+            &mut *self.ring_for_source(source),
+            source,
+            op,
             &mut self.source_map.borrow_mut(),
         );
     }
