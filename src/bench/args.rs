@@ -186,6 +186,10 @@ pub struct LimitsArgs {
     /// Bytes of one O_DIRECT write (the broker's --write-buffer-bytes).
     #[arg(long, default_value_t = 128 * 1024, value_parser = parse_write_bytes)]
     pub write_bytes: usize,
+    /// O_DIRECT writes in flight of the broker's own measurement (its
+    /// --write-behind); 1 and 32 are measured too.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub write_behind: u32,
     /// Size a scratch file grows to before a fresh one is started.
     #[arg(long, default_value_t = 256 * 1024 * 1024, value_parser = clap::value_parser!(u64).range(1024 * 1024..=16 * 1024 * 1024 * 1024))]
     pub file_bytes: u64,

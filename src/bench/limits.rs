@@ -396,11 +396,12 @@ pub fn run_limits(args: &LimitsArgs) -> anyhow::Result<LimitsResult> {
         }
     };
     let dir = args.dir.clone();
-    let (seconds, write_bytes, file_bytes, samples) = (
+    let (seconds, write_bytes, file_bytes, samples, write_behind) = (
         args.seconds,
         args.write_bytes,
         args.file_bytes,
         args.sync_samples,
+        args.write_behind,
     );
     let disk = LocalExecutorBuilder::new(Placement::Fixed(writer_cpu))
         .name("bench-limits")
@@ -411,7 +412,8 @@ pub fn run_limits(args: &LimitsArgs) -> anyhow::Result<LimitsResult> {
                 note("iopoll probe", e.into());
             }
             let mut writes = Vec::new();
-            for (preallocate, depth) in [(false, 1), (false, 32), (true, 1), (true, 32)] {
+            let broker_depth = write_behind as usize;
+            for (preallocate, depth) in [(false, 1), (false, 32), (true, 1), (true, 32), (false, broker_depth)] {
                 let kind = if preallocate { "writes into a preallocated file" } else { "appends" };
                 eprintln!("limits: O_DIRECT {kind} of {write_bytes} B, {depth} in flight, {seconds} s ...");
                 writes.push(
@@ -501,6 +503,8 @@ pub fn run_limits(args: &LimitsArgs) -> anyhow::Result<LimitsResult> {
         odirect_write_qd32_mb_per_sec: writes[1],
         odirect_prealloc_qd1_mb_per_sec: writes[2],
         odirect_prealloc_qd32_mb_per_sec: writes[3],
+        odirect_write_broker_depth: args.write_behind,
+        odirect_write_broker_depth_mb_per_sec: writes[4],
         fdatasync_overwrite_us: overwrite,
         fdatasync_append_us: append,
         read_files: READ_FILES,
@@ -548,6 +552,12 @@ pub fn render_limits(result: &LimitsResult) -> String {
         "O_DIRECT appends {} KiB, 32 in flight: {}\n",
         result.odirect_write_bytes / 1024,
         mb(result.odirect_write_qd32_mb_per_sec)
+    );
+    out += &format!(
+        "O_DIRECT appends {} KiB, {} in flight (the broker's --write-behind): {}\n",
+        result.odirect_write_bytes / 1024,
+        result.odirect_write_broker_depth,
+        mb(result.odirect_write_broker_depth_mb_per_sec)
     );
     out += &format!(
         "O_DIRECT preallocated {} KiB, 1 in flight:  {}\n",

@@ -210,6 +210,13 @@ pub struct LimitsResult {
     pub odirect_write_qd1_mb_per_sec: Option<f64>,
     /// O_DIRECT appends, 32 writes in flight, MB/s.
     pub odirect_write_qd32_mb_per_sec: Option<f64>,
+    /// The broker's writes in flight per partition (`--write-behind`) that
+    /// `odirect_write_broker_depth_mb_per_sec` was measured with.
+    #[serde(default)]
+    pub odirect_write_broker_depth: u32,
+    /// O_DIRECT appends with the broker's writes in flight, MB/s.
+    #[serde(default)]
+    pub odirect_write_broker_depth_mb_per_sec: Option<f64>,
     /// O_DIRECT writes into a preallocated file, one in flight, MB/s.
     pub odirect_prealloc_qd1_mb_per_sec: Option<f64>,
     /// O_DIRECT writes into a preallocated file, 32 in flight, MB/s.
@@ -349,6 +356,14 @@ pub fn limit_fractions(result: &BenchResult, limits: &LimitsResult) -> Vec<Limit
             "produce wire MB/s / O_DIRECT append MB/s (32 in flight)",
             produce.wire_mb_per_sec,
             limits.odirect_write_qd32_mb_per_sec,
+        );
+        push(
+            &format!(
+                "produce wire MB/s / O_DIRECT append MB/s ({} in flight, the broker's --write-behind)",
+                limits.odirect_write_broker_depth
+            ),
+            produce.wire_mb_per_sec,
+            limits.odirect_write_broker_depth_mb_per_sec,
         );
         push(
             "produce wire MB/s / O_DIRECT preallocated write MB/s (32 in flight)",
@@ -760,6 +775,8 @@ mod tests {
             odirect_write_bytes: 131072,
             odirect_write_qd1_mb_per_sec: None,
             odirect_write_qd32_mb_per_sec: Some(1.1),
+            odirect_write_broker_depth: 4,
+            odirect_write_broker_depth_mb_per_sec: None,
             odirect_prealloc_qd1_mb_per_sec: None,
             odirect_prealloc_qd32_mb_per_sec: None,
             fdatasync_overwrite_us: None,
@@ -792,6 +809,15 @@ mod tests {
         limits.buffered_sync_every_mib_mb_per_sec = None;
         limits.loopback_tcp_mb_per_sec = None;
         assert_eq!(limit_fractions(&sample_result(), &limits).len(), 2);
+        // With the broker's own depth measured, a produce is compared with it.
+        limits.odirect_write_broker_depth_mb_per_sec = Some(0.55);
+        let fractions = limit_fractions(&sample_result(), &limits);
+        assert_eq!(fractions.len(), 3);
+        assert!(fractions[1]
+            .what
+            .contains("4 in flight, the broker's --write-behind"));
+        assert!((fractions[1].fraction - 1.0).abs() < 1e-9);
+        limits.odirect_write_broker_depth_mb_per_sec = None;
         // A consumer catching up is compared with the disk's read ceiling,
         // one at the tail (end-to-end) is not.
         let catch_up = BenchResult {
