@@ -233,11 +233,18 @@ fn progress_loop(goal: ProgressGoal, counters: &Counters, stop: &AtomicBool) {
         bar
     });
     let mut last = (Instant::now(), 0u64, 0u64, 0u64, 0u64);
+    // The run's duration counts from its first message, after the set-up
+    // (metadata, topic creation, connections).
+    let mut first_message: Option<Instant> = None;
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(100));
         let pm = counters.produced_messages.load(Ordering::Relaxed);
         let cm = counters.consumed_messages.load(Ordering::Relaxed);
-        let (total, done) = goal.position(start.elapsed(), pm, cm);
+        if first_message.is_none() && pm + cm > 0 {
+            first_message = Some(Instant::now());
+        }
+        let running = first_message.map_or(Duration::ZERO, |at| at.elapsed());
+        let (total, done) = goal.position(running, pm, cm);
         if let Some(bar) = &bar {
             bar.set_position(done);
         }

@@ -271,9 +271,11 @@ pub struct ServeArgs {
     /// the start-up log shows where the workers end up.
     #[arg(long)]
     pub io_worker_cpus: Option<String>,
-    /// Most io_uring worker threads for file I/O per shard: how many
-    /// fdatasyncs of different partitions run at once (0: the kernel's
-    /// default, which can be as low as 2).
+    /// Most io_uring worker threads per shard, of each of the kernel's two
+    /// kinds: for regular-file I/O (how many fdatasyncs of different
+    /// partitions run at once) and for the rest (segment -> pipe splices
+    /// of the splice read path). 0: the kernel's defaults (file I/O can be
+    /// as low as 2; the rest is bounded only by RLIMIT_NPROC).
     #[arg(long, default_value_t = 16)]
     pub io_workers_max: u32,
     /// Partitions of the __consumer_offsets topic; fixed once the topic exists [offsets.topic.num.partitions].

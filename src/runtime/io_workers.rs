@@ -37,8 +37,9 @@ pub fn tune(cpus: &[usize], max_workers: u32) -> std::io::Result<u32> {
         }
         ring.submitter().register_iowq_aff(&set)?;
     }
-    // [bounded (file I/O), unbounded (network)]; 0 reads the current value.
-    let mut limits = [max_workers, 0];
+    // [bounded (regular-file I/O), unbounded (everything else, splice into
+    // a pipe included)]; 0 reads the current value. Both get the bound.
+    let mut limits = [max_workers, max_workers];
     ring.submitter().register_iowq_max_workers(&mut limits)?;
     Ok(limits[0])
 }

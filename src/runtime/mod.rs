@@ -531,7 +531,6 @@ async fn shard_main(
     // Connections (and the tasks they spawn) run in the requests queue.
     let accept = glommio::spawn_local_into(server::accept_loop(listener, state.clone()), requests)
         .map_err(|e| anyhow::anyhow!("cannot start accepting connections: {e}"))?;
-    coordination.ready_shards.fetch_add(1, Ordering::SeqCst);
     let shares = |queue| {
         glommio::executor()
             .task_queue_stats(queue)
@@ -568,6 +567,9 @@ async fn shard_main(
         acks_wait_for_write = config.acks_wait_for_write,
         "serving"
     );
+    // Counted ready only after its line is out, so the log holds every
+    // shard's settings by the time the broker says it is ready.
+    coordination.ready_shards.fetch_add(1, Ordering::SeqCst);
 
     wait_until(|| coordination.shutdown_requested.load(Ordering::SeqCst)).await;
     // Phase 1: stop taking requests and let in-flight ones finish.

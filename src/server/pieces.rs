@@ -416,15 +416,16 @@ async fn splice_range<W: AsyncWrite + Unpin>(
         let pipe_write = pipe.write.clone();
         let filled = {
             // A file -> pipe copy may read the disk: one of the shard's
-            // segment read turns.
-            let _turn = crate::storage::cold_read_turn().await;
+            // segment read turns, held until the kernel is done with the
+            // splice (it goes with the descriptors, past a dropped fetch).
+            let turn = crate::storage::cold_read_turn().await;
             let (file_fd, pipe_fd) = (file.as_raw_fd(), pipe_write.as_raw_fd());
             splice_file_to_pipe(
                 file_fd,
                 position,
                 pipe_fd,
                 want,
-                Box::new((file, pipe_write)),
+                Box::new((file, pipe_write, turn)),
             )
             .await?
         };
@@ -480,8 +481,9 @@ async fn splice_range<W: AsyncWrite + Unpin>(
 /// Moves up to `want` bytes at `position` of the segment file into the
 /// pipe with an io_uring splice: the kernel runs it on the shard's io-wq
 /// workers (`--io-worker-cpus`), so a page-cache miss waits for the disk
-/// there, not on the shard. `keep_alive` holds both descriptors open until
-/// the kernel is done, even if the fetch is dropped meanwhile. Returns the
+/// there, not on the shard. `keep_alive` holds both descriptors open (and
+/// the read turn) until the kernel is done, even if the fetch is dropped
+/// meanwhile. Returns the
 /// bytes moved; 0 at the end of the file.
 async fn splice_file_to_pipe(
     file_fd: RawFd,

@@ -33,8 +33,10 @@ fn main() {
     // ringbroker patch: cc's own rerun-if-env-changed lines turn off
     // Cargo's rerun on any change, so name the C sources.
     println!("cargo:rerun-if-changed=rusturing.c");
-    println!("cargo:rerun-if-changed=liburing/src");
+    println!("cargo:rerun-if-changed={}", src.display());
+    println!("cargo:rerun-if-changed={}", liburing.join("configure").display());
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=GLOMMIO_LIBURING_DIR");
     Build::new()
         .file(project.join("rusturing.c"))
         .include(src.join("include"))
