@@ -261,7 +261,8 @@ pub fn parse_cpuset(list: &str) -> anyhow::Result<Vec<usize>> {
     Ok(cpus)
 }
 
-/// CPUs this process may run on.
+/// CPUs the calling thread may run on: the process's before any pinning,
+/// a shard's own CPU on its pinned thread.
 pub fn allowed_cpus() -> Vec<usize> {
     match nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
         Ok(set) => (0..nix::sched::CpuSet::count())

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
-use crate::bench::args::parse_cpuset;
+use crate::bench::args::{allowed_cpus, parse_cpuset};
 use crate::config::{
     BrokerConfig, BrokerDefaults, FlushPolicy, GroupSettings, IoWorkerCpus, TxnSettings,
 };
@@ -326,15 +326,6 @@ pub struct ServeArgs {
     /// Milliseconds SIGTERM waits for in-flight requests before closing.
     #[arg(long, default_value_t = 10_000)]
     pub shutdown_timeout_ms: u64,
-}
-
-fn allowed_cpus() -> Vec<usize> {
-    match nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
-        Ok(set) => (0..nix::sched::CpuSet::count())
-            .filter(|&cpu| set.is_set(cpu).unwrap_or(false))
-            .collect(),
-        Err(_) => (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect(),
-    }
 }
 
 impl ServeArgs {

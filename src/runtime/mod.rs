@@ -226,16 +226,6 @@ fn keep_freed_memory_for_reuse() {
     }
 }
 
-/// The CPUs the calling thread may run on.
-fn thread_cpus() -> Vec<usize> {
-    let Ok(set) = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) else {
-        return Vec::new();
-    };
-    (0..nix::sched::CpuSet::count())
-        .filter(|&cpu| set.is_set(cpu).unwrap_or(false))
-        .collect()
-}
-
 /// Shared start-up and shutdown coordination.
 struct Coordination {
     ready_shards: AtomicUsize,
@@ -541,7 +531,7 @@ async fn shard_main(
     // scheduler's queues).
     tracing::info!(
         shard = shard_id,
-        cpus = ?thread_cpus(),
+        cpus = ?crate::bench::args::allowed_cpus(),
         partitions = shard.partition_count(),
         io_memory_bytes = config.io_memory_bytes.unwrap_or(0),
         ring_depth = config.ring_depth,

@@ -400,8 +400,9 @@ pub fn fetch_bytes_spliced() -> u64 {
 /// Sends `range` to the socket `fd`: file -> pipe by an io_uring splice (a
 /// page-cache miss waits for the disk on an io-wq worker), pipe -> socket
 /// here without blocking (a non-blocking splice(2); through io_uring it
-/// would hold an io-wq worker while the client is slow to read). When the socket is full, one byte is taken out of the pipe and
-/// written through `writer`, which waits until the socket has room.
+/// would hold an io-wq worker while the client is slow to read). When the
+/// socket is full, one byte is taken out of the pipe and written through
+/// `writer`, which waits until the socket has room.
 async fn splice_range<W: AsyncWrite + Unpin>(
     fd: RawFd,
     writer: &mut W,
@@ -425,7 +426,7 @@ async fn splice_range<W: AsyncWrite + Unpin>(
                 position,
                 pipe_fd,
                 want,
-                Box::new((file, pipe_write, turn)),
+                std::rc::Rc::new((file, pipe_write, turn)),
             )
             .await?
         };
@@ -483,16 +484,15 @@ async fn splice_range<W: AsyncWrite + Unpin>(
 /// workers (`--io-worker-cpus`), so a page-cache miss waits for the disk
 /// there, not on the shard. `keep_alive` holds both descriptors open (and
 /// the read turn) until the kernel is done, even if the fetch is dropped
-/// meanwhile. Returns the
-/// bytes moved; 0 at the end of the file.
+/// meanwhile (each attempt holds a share of it). Returns the bytes moved;
+/// 0 at the end of the file.
 async fn splice_file_to_pipe(
     file_fd: RawFd,
     position: u64,
     pipe_fd: RawFd,
     want: usize,
-    keep_alive: Box<dyn std::any::Any>,
+    keep_alive: std::rc::Rc<dyn std::any::Any>,
 ) -> std::io::Result<usize> {
-    let keep_alive = std::rc::Rc::new(keep_alive);
     loop {
         let held: Box<dyn std::any::Any> = Box::new(keep_alive.clone());
         match glommio::io::splice(file_fd, position as i64, pipe_fd, want, held).await {
