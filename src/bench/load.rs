@@ -413,18 +413,63 @@ async fn connect(address: &str) -> anyhow::Result<TcpStream> {
     Ok(stream)
 }
 
+/// Frame buffers a client thread keeps for reuse.
+const FRAME_BUFS_KEPT: usize = 8;
+
+thread_local! {
+    static FRAME_BUFS: std::cell::RefCell<Vec<Vec<u8>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The memory of one frame read by [`read_frame`]: given back to its
+/// thread's pool when the last `Bytes` of it goes. A fetch answer of several
+/// MiB allocated and zeroed per read cost the consumer a `memset` (11 % of
+/// its samples) and the page faults of fresh memory (25 %) per fetch on
+/// dev-2vcpu-epyc, beside the kernel's copy (23 %), which is all that is left.
+struct PooledFrame {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl AsRef<[u8]> for PooledFrame {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+impl Drop for PooledFrame {
+    fn drop(&mut self) {
+        let buf = std::mem::take(&mut self.buf);
+        let _ = FRAME_BUFS.try_with(|bufs| {
+            let mut bufs = bufs.borrow_mut();
+            if bufs.len() < FRAME_BUFS_KEPT {
+                bufs.push(buf);
+            }
+        });
+    }
+}
+
 async fn read_frame(stream: &mut (impl futures_lite::AsyncRead + Unpin)) -> anyhow::Result<Bytes> {
     let mut prefix = [0u8; 4];
     stream
         .read_exact(&mut prefix)
         .await
         .context("reading a response")?;
-    let mut payload = vec![0u8; frame_size(prefix)?];
+    let len = frame_size(prefix)?;
+    let mut buf = FRAME_BUFS
+        .try_with(|bufs| bufs.borrow_mut().pop())
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    if buf.len() < len {
+        // Zeroes only the growth: what a reused buffer holds is overwritten.
+        buf.resize(len, 0);
+    }
     stream
-        .read_exact(&mut payload)
+        .read_exact(&mut buf[..len])
         .await
         .context("reading a response")?;
-    Ok(Bytes::from(payload))
+    Ok(Bytes::from_owner(PooledFrame { buf, len }))
 }
 
 fn past(deadline: Option<Instant>) -> bool {
