@@ -776,6 +776,44 @@ async fn consume(
 mod tests {
     use super::*;
 
+    /// Goal: frames read into reused memory hold exactly their own bytes.
+    /// Method: read a long frame, drop it (its memory goes back to the
+    /// pool), read a shorter one into that memory, then a longer one while
+    /// the second is still held; the pool never keeps more than its bound.
+    #[test]
+    fn frames_read_into_reused_memory_hold_only_their_own_bytes() {
+        fn frame(fill: u8, len: usize) -> Vec<u8> {
+            let mut bytes = (len as i32).to_be_bytes().to_vec();
+            bytes.extend(std::iter::repeat(fill).take(len));
+            bytes
+        }
+        let mut wire = frame(1, 300);
+        wire.extend(frame(2, 8));
+        wire.extend(frame(3, 500));
+        let mut stream = futures_lite::io::Cursor::new(wire);
+        futures_lite::future::block_on(async {
+            let first = read_frame(&mut stream).await.unwrap();
+            assert_eq!(&first[..], &[1u8; 300][..]);
+            drop(first);
+            let second = read_frame(&mut stream).await.unwrap();
+            assert_eq!(&second[..], &[2u8; 8][..]);
+            let third = read_frame(&mut stream).await.unwrap();
+            assert_eq!(&third[..], &[3u8; 500][..]);
+            assert_eq!(&second[..], &[2u8; 8][..], "a later read left it alone");
+            assert!(read_frame(&mut stream).await.is_err(), "no fourth frame");
+        });
+        let held: Vec<Bytes> = (0..FRAME_BUFS_KEPT + 3)
+            .map(|_| {
+                Bytes::from_owner(PooledFrame {
+                    buf: vec![0; 4],
+                    len: 4,
+                })
+            })
+            .collect();
+        drop(held);
+        assert_eq!(FRAME_BUFS.with(|bufs| bufs.borrow().len()), FRAME_BUFS_KEPT);
+    }
+
     #[test]
     fn partitions_are_assigned_round_robin_and_shared_when_clients_outnumber_them() {
         let parts: Vec<i32> = (0..5).collect();
