@@ -113,6 +113,8 @@ pub struct BrokerConfig {
     /// How durable appends are synced (one syncfs per shard, or fdatasync
     /// per log).
     pub log_sync: crate::storage::LogSync,
+    /// Whether data waited for is written while its log's sync runs.
+    pub writes_during_sync: crate::storage::WritesDuringSync,
     /// Scheduler shares of the background task queue.
     pub background_shares: u64,
     /// Threads per shard for blocking file-system calls.

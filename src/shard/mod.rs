@@ -107,6 +107,7 @@ pub fn log_config_for(topic: &TopicImage, config: &BrokerConfig) -> LogConfig {
         write_buffer_bytes_max: config.write_buffer_bytes_max,
         write_behind: config.write_behind,
         write_delay_us: config.write_delay_us,
+        writes_during_sync: config.writes_during_sync,
         preallocate_bytes: config.preallocate_bytes,
         cache_bytes: config.partition_cache_bytes,
         pending_bytes_max: config.partition_pending_bytes_max,

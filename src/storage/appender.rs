@@ -705,7 +705,11 @@ impl SegmentAppender {
             .set(self.counters.fdatasync_count.get() + 1);
         let file = self.file.clone();
         let path = self.path.clone();
+        #[cfg(test)]
+        let delay = FDATASYNC_DELAY_FOR_TESTS.with(std::cell::Cell::get);
         async move {
+            #[cfg(test)]
+            glommio::timer::sleep(delay).await;
             file.fdatasync()
                 .await
                 .map_err(|error| StorageError::glommio("fdatasync", path, error))
@@ -715,6 +719,20 @@ impl SegmentAppender {
     /// An fdatasync started by `start_sync` has not been collected yet.
     pub fn sync_in_flight(&self) -> bool {
         self.sync_in_flight.is_some()
+    }
+
+    /// Whether this appender's syncs are its shard's `syncfs` (else its
+    /// own fdatasync).
+    pub fn syncs_with_shard(&self) -> bool {
+        self.shard_sync.is_some()
+    }
+
+    /// A sync started by `start_sync` is still running (not just
+    /// uncollected).
+    pub fn sync_running(&self) -> bool {
+        self.sync_in_flight
+            .as_ref()
+            .is_some_and(|sync| !sync.done.get())
     }
 
     /// Starts an fdatasync in the background and returns at once, so writes
@@ -765,6 +783,13 @@ impl SegmentAppender {
         sync.task.await?;
         Ok(Some(sync.tag))
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Delays each fdatasync of an appender (tests of what runs meanwhile).
+    pub(super) static FDATASYNC_DELAY_FOR_TESTS: std::cell::Cell<std::time::Duration> =
+        const { std::cell::Cell::new(std::time::Duration::ZERO) };
 }
 
 impl Drop for SegmentAppender {

@@ -47,8 +47,9 @@ pub use direct::{append_bytes_copied, append_bytes_in_place, DirectSlot};
 pub use error::StorageError;
 pub use index::{OffsetIndex, OffsetPosition, TimeIndex};
 pub use log::{
-    AppendInfo, Log, LogConfig, LogStats, Pieces, ReadResult, DEFAULT_WRITE_BUFFER_BYTES,
-    DEFAULT_WRITE_BUFFER_BYTES_MAX, DEFAULT_WRITE_DELAY_US, WRITE_DELAY_US_MAX,
+    AppendInfo, Log, LogConfig, LogStats, Pieces, ReadResult, WritesDuringSync,
+    DEFAULT_WRITE_BUFFER_BYTES, DEFAULT_WRITE_BUFFER_BYTES_MAX, DEFAULT_WRITE_DELAY_US,
+    WRITE_DELAY_US_MAX,
 };
 pub use reader::{
     cold_read_bytes_copied, cold_read_turn, cold_reads_in_flight, configure_cold_reads,
@@ -137,6 +138,7 @@ pub(crate) mod test_support {
             write_buffer_bytes_max: 16384,
             write_behind: 2,
             write_delay_us: super::DEFAULT_WRITE_DELAY_US,
+            writes_during_sync: super::WritesDuringSync::Auto,
             preallocate_bytes: 8192,
             cache_bytes,
             pending_bytes_max: 1 << 20,
