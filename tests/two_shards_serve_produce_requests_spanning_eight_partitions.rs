@@ -164,6 +164,9 @@ fn a_two_shard_broker_starts_and_stops_cleanly_every_time() {
             "write_behind=3",
             "shard_cache_bytes=67108864",
             "ring_depth=256",
+            // Two shards sync each partition on its own, and write beside it.
+            "log_sync=Fdatasync",
+            "writes_during_sync=Overlap",
         ] {
             assert!(
                 line.split(' ').any(|field| field == setting),
