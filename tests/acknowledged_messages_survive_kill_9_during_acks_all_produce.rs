@@ -19,7 +19,7 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -35,6 +35,10 @@ use common::{with_timeout, Broker, BrokerOptions};
 const TOPIC: &str = "kill-9";
 const PARTITIONS: i32 = 2;
 const ACKS_BEFORE_KILL: usize = 3_000;
+/// Sends not yet acknowledged when the kill is sent, at least: a producer
+/// slowed by a busy machine can fall to the broker's pace, and a kill
+/// between its sends would then catch nothing in flight.
+const IN_FLIGHT_AT_KILL: usize = 50;
 
 #[derive(Clone, Debug)]
 struct Ack {
@@ -228,11 +232,13 @@ async fn kill_9_mid_stream(options: BrokerOptions, acks: &str) -> Broker {
     let producer = Arc::new(future_producer(&config));
     let acks: Arc<Mutex<Vec<Ack>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
+    let sent_so_far = Arc::new(AtomicUsize::new(0));
 
     let producing = {
         let producer = Arc::clone(&producer);
         let acks = Arc::clone(&acks);
         let stop = Arc::clone(&stop);
+        let sent_so_far = Arc::clone(&sent_so_far);
         tokio::spawn(async move {
             let mut waiting = Vec::new();
             let mut sent = 0u64;
@@ -255,6 +261,7 @@ async fn kill_9_mid_stream(options: BrokerOptions, acks: &str) -> Broker {
                             }
                         }));
                         sent += 1;
+                        sent_so_far.store(sent as usize, Ordering::Relaxed);
                     }
                     Err(_) => tokio::time::sleep(Duration::from_millis(1)).await,
                 }
@@ -270,13 +277,18 @@ async fn kill_9_mid_stream(options: BrokerOptions, acks: &str) -> Broker {
     };
 
     let deadline = Instant::now() + Duration::from_secs(60);
-    while acks.lock().expect("acks lock").len() < ACKS_BEFORE_KILL {
+    loop {
+        let acknowledged = acks.lock().expect("acks lock").len();
+        let sent = sent_so_far.load(Ordering::Relaxed);
+        if acknowledged >= ACKS_BEFORE_KILL && sent >= acknowledged + IN_FLIGHT_AT_KILL {
+            break;
+        }
         assert!(
             Instant::now() < deadline,
-            "only {} acknowledgements within 60 s",
-            acks.lock().expect("acks lock").len()
+            "within 60 s: {acknowledged} acknowledgements of {sent} sends (the kill waits for \
+             {ACKS_BEFORE_KILL}, and {IN_FLIGHT_AT_KILL} more sent)"
         );
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
     broker.kill9();
     let acks_at_kill = acks.lock().expect("acks lock").len();

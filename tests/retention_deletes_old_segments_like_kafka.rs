@@ -37,7 +37,12 @@ fn broker() -> Broker {
     )
 }
 
-/// The partition's segments on disk: (base offset, bytes), in offset order.
+/// The partition's segments on disk: (base offset, bytes of record
+/// batches), in offset order. The bytes are the batches' own, as the
+/// broker counts them for `retention.bytes`: the active segment's file
+/// runs on to the end of its last 4 KiB block (direct I/O writes whole
+/// blocks, zero-padded), and its length would overstate the segment by up
+/// to 4 KiB.
 fn segments_on_disk(dir: &Path) -> Vec<(i64, u64)> {
     let mut segments: Vec<(i64, u64)> = std::fs::read_dir(dir)
         .unwrap_or_else(|error| panic!("listing {}: {error}", dir.display()))
@@ -45,11 +50,29 @@ fn segments_on_disk(dir: &Path) -> Vec<(i64, u64)> {
             let entry = entry.ok()?;
             let name = entry.file_name().to_string_lossy().into_owned();
             let base = name.strip_suffix(".log")?.parse::<i64>().ok()?;
-            Some((base, entry.metadata().ok()?.len()))
+            // Gone since the listing: a deletion is under way.
+            let bytes = std::fs::read(entry.path()).ok()?;
+            Some((base, batch_bytes(&bytes)))
         })
         .collect();
     segments.sort();
     segments
+}
+
+/// Bytes of the record batches at the start of a segment file: each is a
+/// base offset (8 bytes) and a length (4 bytes) followed by that many
+/// bytes; the zero padding after the last one reads as length 0.
+fn batch_bytes(file: &[u8]) -> u64 {
+    let mut position = 0usize;
+    while let Some(header) = file.get(position..position + 12) {
+        let length = i32::from_be_bytes(header[8..12].try_into().expect("4 bytes"));
+        let end = position + 12 + length.max(0) as usize;
+        if length <= 0 || end > file.len() {
+            break;
+        }
+        position = end;
+    }
+    position as u64
 }
 
 fn now_ms() -> i64 {

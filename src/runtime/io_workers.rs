@@ -90,14 +90,27 @@ pub fn thread_cpus(comm: &str) -> Option<Vec<usize>> {
 }
 
 /// Logs where the calling shard's SQPOLL thread runs (`--sqpoll`): the
-/// kernel names it `iou-sqp-<creating thread's id>`; its absence is a
+/// kernel names it `iou-sqp-<creating thread's id>` once the thread first
+/// runs (until then it carries its creator's name), so a thread not yet
+/// named is looked for again every `SQ_POLL_LOOKUP_INTERVAL` up to
+/// `SQ_POLL_LOOKUP_TIME`, on the executor's timer; its absence then is a
 /// warning (the ring was set up without it).
-pub fn log_sq_poll(shard: usize, config: &BrokerConfig) {
+pub async fn log_sq_poll(shard: usize, config: &BrokerConfig) {
     let Some(sq_poll) = config.sq_poll else {
         return;
     };
     let name = format!("iou-sqp-{}", nix::unistd::gettid());
-    match thread_cpus(&name) {
+    let deadline = std::time::Instant::now() + SQ_POLL_LOOKUP_TIME;
+    let cpus = loop {
+        match thread_cpus(&name) {
+            Some(cpus) => break Some(cpus),
+            None if std::time::Instant::now() < deadline => {
+                glommio::timer::sleep(SQ_POLL_LOOKUP_INTERVAL).await;
+            }
+            None => break None,
+        }
+    };
+    match cpus {
         Some(cpus) => tracing::info!(
             shard,
             thread = %name,
@@ -108,6 +121,11 @@ pub fn log_sq_poll(shard: usize, config: &BrokerConfig) {
         None => tracing::warn!(shard, "--sqpoll is set but this shard has no SQPOLL thread"),
     }
 }
+
+/// How long `log_sq_poll` looks for a shard's SQPOLL thread by name.
+const SQ_POLL_LOOKUP_TIME: std::time::Duration = std::time::Duration::from_secs(2);
+/// How often `log_sq_poll` looks again.
+const SQ_POLL_LOOKUP_INTERVAL: std::time::Duration = std::time::Duration::from_millis(5);
 
 #[cfg(test)]
 mod tests {

@@ -309,7 +309,7 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         let handle = builder
             .spawn(move || async move {
                 io_workers::tune_for_shard(shard_id, cpu, &config);
-                io_workers::log_sq_poll(shard_id, &config);
+                io_workers::log_sq_poll(shard_id, &config).await;
                 let outcome = shard_main(
                     shard_id,
                     nr_shards,
