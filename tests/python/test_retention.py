@@ -13,6 +13,7 @@ partition's `.log` files on disk tell what was kept; records are compared
 field by field with what was sent at their offsets.
 """
 
+import struct
 import time
 
 import pytest
@@ -40,9 +41,32 @@ def broker(retention_broker):
     yield retention_broker
 
 
+def batch_bytes(data):
+    """Bytes of the record batches at the start of a segment file: each is a
+    base offset (8 bytes) and a length (4 bytes) followed by that many
+    bytes; the zero padding after the last one reads as length 0."""
+    position = 0
+    while position + 12 <= len(data):
+        (length,) = struct.unpack_from(">i", data, position + 8)
+        if length <= 0 or position + 12 + length > len(data):
+            break
+        position += 12 + length
+    return position
+
+
 def segments_on_disk(directory):
-    """(base offset, bytes) of each .log file, in offset order."""
-    return sorted((int(path.stem), path.stat().st_size) for path in directory.glob("*.log"))
+    """(base offset, bytes of record batches) of each .log file, in offset
+    order: the batches' own bytes, as the broker counts them for
+    retention.bytes; the active segment's file runs on, zero-padded, to
+    the end of its last written block."""
+    segments = []
+    for path in directory.glob("*.log"):
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:  # a deletion under way
+            continue
+        segments.append((int(path.stem), batch_bytes(data)))
+    return sorted(segments)
 
 
 def test_retention_bytes_moves_the_log_start_and_consumers_follow(broker, topic):
