@@ -105,14 +105,19 @@ pub enum WritesDuringSync {
 }
 
 impl WritesDuringSync {
-    /// Whether data waited for is held while a sync runs, for a log synced
-    /// by its shard's `syncfs` (`shard_syncfs`) or by its own fdatasync.
-    pub fn holds(self, shard_syncfs: bool) -> bool {
+    /// `Hold` or `Overlap`: what this setting means for a log synced by its
+    /// shard's `syncfs` (`shard_syncfs`) or by its own fdatasync.
+    pub fn resolve(self, shard_syncfs: bool) -> WritesDuringSync {
         match self {
-            WritesDuringSync::Auto => shard_syncfs,
-            WritesDuringSync::Hold => true,
-            WritesDuringSync::Overlap => false,
+            WritesDuringSync::Auto if shard_syncfs => WritesDuringSync::Hold,
+            WritesDuringSync::Auto => WritesDuringSync::Overlap,
+            resolved => resolved,
         }
+    }
+
+    /// Whether data waited for is held while a sync runs (see `resolve`).
+    pub fn holds(self, shard_syncfs: bool) -> bool {
+        self.resolve(shard_syncfs) == WritesDuringSync::Hold
     }
 }
 
@@ -2061,12 +2066,14 @@ async fn writer_step(
     // Collect writes that completed since (their completion is what woke
     // this step when the queue is empty), so `writes_in_flight` is current.
     shared.confirm_written(appender, unconfirmed)?;
-    let waited_for = {
+    let (waited_for, closing) = {
         let state = shared.state.borrow();
-        !state.written_waiters.is_empty()
+        let closing = state.lifecycle == Lifecycle::Closing;
+        let waited_for = !state.written_waiters.is_empty()
             || !state.sync_waiters.is_empty()
-            || state.lifecycle == Lifecycle::Closing
-            || !state.append_turns.is_idle()
+            || closing
+            || !state.append_turns.is_idle();
+        (waited_for, closing)
     };
     let mut wake_at: Option<Instant> = None;
     if appender.has_unsubmitted() {
@@ -2081,7 +2088,7 @@ async fn writer_step(
             .writes_during_sync
             .holds(appender.syncs_with_shard())
             && appender.sync_running()
-            && shared.state.borrow().lifecycle != Lifecycle::Closing;
+            && !closing;
         if (waited_for && !held) || (due <= now && !appender.writes_in_flight()) {
             appender.write_partial().await?;
             shared.confirm_written(appender, unconfirmed)?;
@@ -3676,6 +3683,20 @@ mod tests {
         assert!(!WritesDuringSync::Auto.holds(false));
         assert!(WritesDuringSync::Hold.holds(false));
         assert!(!WritesDuringSync::Overlap.holds(true));
+        // What each shard's serving line shows.
+        assert_eq!(WritesDuringSync::Auto.resolve(true), WritesDuringSync::Hold);
+        assert_eq!(
+            WritesDuringSync::Auto.resolve(false),
+            WritesDuringSync::Overlap
+        );
+        assert_eq!(
+            WritesDuringSync::Hold.resolve(false),
+            WritesDuringSync::Hold
+        );
+        assert_eq!(
+            WritesDuringSync::Overlap.resolve(true),
+            WritesDuringSync::Overlap
+        );
         assert_eq!(
             LogConfig::default().writes_during_sync,
             WritesDuringSync::Auto
