@@ -218,8 +218,21 @@ async fn read_cleaner_checkpoint(dir: &Path) -> Result<Option<i64>, StorageError
 }
 
 /// A file name of the form `NNNNNNNNNNNNNNNNNNNN.<extension>[.<suffix>]`
-/// split into its base offset, extension and suffix.
+/// split into its base offset, extension and suffix, for the extensions
+/// compaction swaps (log, index, timeindex).
 fn split_segment_file_name(name: &str) -> Option<(i64, &str, Option<&str>)> {
+    split_any_segment_file_name(name).filter(|(_, extension, _)| {
+        [
+            LOG_FILE_EXTENSION,
+            INDEX_FILE_EXTENSION,
+            TIME_INDEX_FILE_EXTENSION,
+        ]
+        .contains(extension)
+    })
+}
+
+/// `split_segment_file_name` for any extension.
+fn split_any_segment_file_name(name: &str) -> Option<(i64, &str, Option<&str>)> {
     let (stem, rest) = name.split_once('.')?;
     if stem.len() != 20 || !stem.bytes().all(|byte| byte.is_ascii_digit()) {
         return None;
@@ -229,22 +242,15 @@ fn split_segment_file_name(name: &str) -> Option<(i64, &str, Option<&str>)> {
         Some((extension, suffix)) => (extension, Some(suffix)),
         None => (rest, None),
     };
-    let known = [
-        LOG_FILE_EXTENSION,
-        INDEX_FILE_EXTENSION,
-        TIME_INDEX_FILE_EXTENSION,
-    ];
-    known
-        .contains(&extension)
-        .then_some((base_offset, extension, suffix))
+    Some((base_offset, extension, suffix))
 }
 
 /// `NNNNNNNNNNNNNNNNNNNN.txnindex.deleted`: the aborted-transaction index
 /// of a segment retention was deleting.
 fn is_deleted_txn_index_file_name(name: &str) -> bool {
-    let suffix = format!(".{TXN_INDEX_FILE_EXTENSION}.{DELETED_FILE_SUFFIX}");
-    name.strip_suffix(&suffix)
-        .is_some_and(|stem| stem.len() == 20 && stem.bytes().all(|byte| byte.is_ascii_digit()))
+    split_any_segment_file_name(name).is_some_and(|(_, extension, suffix)| {
+        extension == TXN_INDEX_FILE_EXTENSION && suffix == Some(DELETED_FILE_SUFFIX)
+    })
 }
 
 /// Finishes or discards a compaction interrupted by a crash; see the module
