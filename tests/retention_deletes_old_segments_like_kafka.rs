@@ -27,6 +27,7 @@ use common::kafka::{
     consumer_config, create_topic_with_configs, future_producer, produce_all, producer_config,
     received_as_test_message, test_messages, watermarks, AckedMessage,
 };
+use common::segment::{parse_batches, BatchExtent};
 use common::{with_timeout, Broker, BrokerOptions};
 
 const CHECK_INTERVAL_MS: u64 = 200;
@@ -52,27 +53,14 @@ fn segments_on_disk(dir: &Path) -> Vec<(i64, u64)> {
             let base = name.strip_suffix(".log")?.parse::<i64>().ok()?;
             // Gone since the listing: a deletion is under way.
             let bytes = std::fs::read(entry.path()).ok()?;
-            Some((base, batch_bytes(&bytes)))
+            let batches_end = parse_batches(&bytes)
+                .last()
+                .map_or(0, BatchExtent::end_position);
+            Some((base, batches_end))
         })
         .collect();
     segments.sort();
     segments
-}
-
-/// Bytes of the record batches at the start of a segment file: each is a
-/// base offset (8 bytes) and a length (4 bytes) followed by that many
-/// bytes; the zero padding after the last one reads as length 0.
-fn batch_bytes(file: &[u8]) -> u64 {
-    let mut position = 0usize;
-    while let Some(header) = file.get(position..position + 12) {
-        let length = i32::from_be_bytes(header[8..12].try_into().expect("4 bytes"));
-        let end = position + 12 + length.max(0) as usize;
-        if length <= 0 || end > file.len() {
-            break;
-        }
-        position = end;
-    }
-    position as u64
 }
 
 fn now_ms() -> i64 {
