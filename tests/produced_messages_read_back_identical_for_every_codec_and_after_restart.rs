@@ -10,7 +10,9 @@
 //! acknowledged at that offset. Then SIGTERM (exit 0, clean shutdown marker
 //! left), restart on the same directory and port, and read everything again:
 //! from the segment files now (the in-memory tail starts empty), by splice
-//! (the default cold read path), then once more after a restart with
+//! (the default cold read path, its pipe -> socket half a splice(2) call),
+//! again after a restart with `--splice-to-socket io-uring` (that half an
+//! io_uring splice), then once more after a restart with
 //! `--cold-read-path dma`.
 
 mod common;
@@ -82,6 +84,15 @@ async fn produced_messages_read_back_identical_for_every_codec_and_after_restart
 
     for (topic, acked) in &topics {
         read_back_and_compare(&broker, topic, acked, "after SIGTERM and restart");
+    }
+    broker.restart_with_arg("--splice-to-socket", "io-uring");
+    for (topic, acked) in &topics {
+        read_back_and_compare(
+            &broker,
+            topic,
+            acked,
+            "after a restart with io_uring splices",
+        );
     }
     broker.restart_with_arg("--cold-read-path", "dma");
     for (topic, acked) in &topics {

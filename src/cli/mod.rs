@@ -242,6 +242,13 @@ pub struct ServeArgs {
     /// it read to list aborted transactions).
     #[arg(long, value_enum, default_value = "splice")]
     pub cold_read_path: crate::storage::ColdReadPath,
+    /// How the splice cold read path moves data from its pipe to the
+    /// client's socket. syscall: a non-blocking splice(2) made by the
+    /// shard. io-uring: an io_uring splice, run by the shard's io_uring
+    /// worker threads (--io-worker-cpus); a full socket ends it at once
+    /// (the socket is non-blocking), so a slow client holds no worker.
+    #[arg(long, value_enum, default_value = "syscall")]
+    pub splice_to_socket: crate::server::pieces::SpliceToSocket,
     /// How appends that wait for durability (acks=all under the default
     /// --flush-policy, flush.messages, group offsets, transaction markers)
     /// are synced. syncfs: one syncfs per shard covers every partition's
@@ -533,6 +540,7 @@ impl ServeArgs {
             cold_fetch_shares: self.cold_fetch_shares,
             cold_reads_max: self.cold_reads_max as usize,
             cold_read_path: self.cold_read_path,
+            splice_to_socket: self.splice_to_socket,
             log_sync: self.log_sync,
             writes_during_sync: self.writes_during_sync,
             background_shares: self.background_shares,

@@ -110,6 +110,8 @@ pub struct BrokerConfig {
     pub cold_reads_max: usize,
     /// How consumers' reads of segment files are sent.
     pub cold_read_path: crate::storage::ColdReadPath,
+    /// How spliced file data moves from the pipe to the socket.
+    pub splice_to_socket: crate::server::pieces::SpliceToSocket,
     /// How durable appends are synced (one syncfs per shard, or fdatasync
     /// per log).
     pub log_sync: crate::storage::LogSync,

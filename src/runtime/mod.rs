@@ -474,6 +474,7 @@ async fn shard_main(
         Some(cold_fetch),
         config.cold_read_path,
     );
+    crate::server::pieces::configure_splice_to_socket(config.splice_to_socket);
     crate::storage::configure_log_sync(config.log_sync.resolve(nr_shards), &config.data_dir)?;
     let background = queue(config.background_shares, "background");
     crate::storage::configure_shard_cache(config.shard_cache_bytes);
@@ -543,6 +544,7 @@ async fn shard_main(
         background_shares = shares(background),
         cold_reads_max = config.cold_reads_max,
         cold_read_path = ?config.cold_read_path,
+        splice_to_socket = ?config.splice_to_socket,
         log_sync = ?config.log_sync.resolve(nr_shards),
         blocking_threads = config.blocking_threads,
         write_buffer_bytes = config.write_buffer_bytes,

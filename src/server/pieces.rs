@@ -387,9 +387,27 @@ impl SplicePipe {
     }
 }
 
+/// How the pipe -> socket half of a splice send is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SpliceToSocket {
+    /// A non-blocking splice(2) called by the shard itself.
+    Syscall,
+    /// An io_uring splice (`IORING_OP_SPLICE`) on the shard's ring, which
+    /// the kernel runs on the shard's io-wq workers; the socket is
+    /// non-blocking, so a full socket ends it with EAGAIN instead of
+    /// holding a worker while the client is slow to read.
+    IoUring,
+}
+
 thread_local! {
     static FETCH_BYTES_SPLICED: Cell<u64> = const { Cell::new(0) };
     static SPLICE_WAITS_FOR_ROOM: Cell<u64> = const { Cell::new(0) };
+    static SPLICE_TO_SOCKET: Cell<SpliceToSocket> = const { Cell::new(SpliceToSocket::Syscall) };
+}
+
+/// Sets how this shard moves spliced file data from the pipe to a socket.
+pub fn configure_splice_to_socket(mode: SpliceToSocket) {
+    SPLICE_TO_SOCKET.with(|current| current.set(mode));
 }
 
 /// Record bytes this shard sent from segment files with splice.
@@ -399,16 +417,28 @@ pub fn fetch_bytes_spliced() -> u64 {
 
 /// Sends `range` to the socket `fd`: file -> pipe by an io_uring splice (a
 /// page-cache miss waits for the disk on an io-wq worker), pipe -> socket
-/// here without blocking (a non-blocking splice(2); through io_uring it
-/// would hold an io-wq worker while the client is slow to read). When the
-/// socket is full, one byte is taken out of the pipe and written through
-/// `writer`, which waits until the socket has room.
+/// as `--splice-to-socket` says: a non-blocking splice(2) here, or an
+/// io_uring splice (`pipe_to_socket`). When the socket is full, one byte is
+/// taken out of the pipe and written through `writer`, which waits until
+/// the socket has room.
 async fn splice_range<W: AsyncWrite + Unpin>(
     fd: RawFd,
     writer: &mut W,
     range: &FileRange,
     pipe: &SplicePipe,
 ) -> std::io::Result<()> {
+    let mode = SPLICE_TO_SOCKET.with(Cell::get);
+    // io_uring splices go to a duplicate of the socket, which they keep
+    // open until the kernel has finished with them: the connection's own
+    // descriptor may close (and its number be reused) under one whose
+    // future was dropped.
+    let socket = match mode {
+        SpliceToSocket::IoUring => Some(std::rc::Rc::new(
+            // SAFETY: the connection's socket is open for this call.
+            unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }.try_clone_to_owned()?,
+        )),
+        SpliceToSocket::Syscall => None,
+    };
     let mut position = range.position;
     let mut left = range.len;
     while left > 0 {
@@ -440,43 +470,65 @@ async fn splice_range<W: AsyncWrite + Unpin>(
         left -= filled;
         let mut in_pipe = filled;
         while in_pipe > 0 {
-            // SAFETY: splice between descriptors this connection holds open.
-            let moved = unsafe {
-                libc::splice(
-                    pipe.read.as_raw_fd(),
-                    std::ptr::null_mut(),
-                    fd,
-                    std::ptr::null_mut(),
-                    in_pipe,
-                    libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
-                )
-            };
-            if moved > 0 {
-                in_pipe -= moved as usize;
-                continue;
-            }
-            if moved == 0 {
-                return Err(std::io::ErrorKind::WriteZero.into());
-            }
-            let error = std::io::Error::last_os_error();
-            match error.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::EAGAIN) => {
-                    SPLICE_WAITS_FOR_ROOM.with(|c| c.set(c.get() + 1));
-                    let mut byte = [0u8; 1];
-                    let read = nix::unistd::read(pipe.read.as_raw_fd(), &mut byte)?;
-                    if read != 1 {
-                        return Err(std::io::ErrorKind::UnexpectedEof.into());
-                    }
-                    writer.write_all(&byte).await?;
-                    in_pipe -= 1;
+            let moved = match &socket {
+                Some(socket) => pipe_to_socket(pipe, socket, in_pipe).await,
+                None => {
+                    // SAFETY: splice between descriptors this connection
+                    // holds open.
+                    let moved = unsafe {
+                        libc::splice(
+                            pipe.read.as_raw_fd(),
+                            std::ptr::null_mut(),
+                            fd,
+                            std::ptr::null_mut(),
+                            in_pipe,
+                            libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
+                        )
+                    };
+                    usize::try_from(moved).map_err(|_| std::io::Error::last_os_error())
                 }
-                _ => return Err(error),
+            };
+            match moved {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(moved) => in_pipe -= moved,
+                Err(error) => match error.raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    Some(libc::EAGAIN) => {
+                        SPLICE_WAITS_FOR_ROOM.with(|c| c.set(c.get() + 1));
+                        let mut byte = [0u8; 1];
+                        let read = nix::unistd::read(pipe.read.as_raw_fd(), &mut byte)?;
+                        if read != 1 {
+                            return Err(std::io::ErrorKind::UnexpectedEof.into());
+                        }
+                        writer.write_all(&byte).await?;
+                        in_pipe -= 1;
+                    }
+                    _ => return Err(error),
+                },
             }
         }
         FETCH_BYTES_SPLICED.with(|c| c.set(c.get() + filled as u64));
     }
     Ok(())
+}
+
+/// Moves up to `len` bytes from the pipe to the (non-blocking) socket with
+/// an io_uring splice; both descriptors stay open until the kernel has
+/// completed it. EAGAIN when the socket is full.
+async fn pipe_to_socket(
+    pipe: &SplicePipe,
+    socket: &std::rc::Rc<OwnedFd>,
+    len: usize,
+) -> std::io::Result<usize> {
+    let keep_alive: Box<dyn std::any::Any> = Box::new((pipe.read.clone(), socket.clone()));
+    glommio::io::splice(
+        pipe.read.as_raw_fd(),
+        -1,
+        socket.as_raw_fd(),
+        len,
+        keep_alive,
+    )
+    .await
 }
 
 /// Moves up to `want` bytes at `position` of the segment file into the
@@ -641,6 +693,16 @@ mod tests {
     /// between reads, compared byte for byte.
     #[test]
     fn file_ranges_splice_whole_and_in_order_through_a_full_socket() {
+        splice_through_a_full_socket(SpliceToSocket::Syscall);
+    }
+
+    /// The same with the pipe -> socket half through io_uring.
+    #[test]
+    fn file_ranges_splice_whole_and_in_order_through_a_full_socket_by_io_uring() {
+        splice_through_a_full_socket(SpliceToSocket::IoUring);
+    }
+
+    fn splice_through_a_full_socket(mode: SpliceToSocket) {
         let contents: Vec<u8> = (0..(6u32 << 20) + 12345)
             .map(|i| (i * 7 + i / 4096) as u8)
             .collect();
@@ -678,6 +740,7 @@ mod tests {
         ];
         glommio::LocalExecutorBuilder::default()
             .spawn(move || async move {
+                configure_splice_to_socket(mode);
                 let stream = glommio::net::TcpStream::connect(address).await.unwrap();
                 let fd = stream.as_raw_fd();
                 // A small send buffer, so the socket fills up.
