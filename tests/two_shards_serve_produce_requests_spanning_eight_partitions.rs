@@ -180,9 +180,45 @@ fn a_two_shard_broker_starts_and_stops_cleanly_every_time() {
         cpus_seen.push(cpus.to_string());
     }
     assert_ne!(cpus_seen[0], cpus_seen[1], "each shard on a CPU of its own");
+    if holds_cap_ipc_lock() {
+        // io_uring does not count a CAP_IPC_LOCK holder's registered memory
+        // against `ulimit -l`, so the shards take the default whatever the
+        // limit, and glommio registers it with each of its rings (it logs
+        // "registering buffers ... Skipping" and runs without registered
+        // memory when the kernel refuses).
+        for shard in 0..2 {
+            let line = log
+                .lines()
+                .find(|l| l.contains(" serving ") && l.contains(&format!(" shard={shard} ")))
+                .unwrap();
+            assert!(
+                line.split(' ')
+                    .any(|field| field == "io_memory_bytes=10485760"),
+                "shard {shard}: not the default registered memory: {line}"
+            );
+        }
+        assert!(
+            !log.contains("registering buffers"),
+            "registered memory refused:\n{log}"
+        );
+    }
     for _ in 1..STARTS {
         broker.restart();
         common::wire::assert_broker_healthy(&mut broker, "a restart");
     }
     broker.terminate();
+}
+
+/// Whether this test process (and so the broker it starts) holds
+/// CAP_IPC_LOCK (root usually does).
+fn holds_cap_ipc_lock() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("CapEff:"))
+                .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        })
+        .is_some_and(|caps| caps & (1 << 14) != 0)
 }

@@ -181,8 +181,9 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 8 * 1024 * 1024)]
     pub partition_pending_bytes_max: usize,
     /// io_uring registered I/O memory per shard, bytes. Default: 10 MiB, or
-    /// less where the locked-memory limit (ulimit -l) cannot hold that for
-    /// every shard.
+    /// less where the locked-memory limit (ulimit -l) cannot hold three
+    /// registrations of it (one per ring) for every shard; a process with
+    /// CAP_IPC_LOCK (root) is not held to that limit.
     #[arg(long)]
     pub io_memory_bytes: Option<usize>,
     /// io_uring ring depth per shard (the kernel allows at most 32768).
