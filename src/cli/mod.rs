@@ -268,14 +268,15 @@ pub struct ServeArgs {
     /// waits for while its partition's sync runs. hold: it stays in the
     /// write buffer until the sync ends, then goes to the disk in one write
     /// with everything appended meanwhile, covered by the next sync.
-    /// overlap: written at once, beside the sync. auto (the default): hold
-    /// where the sync is the shard's syncfs (--log-sync), overlap with
-    /// fdatasync per partition. On this project's virtio disk a write
-    /// issued during a syncfs completed only with it, so overlapping split
-    /// the data into one request's worth per sync (1 shard, 16 partitions
-    /// acks=all: 65-96 MB/s with overlap, 143-161 with hold); with
-    /// fdatasync per partition (2 shards) hold gained nothing. A device
-    /// that writes while it flushes may do better with overlap.
+    /// overlap: written at once, beside the sync, covered by the next.
+    /// auto (the default): overlap. Measured on this project's machines:
+    /// on dev-2vcpu-epyc a write issued during a syncfs completed only with
+    /// it, so overlapping split the data into one request's worth per sync
+    /// (1 shard, 16 partitions acks=all: 65-96 MB/s with overlap, 143-161
+    /// with hold, then the default under syncfs); on dev-2vcpu-xeon-b with
+    /// 256 KiB batches overlap gave 1.15-1.59x hold at 16 partitions, with
+    /// a lower p99. Use hold on a device whose cache flush holds back the
+    /// writes issued meanwhile.
     #[arg(long, value_enum, default_value = "auto")]
     pub writes_during_sync: crate::storage::WritesDuringSync,
     /// Scheduler shares of each shard's background task queue (log

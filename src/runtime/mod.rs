@@ -614,9 +614,7 @@ async fn shard_main(
         write_buffer_bytes_max = config.write_buffer_bytes_max,
         write_behind = config.write_behind,
         write_delay_us = config.write_delay_us,
-        writes_during_sync = ?config
-            .writes_during_sync
-            .resolve(config.log_sync.resolve(nr_shards) == crate::storage::LogSync::Syncfs),
+        writes_during_sync = ?config.writes_during_sync.resolve(),
         preallocate_bytes = config.preallocate_bytes,
         partition_cache_bytes = config.partition_cache_bytes,
         shard_cache_bytes = config.shard_cache_bytes,

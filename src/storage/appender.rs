@@ -721,12 +721,6 @@ impl SegmentAppender {
         self.sync_in_flight.is_some()
     }
 
-    /// Whether this appender's syncs are its shard's `syncfs` (else its
-    /// own fdatasync).
-    pub fn syncs_with_shard(&self) -> bool {
-        self.shard_sync.is_some()
-    }
-
     /// A sync started by `start_sync` is still running (not just
     /// uncollected).
     pub fn sync_running(&self) -> bool {

@@ -87,37 +87,36 @@ pub const WRITE_DELAY_US_MAX: u64 = 1_000_000;
 /// `--acks-wait-for-write`) while the log's sync runs (`--writes-during-sync`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum WritesDuringSync {
-    /// `hold` where the log's sync is its shard's `syncfs`, `overlap` where
-    /// it is the log's own fdatasync (with 2 shards on the virtio disk,
-    /// hold gave 0.7-1.0x of overlap's acks=all throughput).
+    /// `overlap`. Until 3 Dec 2026 it was `hold` under the shard's
+    /// `syncfs` (measured on dev-2vcpu-epyc, where an O_DIRECT write issued
+    /// during a `syncfs` completed with it); on dev-2vcpu-xeon-b, with 256
+    /// KiB batches, overlap gave 1.15-1.59x hold's acks=all throughput at
+    /// 16 partitions and up to 1.2x at 1, with a lower p99.
     Auto,
     /// Kept in the write buffer until the sync ends, then written in one
     /// write with everything appended meanwhile, and synced by the next
     /// sync. On a device whose cache flush holds back the writes issued
-    /// while it runs (this project's virtio disk: an O_DIRECT write issued
-    /// during a `syncfs` completed with it, 2.3 ms instead of 0.27), a
-    /// write issued at once gains nothing and splits the data the next sync
-    /// covers into one request's worth per sync.
+    /// while it runs (an O_DIRECT write issued during a `syncfs` completed
+    /// with it on dev-2vcpu-epyc, 2.3 ms instead of 0.27), a write issued
+    /// at once gains nothing and splits the data the next sync covers into
+    /// one request's worth per sync.
     Hold,
-    /// Written at once, beside the sync (for a device that writes while it
-    /// flushes).
+    /// Written at once, beside the sync: the next sync covers it.
     Overlap,
 }
 
 impl WritesDuringSync {
-    /// `Hold` or `Overlap`: what this setting means for a log synced by its
-    /// shard's `syncfs` (`shard_syncfs`) or by its own fdatasync.
-    pub fn resolve(self, shard_syncfs: bool) -> WritesDuringSync {
+    /// `Hold` or `Overlap`: what this setting means.
+    pub fn resolve(self) -> WritesDuringSync {
         match self {
-            WritesDuringSync::Auto if shard_syncfs => WritesDuringSync::Hold,
             WritesDuringSync::Auto => WritesDuringSync::Overlap,
             resolved => resolved,
         }
     }
 
     /// Whether data waited for is held while a sync runs (see `resolve`).
-    pub fn holds(self, shard_syncfs: bool) -> bool {
-        self.resolve(shard_syncfs) == WritesDuringSync::Hold
+    pub fn holds(self) -> bool {
+        self.resolve() == WritesDuringSync::Hold
     }
 }
 
@@ -2083,12 +2082,7 @@ async fn writer_step(
         // Where `WritesDuringSync` holds, data waited for is written once
         // the log's sync in flight ends (which wakes this task), unless the
         // log is closing.
-        let held = shared
-            .config
-            .writes_during_sync
-            .holds(appender.syncs_with_shard())
-            && appender.sync_running()
-            && !closing;
+        let held = shared.config.writes_during_sync.holds() && appender.sync_running() && !closing;
         if (waited_for && !held) || (due <= now && !appender.writes_in_flight()) {
             appender.write_partial().await?;
             shared.confirm_written(appender, unconfirmed)?;
@@ -3678,23 +3672,15 @@ mod tests {
     }
 
     #[test]
-    fn writes_are_held_during_syncfs_by_default_and_overlap_fdatasync() {
-        assert!(WritesDuringSync::Auto.holds(true));
-        assert!(!WritesDuringSync::Auto.holds(false));
-        assert!(WritesDuringSync::Hold.holds(false));
-        assert!(!WritesDuringSync::Overlap.holds(true));
+    fn writes_overlap_the_sync_by_default() {
+        assert!(!WritesDuringSync::Auto.holds());
+        assert!(WritesDuringSync::Hold.holds());
+        assert!(!WritesDuringSync::Overlap.holds());
         // What each shard's serving line shows.
-        assert_eq!(WritesDuringSync::Auto.resolve(true), WritesDuringSync::Hold);
+        assert_eq!(WritesDuringSync::Auto.resolve(), WritesDuringSync::Overlap);
+        assert_eq!(WritesDuringSync::Hold.resolve(), WritesDuringSync::Hold);
         assert_eq!(
-            WritesDuringSync::Auto.resolve(false),
-            WritesDuringSync::Overlap
-        );
-        assert_eq!(
-            WritesDuringSync::Hold.resolve(false),
-            WritesDuringSync::Hold
-        );
-        assert_eq!(
-            WritesDuringSync::Overlap.resolve(true),
+            WritesDuringSync::Overlap.resolve(),
             WritesDuringSync::Overlap
         );
         assert_eq!(
