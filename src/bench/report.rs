@@ -204,6 +204,13 @@ pub struct LimitsResult {
     pub machine: MachineFacts,
     /// One TCP stream over loopback, MB/s (10^6).
     pub loopback_tcp_mb_per_sec: Option<f64>,
+    /// The same stream sent from `loopback_uncached_source_bytes` of memory
+    /// in turn (beyond the CPU caches: what serving from memory copies).
+    #[serde(default)]
+    pub loopback_tcp_uncached_mb_per_sec: Option<f64>,
+    /// Bytes the uncached stream's writer cycles through.
+    #[serde(default)]
+    pub loopback_uncached_source_bytes: usize,
     /// Bytes per O_DIRECT write.
     pub odirect_write_bytes: usize,
     /// O_DIRECT appends, one write in flight, MB/s.
@@ -383,6 +390,11 @@ pub fn limit_fractions(result: &BenchResult, limits: &LimitsResult) -> Vec<Limit
             "consume wire MB/s / loopback TCP MB/s",
             consume.wire_mb_per_sec,
             limits.loopback_tcp_mb_per_sec,
+        );
+        push(
+            "consume wire MB/s / loopback TCP from memory beyond the CPU caches MB/s",
+            consume.wire_mb_per_sec,
+            limits.loopback_tcp_uncached_mb_per_sec,
         );
         // A consumer catching up reads what is no longer in memory: the
         // disk's read ceilings apply (not to a consumer at the tail).
@@ -772,6 +784,8 @@ mod tests {
             started_unix_ms: 0,
             machine: MachineFacts::default(),
             loopback_tcp_mb_per_sec: Some(2.2),
+            loopback_tcp_uncached_mb_per_sec: None,
+            loopback_uncached_source_bytes: 0,
             odirect_write_bytes: 131072,
             odirect_write_qd1_mb_per_sec: None,
             odirect_write_qd32_mb_per_sec: Some(1.1),
@@ -840,6 +854,13 @@ mod tests {
             ..catch_up
         };
         assert!(limit_fractions(&tail, &limits).is_empty());
+        // A consumer is also compared with a stream sent from memory beyond
+        // the CPU caches, when that was measured.
+        limits.loopback_tcp_uncached_mb_per_sec = Some(1.5);
+        let against_memory = limit_fractions(&tail, &limits);
+        assert_eq!(against_memory.len(), 1, "{against_memory:?}");
+        assert!(against_memory[0].what.contains("beyond the CPU caches"));
+        assert!((against_memory[0].fraction - 0.5).abs() < 1e-9);
         let text = render_text(&BenchResult {
             limit_fractions: fractions,
             ..sample_result()
