@@ -391,4 +391,65 @@ mod tests {
         assert_eq!(decode_partition_metadata(&metadata).unwrap(), topic_id);
         assert!(decode_partition_metadata("version: 0\n").is_err());
     }
+
+    /// A blocking function's result is dropped, not leaked, when the future
+    /// awaiting it goes first: a cancelled fetch's header walk holds the
+    /// segment's descriptor, which would otherwise stay open for good.
+    #[test]
+    fn a_blocking_result_is_dropped_when_its_awaiting_future_is_dropped() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        struct Counted(Arc<AtomicUsize>);
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let drops = Arc::new(AtomicUsize::new(0));
+        let ran = Arc::new(AtomicUsize::new(0));
+        let executor = glommio::LocalExecutorBuilder::default().make().unwrap();
+        let (drops_in, ran_in) = (drops.clone(), ran.clone());
+        executor.run(async move {
+            // Awaited to the end: the value comes back, nothing is dropped.
+            let counted = run_blocking({
+                let drops = drops_in.clone();
+                move || Counted(drops)
+            })
+            .await;
+            assert_eq!(drops_in.load(Ordering::SeqCst), 0);
+            drop(counted);
+            assert_eq!(drops_in.load(Ordering::SeqCst), 1);
+            // Given up before the function returns.
+            let slow = run_blocking({
+                let (drops, ran) = (drops_in.clone(), ran_in.clone());
+                move || {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    Counted(drops)
+                }
+            });
+            let gave_up = futures::future::select(
+                Box::pin(slow),
+                Box::pin(glommio::timer::sleep(std::time::Duration::from_millis(5))),
+            )
+            .await;
+            assert!(matches!(gave_up, futures::future::Either::Right(_)));
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while ran_in.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < deadline {
+                glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            assert_eq!(ran_in.load(Ordering::SeqCst), 1, "the function ran");
+        });
+        // The blocking thread drops its reference right after storing the
+        // value; give it a moment.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while drops.load(Ordering::SeqCst) < 2 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            2,
+            "the abandoned result was dropped"
+        );
+    }
 }

@@ -53,8 +53,7 @@ use std::{
     future::Future,
     io,
     marker::PhantomData,
-    mem::MaybeUninit,
-    ops::{Deref, DerefMut},
+    ops::Deref,
     pin::Pin,
     rc::Rc,
     sync::{Arc, Mutex},
@@ -2831,8 +2830,16 @@ impl ExecutorProxy {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        let result = Arc::new(Mutex::new(MaybeUninit::<R>::uninit()));
-        let f_inner = enclose::enclose!((result) move || {result.lock().unwrap().write(func());});
+        // ringbroker patch: an `Option`, not upstream's `MaybeUninit`: when the awaiting future
+        // is dropped before the function returns, its result is dropped with
+        // the last reference (on either thread) instead of leaked.
+        let result = Arc::new(Mutex::new(None::<R>));
+        let f_inner = enclose::enclose!((result) move || {
+            let value = func();
+            if let Ok(mut slot) = result.lock() {
+                *slot = Some(value);
+            }
+        });
 
         #[cfg(not(feature = "native-tls"))]
         let waiter =
@@ -2850,15 +2857,11 @@ impl ExecutorProxy {
         async move {
             let source = waiter.await;
             assert!(source.collect_rw().await.is_ok());
-            unsafe {
-                let res_arc = Arc::try_unwrap(result).expect("leak");
-                let ret = std::mem::replace(
-                    &mut *res_arc.lock().unwrap().deref_mut(),
-                    MaybeUninit::<R>::uninit(),
-                )
-                .assume_init();
-                ret
-            }
+            let value = result
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .take();
+            value.expect("a blocking function completed without a result")
         }
     }
 }
