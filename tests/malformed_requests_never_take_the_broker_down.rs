@@ -24,7 +24,7 @@ use common::wire::{
     assert_broker_healthy, encode_batch_compressed, encode_request, frame, metadata_on,
     plain_record, request_header_v1, Outcome, RawClient,
 };
-use common::{Broker, BrokerOptions};
+use common::{wait_until, Broker, BrokerOptions};
 
 /// How long a connection gets to be closed by the broker.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
@@ -383,4 +383,114 @@ fn slow_clients_with_partial_frames_do_not_stall_other_clients() {
 
     drop(stalled);
     assert_broker_healthy(&mut broker, "stalled clients hung up");
+}
+
+/// Sets the broker's open-files limit (soft and hard stay as given).
+fn set_open_files_limit(pid: u32, soft: u64, hard: u64) {
+    let limit = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    };
+    // SAFETY: prlimit reads `limit` and writes nothing (null old limit).
+    let status = unsafe {
+        libc::prlimit(
+            pid as libc::pid_t,
+            libc::RLIMIT_NOFILE,
+            &limit,
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(status, 0, "prlimit: {}", std::io::Error::last_os_error());
+}
+
+fn open_files_limit(pid: u32) -> (u64, u64) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: prlimit with a null new limit only writes `limit`.
+    let status = unsafe {
+        libc::prlimit(
+            pid as libc::pid_t,
+            libc::RLIMIT_NOFILE,
+            std::ptr::null(),
+            &mut limit,
+        )
+    };
+    assert_eq!(status, 0, "prlimit: {}", std::io::Error::last_os_error());
+    (limit.rlim_cur, limit.rlim_max)
+}
+
+/// CPU time (user + system) the broker has used, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read /proc stat");
+    // Fields after the command name, which is in parentheses.
+    let after = &stat[stat.rfind(')').expect("stat has a command") + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line (11 and 12 here).
+    fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime")
+}
+
+/// Goal: a broker out of file descriptors keeps serving the connections it
+/// has, does not spin on the accepts it cannot take, and takes new
+/// connections again once descriptors are free (Kafka's acceptor, too, logs
+/// the failure and carries on).
+#[test]
+fn connections_past_the_open_files_limit_wait_while_the_others_are_served() {
+    let mut broker = Broker::start_default();
+    let pid = broker.pid();
+    let mut early = RawClient::connect(&broker.bootstrap());
+    let asked = ApiVersionsRequest::default()
+        .with_client_software_name(StrBytes::from_static_str("ringbroker-tests"))
+        .with_client_software_version(StrBytes::from_static_str("0.1"));
+    let answer: ApiVersionsResponse = early.request(ApiKey::ApiVersions, 3, &asked);
+    assert_eq!(answer.error_code, 0);
+
+    // Room for a few more descriptors, then many more connections.
+    let open = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("list the broker's descriptors")
+        .count() as u64;
+    let (soft, hard) = open_files_limit(pid);
+    set_open_files_limit(pid, open + 8, hard);
+    let crowd: Vec<std::net::TcpStream> = (0..64)
+        .map(|_| std::net::TcpStream::connect(broker.bootstrap()).expect("the kernel takes it"))
+        .collect();
+    wait_until(
+        Duration::from_secs(10),
+        "the broker to log a failed accept",
+        || broker.log_contents().contains("accept failed"),
+    );
+
+    // The connection it had is still served, while accepts keep failing.
+    let ticks_before = cpu_ticks(pid);
+    let started = Instant::now();
+    for _ in 0..10 {
+        let answer: ApiVersionsResponse = early.request(ApiKey::ApiVersions, 3, &asked);
+        assert_eq!(answer.error_code, 0, "ApiVersions while out of descriptors");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let busy = (cpu_ticks(pid) - ticks_before) as f64
+        / (started.elapsed().as_secs_f64() * clock_ticks_per_second());
+    assert!(
+        busy < 0.5,
+        "the broker used {:.0} % of a CPU while out of descriptors: spinning on accept?",
+        busy * 100.0
+    );
+    broker.assert_running();
+
+    // Descriptors free again: the waiting connections are taken, and a new
+    // client is served.
+    set_open_files_limit(pid, soft, hard);
+    drop(crowd);
+    assert_broker_healthy(&mut broker, "running out of descriptors for connections");
+}
+
+fn clock_ticks_per_second() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 {
+        ticks as f64
+    } else {
+        100.0
+    }
 }
