@@ -73,20 +73,45 @@ pub fn bind(shard: &Shard) -> std::io::Result<TcpListener> {
     TcpListener::bind(shard.config.listen).map_err(|e| std::io::Error::other(e.to_string()))
 }
 
+/// Wait before the next accept after one failed.
+const ACCEPT_RETRY: Duration = Duration::from_millis(10);
+/// A run of failed accepts logs its first failure and one in this many.
+const ACCEPT_FAILURES_PER_LOG: u64 = 1000;
+
 /// Runs the accept loop until shutdown begins. The pending accept is only
 /// ever abandoned at shutdown: dropping an accept the kernel already
 /// completed would lose that connection.
 pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>) {
+    // Accepts failed in a row (out of file descriptors and the like).
+    let mut failed_in_a_row = 0u64;
     loop {
         let accepted =
             futures::future::select(Box::pin(listener.accept()), state.shutdown_signal()).await;
         let stream = match accepted {
-            futures::future::Either::Left((Ok(stream), _)) => stream,
+            futures::future::Either::Left((Ok(stream), _)) => {
+                if failed_in_a_row > 0 {
+                    tracing::info!(
+                        failed_accepts = failed_in_a_row,
+                        "accepting connections again"
+                    );
+                    failed_in_a_row = 0;
+                }
+                stream
+            }
             futures::future::Either::Left((Err(e), _)) => {
-                // Out of file descriptors and the like: back off briefly
-                // rather than spin.
-                tracing::warn!(error = %e, "accept failed");
-                glommio::timer::sleep(Duration::from_millis(10)).await;
+                // Back off briefly rather than spin, and log the first
+                // failure of a run and then one in ACCEPT_FAILURES_PER_LOG
+                // (about every 10 s), not a hundred lines a second.
+                if failed_in_a_row % ACCEPT_FAILURES_PER_LOG == 0 {
+                    tracing::warn!(
+                        error = %e,
+                        failed_in_a_row = failed_in_a_row + 1,
+                        "accept failed; retrying every {} ms",
+                        ACCEPT_RETRY.as_millis()
+                    );
+                }
+                failed_in_a_row += 1;
+                glommio::timer::sleep(ACCEPT_RETRY).await;
                 continue;
             }
             futures::future::Either::Right(_) => return,
