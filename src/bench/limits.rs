@@ -65,12 +65,49 @@ fn pin_current_thread(cpu: usize) {
     }
 }
 
+/// Where the loopback writer's next 1 MiB write starts after one from `at`
+/// in a source of `source_bytes`: the next whole MiB, or the start again.
+fn next_loopback_write(at: usize, source_bytes: usize) -> usize {
+    let next = at + LOOPBACK_CHUNK_BYTES;
+    if next + LOOPBACK_CHUNK_BYTES > source_bytes {
+        0
+    } else {
+        next
+    }
+}
+
+/// Memory this process may still take without pushing out others: the
+/// kernel's MemAvailable, or less where a cgroup (v2) limit leaves less.
+fn memory_available_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let available = meminfo
+        .lines()
+        .find_map(|line| line.strip_prefix("MemAvailable:"))
+        .and_then(|rest| {
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })?
+        * 1024;
+    let read = |name: &str| {
+        std::fs::read_to_string(format!("/sys/fs/cgroup/{name}"))
+            .ok()
+            .and_then(|text| text.trim().parse::<u64>().ok())
+    };
+    // "max" (no limit) does not parse, and leaves MemAvailable.
+    let cgroup_left =
+        read("memory.max").map(|max| max.saturating_sub(read("memory.current").unwrap_or(0)));
+    Some(cgroup_left.map_or(available, |left| left.min(available)))
+}
+
 /// One TCP stream over loopback for `seconds`, its writer sending 1 MiB
 /// writes in turn from a buffer of `source_bytes` (at least 1 MiB, filled
 /// before the stream starts); MB/s (10^6) received.
 ///
 /// # Errors
-/// Socket errors, or no memory for the buffer.
+/// Socket errors, or a buffer the allocator refuses.
 pub fn loopback_tcp(
     seconds: u64,
     writer_cpu: usize,
@@ -104,17 +141,16 @@ pub fn loopback_tcp(
             drop(TcpStream::connect(address));
             anyhow::bail!("no memory for a {source_bytes}-byte source: {error}");
         }
-        // Non-zero, so that every page is really there before the stream.
+        // Written, so that every page is memory of its own before the
+        // stream starts (untouched pages, as `vec![0; n]` leaves them, would
+        // all read the kernel's one zero page, which stays in the caches).
         buffer.resize(source_bytes, 0x5a);
         let mut stream = TcpStream::connect(address)?;
         let end = Instant::now() + Duration::from_secs(seconds);
         let mut at = 0;
         while Instant::now() < end {
             stream.write_all(&buffer[at..at + LOOPBACK_CHUNK_BYTES])?;
-            at += LOOPBACK_CHUNK_BYTES;
-            if at + LOOPBACK_CHUNK_BYTES > source_bytes {
-                at = 0;
-            }
+            at = next_loopback_write(at, source_bytes);
         }
         Ok(())
     });
@@ -428,19 +464,32 @@ pub fn run_limits(args: &LimitsArgs) -> anyhow::Result<LimitsResult> {
         LOOPBACK_UNCACHED_SOURCE_BYTES >> 20,
         args.seconds
     );
-    let loopback_uncached = match loopback_tcp(
-        args.seconds,
-        writer_cpu,
-        reader_cpu,
-        LOOPBACK_UNCACHED_SOURCE_BYTES,
-    ) {
-        Ok(v) => Some(v),
-        Err(e) => {
+    // Only with room to spare: an allocation the kernel overcommits would
+    // end in the OOM killer, not in an error.
+    let available = memory_available_bytes();
+    let loopback_uncached = match available {
+        Some(bytes) if bytes < 4 * LOOPBACK_UNCACHED_SOURCE_BYTES as u64 => {
             notes.push(format!(
-                "loopback TCP from uncached memory not measured: {e:#}"
+                "loopback TCP from uncached memory not measured: {} MiB of memory available, {} MiB wanted",
+                bytes >> 20,
+                (4 * LOOPBACK_UNCACHED_SOURCE_BYTES) >> 20
             ));
             None
         }
+        _ => match loopback_tcp(
+            args.seconds,
+            writer_cpu,
+            reader_cpu,
+            LOOPBACK_UNCACHED_SOURCE_BYTES,
+        ) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                notes.push(format!(
+                    "loopback TCP from uncached memory not measured: {e:#}"
+                ));
+                None
+            }
+        },
     };
     let dir = args.dir.clone();
     let (seconds, write_bytes, file_bytes, samples, write_behind) = (
@@ -663,6 +712,32 @@ pub fn render_limits(result: &LimitsResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loopback_writes_take_every_whole_mib_of_the_source_in_turn() {
+        const MIB: usize = 1 << 20;
+        let offsets = |source: usize| {
+            let mut at = 0;
+            let mut seen = vec![at];
+            for _ in 0..5 {
+                at = next_loopback_write(at, source);
+                seen.push(at);
+            }
+            seen
+        };
+        assert_eq!(offsets(MIB), vec![0; 6]);
+        assert_eq!(offsets(2 * MIB), vec![0, MIB, 0, MIB, 0, MIB]);
+        assert_eq!(offsets(5 * MIB / 2), vec![0, MIB, 0, MIB, 0, MIB]);
+        assert_eq!(offsets(3 * MIB), vec![0, MIB, 2 * MIB, 0, MIB, 2 * MIB]);
+        // The last whole MiB of the 512 MiB source is sent too.
+        let last = LOOPBACK_UNCACHED_SOURCE_BYTES - MIB;
+        assert_eq!(
+            next_loopback_write(last - MIB, LOOPBACK_UNCACHED_SOURCE_BYTES),
+            last
+        );
+        assert_eq!(next_loopback_write(last, LOOPBACK_UNCACHED_SOURCE_BYTES), 0);
+        assert!(memory_available_bytes().is_some_and(|bytes| bytes > 0));
+    }
 
     #[test]
     fn loopback_streams_from_a_source_of_several_writes_and_wraps_around() {

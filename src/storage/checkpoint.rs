@@ -419,21 +419,21 @@ mod tests {
             assert_eq!(drops_in.load(Ordering::SeqCst), 0);
             drop(counted);
             assert_eq!(drops_in.load(Ordering::SeqCst), 1);
-            // Given up before the function returns.
-            let slow = run_blocking({
+            // Given up before the function returns: it waits for `go`,
+            // sent only once the future that awaited it is gone.
+            let (go, wait_for_go) = std::sync::mpsc::channel::<()>();
+            let mut slow = Box::pin(run_blocking({
                 let (drops, ran) = (drops_in.clone(), ran_in.clone());
                 move || {
-                    std::thread::sleep(std::time::Duration::from_millis(100));
+                    let _ = wait_for_go.recv();
                     ran.fetch_add(1, Ordering::SeqCst);
                     Counted(drops)
                 }
-            });
-            let gave_up = futures::future::select(
-                Box::pin(slow),
-                Box::pin(glommio::timer::sleep(std::time::Duration::from_millis(5))),
-            )
-            .await;
-            assert!(matches!(gave_up, futures::future::Either::Right(_)));
+            }));
+            // One poll hands the function to a blocking thread.
+            assert!(futures::FutureExt::now_or_never(&mut slow).is_none());
+            drop(slow);
+            go.send(()).unwrap();
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
             while ran_in.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < deadline {
                 glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
