@@ -47,8 +47,8 @@ const LOOPBACK_CHUNK_BYTES: usize = 1 << 20;
 /// Bytes the second loopback stream's writer cycles through, 1 MiB per
 /// write: far beyond any CPU cache, so every write copies from memory, as
 /// the broker's sends from its in-memory tail do (the first stream rewrites
-/// one MiB the caches hold; side by side on dev-2vcpu-xeon-b, 3 Dec: 3.7-4.5
-/// GB/s against 3.1-3.4 GB/s).
+/// one MiB the caches hold; side by side on dev-2vcpu-xeon-b, 3 Dec, a 1 MiB
+/// source sent 3.7-4.5 GB/s and a 1 GiB one 3.1-3.4 GB/s).
 const LOOPBACK_UNCACHED_SOURCE_BYTES: usize = 512 << 20;
 /// Files the read measurements read at once (and one alone): as many as
 /// the partitions of scripts/bench's 16-partition catch-up (this project's
