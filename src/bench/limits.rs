@@ -77,7 +77,8 @@ fn next_loopback_write(at: usize, source_bytes: usize) -> usize {
 }
 
 /// Memory this process may still take without pushing out others: the
-/// kernel's MemAvailable, or less where a cgroup (v2) limit leaves less.
+/// kernel's MemAvailable, or less where the memory limit of its cgroup (v2)
+/// leaves less.
 fn memory_available_bytes() -> Option<u64> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
     let available = meminfo
@@ -91,8 +92,17 @@ fn memory_available_bytes() -> Option<u64> {
                 .ok()
         })?
         * 1024;
+    // This process's own cgroup (v2: the "0::" line), not the root's.
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|line| line.strip_prefix("0::"))
+                .map(|path| path.trim_end_matches('/').to_string())
+        })
+        .unwrap_or_default();
     let read = |name: &str| {
-        std::fs::read_to_string(format!("/sys/fs/cgroup/{name}"))
+        std::fs::read_to_string(format!("/sys/fs/cgroup{cgroup}/{name}"))
             .ok()
             .and_then(|text| text.trim().parse::<u64>().ok())
     };
