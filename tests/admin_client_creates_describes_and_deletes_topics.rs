@@ -249,3 +249,137 @@ async fn admin_client_creates_describes_and_deletes_topics() {
     })
     .await;
 }
+
+/// The open-files limit of a running process, from /proc.
+fn open_files_limit(pid: u32) -> u64 {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("read limits");
+    let line = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))
+        .expect("a Max open files line");
+    line.split_whitespace()
+        .nth(3)
+        .and_then(|soft| soft.parse().ok())
+        .unwrap_or_else(|| panic!("cannot read the soft limit in {line:?}"))
+}
+
+/// Goal: one CreateTopics request may create at most 10,000 partitions in
+/// all, as Kafka 4's controller allows: past it every topic of the request
+/// gets POLICY_VIOLATION and none is created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_topics_request_for_more_than_10000_partitions_is_refused() {
+    let broker = Broker::start(BrokerOptions::default().auto_create_topics_enable(false));
+    let bootstrap = broker.bootstrap();
+    let admin = admin_client(&bootstrap);
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    let first = NewTopic::new("admin-half-of-many", 6000, TopicReplication::Fixed(1));
+    let second = NewTopic::new("admin-other-half-of-many", 4001, TopicReplication::Fixed(1));
+    let results = with_timeout(
+        Duration::from_secs(60),
+        admin.create_topics([&first, &second], &options),
+    )
+    .await
+    .expect("CreateTopics");
+    assert_eq!(
+        results,
+        vec![
+            Err((
+                "admin-half-of-many".to_string(),
+                RDKafkaErrorCode::PolicyViolation
+            )),
+            Err((
+                "admin-other-half-of-many".to_string(),
+                RDKafkaErrorCode::PolicyViolation
+            )),
+        ],
+        "10,001 partitions in one request"
+    );
+    let names = topic_names(&bootstrap);
+    assert!(
+        !names.iter().any(|name| name.contains("half-of-many")),
+        "a refused topic exists: {names:?}"
+    );
+}
+
+/// Goal: topics that would take this broker's partitions past what its
+/// open-files limit can hold are refused with INVALID_PARTITIONS (as
+/// Redpanda does), so that the broker never runs out of descriptors for
+/// its logs, which would stop it and every restart after; topics within
+/// the budget are created, and the broker restarts after kill -9.
+///
+/// Method: the broker's own limit (from /proc) sets
+/// `--topic-fds-per-partition` so that the budget is about 100 partitions;
+/// topics then fill it exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topics_past_the_open_files_budget_are_refused_with_invalid_partitions() {
+    let mut broker = Broker::start(BrokerOptions::default().auto_create_topics_enable(false));
+    let limit = open_files_limit(broker.pid());
+    let reserved = 1024.min(limit / 4);
+    let fds_per_partition = ((limit - reserved) / 100).max(1);
+    let budget = (limit - reserved) / fds_per_partition;
+    assert!(
+        budget >= 50,
+        "a budget of {budget} partitions under limit {limit}"
+    );
+    broker.restart_with_arg("--topic-fds-per-partition", fds_per_partition);
+    let bootstrap = broker.bootstrap();
+    let admin = admin_client(&bootstrap);
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    let create = |name: &'static str, partitions: u64| {
+        let admin = &admin;
+        let options = &options;
+        async move {
+            let topic = NewTopic::new(name, partitions as i32, TopicReplication::Fixed(1));
+            with_timeout(
+                Duration::from_secs(60),
+                admin.create_topics([&topic], options),
+            )
+            .await
+            .expect("CreateTopics")
+        }
+    };
+
+    let results = create("admin-most-of-the-budget", budget - 1).await;
+    assert_eq!(
+        results,
+        vec![Ok("admin-most-of-the-budget".to_string())],
+        "{} partitions of a budget of {budget}",
+        budget - 1
+    );
+    let results = create("admin-past-the-budget", 2).await;
+    assert_eq!(
+        results,
+        vec![Err((
+            "admin-past-the-budget".to_string(),
+            RDKafkaErrorCode::InvalidPartitions
+        ))],
+        "2 partitions more with {} of a budget of {budget} held",
+        budget - 1
+    );
+    let results = create("admin-last-of-the-budget", 1).await;
+    assert_eq!(
+        results,
+        vec![Ok("admin-last-of-the-budget".to_string())],
+        "the budget's last partition"
+    );
+
+    broker.kill9();
+    broker.restart();
+    wait_for_topic(
+        &bootstrap,
+        "admin-most-of-the-budget",
+        (budget - 1) as i32,
+        Duration::from_secs(30),
+    );
+    wait_for_topic(
+        &bootstrap,
+        "admin-last-of-the-budget",
+        1,
+        Duration::from_secs(30),
+    );
+    let names = topic_names(&bootstrap);
+    assert!(
+        !names.iter().any(|name| name == "admin-past-the-budget"),
+        "the refused topic exists: {names:?}"
+    );
+}

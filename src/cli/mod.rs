@@ -133,6 +133,18 @@ pub struct ServeArgs {
     /// throughput, each round of a closed-loop client waiting one write.
     #[arg(long)]
     pub acks_wait_for_write: bool,
+    /// Open-files descriptors budgeted per partition when topics are
+    /// created (CreateTopics and auto-creation): a topic that would bring
+    /// this broker's partitions (internal topics included) past (the
+    /// open-files limit - 1024, or - a quarter of it when less) / this is
+    /// refused with INVALID_PARTITIONS, as Redpanda does, instead of
+    /// running out of descriptors later, which stops a shard and then
+    /// every restart. Each partition holds a descriptor per segment file,
+    /// and one more per segment consumers read through the splice path,
+    /// so partitions with many segments need more than the default. 0: no
+    /// budget.
+    #[arg(long, default_value_t = 1)]
+    pub topic_fds_per_partition: u64,
     /// Aligned DMA write buffer per partition, bytes: the first one, and
     /// each one after a buffer that was written before it filled.
     #[arg(long, default_value_t = crate::storage::DEFAULT_WRITE_BUFFER_BYTES)]
@@ -531,6 +543,8 @@ impl ServeArgs {
             request_read_timeout_ms: self.request_read_timeout_ms,
             flush_policy: self.flush_policy,
             acks_wait_for_write: self.acks_wait_for_write,
+            topic_fds_per_partition: self.topic_fds_per_partition,
+            open_files_max: 0,
             write_buffer_bytes: self.write_buffer_bytes,
             write_buffer_bytes_max,
             write_behind: self.write_behind,

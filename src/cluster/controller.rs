@@ -9,7 +9,10 @@ use uuid::Uuid;
 
 use super::image::{place_partitions, MetadataRecord};
 use super::metadata_log;
-use crate::config::limits::{TOPIC_NAME_BYTES_MAX, TOPIC_PARTITIONS_MAX};
+use crate::config::limits::{
+    CREATE_TOPICS_PARTITIONS_MAX, OPEN_FILES_RESERVED_MAX, TOPIC_NAME_BYTES_MAX,
+    TOPIC_PARTITIONS_MAX,
+};
 use crate::config::TopicConfigs;
 use crate::protocol::ErrorCode;
 use crate::shard::messages::{
@@ -89,11 +92,41 @@ fn outcome(error: ErrorCode, message: impl Into<String>) -> CreateTopicOutcome {
     }
 }
 
+/// Partitions a broker may hold with `open_files_max` descriptors when each
+/// partition is budgeted `fds_per_partition` of them, after the reserve for
+/// everything else; None when either is 0 (no budget).
+pub fn partitions_within_open_files(open_files_max: u64, fds_per_partition: u64) -> Option<u64> {
+    if open_files_max == 0 || fds_per_partition == 0 {
+        return None;
+    }
+    let reserved = OPEN_FILES_RESERVED_MAX.min(open_files_max / 4);
+    Some((open_files_max - reserved) / fds_per_partition)
+}
+
 async fn create_topics(
     shard: &Rc<Shard>,
     topics: Vec<CreateTopicSpec>,
     validate_only: bool,
 ) -> Vec<CreateTopicOutcome> {
+    let requested: i64 = topics
+        .iter()
+        .map(|spec| i64::from(spec.num_partitions.max(0)))
+        .sum();
+    if requested > CREATE_TOPICS_PARTITIONS_MAX {
+        return topics
+            .iter()
+            .map(|_| {
+                outcome(
+                    ErrorCode::PolicyViolation,
+                    "Excessively large number of partitions per request.",
+                )
+            })
+            .collect();
+    }
+    let budget = partitions_within_open_files(
+        shard.config.open_files_max,
+        shard.config.topic_fds_per_partition,
+    );
     let mut scratch = (*shard.image()).clone();
     let mut seen = HashSet::new();
     let duplicates: HashSet<String> = topics
@@ -142,6 +175,27 @@ async fn create_topics(
                 format!("Number of partitions must be between 1 and {TOPIC_PARTITIONS_MAX}."),
             ));
             continue;
+        }
+        if let Some(budget) = budget {
+            let held: u64 = scratch
+                .topics
+                .values()
+                .map(|topic| topic.partition_shards.len() as u64)
+                .sum();
+            if held + spec.num_partitions as u64 > budget {
+                outcomes.push(outcome(
+                    ErrorCode::InvalidPartitions,
+                    format!(
+                        "Cannot create {} partitions: this broker holds {held}, and its \
+                         open-files limit of {} with --topic-fds-per-partition {} allows \
+                         {budget}; raise the limit (ulimit -n) or delete topics.",
+                        spec.num_partitions,
+                        shard.config.open_files_max,
+                        shard.config.topic_fds_per_partition
+                    ),
+                ));
+                continue;
+            }
         }
         if spec.replication_factor <= 0 {
             outcomes.push(outcome(
@@ -327,4 +381,22 @@ pub async fn commit(shard: &Rc<Shard>, records: Vec<MetadataRecord>) -> anyhow::
         completion.await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::partitions_within_open_files;
+
+    #[test]
+    fn the_partition_budget_leaves_a_reserve_of_descriptors() {
+        // 1024 kept out of a large limit, a quarter of a small one.
+        assert_eq!(partitions_within_open_files(20_000, 1), Some(18_976));
+        assert_eq!(partitions_within_open_files(20_000, 5), Some(3_795));
+        assert_eq!(partitions_within_open_files(1024, 1), Some(768));
+        assert_eq!(partitions_within_open_files(1, 1), Some(1));
+        assert_eq!(partitions_within_open_files(3, 5), Some(0));
+        // No budget without a limit or without descriptors per partition.
+        assert_eq!(partitions_within_open_files(0, 1), None);
+        assert_eq!(partitions_within_open_files(20_000, 0), None);
+    }
 }

@@ -86,6 +86,12 @@ pub struct BrokerConfig {
     pub flush_policy: FlushPolicy,
     /// Acknowledged produces not waiting for a sync wait for their write.
     pub acks_wait_for_write: bool,
+    /// Open-files descriptors each partition is budgeted when topics are
+    /// created (0: no budget).
+    pub topic_fds_per_partition: u64,
+    /// The process's open-files limit once raised at start-up (0: unknown,
+    /// until the runtime sets it).
+    pub open_files_max: u64,
     /// DMA write buffer per partition log.
     pub write_buffer_bytes: usize,
     /// Largest DMA write buffer a partition log grows to while its buffers fill.

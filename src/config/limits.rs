@@ -20,6 +20,15 @@ pub const TOPIC_NAME_BYTES_MAX: usize = 249;
 /// Partitions one topic may have (Kafka has no hard limit; this keeps a
 /// single CreateTopics from creating millions of directories).
 pub const TOPIC_PARTITIONS_MAX: i32 = 100_000;
+/// Partitions one CreateTopics request may create in all, as Kafka's
+/// controller allows (KAFKA-17870, Kafka 4.0): beyond it every topic of the
+/// request gets POLICY_VIOLATION.
+pub const CREATE_TOPICS_PARTITIONS_MAX: i64 = 10_000;
+/// Open-files descriptors kept out of the partitions' budget (see
+/// `--topic-fds-per-partition`) for connections, pipes, rings and the
+/// files of the metadata log: this many, or a quarter of the limit when
+/// that is less.
+pub const OPEN_FILES_RESERVED_MAX: u64 = 1024;
 /// Bytes of one metadata log record.
 pub const METADATA_RECORD_BYTES_MAX: usize = 16 * 1024 * 1024;
 

@@ -316,6 +316,7 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
     // From here on the amount each shard registers.
     let mut config = config;
     config.io_memory_bytes = Some(io_memory_bytes);
+    config.open_files_max = open_files_max;
     let (records, clean_shutdown, _lock) = match prepare_data_dir(&config) {
         Ok(prepared) => prepared,
         Err(e) => fatal(exit_status::DATA_DIR, &format!("{e:#}")),
@@ -344,6 +345,11 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
         shards = nr_shards,
         cpus = ?config.cpus,
         open_files_max,
+        topic_fds_per_partition = config.topic_fds_per_partition,
+        partitions_max = ?crate::cluster::controller::partitions_within_open_files(
+            open_files_max,
+            config.topic_fds_per_partition
+        ),
         log_flush_interval_messages = config.broker_defaults.log_flush_interval_messages,
         log_flush_interval_ms = ?config.broker_defaults.log_flush_interval_ms,
         log_flush_scheduler_interval_ms = config.broker_defaults.log_flush_scheduler_interval_ms,
