@@ -18,7 +18,7 @@ use rdkafka::types::RDKafkaErrorCode;
 
 use common::kafka::{admin_client, base_consumer, wait_for_topic};
 use common::wire::RawClient;
-use common::{with_timeout, Broker, BrokerOptions};
+use common::{open_files_limit, with_timeout, Broker, BrokerOptions};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
@@ -250,19 +250,6 @@ async fn admin_client_creates_describes_and_deletes_topics() {
     .await;
 }
 
-/// The open-files limit of a running process, from /proc.
-fn open_files_limit(pid: u32) -> u64 {
-    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("read limits");
-    let line = limits
-        .lines()
-        .find(|line| line.starts_with("Max open files"))
-        .expect("a Max open files line");
-    line.split_whitespace()
-        .nth(3)
-        .and_then(|soft| soft.parse().ok())
-        .unwrap_or_else(|| panic!("cannot read the soft limit in {line:?}"))
-}
-
 /// Goal: one CreateTopics request may create at most 10,000 partitions in
 /// all, as Kafka 4's controller allows: past it every topic of the request
 /// gets POLICY_VIOLATION and none is created.
@@ -305,22 +292,27 @@ async fn a_create_topics_request_for_more_than_10000_partitions_is_refused() {
 /// open-files limit can hold are refused with INVALID_PARTITIONS (as
 /// Redpanda does), so that the broker never runs out of descriptors for
 /// its logs, which would stop it and every restart after; topics within
-/// the budget are created, and the broker restarts after kill -9.
+/// the budget are created; room stays for the internal topics, so a
+/// consumer group still gets its coordinator once user topics fill the
+/// budget; and the broker restarts after kill -9.
 ///
 /// Method: the broker's own limit (from /proc) sets
-/// `--topic-fds-per-partition` so that the budget is about 100 partitions;
-/// topics then fill it exactly.
+/// `--topic-fds-per-partition` so that the budget is about 200 partitions,
+/// 100 of them kept for `__consumer_offsets` and `__transaction_state`
+/// (50 each by default); user topics then fill the rest exactly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topics_past_the_open_files_budget_are_refused_with_invalid_partitions() {
+    const INTERNAL_PARTITIONS: u64 = 100;
     let mut broker = Broker::start(BrokerOptions::default().auto_create_topics_enable(false));
-    let limit = open_files_limit(broker.pid());
+    let (limit, _) = open_files_limit(broker.pid(), None);
     let reserved = 1024.min(limit / 4);
-    let fds_per_partition = ((limit - reserved) / 100).max(1);
+    let fds_per_partition = ((limit - reserved) / 200).max(1);
     let budget = (limit - reserved) / fds_per_partition;
     assert!(
-        budget >= 50,
+        budget >= INTERNAL_PARTITIONS + 50,
         "a budget of {budget} partitions under limit {limit}"
     );
+    let room = budget - INTERNAL_PARTITIONS;
     broker.restart_with_arg("--topic-fds-per-partition", fds_per_partition);
     let bootstrap = broker.bootstrap();
     let admin = admin_client(&bootstrap);
@@ -339,12 +331,12 @@ async fn topics_past_the_open_files_budget_are_refused_with_invalid_partitions()
         }
     };
 
-    let results = create("admin-most-of-the-budget", budget - 1).await;
+    let results = create("admin-most-of-the-budget", room - 1).await;
     assert_eq!(
         results,
         vec![Ok("admin-most-of-the-budget".to_string())],
-        "{} partitions of a budget of {budget}",
-        budget - 1
+        "{} partitions with {room} left for user topics",
+        room - 1
     );
     let results = create("admin-past-the-budget", 2).await;
     assert_eq!(
@@ -353,8 +345,7 @@ async fn topics_past_the_open_files_budget_are_refused_with_invalid_partitions()
             "admin-past-the-budget".to_string(),
             RDKafkaErrorCode::InvalidPartitions
         ))],
-        "2 partitions more with {} of a budget of {budget} held",
-        budget - 1
+        "2 partitions more with 1 left"
     );
     let results = create("admin-last-of-the-budget", 1).await;
     assert_eq!(
@@ -363,12 +354,28 @@ async fn topics_past_the_open_files_budget_are_refused_with_invalid_partitions()
         "the budget's last partition"
     );
 
+    // The group coordinator's topic is created all the same.
+    let mut config = common::kafka::consumer_config(&bootstrap);
+    config.set("group.id", "admin-budget-group");
+    let consumer: rdkafka::consumer::BaseConsumer = config.create().expect("consumer");
+    let mut partitions = rdkafka::TopicPartitionList::new();
+    partitions.add_partition("admin-last-of-the-budget", 0);
+    consumer
+        .committed_offsets(partitions, Duration::from_secs(30))
+        .expect("OffsetFetch through the group coordinator");
+    wait_for_topic(
+        &bootstrap,
+        "__consumer_offsets",
+        50,
+        Duration::from_secs(30),
+    );
+
     broker.kill9();
     broker.restart();
     wait_for_topic(
         &bootstrap,
         "admin-most-of-the-budget",
-        (budget - 1) as i32,
+        (room - 1) as i32,
         Duration::from_secs(30),
     );
     wait_for_topic(

@@ -24,7 +24,7 @@ use common::wire::{
     assert_broker_healthy, encode_batch_compressed, encode_request, frame, metadata_on,
     plain_record, request_header_v1, Outcome, RawClient,
 };
-use common::{wait_until, Broker, BrokerOptions};
+use common::{open_files_limit, wait_until, Broker, BrokerOptions};
 
 /// How long a connection gets to be closed by the broker.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
@@ -385,42 +385,6 @@ fn slow_clients_with_partial_frames_do_not_stall_other_clients() {
     assert_broker_healthy(&mut broker, "stalled clients hung up");
 }
 
-/// Sets the broker's open-files limit (soft and hard stay as given).
-fn set_open_files_limit(pid: u32, soft: u64, hard: u64) {
-    let limit = libc::rlimit {
-        rlim_cur: soft,
-        rlim_max: hard,
-    };
-    // SAFETY: prlimit reads `limit` and writes nothing (null old limit).
-    let status = unsafe {
-        libc::prlimit(
-            pid as libc::pid_t,
-            libc::RLIMIT_NOFILE,
-            &limit,
-            std::ptr::null_mut(),
-        )
-    };
-    assert_eq!(status, 0, "prlimit: {}", std::io::Error::last_os_error());
-}
-
-fn open_files_limit(pid: u32) -> (u64, u64) {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: prlimit with a null new limit only writes `limit`.
-    let status = unsafe {
-        libc::prlimit(
-            pid as libc::pid_t,
-            libc::RLIMIT_NOFILE,
-            std::ptr::null(),
-            &mut limit,
-        )
-    };
-    assert_eq!(status, 0, "prlimit: {}", std::io::Error::last_os_error());
-    (limit.rlim_cur, limit.rlim_max)
-}
-
 /// CPU time (user + system) the broker has used, in clock ticks.
 fn cpu_ticks(pid: u32) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read /proc stat");
@@ -450,8 +414,8 @@ fn connections_past_the_open_files_limit_wait_while_the_others_are_served() {
     let open = std::fs::read_dir(format!("/proc/{pid}/fd"))
         .expect("list the broker's descriptors")
         .count() as u64;
-    let (soft, hard) = open_files_limit(pid);
-    set_open_files_limit(pid, open + 8, hard);
+    let (soft, hard) = open_files_limit(pid, None);
+    open_files_limit(pid, Some((open + 8, hard)));
     // The kernel completes these connections; the broker can take only a
     // few of them.
     let mut crowd: Vec<RawClient> = (0..64)
@@ -488,7 +452,7 @@ fn connections_past_the_open_files_limit_wait_while_the_others_are_served() {
 
     // Descriptors free again: the connections that waited are taken and
     // served (the last one waited longest), and so is a new client.
-    set_open_files_limit(pid, soft, hard);
+    open_files_limit(pid, Some((soft, hard)));
     let last = crowd.last_mut().expect("64 connections");
     let answer: ApiVersionsResponse = last.request(ApiKey::ApiVersions, 3, &asked);
     assert_eq!(

@@ -50,6 +50,9 @@ const KEPT_TOPIC: &str = "kept-before-the-damage";
 /// The topic the recorded clients use.
 const RECORDED_TOPIC: &str = "recorded";
 const PARTITIONS: i32 = 3;
+/// About how many partitions the broker may hold (`--topic-fds-per-partition`
+/// is set from the open-files limit to give this).
+const PARTITION_BUDGET: u64 = 3_000;
 const DEFAULT_SEED: u64 = 0x5eed_0fda_4a6e;
 const DEFAULT_MUTATIONS: usize = 20_000;
 /// Damaged requests in flight at once, each on its own connection.
@@ -122,9 +125,9 @@ impl RecordingProxy {
         format!("127.0.0.1:{}", self.port)
     }
 
-    /// Records the requests passing from now on.
-    fn start_recording(&self) {
-        self.recording.store(true, Ordering::Relaxed);
+    /// Records the requests passing from now on, or stops.
+    fn record(&self, on: bool) {
+        self.recording.store(on, Ordering::Relaxed);
     }
 
     fn frames(&self) -> Vec<Vec<u8>> {
@@ -148,9 +151,8 @@ fn pump(mut from: TcpStream, mut to: TcpStream, record: Option<(Frames, Arc<Atom
             Ok(0) | Err(_) => break,
             Ok(read) => read,
         };
-        if to.write_all(&chunk[..read]).is_err() {
-            break;
-        }
+        // A frame is recorded (or not) before its last bytes go on, so a
+        // request answered before the recording starts is never recorded.
         if let Some((frames, recording)) = &record {
             pending.extend_from_slice(&chunk[..read]);
             while pending.len() >= 4 {
@@ -167,12 +169,16 @@ fn pump(mut from: TcpStream, mut to: TcpStream, record: Option<(Frames, Arc<Atom
                 pending.drain(..4 + size);
             }
         }
+        if to.write_all(&chunk[..read]).is_err() {
+            break;
+        }
     }
     let _ = from.shutdown(Shutdown::Both);
     let _ = to.shutdown(Shutdown::Both);
 }
 
-/// xorshift64*: the same damage for the same seed on every machine.
+/// xorshift64*: the same choices for the same seed (the recorded requests
+/// they apply to vary a little with timing, heartbeats for one).
 struct Generator(u64);
 
 impl Generator {
@@ -451,8 +457,17 @@ async fn damaged_copies_of_real_client_requests_get_errors_or_closes_and_lose_no
         let broker_port = Arc::clone(&broker_port);
         RecordingProxy::start(move || broker_port.load(Ordering::Relaxed))
     };
-    let mut broker =
-        Broker::start(BrokerOptions::default().arg("--advertised-listen", proxy.bootstrap()));
+    // Damaged CreateTopics requests create topics of up to 10,000
+    // partitions: a budget of about PARTITION_BUDGET keeps the run short.
+    let (_, hard_limit) = common::open_files_limit(std::process::id(), None);
+    let reserved = 1024.min(hard_limit / 4);
+    let fds_per_partition = ((hard_limit - reserved) / PARTITION_BUDGET).max(1);
+    let budget = (hard_limit - reserved) / fds_per_partition;
+    let mut broker = Broker::start(
+        BrokerOptions::default()
+            .arg("--advertised-listen", proxy.bootstrap())
+            .arg("--topic-fds-per-partition", fds_per_partition),
+    );
     broker_port.store(broker.port(), Ordering::Relaxed);
     let direct = broker.bootstrap();
 
@@ -465,10 +480,18 @@ async fn damaged_copies_of_real_client_requests_get_errors_or_closes_and_lose_no
     let acked = produce_all(&producer, KEPT_TOPIC, &test_messages(900, PARTITIONS)).await;
     drop(producer);
 
-    proxy.start_recording();
+    proxy.record(true);
     run_clients(&proxy.bootstrap()).await;
+    proxy.record(false);
     // The proxy stays: the broker advertises its port to every client.
+    // A seed naming the kept topic would be a bug of the recording.
     let seeds = proxy.frames();
+    assert!(
+        !seeds.iter().any(|frame| frame
+            .windows(KEPT_TOPIC.len())
+            .any(|w| w == KEPT_TOPIC.as_bytes())),
+        "a recorded request names {KEPT_TOPIC}"
+    );
     let apis: BTreeSet<i16> = seeds
         .iter()
         .filter(|frame| frame.len() >= 2)
@@ -537,6 +560,15 @@ async fn damaged_copies_of_real_client_requests_get_errors_or_closes_and_lose_no
     );
 
     assert_broker_healthy(&mut broker, "the damaged requests");
+    let held: u64 = common::wire::metadata(&direct, None)
+        .topics
+        .iter()
+        .map(|topic| topic.partitions.len() as u64)
+        .sum();
+    assert!(
+        held <= budget,
+        "{held} partitions after the damaged requests, past the budget of {budget}"
+    );
     assert_kept_topic_reads_back(&direct, &acked, "after the damaged requests");
     broker.kill9();
     broker.restart();

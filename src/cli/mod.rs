@@ -135,14 +135,15 @@ pub struct ServeArgs {
     pub acks_wait_for_write: bool,
     /// Open-files descriptors budgeted per partition when topics are
     /// created (CreateTopics and auto-creation): a topic that would bring
-    /// this broker's partitions (internal topics included) past (the
-    /// open-files limit - 1024, or - a quarter of it when less) / this is
-    /// refused with INVALID_PARTITIONS, as Redpanda does, instead of
-    /// running out of descriptors later, which stops a shard and then
-    /// every restart. Each partition holds a descriptor per segment file,
-    /// and one more per segment consumers read through the splice path,
-    /// so partitions with many segments need more than the default. 0: no
-    /// budget.
+    /// this broker's partitions (with room kept for the internal topics
+    /// not created yet) past (the open-files limit - 1024, or - a quarter
+    /// of it when less) / this is refused with INVALID_PARTITIONS, as
+    /// Redpanda refuses topics past its own descriptors-per-partition
+    /// budget. Running out of descriptors stops a shard, and every restart
+    /// after. The default is a floor: each partition holds a descriptor
+    /// per segment file, and one more per segment consumers read through
+    /// the splice path, so partitions with many segments need more, as
+    /// does a limit shared with many connections. 0: no budget.
     #[arg(long, default_value_t = 1)]
     pub topic_fds_per_partition: u64,
     /// Aligned DMA write buffer per partition, bytes: the first one, and

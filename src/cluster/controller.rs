@@ -128,6 +128,30 @@ async fn create_topics(
         shard.config.topic_fds_per_partition,
     );
     let mut scratch = (*shard.image()).clone();
+    // Partitions held against the budget: those that exist, and room for
+    // the internal topics not created yet, so that user topics can never
+    // leave consumer groups and transactions without theirs. The internal
+    // topics themselves are not refused (their room is already counted).
+    let internal = [
+        (
+            OFFSETS_TOPIC,
+            shard.config.groups.offsets_topic_num_partitions,
+        ),
+        (
+            crate::txn::TXN_STATE_TOPIC,
+            shard.config.txns.transaction_state_log_num_partitions,
+        ),
+    ];
+    let mut held: u64 = scratch
+        .topics
+        .values()
+        .map(|topic| topic.partition_shards.len() as u64)
+        .sum::<u64>()
+        + internal
+            .iter()
+            .filter(|(name, _)| scratch.topic(name).is_none())
+            .map(|(_, partitions)| (*partitions).max(0) as u64)
+            .sum::<u64>();
     let mut seen = HashSet::new();
     let duplicates: HashSet<String> = topics
         .iter()
@@ -176,17 +200,14 @@ async fn create_topics(
             ));
             continue;
         }
-        if let Some(budget) = budget {
-            let held: u64 = scratch
-                .topics
-                .values()
-                .map(|topic| topic.partition_shards.len() as u64)
-                .sum();
+        let is_internal = internal.iter().any(|(name, _)| *name == spec.name);
+        if let (Some(budget), false) = (budget, is_internal) {
             if held + spec.num_partitions as u64 > budget {
                 outcomes.push(outcome(
                     ErrorCode::InvalidPartitions,
                     format!(
-                        "Cannot create {} partitions: this broker holds {held}, and its \
+                        "Cannot create {} partitions: this broker holds or keeps room for \
+                         {held}, and its \
                          open-files limit of {} with --topic-fds-per-partition {} allows \
                          {budget}; raise the limit (ulimit -n) or delete topics.",
                         spec.num_partitions,
@@ -236,6 +257,9 @@ async fn create_topics(
         };
         scratch.apply(&record);
         records.push(record);
+        if !is_internal {
+            held += spec.num_partitions as u64;
+        }
         outcomes.push(CreateTopicOutcome {
             error_code: 0,
             error_message: None,

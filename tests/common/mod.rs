@@ -33,6 +33,27 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use tempfile::TempDir;
 
+/// A process's open-files limit (soft, hard), set first to `new` when
+/// given; returns the limit before the change.
+pub fn open_files_limit(pid: u32, new: Option<(u64, u64)>) -> (u64, u64) {
+    let new = new.map(|(soft, hard)| libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: hard,
+    });
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    let new_ptr = new
+        .as_ref()
+        .map_or(std::ptr::null(), |limit| limit as *const _);
+    // SAFETY: prlimit reads `new` (or nothing when null) and writes `old`.
+    let status =
+        unsafe { libc::prlimit(pid as libc::pid_t, libc::RLIMIT_NOFILE, new_ptr, &mut old) };
+    assert_eq!(status, 0, "prlimit: {}", std::io::Error::last_os_error());
+    (old.rlim_cur, old.rlim_max)
+}
+
 /// How long the broker may take to print its ready line.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a SIGTERM'd broker may take to exit.
