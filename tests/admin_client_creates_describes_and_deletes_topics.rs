@@ -305,9 +305,7 @@ async fn topics_past_the_open_files_budget_are_refused_with_invalid_partitions()
     const INTERNAL_PARTITIONS: u64 = 100;
     let mut broker = Broker::start(BrokerOptions::default().auto_create_topics_enable(false));
     let (limit, _) = open_files_limit(broker.pid(), None);
-    let reserved = 1024.min(limit / 4);
-    let fds_per_partition = ((limit - reserved) / 200).max(1);
-    let budget = (limit - reserved) / fds_per_partition;
+    let (fds_per_partition, budget) = common::fds_per_partition_for_budget(limit, 200);
     assert!(
         budget >= INTERNAL_PARTITIONS + 50,
         "a budget of {budget} partitions under limit {limit}"

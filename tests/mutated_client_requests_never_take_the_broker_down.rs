@@ -460,9 +460,8 @@ async fn damaged_copies_of_real_client_requests_get_errors_or_closes_and_lose_no
     // Damaged CreateTopics requests create topics of up to 10,000
     // partitions: a budget of about PARTITION_BUDGET keeps the run short.
     let (_, hard_limit) = common::open_files_limit(std::process::id(), None);
-    let reserved = 1024.min(hard_limit / 4);
-    let fds_per_partition = ((hard_limit - reserved) / PARTITION_BUDGET).max(1);
-    let budget = (hard_limit - reserved) / fds_per_partition;
+    let (fds_per_partition, budget) =
+        common::fds_per_partition_for_budget(hard_limit, PARTITION_BUDGET);
     let mut broker = Broker::start(
         BrokerOptions::default()
             .arg("--advertised-listen", proxy.bootstrap())

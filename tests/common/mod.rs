@@ -54,6 +54,16 @@ pub fn open_files_limit(pid: u32, new: Option<(u64, u64)>) -> (u64, u64) {
     (old.rlim_cur, old.rlim_max)
 }
 
+/// The `--topic-fds-per-partition` that gives a broker under the
+/// open-files limit `limit` a budget of about `wanted` partitions, and the
+/// budget it gives: the broker keeps 1024 descriptors (or a quarter of the
+/// limit when less) out of the budget.
+pub fn fds_per_partition_for_budget(limit: u64, wanted: u64) -> (u64, u64) {
+    let usable = limit - 1024.min(limit / 4);
+    let fds_per_partition = (usable / wanted).max(1);
+    (fds_per_partition, usable / fds_per_partition)
+}
+
 /// How long the broker may take to print its ready line.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a SIGTERM'd broker may take to exit.
