@@ -9,17 +9,21 @@
 //! isolation.level=read_committed / read_uncommitted receive exactly the
 //! committed / all records.
 //!
-//! Method: producer ids from InitProducerId (non-transactional ids are fine
-//! for the partition), hand-built transactional v2 batches sent by Produce
-//! v7, markers by WriteTxnMarkers v1 (the API the transaction coordinator
-//! uses), all over a raw connection; then rdkafka consumers read the same
-//! partition.
+//! Method: producer ids from InitProducerId, each of a transactional id of
+//! its own whose transaction holds the partition (AddPartitionsToTxn, which
+//! the broker verifies), hand-built transactional v2 batches sent by
+//! Produce v7, markers by WriteTxnMarkers v1 (the API the transaction
+//! coordinator uses), all over a raw connection; then rdkafka consumers
+//! read the same partition.
 
 mod common;
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -28,9 +32,10 @@ use kafka_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, DescribeProducersRequest, DescribeProducersResponse, FetchRequest,
-    FetchResponse, InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest,
-    ListOffsetsResponse, ProduceRequest, ProduceResponse, ProducerId, TopicName, TransactionalId,
+    AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey, BrokerId,
+    DescribeProducersRequest, DescribeProducersResponse, FetchRequest, FetchResponse,
+    InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse,
+    ProduceRequest, ProduceResponse, ProducerId, TopicName, TransactionalId,
     WriteTxnMarkersRequest, WriteTxnMarkersResponse,
 };
 use kafka_protocol::protocol::StrBytes;
@@ -83,33 +88,99 @@ fn batch_at(producer: Option<(i64, i32)>, values: &[&str], timestamp_ms: i64) ->
 
 /// Produces one batch and returns its base offset (asserting success).
 fn produce(client: &mut RawClient, topic: &str, batch: Bytes) -> i64 {
-    let request = ProduceRequest::default()
-        .with_transactional_id(Some(TransactionalId(StrBytes::from_static_str(
-            "txn-tests",
-        ))))
-        .with_acks(-1)
-        .with_timeout_ms(5_000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(name(topic))
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(0)
-                .with_records(Some(batch))])]);
-    let response: ProduceResponse = client.request(ApiKey::Produce, 7, &request);
+    let response = produce_at(client, topic, 0, batch);
     let partition = &response.responses[0].partition_responses[0];
     assert_eq!(partition.error_code, 0, "produce: {response:?}");
     partition.base_offset
 }
 
-fn init_producer_id(client: &mut RawClient) -> i64 {
-    let request = InitProducerIdRequest::default()
-        .with_transactional_id(None)
-        .with_transaction_timeout_ms(60_000);
-    let response: InitProducerIdResponse = client.request(ApiKey::InitProducerId, 1, &request);
-    assert_eq!(response.error_code, 0, "InitProducerId: {response:?}");
-    response.producer_id.0
+/// Produces one batch to `topic`-`partition` with Produce v7. A
+/// transactional batch goes out as its transactional id's, with the
+/// partition added to that id's transaction first: the broker verifies
+/// this with the transaction coordinator, as Kafka does (KIP-890).
+fn produce_at(
+    client: &mut RawClient,
+    topic: &str,
+    partition: i32,
+    batch: Bytes,
+) -> ProduceResponse {
+    // A v2 batch header holds the producer id at bytes 43..51 and the
+    // transactional flag in its attributes (bytes 21..23, bit 4).
+    let producer_id = i64::from_be_bytes(batch[43..51].try_into().expect("batch header"));
+    let transactional = batch[22] & 0x10 != 0;
+    let transactional_id = transactional.then(|| {
+        let id = TRANSACTIONAL_IDS
+            .with(|ids| ids.borrow().get(&producer_id).cloned())
+            .expect("a transactional batch of a producer from init_producer_id");
+        let request = AddPartitionsToTxnRequest::default()
+            .with_v3_and_below_transactional_id(TransactionalId(StrBytes::from_string(id.clone())))
+            .with_v3_and_below_producer_id(ProducerId(producer_id))
+            .with_v3_and_below_producer_epoch(0)
+            .with_v3_and_below_topics(vec![AddPartitionsToTxnTopic::default()
+                .with_name(name(topic))
+                .with_partitions(vec![partition])]);
+        let added: AddPartitionsToTxnResponse =
+            client.request(ApiKey::AddPartitionsToTxn, 3, &request);
+        let errors: Vec<i16> = added
+            .results_by_topic_v3_and_below
+            .iter()
+            .flat_map(|t| {
+                t.results_by_partition
+                    .iter()
+                    .map(|p| p.partition_error_code)
+            })
+            .collect();
+        assert_eq!(errors, vec![0], "AddPartitionsToTxn: {added:?}");
+        TransactionalId(StrBytes::from_string(id))
+    });
+    let request = ProduceRequest::default()
+        .with_transactional_id(transactional_id)
+        .with_acks(-1)
+        .with_timeout_ms(5_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(name(topic))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(partition)
+                .with_records(Some(batch))])]);
+    client.request(ApiKey::Produce, 7, &request)
 }
 
-/// WriteTxnMarkers v1 for one transaction over `partitions`; the codes.
+thread_local! {
+    /// Transactional id of each producer id `init_producer_id` handed out.
+    static TRANSACTIONAL_IDS: RefCell<HashMap<i64, String>> = RefCell::default();
+    /// Transactional ids `init_producer_id` has made.
+    static IDS_MADE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// A producer id (epoch 0) of a transactional id of its own, whose
+/// transactions outlast the test (`transaction.max.timeout.ms`), so the
+/// coordinator never aborts them: the tests write their markers by hand.
+fn init_producer_id(client: &mut RawClient) -> i64 {
+    let id = format!(
+        "txn-tests-{}",
+        IDS_MADE.with(|made| made.replace(made.get() + 1))
+    );
+    let request = InitProducerIdRequest::default()
+        .with_transactional_id(Some(TransactionalId(StrBytes::from_string(id.clone()))))
+        .with_transaction_timeout_ms(900_000);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let response: InitProducerIdResponse = client.request(ApiKey::InitProducerId, 1, &request);
+        if response.error_code == 0 {
+            assert_eq!(response.producer_epoch, 0, "{response:?}");
+            let producer_id = response.producer_id.0;
+            TRANSACTIONAL_IDS.with(|ids| ids.borrow_mut().insert(producer_id, id));
+            return producer_id;
+        }
+        // The transaction coordinator is created and loaded on first use.
+        assert!(
+            Instant::now() < deadline && [14, 15, 16].contains(&response.error_code),
+            "InitProducerId: {response:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn write_marker(
     client: &mut RawClient,
     producer_id: i64,
@@ -665,15 +736,7 @@ fn write_txn_markers_spanning_two_shards_answers_every_partition() {
     let committing = init_producer_id(&mut client);
     let aborting = init_producer_id(&mut client);
     let produce_to = |client: &mut RawClient, partition: i32, batch: Bytes| {
-        let request = ProduceRequest::default()
-            .with_acks(-1)
-            .with_timeout_ms(5_000)
-            .with_topic_data(vec![TopicProduceData::default()
-                .with_name(name(TOPIC))
-                .with_partition_data(vec![PartitionProduceData::default()
-                    .with_index(partition)
-                    .with_records(Some(batch))])]);
-        let response: ProduceResponse = client.request(ApiKey::Produce, 7, &request);
+        let response = produce_at(client, TOPIC, partition, batch);
         assert_eq!(
             response.responses[0].partition_responses[0].error_code, 0,
             "{response:?}"

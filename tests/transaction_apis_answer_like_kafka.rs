@@ -12,7 +12,16 @@
 //! OPERATION_NOT_ATTEMPTED for the rest. DescribeTransactions shows an open
 //! transaction's state, partitions and timeout, TRANSACTIONAL_ID_NOT_FOUND
 //! for an unknown id; ListTransactions filters by state and echoes unknown
-//! state names. The coordinator's state survives a SIGKILL: after restart
+//! state names. Writes are verified with the coordinator first (KIP-890
+//! part 1), with the codes Kafka 4.1.1 answered to the same requests:
+//! TxnOffsetCommit from a fenced epoch INVALID_PRODUCER_EPOCH (and no
+//! warning in the log), from an unknown producer INVALID_PRODUCER_ID_MAPPING,
+//! without AddOffsetsToTxn INVALID_TXN_STATE (TRANSACTION_ABORTABLE at v4);
+//! transactional Produce to a partition never added, or after the commit,
+//! INVALID_TXN_STATE, from a fenced epoch INVALID_PRODUCER_EPOCH, without a
+//! transactional id TRANSACTIONAL_ID_AUTHORIZATION_FAILED; refused offsets
+//! never leave OffsetFetch(require_stable) unstable. The coordinator's
+//! state survives a SIGKILL: after restart
 //! the committed transaction is CompleteCommit and the open one is still
 //! Ongoing, and committing it then works.
 //!
@@ -21,25 +30,34 @@
 
 mod common;
 
+use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::txn_offset_commit_request::{
+    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+};
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse, ApiKey, CreateTopicsRequest, CreateTopicsResponse,
     DescribeTransactionsRequest, DescribeTransactionsResponse, EndTxnRequest, EndTxnResponse,
     FindCoordinatorRequest, FindCoordinatorResponse, GroupId, InitProducerIdRequest,
-    InitProducerIdResponse, ListTransactionsRequest, ListTransactionsResponse, ProducerId,
-    TopicName, TransactionalId,
+    InitProducerIdResponse, ListTransactionsRequest, ListTransactionsResponse, OffsetFetchRequest,
+    OffsetFetchResponse, ProduceRequest, ProduceResponse, ProducerId, TopicName, TransactionalId,
+    TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::{Record, TimestampType};
 
-use common::wire::{api_versions, RawClient};
+use common::wire::{api_versions, encode_batch, RawClient};
 use common::{Broker, BrokerOptions};
 
 const TOPIC: &str = "payments";
 const TXN: &str = "payments-writer";
 const OTHER_TXN: &str = "ledger-writer";
+const GROUP: &str = "payments-group";
 
 fn s(value: &str) -> StrBytes {
     StrBytes::from_string(value.to_string())
@@ -155,6 +173,96 @@ fn list(client: &mut RawClient, states: &[&str]) -> ListTransactionsResponse {
     client.request(ApiKey::ListTransactions, 1, &request)
 }
 
+/// TxnOffsetCommit of `offset` for partition 0 of TOPIC; the partitions'
+/// error codes.
+fn txn_offset_commit(
+    client: &mut RawClient,
+    id: &str,
+    producer: (i64, i16),
+    group: &str,
+    offset: i64,
+    version: i16,
+) -> Vec<i16> {
+    let mut commit = TxnOffsetCommitRequest::default();
+    commit.transactional_id = TransactionalId(s(id));
+    commit.group_id = GroupId(s(group));
+    commit.producer_id = ProducerId(producer.0);
+    commit.producer_epoch = producer.1;
+    commit.generation_id = -1;
+    let mut partition = TxnOffsetCommitRequestPartition::default();
+    partition.partition_index = 0;
+    partition.committed_offset = offset;
+    let mut topic = TxnOffsetCommitRequestTopic::default();
+    topic.name = TopicName(s(TOPIC));
+    topic.partitions = vec![partition];
+    commit.topics = vec![topic];
+    let response: TxnOffsetCommitResponse =
+        client.request(ApiKey::TxnOffsetCommit, version, &commit);
+    response
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+        .collect()
+}
+
+/// Produce v9 of one transactional record of `producer` (sequence
+/// `sequence`) to `partition` of TOPIC; the error code and message.
+fn produce(
+    client: &mut RawClient,
+    id: Option<&str>,
+    producer: (i64, i16),
+    partition: i32,
+    sequence: i32,
+) -> (i16, Option<String>) {
+    let record = Record {
+        transactional: true,
+        control: false,
+        delete_horizon: false,
+        partition_leader_epoch: -1,
+        producer_id: producer.0,
+        producer_epoch: producer.1,
+        timestamp_type: TimestampType::Creation,
+        offset: 0,
+        sequence,
+        timestamp: common::kafka::BASE_TIMESTAMP_MS,
+        key: None,
+        value: Some(Bytes::from_static(b"v")),
+        headers: Default::default(),
+    };
+    let mut data = PartitionProduceData::default();
+    data.index = partition;
+    data.records = Some(encode_batch(&[record]));
+    let mut topic = TopicProduceData::default();
+    topic.name = TopicName(s(TOPIC));
+    topic.partition_data = vec![data];
+    let mut request = ProduceRequest::default();
+    request.transactional_id = id.map(|id| TransactionalId(s(id)));
+    request.acks = -1;
+    request.timeout_ms = 5_000;
+    request.topic_data = vec![topic];
+    let response: ProduceResponse = client.request(ApiKey::Produce, 9, &request);
+    let answer = &response.responses[0].partition_responses[0];
+    (
+        answer.error_code,
+        answer.error_message.as_ref().map(|m| m.to_string()),
+    )
+}
+
+/// OffsetFetch with `require_stable` of partition 0 of TOPIC: the offset
+/// and the partition's error code.
+fn offset_fetch_stable(client: &mut RawClient, group: &str) -> (i64, i16) {
+    let mut topic = OffsetFetchRequestTopic::default();
+    topic.name = TopicName(s(TOPIC));
+    topic.partition_indexes = vec![0];
+    let mut request = OffsetFetchRequest::default();
+    request.group_id = GroupId(s(group));
+    request.topics = Some(vec![topic]);
+    request.require_stable = true;
+    let response: OffsetFetchResponse = client.request(ApiKey::OffsetFetch, 7, &request);
+    let partition = &response.topics[0].partitions[0];
+    (partition.committed_offset, partition.error_code)
+}
+
 #[test]
 fn transaction_apis_answer_like_kafka() {
     let mut broker = Broker::start(BrokerOptions::default().cores(2));
@@ -260,10 +368,62 @@ fn transaction_apis_answer_like_kafka() {
     offsets.transactional_id = TransactionalId(s(TXN));
     offsets.producer_id = ProducerId(producer.0);
     offsets.producer_epoch = producer.1;
-    offsets.group_id = GroupId(s("payments-group"));
+    offsets.group_id = GroupId(s(GROUP));
     let offsets_added: AddOffsetsToTxnResponse =
         client.request(ApiKey::AddOffsetsToTxn, 0, &offsets);
     assert_eq!(offsets_added.error_code, 0);
+
+    // Writes are verified with the coordinator (KIP-890 part 1); the codes
+    // are those Kafka 4.1.1 answered to the same requests. TxnOffsetCommit
+    // from the fenced epoch is INVALID_PRODUCER_EPOCH at every version, and
+    // a client retrying it does not write a warning per request into the
+    // broker's log.
+    for version in [0, 3, 4] {
+        assert_eq!(
+            txn_offset_commit(&mut client, TXN, first, GROUP, 5, version),
+            vec![code(ResponseError::InvalidProducerEpoch)],
+            "TxnOffsetCommit v{version} from the fenced epoch"
+        );
+    }
+    let log = broker.log_contents();
+    assert!(
+        !log.lines().any(|line| line.contains(" WARN ")),
+        "a fenced producer's offset commits wrote warnings:\n{log}"
+    );
+    assert_eq!(
+        txn_offset_commit(&mut client, TXN, producer, GROUP, 7, 3),
+        vec![0]
+    );
+    assert_eq!(
+        txn_offset_commit(
+            &mut client,
+            "never-initialized",
+            (first.0 + 99, 0),
+            GROUP,
+            1,
+            3
+        ),
+        vec![code(ResponseError::InvalidProducerIdMapping)]
+    );
+    // Produce: a partition of the transaction takes the batch; one never
+    // added, or the fenced epoch, is refused before anything is written.
+    assert_eq!(produce(&mut client, Some(TXN), producer, 0, 0), (0, None));
+    assert_eq!(
+        produce(&mut client, Some(TXN), producer, 1, 0),
+        (
+            code(ResponseError::InvalidTxnState),
+            Some("Partition was not added to the transaction".to_string())
+        )
+    );
+    assert_eq!(
+        produce(&mut client, Some(TXN), first, 3, 0).0,
+        code(ResponseError::InvalidProducerEpoch)
+    );
+    assert_eq!(
+        produce(&mut client, None, producer, 3, 0).0,
+        code(ResponseError::TransactionalIdAuthorizationFailed),
+        "transactional records without a transactional id"
+    );
 
     let described = describe(&mut client, &[TXN, "unknown-id"]);
     let open = &described.transaction_states[0];
@@ -301,6 +461,25 @@ fn transaction_apis_answer_like_kafka() {
     let other = init_retrying(&mut client, OTHER_TXN);
     let added = add_partitions(&mut client, OTHER_TXN, other, &[(TOPIC, &[1])], 3);
     assert_eq!(added, vec![(TOPIC.to_string(), 1, 0)]);
+
+    // After the commit, a late batch of the committed transaction would
+    // open a transaction no marker closes: refused. So are offsets of a
+    // transaction without AddOffsetsToTxn (TRANSACTION_ABORTABLE from v4),
+    // which would otherwise stay pending for good.
+    assert_eq!(
+        produce(&mut client, Some(TXN), producer, 0, 1).0,
+        code(ResponseError::InvalidTxnState)
+    );
+    assert_eq!(
+        txn_offset_commit(&mut client, OTHER_TXN, other, "ledger-group", 9, 3),
+        vec![code(ResponseError::InvalidTxnState)]
+    );
+    assert_eq!(
+        txn_offset_commit(&mut client, OTHER_TXN, other, "ledger-group", 9, 4),
+        vec![code(ResponseError::TransactionAbortable)]
+    );
+    assert_eq!(offset_fetch_stable(&mut client, GROUP), (7, 0));
+    assert_eq!(offset_fetch_stable(&mut client, "ledger-group"), (-1, 0));
 
     let listed = list(&mut client, &["Ongoing", "Sleeping"]);
     assert_eq!(listed.error_code, 0);

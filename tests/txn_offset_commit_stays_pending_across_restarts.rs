@@ -1,12 +1,14 @@
 //! Goal: TxnOffsetCommit answers like Kafka and its offsets stay pending,
-//! durably. ApiVersions advertises TxnOffsetCommit 0-4. A producer id from
-//! InitProducerId commits offsets in a transaction (v3, and v0 for a second
+//! durably. ApiVersions advertises TxnOffsetCommit 0-4. A transactional
+//! producer whose transaction holds the group's offsets partition
+//! (AddOffsetsToTxn) commits offsets in it (v3, and v0 for a second
 //! partition); OffsetFetch without `require_stable` still answers the last
 //! plain commit (or -1), and with `require_stable` (v7 single group and v8
 //! batched) UNSTABLE_OFFSET_COMMIT for those partitions, while an untouched
 //! partition answers normally. A missing topic gets
 //! UNKNOWN_TOPIC_OR_PARTITION, a generation for an unknown group
-//! ILLEGAL_GENERATION, and an older producer epoch INVALID_PRODUCER_EPOCH.
+//! ILLEGAL_GENERATION, and an epoch fenced by a new instance of the
+//! transactional id INVALID_PRODUCER_EPOCH.
 //! After a clean restart and after kill -9, the same answers come back: the
 //! transactional batch was durable and the load put the offsets back into
 //! the pending state (no marker was written, so the transaction is open).
@@ -32,10 +34,11 @@ use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
 use kafka_protocol::messages::{
-    ApiKey, CreateTopicsRequest, CreateTopicsResponse, FindCoordinatorRequest,
-    FindCoordinatorResponse, GroupId, InitProducerIdRequest, InitProducerIdResponse,
-    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, ProducerId,
-    TopicName, TransactionalId, TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, ApiKey, CreateTopicsRequest,
+    CreateTopicsResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId,
+    InitProducerIdRequest, InitProducerIdResponse, OffsetCommitRequest, OffsetCommitResponse,
+    OffsetFetchRequest, OffsetFetchResponse, ProducerId, TopicName, TransactionalId,
+    TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -45,6 +48,8 @@ use common::{Broker, BrokerOptions};
 const GROUP: &str = "txn-readers";
 const UNKNOWN_GROUP: &str = "txn-never-joined";
 const EPOCH_GROUP: &str = "txn-epoch-check";
+const TXN_ID: &str = "payments-tx";
+const EPOCH_TXN_ID: &str = "epoch-check-tx";
 const TOPIC: &str = "payments";
 const MISSING_TOPIC: &str = "no-such-topic";
 const PLAIN_OFFSET: i64 = 5;
@@ -86,18 +91,49 @@ fn retry_while_loading<T>(mut call: impl FnMut() -> T, errors: impl Fn(&T) -> Ve
     }
 }
 
-fn init_producer_id(client: &mut RawClient) -> (i64, i16) {
+/// The producer id and epoch of transactional id `id`, whose transaction
+/// (open for `transaction.max.timeout.ms`, longer than the test) holds the
+/// offsets partitions of `groups` (AddOffsetsToTxn): the broker verifies
+/// this before it writes a TxnOffsetCommit, as Kafka does (KIP-890).
+fn transactional_producer(client: &mut RawClient, id: &str, groups: &[&str]) -> (i64, i16) {
     let mut request = InitProducerIdRequest::default();
-    request.transactional_id = None;
-    request.transaction_timeout_ms = -1;
+    request.transactional_id = Some(TransactionalId(s(id)));
+    request.transaction_timeout_ms = 900_000;
     request.producer_id = ProducerId(-1);
     request.producer_epoch = -1;
-    let response: InitProducerIdResponse = client.request(ApiKey::InitProducerId, 4, &request);
+    let concurrent = code(ResponseError::ConcurrentTransactions);
+    let response: InitProducerIdResponse = retry_while_loading(
+        || client.request(ApiKey::InitProducerId, 4, &request),
+        // A re-init that fences an open transaction answers
+        // CONCURRENT_TRANSACTIONS until its abort is done.
+        |r: &InitProducerIdResponse| {
+            let error = r.error_code;
+            vec![if error == concurrent {
+                code(ResponseError::CoordinatorLoadInProgress)
+            } else {
+                error
+            }]
+        },
+    );
     assert_eq!(response.error_code, 0, "InitProducerId: {response:?}");
-    (response.producer_id.0, response.producer_epoch)
+    let producer = (response.producer_id.0, response.producer_epoch);
+    for group in groups {
+        let mut add = AddOffsetsToTxnRequest::default();
+        add.transactional_id = TransactionalId(s(id));
+        add.producer_id = ProducerId(producer.0);
+        add.producer_epoch = producer.1;
+        add.group_id = GroupId(s(group));
+        let added: AddOffsetsToTxnResponse = retry_while_loading(
+            || client.request(ApiKey::AddOffsetsToTxn, 3, &add),
+            |r: &AddOffsetsToTxnResponse| vec![r.error_code],
+        );
+        assert_eq!(added.error_code, 0, "AddOffsetsToTxn {group}: {added:?}");
+    }
+    producer
 }
 
 struct TxnCommit<'a> {
+    transactional_id: &'a str,
     group: &'a str,
     producer: (i64, i16),
     generation_id: i32,
@@ -112,7 +148,7 @@ fn txn_commit(
     commit: &TxnCommit<'_>,
 ) -> Vec<(String, i32, i16)> {
     let mut request = TxnOffsetCommitRequest::default();
-    request.transactional_id = TransactionalId(s("payments-tx"));
+    request.transactional_id = TransactionalId(s(commit.transactional_id));
     request.group_id = GroupId(s(commit.group));
     request.producer_id = ProducerId(commit.producer.0);
     request.producer_epoch = commit.producer.1;
@@ -279,7 +315,7 @@ fn txn_offset_commit_stays_pending_across_restarts() {
     assert_eq!(found.error_code, 0, "FindCoordinator: {found:?}");
 
     plain_commit(&mut client, 0, PLAIN_OFFSET);
-    let producer = init_producer_id(&mut client);
+    let producer = transactional_producer(&mut client, TXN_ID, &[GROUP, UNKNOWN_GROUP]);
 
     // v3 (flexible, with member fields) for partition 0 and a missing topic;
     // v0 for partition 1.
@@ -287,6 +323,7 @@ fn txn_offset_commit_stays_pending_across_restarts() {
         &mut client,
         3,
         &TxnCommit {
+            transactional_id: TXN_ID,
             group: GROUP,
             producer,
             generation_id: -1,
@@ -306,6 +343,7 @@ fn txn_offset_commit_stays_pending_across_restarts() {
         &mut client,
         0,
         &TxnCommit {
+            transactional_id: TXN_ID,
             group: GROUP,
             producer,
             generation_id: -1,
@@ -324,6 +362,7 @@ fn txn_offset_commit_stays_pending_across_restarts() {
         &mut client,
         3,
         &TxnCommit {
+            transactional_id: TXN_ID,
             group: UNKNOWN_GROUP,
             producer,
             generation_id: 3,
@@ -337,11 +376,12 @@ fn txn_offset_commit_stays_pending_across_restarts() {
         "TxnOffsetCommit with a generation for an unknown group"
     );
 
-    // The offsets partition fences an older epoch of a producer it has seen.
-    let other = init_producer_id(&mut client);
-    let newer = (other.0, other.1 + 2);
-    let older = (other.0, other.1 + 1);
+    // An older epoch of a producer is fenced: a second transactional id
+    // commits, then a new instance of it (InitProducerId, which aborts the
+    // open transaction) fences the first.
+    let first = transactional_producer(&mut client, EPOCH_TXN_ID, &[EPOCH_GROUP]);
     let commit_as = |producer| TxnCommit {
+        transactional_id: EPOCH_TXN_ID,
         group: EPOCH_GROUP,
         producer,
         generation_id: -1,
@@ -349,12 +389,14 @@ fn txn_offset_commit_stays_pending_across_restarts() {
         offsets: &[(TOPIC, 2, 7)],
     };
     assert_eq!(
-        txn_commit(&mut client, 4, &commit_as(newer)),
+        txn_commit(&mut client, 4, &commit_as(first)),
         vec![(TOPIC.to_string(), 2, 0)],
         "TxnOffsetCommit v4"
     );
+    let second = transactional_producer(&mut client, EPOCH_TXN_ID, &[]);
+    assert!(second.1 > first.1, "{second:?} after {first:?}");
     assert_eq!(
-        txn_commit(&mut client, 4, &commit_as(older)),
+        txn_commit(&mut client, 4, &commit_as(first)),
         vec![(
             TOPIC.to_string(),
             2,

@@ -180,6 +180,21 @@ fn append_error_to_response_error(error: ErrorCode) -> ErrorCode {
     }
 }
 
+/// Errors a transactional append gets from its producer's own state (an old
+/// epoch, a fenced or out-of-order producer), not from the broker.
+fn is_client_producer_error(error: ErrorCode) -> bool {
+    matches!(
+        error,
+        ErrorCode::InvalidProducerEpoch
+            | ErrorCode::ProducerFenced
+            | ErrorCode::OutOfOrderSequenceNumber
+            | ErrorCode::DuplicateSequenceNumber
+            | ErrorCode::InvalidTxnState
+            | ErrorCode::InvalidProducerIdMapping
+            | ErrorCode::UnknownProducerId
+    )
+}
+
 /// An OffsetCommit-shaped answer with `error` on every requested partition.
 fn fail_every_partition(topics: &[OffsetCommitTopic], error: ErrorCode) -> OffsetCommitResponse {
     OffsetCommitResponse {
@@ -1400,7 +1415,14 @@ impl GroupCoordinator {
             }
             Err(error) => {
                 let error = append_error_to_response_error(error);
-                tracing::warn!(?append_id, %error, "group coordinator append failed");
+                if is_client_producer_error(error) {
+                    // A stale or fenced transactional producer: the client
+                    // gets the error, and one that keeps retrying must not
+                    // fill the log.
+                    tracing::debug!(?append_id, %error, "transactional offset commit refused");
+                } else {
+                    tracing::warn!(?append_id, %error, "group coordinator append failed");
+                }
                 for record in &append.records {
                     if let CoordinatorRecord::GroupMetadata { key, value: None } = record {
                         if let Some(group) = self.groups.get_mut(&key.group) {

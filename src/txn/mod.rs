@@ -68,6 +68,21 @@ pub enum TxnCall {
         /// Commit (true) or abort.
         commit: bool,
     },
+    /// Checks, without changing anything, that the producer's transaction
+    /// is open and holds every one of `partitions` (KIP-890 part 1: asked
+    /// before a transactional batch or TxnOffsetCommit is written, so that a
+    /// fenced, finished or never-added write cannot open a transaction that
+    /// no marker will ever close).
+    Verify {
+        /// Transactional id.
+        transactional_id: String,
+        /// Producer id.
+        producer_id: i64,
+        /// Producer epoch.
+        producer_epoch: i16,
+        /// Partitions the write goes to.
+        partitions: Vec<TopicPartition>,
+    },
     /// DescribeTransactions for ids of this partition.
     Describe {
         /// Transactional ids.
@@ -129,6 +144,8 @@ pub enum TxnReply {
     AddPartitions(Result<(), ErrorCode>),
     /// EndTxn.
     EndTxn(Result<(), ErrorCode>),
+    /// Verify: one answer for all the partitions, as Kafka's.
+    Verify(Result<(), ErrorCode>),
     /// DescribeTransactions, in request order.
     Describe(Vec<DescribedTxn>),
     /// ListTransactions of this shard.

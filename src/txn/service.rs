@@ -20,8 +20,8 @@ use futures::future::{join_all, LocalBoxFuture};
 use futures::FutureExt;
 
 use super::coordinator::{
-    completed, decide_add_partitions, decide_end, decide_init, is_expired, timed_out_abort,
-    with_new_producer_id, InitDecision, TxnMetadata,
+    completed, decide_add_partitions, decide_end, decide_init, decide_verify, is_expired,
+    timed_out_abort, with_new_producer_id, InitDecision, TxnMetadata,
 };
 use super::records::{decode_key, decode_value, encode_key, encode_value};
 use super::{
@@ -125,6 +125,9 @@ struct Slot {
     txns: HashMap<String, TxnMetadata>,
     /// New ids whose first producer id is being taken and written.
     reserving: HashSet<String>,
+    /// Ids whose change in flight is an AddPartitionsToTxn (see
+    /// [`decide_verify`]).
+    adding: HashSet<String>,
 }
 
 type SlotRef = Rc<RefCell<Slot>>;
@@ -163,6 +166,7 @@ impl TxnShard {
             stopped: false,
             txns: HashMap::new(),
             reserving: HashSet::new(),
+            adding: HashSet::new(),
         }));
         self.slots.borrow_mut().insert(partition, slot.clone());
         let task_shard = shard.clone();
@@ -236,6 +240,21 @@ impl TxnShard {
                         .map(|id| describe(&s, id))
                         .collect(),
                 ))
+            }
+            TxnCall::Verify {
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                partitions,
+            } => {
+                let s = slot.borrow();
+                ready(TxnReply::Verify(decide_verify(
+                    s.txns.get(&transactional_id),
+                    producer_id,
+                    producer_epoch,
+                    &partitions,
+                    s.adding.contains(&transactional_id),
+                )))
             }
             TxnCall::InitProducerId {
                 transactional_id,
@@ -515,7 +534,10 @@ async fn add_partitions(
     if !mark_pending(slot, &id) {
         return Err(ErrorCode::ConcurrentTransactions);
     }
-    persist(shard, slot, &id, target, false).await
+    slot.borrow_mut().adding.insert(id.clone());
+    let persisted = persist(shard, slot, &id, target, false).await;
+    slot.borrow_mut().adding.remove(&id);
+    persisted
 }
 
 async fn end_txn(

@@ -6,10 +6,11 @@
 //! any partition closes the connection instead, as in Kafka); acks=1 is
 //! answered after the append (after its write with
 //! `--acks-wait-for-write`); acks=all after fdatasync under the default
-//! flush policy. Transactional batches are accepted and open their
-//! producer's transaction on the partition; as in Kafka before KIP-890, the
-//! broker does not check that the partition was added to the transaction.
+//! flush policy. Transactional batches are first verified with the
+//! transaction coordinator (see [`verify_transactional`]), then open or
+//! extend their producer's transaction on the partition.
 
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use bytes::Bytes;
@@ -25,6 +26,8 @@ use crate::shard::messages::{
     ProduceItem, ProduceResult, ShardReply, ShardRequest, TopicPartition,
 };
 use crate::shard::Shard;
+use crate::txn::service::call_txn;
+use crate::txn::{TxnCall, TxnReply};
 
 /// Checks one partition's records as Kafka's LogValidator does for v2.
 fn validate_records(
@@ -116,6 +119,88 @@ fn check_keys_if_compacted(
     Ok(())
 }
 
+/// Asks the transaction coordinator, once per producer id and epoch in the
+/// request, whether its transaction is open and holds every partition its
+/// transactional batches go to (KIP-890 part 1, Kafka's default
+/// `transaction.partition.verification.enable=true`). Without it a batch
+/// from a fenced producer, or one that arrives after its transaction ended
+/// (a late retry), or one for a partition never added, would open a
+/// transaction on the partition that no marker ever closes: its last
+/// stable offset would stop there, and read_committed consumers with it.
+/// Returns the refused positions with the error Kafka answers for them.
+async fn verify_transactional(
+    shard: &Rc<Shard>,
+    transactional_id: &str,
+    validated: &[(usize, usize, ProduceItem)],
+) -> Vec<(usize, ErrorCode)> {
+    /// The transactional batches of one producer id and epoch.
+    #[derive(Default)]
+    struct Writes {
+        positions: Vec<usize>,
+        partitions: Vec<TopicPartition>,
+    }
+    let mut producers: BTreeMap<(i64, i16), Writes> = BTreeMap::new();
+    for (_, position, item) in validated {
+        let header = &item.header;
+        if header.is_transactional() {
+            let writes = producers
+                .entry((header.producer_id, header.producer_epoch))
+                .or_default();
+            writes.positions.push(*position);
+            writes.partitions.push(item.topic_partition.clone());
+        }
+    }
+    let mut refused = Vec::new();
+    for ((producer_id, producer_epoch), writes) in producers {
+        let Writes {
+            positions,
+            partitions,
+        } = writes;
+        let call = TxnCall::Verify {
+            transactional_id: transactional_id.to_string(),
+            producer_id,
+            producer_epoch,
+            partitions,
+        };
+        let result = match call_txn(shard, transactional_id, call).await {
+            TxnReply::Verify(result) => result,
+            TxnReply::Unavailable(error) => Err(error),
+            other => {
+                tracing::error!(?other, "transaction coordinator answered the wrong call");
+                Err(ErrorCode::UnknownServerError)
+            }
+        };
+        if let Err(error) = result {
+            tracing::debug!(
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                ?error,
+                "transactional produce not verified"
+            );
+            let error = produce_verification_error(error);
+            refused.extend(positions.into_iter().map(|position| (position, error)));
+        }
+    }
+    refused
+}
+
+/// What a failed verification becomes in a Produce answer, as Kafka 4.1
+/// answers clients of transactions V1: a fenced epoch INVALID_PRODUCER_EPOCH,
+/// a partition outside the transaction INVALID_TXN_STATE, and a busy or
+/// unreachable coordinator NOT_ENOUGH_REPLICAS, which every producer
+/// retries without refreshing its metadata.
+fn produce_verification_error(error: ErrorCode) -> ErrorCode {
+    match error {
+        ErrorCode::ProducerFenced => ErrorCode::InvalidProducerEpoch,
+        ErrorCode::ConcurrentTransactions
+        | ErrorCode::CoordinatorLoadInProgress
+        | ErrorCode::CoordinatorNotAvailable
+        | ErrorCode::NotCoordinator => ErrorCode::NotEnoughReplicas,
+        other => other,
+    }
+}
+
 /// Answers Produce.
 pub async fn handle(
     shard: &Rc<Shard>,
@@ -129,7 +214,8 @@ pub async fn handle(
     let mut results: Vec<Vec<(i32, ProduceResult, Option<String>)>> =
         Vec::with_capacity(request.topic_data.len());
     let mut flat = Vec::new(); // (topic position, partition position)
-    let mut groups: ShardGroups<ProduceItem> = ShardGroups::new();
+                               // (owning shard, position in `flat`, item), before verification.
+    let mut validated: Vec<(usize, usize, ProduceItem)> = Vec::new();
     let acks_valid = (-1..=1).contains(&acks);
     for (ti, topic_data) in request.topic_data.iter_mut().enumerate() {
         let name = topic_data.name.to_string();
@@ -167,7 +253,7 @@ pub async fn handle(
                 Ok(header) => {
                     let position = flat.len();
                     flat.push((ti, pi));
-                    groups.push(
+                    validated.push((
                         owner,
                         position,
                         ProduceItem {
@@ -186,7 +272,7 @@ pub async fn handle(
                                 .expect("validated records are present"),
                             header,
                         },
-                    );
+                    ));
                     partitions.push((
                         index,
                         ProduceResult::error(ErrorCode::RequestTimedOut.code()),
@@ -200,6 +286,42 @@ pub async fn handle(
             }
         }
         results.push(partitions);
+    }
+    let transactional_id = request
+        .transactional_id
+        .as_ref()
+        .map(|id| id.to_string())
+        .filter(|id| !id.is_empty());
+    let has_transactional = validated
+        .iter()
+        .any(|(_, _, item)| item.header.is_transactional());
+    let refused = match (&transactional_id, has_transactional) {
+        (_, false) => Vec::new(),
+        // Kafka authorizes transactional records by the request's
+        // transactional id, and refuses the whole request without one.
+        (None, true) => {
+            for result in results.iter_mut().flatten() {
+                result.1 =
+                    ProduceResult::error(ErrorCode::TransactionalIdAuthorizationFailed.code());
+                result.2 = None;
+            }
+            validated.clear();
+            Vec::new()
+        }
+        (Some(id), true) => verify_transactional(shard, id, &validated).await,
+    };
+    let mut groups: ShardGroups<ProduceItem> = ShardGroups::new();
+    for (owner, position, item) in validated {
+        match refused.iter().find(|(p, _)| *p == position) {
+            Some((_, error)) => {
+                let (ti, pi) = flat[position];
+                results[ti][pi].1 = ProduceResult::error(error.code());
+                if *error == ErrorCode::InvalidTxnState {
+                    results[ti][pi].2 = Some("Partition was not added to the transaction".into());
+                }
+            }
+            None => groups.push(owner, position, item),
+        }
     }
     // The ordered part: hand each shard its items now, in request order.
     let mut calls = Vec::new();

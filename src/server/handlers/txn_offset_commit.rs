@@ -13,20 +13,23 @@
 //! COORDINATOR_NOT_AVAILABLE) go on every partition it was asked about: the
 //! response has no top-level error.
 //!
+//! Before the coordinator writes, the transaction coordinator is asked
+//! whether the producer's transaction is open with the group's offsets
+//! partition in it (KIP-890 part 1, Kafka's default
+//! `transaction.partition.verification.enable=true`); see [`verify`].
+//!
 //! Versions: v2 adds `committed_leader_epoch`, v3 (flexible) the member id,
 //! generation and group instance id that the coordinator checks (KIP-447:
-//! ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID). v4 only
-//! allows the broker to answer TRANSACTION_ABORTABLE, which comes from
-//! KIP-890's partition verification that we do not run, so v4 is served as
-//! v3. v5 belongs to transactions V2 (the commit adds the offsets partition
-//! to the transaction implicitly), which this broker does not enable, and is
-//! not advertised.
+//! ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID). v4 lets the
+//! broker answer TRANSACTION_ABORTABLE where older versions get
+//! INVALID_TXN_STATE. v5 belongs to transactions V2 (the commit adds the
+//! offsets partition to the transaction implicitly), which this broker does
+//! not enable, and is not advertised.
 //!
-//! Not checked here (Kafka checks them): that the transaction coordinator
-//! added the offsets partition to the transaction (AddOffsetsToTxn,
-//! `transaction.partition.verification.enable`); only the producer epoch is
-//! checked, by the partition when the batch is appended
-//! (INVALID_PRODUCER_EPOCH for an older epoch).
+//! Left open (Kafka closes it with a verification guard kept by the
+//! partition): a client that sends EndTxn while its TxnOffsetCommit is
+//! still between the verification and the write can leave those offsets
+//! pending. Real clients wait for the TxnOffsetCommit answer first.
 
 use std::rc::Rc;
 
@@ -38,12 +41,15 @@ use kafka_protocol::messages::{ApiKey, TxnOffsetCommitRequest, TxnOffsetCommitRe
 use super::encode_response;
 use super::groups::{opt_string, partition_exists, string, topic_exists, unexpected, TopicErrors};
 use super::offset_commit::{failed, merge_coordinator_errors};
+use crate::cluster::controller::OFFSETS_TOPIC;
 use crate::group;
-use crate::group::service::call_group;
+use crate::group::service::{call_group, group_partition};
 use crate::protocol::ErrorCode;
 use crate::server::connection::Responder;
-use crate::shard::messages::{GroupCall, GroupReply};
+use crate::shard::messages::{GroupCall, GroupReply, TopicPartition};
 use crate::shard::Shard;
+use crate::txn::service::call_txn;
+use crate::txn::{TxnCall, TxnReply};
 
 /// The coordinator's request for a wire request of `version`, keeping only
 /// the partitions `exists` accepts; the others are added to `errors` as
@@ -141,6 +147,52 @@ pub fn to_wire(
     wire
 }
 
+/// Asks the transaction coordinator whether the producer's transaction is
+/// open and holds the group's offsets partition (AddOffsetsToTxn), as
+/// Kafka does before it writes (KIP-890 part 1): offsets from a fenced
+/// producer, or outside an open transaction, would otherwise stay pending
+/// with no marker ever to settle them, and OffsetFetch with
+/// `require_stable` would answer UNSTABLE_OFFSET_COMMIT for good.
+async fn verify(shard: &Rc<Shard>, call: &group::TxnOffsetCommitRequest) -> Result<(), ErrorCode> {
+    let Some(partition) = group_partition(shard, &call.group_id).await else {
+        return Err(ErrorCode::CoordinatorNotAvailable);
+    };
+    let verify = TxnCall::Verify {
+        transactional_id: call.transactional_id.clone(),
+        producer_id: call.producer_id,
+        producer_epoch: call.producer_epoch,
+        partitions: vec![TopicPartition {
+            topic: OFFSETS_TOPIC.to_string(),
+            partition,
+        }],
+    };
+    match call_txn(shard, &call.transactional_id, verify).await {
+        TxnReply::Verify(result) => result,
+        TxnReply::Unavailable(error) => Err(error),
+        other => {
+            tracing::error!(?other, "transaction coordinator answered the wrong call");
+            Err(ErrorCode::UnknownServerError)
+        }
+    }
+}
+
+/// What a failed verification becomes in a TxnOffsetCommit answer of
+/// `version`, as Kafka 4.1 answers (checked against it): a fenced epoch is
+/// INVALID_PRODUCER_EPOCH at every version, a transaction without the
+/// offsets partition INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v4, the
+/// version that knows it), and a busy or unreachable transaction
+/// coordinator COORDINATOR_NOT_AVAILABLE, which clients retry.
+fn verification_error(error: ErrorCode, version: i16) -> ErrorCode {
+    match error {
+        ErrorCode::ProducerFenced => ErrorCode::InvalidProducerEpoch,
+        ErrorCode::InvalidTxnState if version >= 4 => ErrorCode::TransactionAbortable,
+        ErrorCode::ConcurrentTransactions
+        | ErrorCode::CoordinatorLoadInProgress
+        | ErrorCode::NotCoordinator => ErrorCode::CoordinatorNotAvailable,
+        other => other,
+    }
+}
+
 /// Answers TxnOffsetCommit.
 pub fn handle(
     shard: &Rc<Shard>,
@@ -163,6 +215,8 @@ pub fn handle(
         } else if call.group_id.is_empty() {
             // Kafka's GroupCoordinatorService answers this before routing.
             failed(partitions_of(&call), ErrorCode::InvalidGroupId)
+        } else if let Err(error) = verify(&shard, &call).await {
+            failed(partitions_of(&call), verification_error(error, version))
         } else {
             let group_id = call.group_id.clone();
             let sent = call.clone();
