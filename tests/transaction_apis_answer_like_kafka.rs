@@ -18,7 +18,8 @@
 //! warning in the log), from an unknown producer INVALID_PRODUCER_ID_MAPPING,
 //! without AddOffsetsToTxn INVALID_TXN_STATE (TRANSACTION_ABORTABLE at v4);
 //! transactional Produce to a partition never added, or after the commit,
-//! INVALID_TXN_STATE, from a fenced epoch INVALID_PRODUCER_EPOCH, without a
+//! INVALID_TXN_STATE (TRANSACTION_ABORTABLE at v11), from a fenced epoch
+//! INVALID_PRODUCER_EPOCH, without a
 //! transactional id TRANSACTIONAL_ID_AUTHORIZATION_FAILED; refused offsets
 //! never leave OffsetFetch(require_stable) unstable. The coordinator's
 //! state survives a SIGKILL: after restart
@@ -205,7 +206,7 @@ fn txn_offset_commit(
         .collect()
 }
 
-/// Produce v9 of one transactional record of `producer` (sequence
+/// Produce `version` of one transactional record of `producer` (sequence
 /// `sequence`) to `partition` of TOPIC; the error code and message.
 fn produce(
     client: &mut RawClient,
@@ -213,6 +214,7 @@ fn produce(
     producer: (i64, i16),
     partition: i32,
     sequence: i32,
+    version: i16,
 ) -> (i16, Option<String>) {
     let record = Record {
         transactional: true,
@@ -240,7 +242,7 @@ fn produce(
     request.acks = -1;
     request.timeout_ms = 5_000;
     request.topic_data = vec![topic];
-    let response: ProduceResponse = client.request(ApiKey::Produce, 9, &request);
+    let response: ProduceResponse = client.request(ApiKey::Produce, version, &request);
     let answer = &response.responses[0].partition_responses[0];
     (
         answer.error_code,
@@ -378,6 +380,12 @@ fn transaction_apis_answer_like_kafka() {
     // from the fenced epoch is INVALID_PRODUCER_EPOCH at every version, and
     // a client retrying it does not write a warning per request into the
     // broker's log.
+    let warnings = |broker: &Broker| {
+        let log = broker.log_contents();
+        let count = log.lines().filter(|line| line.contains(" WARN ")).count();
+        (count, log)
+    };
+    let (warnings_before, _) = warnings(&broker);
     for version in [0, 3, 4] {
         assert_eq!(
             txn_offset_commit(&mut client, TXN, first, GROUP, 5, version),
@@ -385,9 +393,9 @@ fn transaction_apis_answer_like_kafka() {
             "TxnOffsetCommit v{version} from the fenced epoch"
         );
     }
-    let log = broker.log_contents();
-    assert!(
-        !log.lines().any(|line| line.contains(" WARN ")),
+    let (warnings_after, log) = warnings(&broker);
+    assert_eq!(
+        warnings_after, warnings_before,
         "a fenced producer's offset commits wrote warnings:\n{log}"
     );
     assert_eq!(
@@ -407,20 +415,28 @@ fn transaction_apis_answer_like_kafka() {
     );
     // Produce: a partition of the transaction takes the batch; one never
     // added, or the fenced epoch, is refused before anything is written.
-    assert_eq!(produce(&mut client, Some(TXN), producer, 0, 0), (0, None));
     assert_eq!(
-        produce(&mut client, Some(TXN), producer, 1, 0),
+        produce(&mut client, Some(TXN), producer, 0, 0, 9),
+        (0, None)
+    );
+    assert_eq!(
+        produce(&mut client, Some(TXN), producer, 1, 0, 9),
         (
             code(ResponseError::InvalidTxnState),
             Some("Partition was not added to the transaction".to_string())
         )
     );
     assert_eq!(
-        produce(&mut client, Some(TXN), first, 3, 0).0,
+        produce(&mut client, Some(TXN), producer, 1, 0, 11).0,
+        code(ResponseError::TransactionAbortable),
+        "Produce v11 clients know TRANSACTION_ABORTABLE"
+    );
+    assert_eq!(
+        produce(&mut client, Some(TXN), first, 3, 0, 9).0,
         code(ResponseError::InvalidProducerEpoch)
     );
     assert_eq!(
-        produce(&mut client, None, producer, 3, 0).0,
+        produce(&mut client, None, producer, 3, 0, 9).0,
         code(ResponseError::TransactionalIdAuthorizationFailed),
         "transactional records without a transactional id"
     );
@@ -467,7 +483,7 @@ fn transaction_apis_answer_like_kafka() {
     // transaction without AddOffsetsToTxn (TRANSACTION_ABORTABLE from v4),
     // which would otherwise stay pending for good.
     assert_eq!(
-        produce(&mut client, Some(TXN), producer, 0, 1).0,
+        produce(&mut client, Some(TXN), producer, 0, 1, 9).0,
         code(ResponseError::InvalidTxnState)
     );
     assert_eq!(

@@ -180,18 +180,13 @@ fn append_error_to_response_error(error: ErrorCode) -> ErrorCode {
     }
 }
 
-/// Errors a transactional append gets from its producer's own state (an old
-/// epoch, a fenced or out-of-order producer), not from the broker.
+/// Errors a transactional append gets because its producer was fenced by a
+/// newer epoch (the coordinator's own batches carry no sequence, so other
+/// producer errors would be the broker's fault and stay warnings).
 fn is_client_producer_error(error: ErrorCode) -> bool {
     matches!(
         error,
-        ErrorCode::InvalidProducerEpoch
-            | ErrorCode::ProducerFenced
-            | ErrorCode::OutOfOrderSequenceNumber
-            | ErrorCode::DuplicateSequenceNumber
-            | ErrorCode::InvalidTxnState
-            | ErrorCode::InvalidProducerIdMapping
-            | ErrorCode::UnknownProducerId
+        ErrorCode::InvalidProducerEpoch | ErrorCode::ProducerFenced
     )
 }
 

@@ -236,40 +236,53 @@ pub fn decide_add_partitions(
     Ok(Some(target))
 }
 
-/// Verify (Kafka's AddPartitionsToTxn with `verifyOnly`): Ok when the
-/// producer's transaction is open, not being changed, and holds every
-/// partition. `adding` says the change in flight only adds partitions (the
-/// client's AddPartitionsToTxn for others): the partitions already in the
-/// transaction stay writable meanwhile, as in Kafka, which does not ask
-/// the coordinator again once a partition holds the open transaction.
+/// Verify (Kafka's AddPartitionsToTxn with `verifyOnly`), one answer per
+/// partition, in order: Ok when the producer's transaction is open, not
+/// being changed, and holds the partition. `adding` says the change in
+/// flight only adds partitions (the client's AddPartitionsToTxn for
+/// others): the partitions already in the transaction stay writable
+/// meanwhile, as in Kafka, which does not ask the coordinator again once a
+/// partition holds the open transaction.
 ///
-/// # Errors
-/// INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS
-/// (another change or markers in flight, or the transaction is ending), or
-/// INVALID_TXN_STATE (not open, or a partition was never added).
+/// The errors: INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED,
+/// CONCURRENT_TRANSACTIONS (another change or markers in flight, or the
+/// transaction is ending), for every partition; INVALID_TXN_STATE for a
+/// partition never added, or for all when no transaction is open.
 pub fn decide_verify(
     existing: Option<&TxnMetadata>,
     producer_id: i64,
     producer_epoch: i16,
     partitions: &[TopicPartition],
     adding: bool,
-) -> Result<(), ErrorCode> {
-    let m = existing.ok_or(ErrorCode::InvalidProducerIdMapping)?;
+) -> Vec<Result<(), ErrorCode>> {
+    let every = |error| vec![Err(error); partitions.len()];
+    let Some(m) = existing else {
+        return every(ErrorCode::InvalidProducerIdMapping);
+    };
     if m.producer_id != producer_id {
-        return Err(ErrorCode::InvalidProducerIdMapping);
+        return every(ErrorCode::InvalidProducerIdMapping);
     }
     if m.producer_epoch != producer_epoch {
-        return Err(ErrorCode::ProducerFenced);
+        return every(ErrorCode::ProducerFenced);
     }
     if m.pending && !adding {
-        return Err(ErrorCode::ConcurrentTransactions);
+        return every(ErrorCode::ConcurrentTransactions);
     }
     match m.state {
         TxnState::PrepareCommit | TxnState::PrepareAbort | TxnState::PrepareEpochFence => {
-            Err(ErrorCode::ConcurrentTransactions)
+            every(ErrorCode::ConcurrentTransactions)
         }
-        TxnState::Ongoing if partitions.iter().all(|p| m.partitions.contains(p)) => Ok(()),
-        _ => Err(ErrorCode::InvalidTxnState),
+        TxnState::Ongoing => partitions
+            .iter()
+            .map(|p| {
+                if m.partitions.contains(p) {
+                    Ok(())
+                } else {
+                    Err(ErrorCode::InvalidTxnState)
+                }
+            })
+            .collect(),
+        _ => every(ErrorCode::InvalidTxnState),
     }
 }
 
@@ -458,15 +471,20 @@ mod tests {
     }
 
     #[test]
-    fn verify_passes_only_an_open_transaction_holding_every_partition() {
+    fn verify_passes_only_the_partitions_of_an_open_transaction() {
         let m = fresh();
         let partitions = [tp("t", 0)];
+        // The answer for the single partition of `partitions`.
+        let one = |answers: Vec<Result<(), ErrorCode>>| {
+            assert_eq!(answers.len(), 1);
+            answers[0]
+        };
         assert_eq!(
-            decide_verify(None, 1000, 0, &partitions, false),
+            one(decide_verify(None, 1000, 0, &partitions, false)),
             Err(ErrorCode::InvalidProducerIdMapping)
         );
         assert_eq!(
-            decide_verify(Some(&m), 1000, 0, &partitions, false),
+            one(decide_verify(Some(&m), 1000, 0, &partitions, false)),
             Err(ErrorCode::InvalidTxnState),
             "no transaction is open"
         );
@@ -474,45 +492,51 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(
-            decide_verify(Some(&open), 1000, 0, &partitions, false),
+            one(decide_verify(Some(&open), 1000, 0, &partitions, false)),
             Ok(())
         );
         assert_eq!(
             decide_verify(Some(&open), 1000, 0, &[tp("t", 0), tp("t", 1)], false),
-            Err(ErrorCode::InvalidTxnState),
+            vec![Ok(()), Err(ErrorCode::InvalidTxnState)],
             "t-1 was never added"
         );
         assert_eq!(
-            decide_verify(Some(&open), 1000, 1, &partitions, false),
+            one(decide_verify(Some(&open), 1000, 1, &partitions, false)),
             Err(ErrorCode::ProducerFenced)
         );
         assert_eq!(
-            decide_verify(Some(&open), 7, 0, &partitions, false),
+            one(decide_verify(Some(&open), 7, 0, &partitions, false)),
             Err(ErrorCode::InvalidProducerIdMapping)
         );
         let mut busy = open.clone();
         busy.pending = true;
         assert_eq!(
-            decide_verify(Some(&busy), 1000, 0, &partitions, false),
+            one(decide_verify(Some(&busy), 1000, 0, &partitions, false)),
             Err(ErrorCode::ConcurrentTransactions)
         );
         assert_eq!(
-            decide_verify(Some(&busy), 1000, 0, &partitions, true),
+            one(decide_verify(Some(&busy), 1000, 0, &partitions, true)),
             Ok(()),
             "partitions already added stay writable while others are added"
         );
         assert_eq!(
-            decide_verify(Some(&busy), 1000, 0, &[tp("t", 1)], true),
+            one(decide_verify(Some(&busy), 1000, 0, &[tp("t", 1)], true)),
             Err(ErrorCode::InvalidTxnState),
             "a partition still being added is not in the transaction yet"
         );
         let ending = decide_end(Some(&open), 1000, 0, true, 6).unwrap().unwrap();
         assert_eq!(
-            decide_verify(Some(&ending), 1000, 0, &partitions, false),
+            one(decide_verify(Some(&ending), 1000, 0, &partitions, false)),
             Err(ErrorCode::ConcurrentTransactions)
         );
         assert_eq!(
-            decide_verify(Some(&completed(&ending, 7)), 1000, 0, &partitions, false),
+            one(decide_verify(
+                Some(&completed(&ending, 7)),
+                1000,
+                0,
+                &partitions,
+                false
+            )),
             Err(ErrorCode::InvalidTxnState),
             "a late write after the commit"
         );

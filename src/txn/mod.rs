@@ -144,8 +144,8 @@ pub enum TxnReply {
     AddPartitions(Result<(), ErrorCode>),
     /// EndTxn.
     EndTxn(Result<(), ErrorCode>),
-    /// Verify: one answer for all the partitions, as Kafka's.
-    Verify(Result<(), ErrorCode>),
+    /// Verify: one answer per partition, in the call's order.
+    Verify(Vec<Result<(), ErrorCode>>),
     /// DescribeTransactions, in request order.
     Describe(Vec<DescribedTxn>),
     /// ListTransactions of this shard.

@@ -8,7 +8,11 @@
 //! `--acks-wait-for-write`); acks=all after fdatasync under the default
 //! flush policy. Transactional batches are first verified with the
 //! transaction coordinator (see [`verify_transactional`]), then open or
-//! extend their producer's transaction on the partition.
+//! extend their producer's transaction on the partition. A window remains
+//! between the verification and the write (Kafka closes it with a guard
+//! kept by the partition): a batch whose client sends EndTxn without
+//! waiting for the batch's answer can land after that transaction's marker.
+//! Real clients wait for their batches before EndTxn.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -132,6 +136,7 @@ async fn verify_transactional(
     shard: &Rc<Shard>,
     transactional_id: &str,
     validated: &[(usize, usize, ProduceItem)],
+    version: i16,
 ) -> Vec<(usize, ErrorCode)> {
     /// The transactional batches of one producer id and epoch.
     #[derive(Default)]
@@ -162,37 +167,41 @@ async fn verify_transactional(
             producer_epoch,
             partitions,
         };
-        let result = match call_txn(shard, transactional_id, call).await {
-            TxnReply::Verify(result) => result,
-            TxnReply::Unavailable(error) => Err(error),
+        let answers = match call_txn(shard, transactional_id, call).await {
+            TxnReply::Verify(answers) if answers.len() == positions.len() => answers,
+            TxnReply::Unavailable(error) => vec![Err(error); positions.len()],
             other => {
                 tracing::error!(?other, "transaction coordinator answered the wrong call");
-                Err(ErrorCode::UnknownServerError)
+                vec![Err(ErrorCode::UnknownServerError); positions.len()]
             }
         };
-        if let Err(error) = result {
-            tracing::debug!(
-                transactional_id,
-                producer_id,
-                producer_epoch,
-                ?error,
-                "transactional produce not verified"
-            );
-            let error = produce_verification_error(error);
-            refused.extend(positions.into_iter().map(|position| (position, error)));
+        for (position, answer) in positions.into_iter().zip(answers) {
+            if let Err(error) = answer {
+                tracing::debug!(
+                    transactional_id,
+                    producer_id,
+                    producer_epoch,
+                    ?error,
+                    "transactional produce not verified"
+                );
+                refused.push((position, produce_verification_error(error, version)));
+            }
         }
     }
     refused
 }
 
-/// What a failed verification becomes in a Produce answer, as Kafka 4.1
-/// answers clients of transactions V1: a fenced epoch INVALID_PRODUCER_EPOCH,
-/// a partition outside the transaction INVALID_TXN_STATE, and a busy or
-/// unreachable coordinator NOT_ENOUGH_REPLICAS, which every producer
-/// retries without refreshing its metadata.
-fn produce_verification_error(error: ErrorCode) -> ErrorCode {
+/// What a failed verification becomes in a Produce answer of `version`,
+/// as Kafka 4.1 answers clients of transactions V1: a fenced epoch
+/// INVALID_PRODUCER_EPOCH; a partition outside the transaction
+/// INVALID_TXN_STATE, or TRANSACTION_ABORTABLE from v11 (KIP-890 part 1's
+/// version, whose clients know it); a busy or unreachable coordinator
+/// NOT_ENOUGH_REPLICAS, which every producer retries without refreshing its
+/// metadata.
+fn produce_verification_error(error: ErrorCode, version: i16) -> ErrorCode {
     match error {
         ErrorCode::ProducerFenced => ErrorCode::InvalidProducerEpoch,
+        ErrorCode::InvalidTxnState if version >= 11 => ErrorCode::TransactionAbortable,
         ErrorCode::ConcurrentTransactions
         | ErrorCode::CoordinatorLoadInProgress
         | ErrorCode::CoordinatorNotAvailable
@@ -308,7 +317,7 @@ pub async fn handle(
             validated.clear();
             Vec::new()
         }
-        (Some(id), true) => verify_transactional(shard, id, &validated).await,
+        (Some(id), true) => verify_transactional(shard, id, &validated, version).await,
     };
     let mut groups: ShardGroups<ProduceItem> = ShardGroups::new();
     for (owner, position, item) in validated {

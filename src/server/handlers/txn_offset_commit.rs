@@ -167,7 +167,10 @@ async fn verify(shard: &Rc<Shard>, call: &group::TxnOffsetCommitRequest) -> Resu
         }],
     };
     match call_txn(shard, &call.transactional_id, verify).await {
-        TxnReply::Verify(result) => result,
+        TxnReply::Verify(answers) => answers
+            .into_iter()
+            .next()
+            .unwrap_or(Err(ErrorCode::UnknownServerError)),
         TxnReply::Unavailable(error) => Err(error),
         other => {
             tracing::error!(?other, "transaction coordinator answered the wrong call");
