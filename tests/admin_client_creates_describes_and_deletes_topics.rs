@@ -1,6 +1,7 @@
 //! Goal: librdkafka's AdminClient can manage topics: CreateTopics with a
 //! partition count and configs, the Kafka error codes for a repeat name, an
-//! impossible replication factor and a zero partition count, DescribeConfigs
+//! impossible replication factor, a zero partition count and a name given
+//! twice in one request, DescribeConfigs
 //! listing every topic config with its default next to the override, and
 //! DeleteTopics, after which Metadata no longer lists the topic.
 //!
@@ -19,8 +20,12 @@ use rdkafka::types::RDKafkaErrorCode;
 use common::kafka::{admin_client, base_consumer, wait_for_topic};
 use common::wire::RawClient;
 use common::{open_files_limit, with_timeout, Broker, BrokerOptions};
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
-use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
+use kafka_protocol::messages::{
+    ApiKey, CreateTopicsRequest, CreateTopicsResponse, DescribeConfigsRequest,
+    DescribeConfigsResponse, TopicName,
+};
 use kafka_protocol::protocol::StrBytes;
 
 const TOPIC: &str = "admin-managed";
@@ -286,6 +291,58 @@ async fn a_create_topics_request_for_more_than_10000_partitions_is_refused() {
         !names.iter().any(|name| name.contains("half-of-many")),
         "a refused topic exists: {names:?}"
     );
+}
+
+/// Goal: a CreateTopics request naming a topic twice gets one answer for
+/// it, INVALID_REQUEST "Duplicate topic name.", and creates it neither
+/// time, while the other topics of the request are created, as Kafka 4.1.1
+/// answered the same request. (librdkafka refuses duplicates itself, so the
+/// request is sent raw.)
+#[test]
+fn a_topic_named_twice_in_one_create_topics_request_is_refused_once() {
+    let broker = Broker::start(BrokerOptions::default().auto_create_topics_enable(false));
+    let bootstrap = broker.bootstrap();
+    let mut client = RawClient::connect(&bootstrap);
+    let topic = |name: &str| {
+        let mut topic = CreatableTopic::default();
+        topic.name = TopicName(StrBytes::from_string(name.to_string()));
+        topic.num_partitions = 1;
+        topic.replication_factor = 1;
+        topic
+    };
+    let mut request = CreateTopicsRequest::default();
+    request.topics = vec![
+        topic("admin-twice"),
+        topic("admin-once"),
+        topic("admin-twice"),
+    ];
+    request.timeout_ms = 10_000;
+    let response: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 7, &request);
+    let answers: Vec<(String, i16, Option<String>)> = response
+        .topics
+        .iter()
+        .map(|t| {
+            (
+                t.name.to_string(),
+                t.error_code,
+                t.error_message.as_ref().map(|m| m.to_string()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        vec![
+            (
+                "admin-twice".to_string(),
+                RDKafkaErrorCode::InvalidRequest as i16,
+                Some("Duplicate topic name.".to_string())
+            ),
+            ("admin-once".to_string(), 0, None),
+        ]
+    );
+    let names = topic_names(&bootstrap);
+    assert!(names.contains(&"admin-once".to_string()), "{names:?}");
+    assert!(!names.contains(&"admin-twice".to_string()), "{names:?}");
 }
 
 /// Goal: topics that would take this broker's partitions past what its

@@ -1,6 +1,7 @@
 //! CreateTopics (key 19): validated and committed by the controller; answers
 //! once every shard has the new partitions.
 
+use std::collections::HashSet;
 use std::rc::Rc;
 
 use kafka_protocol::messages::create_topics_response::{
@@ -103,7 +104,23 @@ pub async fn handle(
     let mut results: Vec<Option<CreateTopicOutcome>> = vec![None; request.topics.len()];
     let mut specs = Vec::new();
     let mut positions = Vec::new();
+    // As Kafka's controller: a name given twice is refused, answered once.
+    let mut names = HashSet::new();
+    let duplicates: HashSet<&str> = request
+        .topics
+        .iter()
+        .map(|t| t.name.as_str())
+        .filter(|name| !names.insert(*name))
+        .collect();
     for (i, topic) in request.topics.iter().enumerate() {
+        if duplicates.contains(topic.name.as_str()) {
+            results[i] = Some(CreateTopicOutcome {
+                error_code: ErrorCode::InvalidRequest.code(),
+                error_message: Some("Duplicate topic name.".into()),
+                topic_id: uuid::Uuid::nil(),
+            });
+            continue;
+        }
         match spec_of(shard, topic) {
             Ok(spec) => {
                 specs.push(spec);
@@ -157,11 +174,13 @@ pub async fn handle(
         }
         let image = shard.image();
         let mut response = CreateTopicsResponse::default();
+        let mut answered = HashSet::new();
         response.topics = request
             .topics
             .iter()
             .zip(results)
             .zip(specs_by_position(&positions, &specs, request.topics.len()))
+            .filter(|((topic, _), _)| answered.insert(topic.name.clone()))
             .map(|((topic, outcome), spec)| {
                 let outcome = outcome.expect("every topic has an outcome");
                 let mut r = CreatableTopicResult::default();
