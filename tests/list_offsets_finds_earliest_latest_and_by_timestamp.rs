@@ -1,6 +1,7 @@
 //! Goal: ListOffsets answers the earliest offset, the latest offset and the
 //! first offset at or after a timestamp, before and after a restart (when
-//! the time index has to come from disk).
+//! the time index has to come from disk); and the special timestamps answer
+//! as Kafka's at each version.
 //!
 //! Method: 100 messages with CreateTime timestamps 1 s apart, written as 10
 //! separate requests so they span 10 batches, on partition 0 of a
@@ -11,6 +12,15 @@ mod common;
 
 use std::time::Duration;
 
+use bytes::Bytes;
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, ListOffsetsRequest, ListOffsetsResponse, ProduceRequest, ProduceResponse,
+    TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
 use rdkafka::consumer::Consumer;
 use rdkafka::{Offset, TopicPartitionList};
 
@@ -18,6 +28,7 @@ use common::kafka::{
     auto_create_topic, base_consumer, future_producer, produce_all, producer_config, test_message,
     watermarks, BASE_TIMESTAMP_MS,
 };
+use common::wire::{encode_batch, plain_record, RawClient};
 use common::{with_timeout, Broker, BrokerOptions};
 
 const TOPIC: &str = "list-offsets";
@@ -153,4 +164,80 @@ async fn list_offsets_finds_earliest_latest_and_by_timestamp() {
     broker.terminate();
     broker.restart();
     check_all_queries(&bootstrap, "after restart");
+}
+
+/// `(error, offset, timestamp, leader epoch)` of ListOffsets `version` for
+/// `timestamp` on `partition` of TOPIC.
+fn list_offsets_raw(
+    client: &mut RawClient,
+    partition: i32,
+    timestamp: i64,
+    version: i16,
+) -> (i16, i64, i64, i32) {
+    let mut wanted = ListOffsetsPartition::default();
+    wanted.partition_index = partition;
+    wanted.timestamp = timestamp;
+    wanted.current_leader_epoch = -1;
+    let mut topic = ListOffsetsTopic::default();
+    topic.name = TopicName(StrBytes::from_static_str(TOPIC));
+    topic.partitions = vec![wanted];
+    let mut request = ListOffsetsRequest::default();
+    request.replica_id = BrokerId(-1);
+    request.topics = vec![topic];
+    let response: ListOffsetsResponse = client.request(ApiKey::ListOffsets, version, &request);
+    let answer = &response.topics[0].partitions[0];
+    (
+        answer.error_code,
+        answer.offset,
+        answer.timestamp,
+        answer.leader_epoch,
+    )
+}
+
+/// Goal: the special timestamps answer as Kafka 4.1.1 answered the same
+/// requests: each is refused with UNSUPPORTED_VERSION by a version older
+/// than it (MAX_TIMESTAMP -3 before v7, EARLIEST_LOCAL -4 before v8,
+/// LATEST_TIERED -5 before v9), and so is a negative value Kafka does not
+/// know; without tiered storage EARLIEST_LOCAL is the log start and
+/// LATEST_TIERED finds nothing; MAX_TIMESTAMP on an empty partition finds
+/// nothing, with leader epoch -1.
+#[test]
+fn special_timestamps_answer_like_kafka_at_each_version() {
+    let broker = Broker::start(BrokerOptions::default().num_partitions(2));
+    let bootstrap = broker.bootstrap();
+    auto_create_topic(&bootstrap, TOPIC, 2);
+    let mut client = RawClient::connect(&bootstrap);
+    let record = |offset: i64, timestamp: i64| {
+        let mut record = plain_record(offset, None, Bytes::from_static(b"v"));
+        record.timestamp = timestamp;
+        record
+    };
+    let batch = encode_batch(&[record(0, 1_000), record(1, 3_000), record(2, 2_000)]);
+    let mut data = PartitionProduceData::default();
+    data.index = 0;
+    data.records = Some(batch);
+    let mut topic = TopicProduceData::default();
+    topic.name = TopicName(StrBytes::from_static_str(TOPIC));
+    topic.partition_data = vec![data];
+    let mut produce = ProduceRequest::default();
+    produce.acks = -1;
+    produce.timeout_ms = 5_000;
+    produce.topic_data = vec![topic];
+    let produced: ProduceResponse = client.request(ApiKey::Produce, 9, &produce);
+    assert_eq!(
+        produced.responses[0].partition_responses[0].error_code, 0,
+        "{produced:?}"
+    );
+
+    let unsupported = (35, -1, -1, -1);
+    assert_eq!(list_offsets_raw(&mut client, 0, -3, 1), unsupported);
+    assert_eq!(list_offsets_raw(&mut client, 0, -3, 7), (0, 1, 3_000, 0));
+    assert_eq!(list_offsets_raw(&mut client, 0, -4, 7), unsupported);
+    assert_eq!(list_offsets_raw(&mut client, 0, -4, 9), (0, 0, -1, 0));
+    assert_eq!(list_offsets_raw(&mut client, 0, -5, 7), unsupported);
+    assert_eq!(list_offsets_raw(&mut client, 0, -5, 9), (0, -1, -1, -1));
+    assert_eq!(list_offsets_raw(&mut client, 0, -6, 9), unsupported);
+    assert_eq!(list_offsets_raw(&mut client, 0, -7, 9), unsupported);
+    assert_eq!(list_offsets_raw(&mut client, 1, -3, 7), (0, -1, -1, -1));
+    assert_eq!(list_offsets_raw(&mut client, 0, -1, 9), (0, 3, -1, 0));
 }

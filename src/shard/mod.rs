@@ -769,14 +769,21 @@ impl Shard {
                 offset,
                 leader_epoch: epoch,
             };
+            let not_found = ListOffsetsResult {
+                leader_epoch: -1,
+                ..found(-1, -1)
+            };
             let result = match item.timestamp {
-                // LATEST and LATEST_TIERED (no tiered storage: the same).
-                -1 | -5 => found(last_fetchable_offset, -1),
+                // LATEST.
+                -1 => found(last_fetchable_offset, -1),
+                // LATEST_TIERED: nothing is tiered, so no offset, as Kafka
+                // 4.1 answers without remote storage.
+                -5 => not_found,
                 // EARLIEST and EARLIEST_LOCAL.
                 -2 | -4 => found(partition.log_start_offset(), -1),
                 -3 => match partition.max_timestamp_offset().await.map(fetchable) {
                     Ok(Some((offset, timestamp))) => found(offset, timestamp),
-                    Ok(None) => found(-1, -1),
+                    Ok(None) => not_found,
                     Err(_) => ListOffsetsResult {
                         error_code: code(ErrorCode::KafkaStorageError),
                         ..found(-1, -1)
@@ -789,10 +796,7 @@ impl Shard {
                         .map(fetchable)
                     {
                         Ok(Some((offset, ts))) => found(offset, ts),
-                        Ok(None) => ListOffsetsResult {
-                            leader_epoch: -1,
-                            ..found(-1, -1)
-                        },
+                        Ok(None) => not_found,
                         Err(_) => ListOffsetsResult {
                             error_code: code(ErrorCode::KafkaStorageError),
                             ..found(-1, -1)

@@ -1,5 +1,6 @@
 //! ListOffsets (key 2): earliest, latest, max timestamp, or the first offset
-//! at or after a timestamp (through the time index).
+//! at or after a timestamp (through the time index). Without tiered
+//! storage EARLIEST_LOCAL is the log start and LATEST_TIERED finds nothing.
 
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -17,6 +18,21 @@ use crate::shard::messages::{
     ListOffsetsItem, ListOffsetsResult, ShardReply, ShardRequest, TopicPartition,
 };
 use crate::shard::Shard;
+
+/// Whether a ListOffsets request of `version` may ask for `timestamp`: the
+/// special timestamps came with versions (MAX_TIMESTAMP -3 with v7,
+/// EARLIEST_LOCAL -4 with v8, LATEST_TIERED -5 with v9), and Kafka 4.1
+/// answers UNSUPPORTED_VERSION for one the version predates, and for
+/// negative values it does not know.
+fn timestamp_supported(timestamp: i64, version: i16) -> bool {
+    match timestamp {
+        -2 | -1 => true,
+        -3 => version >= 7,
+        -4 => version >= 8,
+        -5 => version >= 9,
+        other => other >= 0,
+    }
+}
 
 fn failed(error: ErrorCode) -> ListOffsetsResult {
     ListOffsetsResult {
@@ -56,6 +72,9 @@ pub async fn handle(
                     None => partitions.push((index, failed(ErrorCode::UnknownTopicOrPartition))),
                     Some(_) if partition.current_leader_epoch > 0 => {
                         partitions.push((index, failed(ErrorCode::UnknownLeaderEpoch)));
+                    }
+                    Some(_) if !timestamp_supported(partition.timestamp, version) => {
+                        partitions.push((index, failed(ErrorCode::UnsupportedVersion)));
                     }
                     Some(owner) => {
                         let position = flat.len();

@@ -223,7 +223,8 @@ pub async fn handle(
     let mut results: Vec<Vec<(i32, ProduceResult, Option<String>)>> =
         Vec::with_capacity(request.topic_data.len());
     let mut flat = Vec::new(); // (topic position, partition position)
-                               // (owning shard, position in `flat`, item), before verification.
+
+    // (owning shard, position in `flat`, item), before verification.
     let mut validated: Vec<(usize, usize, ProduceItem)> = Vec::new();
     let acks_valid = (-1..=1).contains(&acks);
     for (ti, topic_data) in request.topic_data.iter_mut().enumerate() {
