@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rdkafka::admin::{AdminOptions, ResourceSpecifier};
+use rdkafka::admin::{AdminOptions, AlterConfig, NewPartitions, ResourceSpecifier};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::producer::{FutureProducer, Producer};
@@ -420,6 +420,23 @@ async fn run_clients(bootstrap: &str) {
         )
         .await
         .expect("describe configs");
+    // Changed before it is deleted, so that replayed copies find no topic
+    // to change (a mutated config on the kept topic could rightly delete
+    // its data).
+    admin
+        .create_partitions(&[NewPartitions::new("recorded-then-deleted", 2)], &options)
+        .await
+        .expect("create partitions");
+    admin
+        .alter_configs(
+            &[
+                AlterConfig::new(ResourceSpecifier::Topic("recorded-then-deleted"))
+                    .set("retention.ms", "86400000"),
+            ],
+            &options,
+        )
+        .await
+        .expect("alter configs");
     admin
         .delete_topics(&["recorded-then-deleted"], &options)
         .await

@@ -7,17 +7,17 @@ use std::rc::Rc;
 
 use uuid::Uuid;
 
-use super::image::{place_partitions, MetadataRecord};
+use super::image::{place_partitions, MetadataImage, MetadataRecord};
 use super::metadata_log;
 use crate::config::limits::{
     CREATE_TOPICS_PARTITIONS_MAX, OPEN_FILES_RESERVED_MAX, TOPIC_NAME_BYTES_MAX,
     TOPIC_PARTITIONS_MAX,
 };
-use crate::config::TopicConfigs;
+use crate::config::{ConfigAlteration, TopicConfigs};
 use crate::protocol::ErrorCode;
 use crate::shard::messages::{
-    ControllerReply, ControllerRequest, CreateTopicOutcome, CreateTopicSpec, ShardReply,
-    ShardRequest,
+    AdminOutcome, ControllerReply, ControllerRequest, CreatePartitionsSpec, CreateTopicOutcome,
+    CreateTopicSpec, ShardReply, ShardRequest,
 };
 use crate::shard::Shard;
 
@@ -38,6 +38,18 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
         } => ControllerReply::CreateTopics(create_topics(shard, topics, validate_only).await),
         ControllerRequest::DeleteTopics { names } => {
             ControllerReply::DeleteTopics(delete_topics(shard, names).await)
+        }
+        ControllerRequest::AlterTopicConfigs {
+            topics,
+            validate_only,
+        } => ControllerReply::AlterTopicConfigs(
+            alter_topic_configs(shard, topics, validate_only).await,
+        ),
+        ControllerRequest::CreatePartitions {
+            topics,
+            validate_only,
+        } => {
+            ControllerReply::CreatePartitions(create_partitions(shard, topics, validate_only).await)
         }
         ControllerRequest::AllocateProducerIds { count } => {
             assert!(count > 0);
@@ -103,6 +115,53 @@ pub fn partitions_within_open_files(open_files_max: u64, fds_per_partition: u64)
     Some((open_files_max - reserved) / fds_per_partition)
 }
 
+/// The internal topics and the partitions each is created with.
+fn internal_topics(shard: &Shard) -> [(&'static str, i32); 2] {
+    [
+        (
+            OFFSETS_TOPIC,
+            shard.config.groups.offsets_topic_num_partitions,
+        ),
+        (
+            crate::txn::TXN_STATE_TOPIC,
+            shard.config.txns.transaction_state_log_num_partitions,
+        ),
+    ]
+}
+
+/// Partitions held against the open-files budget: those that exist, and
+/// room for the internal topics not created yet, so that user topics can
+/// never leave consumer groups and transactions without theirs. The
+/// internal topics themselves are not refused (their room is already
+/// counted).
+fn partitions_held(image: &MetadataImage, internal: &[(&str, i32)]) -> u64 {
+    image
+        .topics
+        .values()
+        .map(|topic| topic.partition_shards.len() as u64)
+        .sum::<u64>()
+        + internal
+            .iter()
+            .filter(|(name, _)| image.topic(name).is_none())
+            .map(|(_, partitions)| (*partitions).max(0) as u64)
+            .sum::<u64>()
+}
+
+/// The answer to a request for more partitions than the open-files budget
+/// allows.
+fn over_budget(shard: &Shard, wanted: i64, held: u64, budget: u64) -> AdminOutcome {
+    (
+        ErrorCode::InvalidPartitions.code(),
+        Some(format!(
+            "Cannot create {wanted} partitions: this broker holds or keeps room for \
+             {held}, and its \
+             open-files limit of {} with --topic-fds-per-partition {} allows \
+             {budget}; raise the limit (ulimit -n) or delete topics.",
+            shard.config.open_files_max, shard.config.topic_fds_per_partition
+        )),
+    )
+}
+
 async fn create_topics(
     shard: &Rc<Shard>,
     topics: Vec<CreateTopicSpec>,
@@ -128,30 +187,8 @@ async fn create_topics(
         shard.config.topic_fds_per_partition,
     );
     let mut scratch = (*shard.image()).clone();
-    // Partitions held against the budget: those that exist, and room for
-    // the internal topics not created yet, so that user topics can never
-    // leave consumer groups and transactions without theirs. The internal
-    // topics themselves are not refused (their room is already counted).
-    let internal = [
-        (
-            OFFSETS_TOPIC,
-            shard.config.groups.offsets_topic_num_partitions,
-        ),
-        (
-            crate::txn::TXN_STATE_TOPIC,
-            shard.config.txns.transaction_state_log_num_partitions,
-        ),
-    ];
-    let mut held: u64 = scratch
-        .topics
-        .values()
-        .map(|topic| topic.partition_shards.len() as u64)
-        .sum::<u64>()
-        + internal
-            .iter()
-            .filter(|(name, _)| scratch.topic(name).is_none())
-            .map(|(_, partitions)| (*partitions).max(0) as u64)
-            .sum::<u64>();
+    let internal = internal_topics(shard);
+    let mut held = partitions_held(&scratch, &internal);
     let mut seen = HashSet::new();
     let duplicates: HashSet<String> = topics
         .iter()
@@ -203,18 +240,13 @@ async fn create_topics(
         let is_internal = internal.iter().any(|(name, _)| *name == spec.name);
         if let (Some(budget), false) = (budget, is_internal) {
             if held + spec.num_partitions as u64 > budget {
-                outcomes.push(outcome(
-                    ErrorCode::InvalidPartitions,
-                    format!(
-                        "Cannot create {} partitions: this broker holds or keeps room for \
-                         {held}, and its \
-                         open-files limit of {} with --topic-fds-per-partition {} allows \
-                         {budget}; raise the limit (ulimit -n) or delete topics.",
-                        spec.num_partitions,
-                        shard.config.open_files_max,
-                        shard.config.topic_fds_per_partition
-                    ),
-                ));
+                let (error_code, error_message) =
+                    over_budget(shard, i64::from(spec.num_partitions), held, budget);
+                outcomes.push(CreateTopicOutcome {
+                    error_code,
+                    error_message,
+                    topic_id: Uuid::nil(),
+                });
                 continue;
             }
         }
@@ -273,6 +305,193 @@ async fn create_topics(
         tracing::error!(error = %e, "metadata commit failed");
         for o in outcomes.iter_mut().filter(|o| o.error_code == 0) {
             *o = outcome(ErrorCode::KafkaStorageError, e.to_string());
+        }
+    }
+    outcomes
+}
+
+/// AlterConfigs and IncrementalAlterConfigs of topics, in Kafka's order of
+/// checks: the name, the topic's existence, then the altered set as
+/// CreateTopics checks a new topic's. A change that leaves the overrides
+/// as they are writes nothing.
+async fn alter_topic_configs(
+    shard: &Rc<Shard>,
+    topics: Vec<(String, ConfigAlteration)>,
+    validate_only: bool,
+) -> Vec<AdminOutcome> {
+    let image = shard.image();
+    let mut outcomes = Vec::with_capacity(topics.len());
+    let mut records = Vec::new();
+    for (name, alteration) in topics {
+        if name.is_empty() {
+            outcomes.push((
+                ErrorCode::InvalidRequest.code(),
+                Some("Default topic resources are not allowed.".to_string()),
+            ));
+            continue;
+        }
+        if let Err(message) = validate_topic_name(&name) {
+            outcomes.push((ErrorCode::InvalidTopicException.code(), Some(message)));
+            continue;
+        }
+        let Some(topic) = image.topic(&name) else {
+            outcomes.push((
+                ErrorCode::UnknownTopicOrPartition.code(),
+                Some(format!("The topic '{name}' does not exist.")),
+            ));
+            continue;
+        };
+        match topic
+            .configs
+            .altered(&alteration, &shard.config.broker_defaults)
+        {
+            Err(message) => outcomes.push((ErrorCode::InvalidConfig.code(), Some(message))),
+            Ok(configs) => {
+                if configs != topic.configs {
+                    records.push(MetadataRecord::AlterTopicConfigs {
+                        name,
+                        topic_id: topic.topic_id,
+                        configs: configs.overrides().clone(),
+                    });
+                }
+                outcomes.push((0, None));
+            }
+        }
+    }
+    if validate_only || records.is_empty() {
+        return outcomes;
+    }
+    if let Err(e) = commit(shard, records).await {
+        tracing::error!(error = %e, "metadata commit failed");
+        for o in outcomes.iter_mut().filter(|o| o.0 == 0) {
+            *o = (ErrorCode::KafkaStorageError.code(), Some(e.to_string()));
+        }
+    }
+    outcomes
+}
+
+/// Checks a CreatePartitions assignment as Kafka's controller does, for a
+/// topic of replication factor 1 on this single node.
+fn check_assignments(shard: &Shard, added: i32, assignments: &[Vec<i32>]) -> Result<(), String> {
+    if assignments.len() != added as usize {
+        return Err(format!(
+            "Attempted to add {added} additional partition(s), but only {} assignment(s) were specified.",
+            assignments.len()
+        ));
+    }
+    for replicas in assignments {
+        if replicas.is_empty() {
+            return Err("The manual partition assignment includes an empty replica list.".into());
+        }
+        let mut seen = HashSet::new();
+        if let Some(broker) = replicas.iter().find(|&&broker| !seen.insert(broker)) {
+            return Err(format!(
+                "The manual partition assignment includes the broker {broker} more than once."
+            ));
+        }
+        for &broker in replicas {
+            if broker != shard.config.node_id {
+                return Err(format!(
+                    "The manual partition assignment includes broker {broker}, but no such broker is registered."
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// CreatePartitions: adds partitions at the end of each topic, placed on
+/// the least-loaded shards, in Kafka's order of checks. The internal topics
+/// are refused: a group's or a transactional id's partition is its hash
+/// modulo the partition count, so more partitions would move them away
+/// from their state.
+async fn create_partitions(
+    shard: &Rc<Shard>,
+    topics: Vec<CreatePartitionsSpec>,
+    validate_only: bool,
+) -> Vec<AdminOutcome> {
+    let budget = partitions_within_open_files(
+        shard.config.open_files_max,
+        shard.config.topic_fds_per_partition,
+    );
+    let mut scratch = (*shard.image()).clone();
+    let internal = internal_topics(shard);
+    let mut held = partitions_held(&scratch, &internal);
+    let mut outcomes = Vec::with_capacity(topics.len());
+    let mut records = Vec::new();
+    let refuse = |error: ErrorCode, message: String| (error.code(), Some(message));
+    for spec in topics {
+        let Some(topic) = scratch.topic(&spec.name).cloned() else {
+            outcomes.push((ErrorCode::UnknownTopicOrPartition.code(), None));
+            continue;
+        };
+        let current = topic.partition_shards.len() as i32;
+        if spec.count < current {
+            outcomes.push(refuse(
+                ErrorCode::InvalidPartitions,
+                format!(
+                    "The topic {} currently has {current} partition(s); {} would not be an increase.",
+                    spec.name, spec.count
+                ),
+            ));
+            continue;
+        }
+        if spec.count == current {
+            outcomes.push(refuse(
+                ErrorCode::InvalidPartitions,
+                format!("Topic already has {current} partition(s)."),
+            ));
+            continue;
+        }
+        let added = spec.count - current;
+        if let Some(assignments) = &spec.assignments {
+            if let Err(message) = check_assignments(shard, added, assignments) {
+                outcomes.push(refuse(ErrorCode::InvalidReplicaAssignment, message));
+                continue;
+            }
+        }
+        if topic.is_internal() {
+            outcomes.push(refuse(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "Partitions cannot be added to the internal topic {}: its records are placed by the partition count.",
+                    spec.name
+                ),
+            ));
+            continue;
+        }
+        if spec.count > TOPIC_PARTITIONS_MAX {
+            outcomes.push(refuse(
+                ErrorCode::InvalidPartitions,
+                format!(
+                    "A topic may have at most {TOPIC_PARTITIONS_MAX} partitions on this broker."
+                ),
+            ));
+            continue;
+        }
+        if let Some(budget) = budget {
+            if held + added as u64 > budget {
+                outcomes.push(over_budget(shard, i64::from(added), held, budget));
+                continue;
+            }
+        }
+        let record = MetadataRecord::CreatePartitions {
+            name: spec.name.clone(),
+            topic_id: topic.topic_id,
+            partition_shards: place_partitions(&scratch, shard.nr_shards, added as usize),
+        };
+        scratch.apply(&record);
+        records.push(record);
+        held += added as u64;
+        outcomes.push((0, None));
+    }
+    if validate_only || records.is_empty() {
+        return outcomes;
+    }
+    if let Err(e) = commit(shard, records).await {
+        tracing::error!(error = %e, "metadata commit failed");
+        for o in outcomes.iter_mut().filter(|o| o.0 == 0) {
+            *o = (ErrorCode::KafkaStorageError.code(), Some(e.to_string()));
         }
     }
     outcomes

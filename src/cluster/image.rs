@@ -36,6 +36,26 @@ pub enum MetadataRecord {
         /// First id not yet handed out.
         next_producer_id: i64,
     },
+    /// A topic's config overrides were replaced (AlterConfigs,
+    /// IncrementalAlterConfigs).
+    AlterTopicConfigs {
+        /// Topic name.
+        name: String,
+        /// Topic id.
+        topic_id: Uuid,
+        /// Every override the topic now has, validated.
+        configs: BTreeMap<String, String>,
+    },
+    /// Partitions were added to a topic (CreatePartitions).
+    CreatePartitions {
+        /// Topic name.
+        name: String,
+        /// Topic id.
+        topic_id: Uuid,
+        /// The owning shard of each new partition, in partition order after
+        /// the existing ones.
+        partition_shards: Vec<u16>,
+    },
     /// A topic was deleted.
     DeleteTopic {
         /// Topic name.
@@ -115,6 +135,20 @@ impl MetadataImage {
                 );
                 self.next_producer_id = *next_producer_id;
             }
+            MetadataRecord::AlterTopicConfigs {
+                name,
+                topic_id,
+                configs,
+            } => self.replace_topic(name, *topic_id, |topic| {
+                topic.configs = TopicConfigs::from_validated(configs.clone());
+            }),
+            MetadataRecord::CreatePartitions {
+                name,
+                topic_id,
+                partition_shards,
+            } => self.replace_topic(name, *topic_id, |topic| {
+                topic.partition_shards.extend_from_slice(partition_shards);
+            }),
             MetadataRecord::DeleteTopic { name, topic_id } => {
                 if self
                     .topics
@@ -125,6 +159,13 @@ impl MetadataImage {
                     self.topic_names.remove(topic_id);
                 }
             }
+        }
+    }
+
+    /// Changes the topic `name` if it is still the incarnation `topic_id`.
+    fn replace_topic(&mut self, name: &str, topic_id: Uuid, change: impl FnOnce(&mut TopicImage)) {
+        if let Some(topic) = self.topics.get_mut(name).filter(|t| t.topic_id == topic_id) {
+            change(Rc::make_mut(topic));
         }
     }
 
@@ -207,6 +248,47 @@ mod tests {
             configs: BTreeMap::new(),
         });
         assert_eq!(place_partitions(&image, 2, 3), vec![1, 0, 1]);
+    }
+
+    #[test]
+    fn added_partitions_and_altered_configs_change_only_their_incarnation() {
+        let mut image = MetadataImage::default();
+        let old = Uuid::new_v4();
+        image.apply(&MetadataRecord::CreateTopic {
+            name: "t".into(),
+            topic_id: old,
+            partition_shards: vec![0],
+            configs: BTreeMap::new(),
+        });
+        let overrides: BTreeMap<String, String> =
+            [("retention.ms".to_string(), "5".to_string())].into();
+        image.apply(&MetadataRecord::CreatePartitions {
+            name: "t".into(),
+            topic_id: old,
+            partition_shards: vec![1, 0],
+        });
+        image.apply(&MetadataRecord::AlterTopicConfigs {
+            name: "t".into(),
+            topic_id: old,
+            configs: overrides.clone(),
+        });
+        let topic = image.topic("t").unwrap();
+        assert_eq!(topic.partition_shards, vec![0, 1, 0]);
+        assert_eq!(topic.configs.overrides(), &overrides);
+        // Records of another incarnation of the name change nothing.
+        image.apply(&MetadataRecord::CreatePartitions {
+            name: "t".into(),
+            topic_id: Uuid::new_v4(),
+            partition_shards: vec![1],
+        });
+        image.apply(&MetadataRecord::AlterTopicConfigs {
+            name: "t".into(),
+            topic_id: Uuid::new_v4(),
+            configs: BTreeMap::new(),
+        });
+        let topic = image.topic("t").unwrap();
+        assert_eq!(topic.partition_shards.len(), 3);
+        assert_eq!(topic.configs.overrides(), &overrides);
     }
 
     #[test]

@@ -13,4 +13,4 @@ pub mod limits;
 pub mod topic_config;
 
 pub use broker::{BrokerConfig, FlushPolicy, GroupSettings, IoWorkerCpus, TxnSettings};
-pub use topic_config::{BrokerDefaults, TopicConfigs};
+pub use topic_config::{BrokerDefaults, ConfigAlteration, ConfigOp, TopicConfigs};

@@ -1052,6 +1052,28 @@ impl BrokerDefaults {
     }
 }
 
+/// One change IncrementalAlterConfigs asks for (Kafka's `AlterConfigOp.OpType`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigOp {
+    /// SET: the override becomes this value.
+    Set(String),
+    /// DELETE: the override goes; the topic inherits again.
+    Delete,
+    /// APPEND: these comma-separated elements join a LIST config.
+    Append(String),
+    /// SUBTRACT: these comma-separated elements leave a LIST config.
+    Subtract(String),
+}
+
+/// How an alter request changes a topic's overrides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigAlteration {
+    /// IncrementalAlterConfigs: these changes, in order, over the current overrides.
+    Incremental(Vec<(String, ConfigOp)>),
+    /// AlterConfigs: exactly these overrides; the others go.
+    Replace(Vec<(String, String)>),
+}
+
 /// One topic's config overrides, kept in Kafka's printed form. Values come from a topic's
 /// CreateTopics or AlterConfigs request, after [`TopicConfigs::from_overrides`] checked them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -1113,6 +1135,74 @@ impl TopicConfigs {
             );
         }
         Ok(topic_configs)
+    }
+
+    /// The overrides after `alteration`, checked as [`TopicConfigs::from_overrides`] checks a
+    /// new topic's. APPEND and SUBTRACT work on the current value's elements (the inherited
+    /// value when the topic has no override), as Kafka's controller does; DELETE of a name
+    /// that is not overridden, or not a config at all, changes nothing.
+    ///
+    /// # Errors
+    ///
+    /// Kafka's INVALID_CONFIG message for the first failed check.
+    pub fn altered(
+        &self,
+        alteration: &ConfigAlteration,
+        broker: &BrokerDefaults,
+    ) -> Result<TopicConfigs, String> {
+        let changes = match alteration {
+            ConfigAlteration::Replace(configs) => {
+                return TopicConfigs::from_overrides(
+                    configs.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+                    broker,
+                )
+            }
+            ConfigAlteration::Incremental(changes) => changes,
+        };
+        let mut next = self.overrides.clone();
+        for (name, op) in changes {
+            match op {
+                ConfigOp::Set(value) => {
+                    next.insert(name.clone(), value.clone());
+                }
+                ConfigOp::Delete => {
+                    next.remove(name);
+                }
+                ConfigOp::Append(elements) | ConfigOp::Subtract(elements) => {
+                    let verb = if matches!(op, ConfigOp::Append(_)) {
+                        "APPEND"
+                    } else {
+                        "SUBTRACT"
+                    };
+                    let Some(def) =
+                        find_topic_config(name).filter(|d| d.config_type == config_type::LIST)
+                    else {
+                        return Err(format!(
+                            "Can't {verb} to key {name} because its type is not LIST."
+                        ));
+                    };
+                    let current = next.get(name).cloned().unwrap_or_else(|| {
+                        broker
+                            .topic_value(def.name)
+                            .unwrap_or_else(|| def.default.to_string())
+                    });
+                    let mut parts: Vec<&str> =
+                        current.split(',').filter(|p| !p.is_empty()).collect();
+                    for element in elements.split(',') {
+                        if matches!(op, ConfigOp::Append(_)) {
+                            if !parts.contains(&element) {
+                                parts.push(element);
+                            }
+                        } else {
+                            parts.retain(|p| *p != element);
+                        }
+                    }
+                    let joined = parts.join(",");
+                    next.insert(name.clone(), joined);
+                }
+            }
+        }
+        TopicConfigs::from_overrides(next.iter().map(|(n, v)| (n.as_str(), v.as_str())), broker)
     }
 
     /// Overrides already checked by [`TopicConfigs::from_overrides`] when the
@@ -1373,6 +1463,90 @@ pub fn describe_topic_configs(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn incremental_alterations_apply_in_order_and_are_checked() {
+        let broker = BrokerDefaults::default();
+        let start = TopicConfigs::from_overrides([("retention.ms", "1000")], &broker).unwrap();
+        let ops = |list: &[(&str, ConfigOp)]| {
+            ConfigAlteration::Incremental(
+                list.iter()
+                    .map(|(n, op)| (n.to_string(), op.clone()))
+                    .collect(),
+            )
+        };
+        // APPEND starts from the inherited value; SUBTRACT removes every
+        // copy; DELETE of what is not set changes nothing.
+        let altered = start
+            .altered(
+                &ops(&[
+                    ("cleanup.policy", ConfigOp::Append("compact,delete".into())),
+                    ("retention.ms", ConfigOp::Delete),
+                    ("segment.ms", ConfigOp::Delete),
+                    ("retention.bytes", ConfigOp::Set("+5".into())),
+                ]),
+                &broker,
+            )
+            .unwrap();
+        let expected: BTreeMap<String, String> = [
+            ("cleanup.policy".to_string(), "delete,compact".to_string()),
+            ("retention.bytes".to_string(), "5".to_string()),
+        ]
+        .into();
+        assert_eq!(altered.overrides(), &expected);
+        let emptied = altered
+            .altered(
+                &ops(&[
+                    ("cleanup.policy", ConfigOp::Subtract("delete".into())),
+                    ("cleanup.policy", ConfigOp::Subtract("compact".into())),
+                ]),
+                &broker,
+            )
+            .unwrap();
+        assert_eq!(emptied.get("cleanup.policy", &broker), "");
+        assert_eq!(
+            start.altered(
+                &ops(&[("retention.ms", ConfigOp::Append("5".into()))]),
+                &broker
+            ),
+            Err("Can't APPEND to key retention.ms because its type is not LIST.".into())
+        );
+        assert_eq!(
+            start.altered(&ops(&[("nope", ConfigOp::Set("5".into()))]), &broker),
+            Err("Unknown topic config name: nope".into())
+        );
+        // A later change of the same request still sees the check of the
+        // whole set: compaction lags must stay ordered.
+        assert!(start
+            .altered(
+                &ops(&[("min.compaction.lag.ms", ConfigOp::Set("10".into()))]),
+                &broker
+            )
+            .is_ok());
+        assert!(start
+            .altered(
+                &ops(&[
+                    ("max.compaction.lag.ms", ConfigOp::Set("5".into())),
+                    ("min.compaction.lag.ms", ConfigOp::Set("10".into())),
+                ]),
+                &broker
+            )
+            .is_err());
+    }
+
+    #[test]
+    fn a_replacing_alteration_keeps_only_what_it_lists() {
+        let broker = BrokerDefaults::default();
+        let start = TopicConfigs::from_overrides([("retention.ms", "1000")], &broker).unwrap();
+        let replaced = start
+            .altered(
+                &ConfigAlteration::Replace(vec![("segment.ms".into(), "100000".into())]),
+                &broker,
+            )
+            .unwrap();
+        assert!(!replaced.is_overridden("retention.ms"));
+        assert_eq!(replaced.get("segment.ms", &broker), "100000");
+    }
 
     pub(crate) fn entry<'a>(
         entries: &'a [DescribeConfigsResourceResult],

@@ -36,7 +36,7 @@ use crate::protocol::record_batch::{
 use crate::storage::txn_index::{self, AbortedTxn};
 use crate::storage::{
     AppendInfo, CompactionConfig, CompactionRequest, CompactionStats, Log, LogConfig, Pieces,
-    ReadResult, RetentionLimits, RetentionOutcome, ScanReplay, StorageError,
+    ReadResult, RetentionLimits, RetentionOutcome, ScanReplay, SegmentSettings, StorageError,
 };
 use producer_state::{
     parse_snapshot_file_name, snapshot_file_name, AppendCheck, ProducerError, ProducerStateManager,
@@ -289,7 +289,7 @@ pub struct Partition {
     pub topic_id: Uuid,
     log: Log,
     leader_epoch: i32,
-    settings: PartitionSettings,
+    settings: Cell<PartitionSettings>,
     waiters: RefCell<Vec<oneshot::Sender<()>>>,
     deleted: Cell<bool>,
     producers: RefCell<ProducerStateManager>,
@@ -342,7 +342,7 @@ impl Partition {
             topic_id,
             log,
             leader_epoch: 0,
-            settings,
+            settings: Cell::new(settings),
             waiters: RefCell::new(Vec::new()),
             deleted: Cell::new(false),
             producers: RefCell::new(ProducerStateManager::new()),
@@ -357,12 +357,27 @@ impl Partition {
         })
     }
 
+    /// Applies altered topic configs to this partition and its log; later
+    /// appends, rolls and flushes follow them.
+    ///
+    /// # Errors
+    /// When a log setting is out of bounds; nothing is changed then.
+    pub fn reconfigure(
+        &self,
+        settings: PartitionSettings,
+        segment: SegmentSettings,
+    ) -> Result<(), StorageError> {
+        self.log.reconfigure(segment)?;
+        self.settings.set(settings);
+        Ok(())
+    }
+
     /// Counts `messages` just appended; true when `flush.messages` asks the
     /// append to wait for a sync (Kafka syncs a log during the append that
     /// brings its unsynced messages to `flush.messages`).
     pub fn count_appended(&self, messages: u64) -> bool {
         let unflushed = self.unflushed_messages.get().saturating_add(messages);
-        if unflushed >= self.settings.flush_messages {
+        if unflushed >= self.settings.get().flush_messages {
             self.unflushed_messages.set(0);
             true
         } else {
@@ -377,7 +392,7 @@ impl Partition {
         let (synced_at, synced_offset) = self.last_sync.get();
         self.log.log_end_offset() > synced_offset
             && now.saturating_duration_since(synced_at).as_millis()
-                >= u128::from(self.settings.flush_ms)
+                >= u128::from(self.settings.get().flush_ms)
     }
 
     /// The current leader epoch.
@@ -411,7 +426,7 @@ impl Partition {
     /// when the batch will be rewritten before the append (LogAppendTime)
     /// or the log cannot take it.
     pub fn direct_slot(&self, len: usize) -> Option<crate::storage::DirectSlot> {
-        if self.deleted.get() || self.settings.log_append_time {
+        if self.deleted.get() || self.settings.get().log_append_time {
             return None;
         }
         self.log.direct_slot(len)
@@ -450,7 +465,7 @@ impl Partition {
                     last_offset,
                     max_timestamp: timestamp_ms,
                 };
-                let log_append_time = if self.settings.log_append_time {
+                let log_append_time = if self.settings.get().log_append_time {
                     timestamp_ms
                 } else {
                     -1
@@ -459,7 +474,7 @@ impl Partition {
             }
         }
         let now = now_ms();
-        let (batch, header, log_append_time) = if self.settings.log_append_time {
+        let (batch, header, log_append_time) = if self.settings.get().log_append_time {
             let (b, h) = stamp_log_append_time(batch, header, now);
             (b, h, now)
         } else {

@@ -64,6 +64,24 @@ pub const API_RANGES: &[ApiRange] = &[
         served_min: 1,
     },
     ApiRange {
+        key: ApiKey::CreatePartitions,
+        advertised_min: 0,
+        max: 3,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::AlterConfigs,
+        advertised_min: 0,
+        max: 2,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::IncrementalAlterConfigs,
+        advertised_min: 0,
+        max: 1,
+        served_min: 0,
+    },
+    ApiRange {
         key: ApiKey::DescribeConfigs,
         advertised_min: 1,
         max: 4,

@@ -4,6 +4,7 @@
 use bytes::Bytes;
 
 use crate::cluster::MetadataRecord;
+use crate::config::ConfigAlteration;
 use crate::group;
 use crate::protocol::record_batch::BatchHeader;
 
@@ -121,6 +122,21 @@ pub struct CreateTopicSpec {
     pub configs: Vec<(String, String)>,
 }
 
+/// Partitions to add to a topic, as the controller receives them.
+#[derive(Debug, Clone)]
+pub struct CreatePartitionsSpec {
+    /// Topic name.
+    pub name: String,
+    /// The partition count wanted in all.
+    pub count: i32,
+    /// Broker ids of each new partition's replicas, when the request
+    /// assigns them.
+    pub assignments: Option<Vec<Vec<i32>>>,
+}
+
+/// An error code and its message, or success (code 0, no message).
+pub type AdminOutcome = (i16, Option<String>);
+
 /// Outcome of creating one topic.
 #[derive(Debug, Clone)]
 pub struct CreateTopicOutcome {
@@ -147,6 +163,20 @@ pub enum ControllerRequest {
         /// Names.
         names: Vec<String>,
     },
+    /// Alter topics' config overrides (validate only when asked).
+    AlterTopicConfigs {
+        /// Topic name and its change.
+        topics: Vec<(String, ConfigAlteration)>,
+        /// Check without changing.
+        validate_only: bool,
+    },
+    /// Add partitions to topics (validate only when asked).
+    CreatePartitions {
+        /// Topics, no name twice.
+        topics: Vec<CreatePartitionsSpec>,
+        /// Check without adding.
+        validate_only: bool,
+    },
     /// Hand out a block of `count` producer ids.
     AllocateProducerIds {
         /// Ids wanted.
@@ -163,6 +193,10 @@ pub enum ControllerReply {
     DeleteTopics(Vec<(i16, uuid::Uuid)>),
     /// The first id of the block, or None when it could not be made durable.
     ProducerIds(Option<i64>),
+    /// Per topic, in request order.
+    AlterTopicConfigs(Vec<AdminOutcome>),
+    /// Per topic, in request order.
+    CreatePartitions(Vec<AdminOutcome>),
 }
 
 /// A request for the group coordinator of one `__consumer_offsets` partition.

@@ -285,6 +285,47 @@ impl Shard {
                         self.start_txn_coordinators();
                     }
                 }
+                MetadataRecord::CreatePartitions {
+                    name,
+                    partition_shards,
+                    ..
+                } => {
+                    let image = self.image();
+                    let Some(topic) = image.topic(name) else {
+                        continue;
+                    };
+                    let all = topic.partition_shards.len() as i32;
+                    let first = all - partition_shards.len() as i32;
+                    let mine = (first..all)
+                        .filter(|partition| self.owner_of(topic, *partition) == Some(self.id));
+                    futures::stream::iter(mine)
+                        .for_each_concurrent(PARTITION_OPEN_CONCURRENCY, |partition| async move {
+                            if let Err(e) = self.open_partition(topic, partition, true).await {
+                                tracing::error!(topic = %name, partition, error = %e, "cannot create partition log");
+                            }
+                        })
+                        .await;
+                }
+                MetadataRecord::AlterTopicConfigs { name, .. } => {
+                    let image = self.image();
+                    let Some(topic) = image.topic(name) else {
+                        continue;
+                    };
+                    let segment = log_config_for(topic, &self.config).segment_settings();
+                    let settings = partition_settings_for(topic, &self.config);
+                    let mine: Vec<Rc<Partition>> = self
+                        .partitions
+                        .borrow()
+                        .iter()
+                        .filter(|(k, p)| &k.topic == name && p.topic_id == topic.topic_id)
+                        .map(|(_, p)| p.clone())
+                        .collect();
+                    for partition in mine {
+                        if let Err(e) = partition.reconfigure(settings, segment) {
+                            tracing::error!(topic = %name, partition = partition.index, error = %e, "cannot apply altered topic configs");
+                        }
+                    }
+                }
                 MetadataRecord::DeleteTopic { name, topic_id } => {
                     let doomed: Vec<Rc<Partition>> = {
                         let mut partitions = self.partitions.borrow_mut();

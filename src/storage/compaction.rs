@@ -746,8 +746,8 @@ impl Log {
         let cleaned_count = segments.partition_point(|segment| segment.base_offset < end_offset);
         let groups = group_segments_by_size(
             &segments[..cleaned_count],
-            self.config().segment_bytes,
-            u64::from(self.config().segment_index_bytes),
+            self.segment_settings().segment_bytes,
+            u64::from(self.segment_settings().segment_index_bytes),
             range.first_uncleanable_offset,
         );
         let context = CleanContext {
@@ -972,6 +972,7 @@ impl Log {
     ) -> Result<Segment, StorageError> {
         let dir = self.dir().to_path_buf();
         let config = self.config();
+        let settings = self.segment_settings();
         let base_offset = group[0].base_offset;
         let log_path = cleaned_file_path(&dir, base_offset, LOG_FILE_EXTENSION);
         let file = OpenOptions::new()
@@ -996,7 +997,7 @@ impl Log {
             Rc::new(WriterCounters::default()),
         )
         .await?;
-        let mut segment = Segment::new(base_offset, context.now_ms, config.segment_index_bytes);
+        let mut segment = Segment::new(base_offset, context.now_ms, settings.segment_index_bytes);
         let mut counts = FilterCounts::default();
         for source in group {
             stats.bytes_read += source.size_bytes;
@@ -1069,7 +1070,11 @@ impl Log {
                 assert_eq!(output_header.last_offset(), header.last_offset());
                 let write_position = appender.logical_size();
                 appender.append(&output).await?;
-                segment.index_batch(write_position, &output_header, config.index_interval_bytes);
+                segment.index_batch(
+                    write_position,
+                    &output_header,
+                    settings.index_interval_bytes,
+                );
                 glommio::yield_if_needed().await;
             }
         }

@@ -172,17 +172,22 @@ impl Default for LogConfig {
     }
 }
 
-impl LogConfig {
-    /// How the active segment's appender writes.
-    pub(super) fn appender_settings(&self) -> AppenderSettings {
-        AppenderSettings {
-            buffer_bytes: self.write_buffer_bytes,
-            buffer_bytes_max: self.write_buffer_bytes_max,
-            write_behind: self.write_behind,
-            prealloc_max: self.preallocate_bytes,
-        }
-    }
+/// The settings a topic's configs decide and an alter of them changes
+/// while the log is open (Kafka applies them from the next append or
+/// roll): the rest of [`LogConfig`] is the broker's and fixed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentSettings {
+    /// `segment.bytes`.
+    pub segment_bytes: u64,
+    /// `segment.ms`.
+    pub segment_ms: u64,
+    /// `index.interval.bytes`.
+    pub index_interval_bytes: u32,
+    /// `segment.index.bytes` (segments started after a change use it).
+    pub segment_index_bytes: u32,
+}
 
+impl SegmentSettings {
     /// Checks every field against its bound.
     ///
     /// # Errors
@@ -199,6 +204,38 @@ impl LogConfig {
         if (self.segment_index_bytes as usize) < 2 * super::index::TIME_INDEX_ENTRY_BYTES {
             return invalid("segment_index_bytes must hold at least two time index entries");
         }
+        Ok(())
+    }
+}
+
+impl LogConfig {
+    /// How the active segment's appender writes.
+    pub(super) fn appender_settings(&self) -> AppenderSettings {
+        AppenderSettings {
+            buffer_bytes: self.write_buffer_bytes,
+            buffer_bytes_max: self.write_buffer_bytes_max,
+            write_behind: self.write_behind,
+            prealloc_max: self.preallocate_bytes,
+        }
+    }
+
+    /// The topic-decided part.
+    pub fn segment_settings(&self) -> SegmentSettings {
+        SegmentSettings {
+            segment_bytes: self.segment_bytes,
+            segment_ms: self.segment_ms,
+            index_interval_bytes: self.index_interval_bytes,
+            segment_index_bytes: self.segment_index_bytes,
+        }
+    }
+
+    /// Checks every field against its bound.
+    ///
+    /// # Errors
+    /// [`StorageError::InvalidConfig`] naming the first bad field.
+    pub fn validate(&self) -> Result<(), StorageError> {
+        let invalid = |reason| Err(StorageError::InvalidConfig { reason });
+        self.segment_settings().validate()?;
         if self.write_buffer_bytes < 4096 || self.write_buffer_bytes > 64 << 20 {
             return invalid("write_buffer_bytes must be in 4 KiB..=64 MiB");
         }
@@ -374,6 +411,8 @@ impl std::fmt::Debug for Log {
 struct LogShared {
     dir: PathBuf,
     config: LogConfig,
+    /// `config`'s topic-decided part as it is now (see [`Log::reconfigure`]).
+    segment: Cell<SegmentSettings>,
     state: RefCell<LogState>,
     writer_signal: Rc<Signal>,
     /// Notified when the writer task has exited and its writes completed.
@@ -566,7 +605,7 @@ impl LogState {
     /// Kafka's `LogSegment.shouldRoll`, checked before an append.
     fn should_roll(
         &self,
-        config: &LogConfig,
+        config: &SegmentSettings,
         header: &BatchHeader,
         last_offset: i64,
         now_ms: i64,
@@ -591,7 +630,7 @@ impl LogState {
 
     /// Closes the active segment and starts an empty one at the log end;
     /// the writer finishes the closed one's files in the background.
-    fn start_roll(&mut self, config: &LogConfig, dir: &Path, now_ms: i64) {
+    fn start_roll(&mut self, config: &SegmentSettings, dir: &Path, now_ms: i64) {
         let base_offset = self.log_end_offset;
         let active = self.active_segment_mut();
         active.seal_time_index();
@@ -873,7 +912,7 @@ fn warn_walk_failed(path: &Path, error: &StorageError) {
 
 /// Chunk size of cold reads: enough for the budget plus one index interval
 /// of skipped batches, within sane bounds.
-fn read_chunk_bytes(config: &LogConfig, max_bytes: usize) -> usize {
+fn read_chunk_bytes(config: &SegmentSettings, max_bytes: usize) -> usize {
     max_bytes
         .saturating_add(config.index_interval_bytes as usize)
         .clamp(64 << 10, 1 << 20)
@@ -1026,6 +1065,7 @@ impl Log {
         let log_end_offset = active.next_offset;
         let shared = Rc::new(LogShared {
             dir,
+            segment: Cell::new(config.segment_settings()),
             config,
             state: RefCell::new(LogState {
                 topic_id,
@@ -1078,6 +1118,19 @@ impl Log {
     /// First offset held by the log.
     pub fn log_start_offset(&self) -> i64 {
         self.shared.state.borrow().log_start_offset()
+    }
+
+    /// Applies changed topic configs: the next append's roll check, index
+    /// entries from the next append on, and segments started after it use
+    /// them (as Kafka applies an altered topic config).
+    ///
+    /// # Errors
+    /// [`StorageError::InvalidConfig`] when a value is out of bounds; the
+    /// log keeps its settings.
+    pub fn reconfigure(&self, settings: SegmentSettings) -> Result<(), StorageError> {
+        settings.validate()?;
+        self.shared.segment.set(settings);
+        Ok(())
     }
 
     /// Next offset to assign (the log end offset, LEO).
@@ -1199,7 +1252,7 @@ impl Log {
         now_ms: i64,
     ) -> Result<AppendInfo, StorageError> {
         let shared = &*self.shared;
-        let config = &shared.config;
+        let config = &shared.segment.get();
         let mut state = shared.state.borrow_mut();
         state.check_appendable(&shared.dir)?;
         let total_bytes = header.total_bytes();
@@ -1267,7 +1320,7 @@ impl Log {
         state.cached_bytes += held_bytes;
         tail_budget::added(held_bytes);
         state.log_end_offset = last_offset + 1;
-        state.evict_cache(config.cache_bytes);
+        state.evict_cache(shared.config.cache_bytes);
         if !state.tail_listed && !state.cache.is_empty() {
             state.tail_listed = true;
             let holder: Rc<dyn TailHolder> = self.shared.clone();
@@ -1503,8 +1556,10 @@ impl Log {
                 plan.start_position = walk.stopped_at;
                 limits.target_offset = next_offset;
             }
-            let chunk_bytes =
-                read_chunk_bytes(&self.shared.config, max_bytes.saturating_sub(out.bytes));
+            let chunk_bytes = read_chunk_bytes(
+                &self.shared.segment.get(),
+                max_bytes.saturating_sub(out.bytes),
+            );
             let mut result = out.memory_result();
             let outcome = read_file_batches_scheduled(
                 plan,
@@ -2339,6 +2394,11 @@ impl Log {
         &self.shared.config
     }
 
+    /// The topic-decided settings as they are now.
+    pub(super) fn segment_settings(&self) -> SegmentSettings {
+        self.shared.segment.get()
+    }
+
     /// Starts a compaction: fails when the log is closing or failed, or when
     /// another compaction runs.
     pub(super) fn compaction_begin(&self) -> Result<CompactionGuard, StorageError> {
@@ -2541,7 +2601,7 @@ impl Log {
         if state.check_appendable(&self.shared.dir).is_err() || state.active_segment().is_empty() {
             return false;
         }
-        state.start_roll(&self.shared.config, &self.shared.dir, now_ms);
+        state.start_roll(&self.shared.segment.get(), &self.shared.dir, now_ms);
         drop(state);
         self.shared.writer_signal.notify();
         true

@@ -47,7 +47,7 @@ pub use direct::{append_bytes_copied, append_bytes_in_place, DirectSlot};
 pub use error::StorageError;
 pub use index::{OffsetIndex, OffsetPosition, TimeIndex};
 pub use log::{
-    AppendInfo, Log, LogConfig, LogStats, Pieces, ReadResult, WritesDuringSync,
+    AppendInfo, Log, LogConfig, LogStats, Pieces, ReadResult, SegmentSettings, WritesDuringSync,
     DEFAULT_WRITE_BUFFER_BYTES, DEFAULT_WRITE_BUFFER_BYTES_MAX, DEFAULT_WRITE_DELAY_US,
     WRITE_DELAY_US_MAX,
 };

@@ -3,7 +3,7 @@
 Goal: the Producer works with every compression codec, a Consumer reads back
 with assign() (no consumer group) exactly what was acknowledged, and the
 AdminClient creates topics with configs, describes configs (override and
-defaults), lists and deletes topics.
+defaults), lists and deletes topics, adds partitions and alters configs.
 
 Method: one topic per test case on the session's broker, explicit partitions
 and CreateTime timestamps, delivery reports recording each offset, and a
@@ -21,7 +21,16 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
 
 from conftest import DEFAULT_PARTITIONS
 from messages import make_messages, make_sized_messages
@@ -179,3 +188,49 @@ def test_admin_client_creates_describes_lists_and_deletes_topics(broker, topic):
     while topic in admin.list_topics(timeout=10).topics:
         assert time.monotonic() < deadline, f"{topic} still listed 10 s after DeleteTopics"
         time.sleep(0.1)
+
+
+def test_admin_client_adds_partitions_and_alters_configs(broker, topic):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)], operation_timeout=10)[
+        topic
+    ].result(timeout=30)
+    admin.create_partitions([NewPartitions(topic, 3)], operation_timeout=10)[topic].result(timeout=30)
+    deadline = time.monotonic() + 10
+    while len(admin.list_topics(timeout=10).topics[topic].partitions) != 3:
+        assert time.monotonic() < deadline, f"{topic} not listed with 3 partitions"
+        time.sleep(0.1)
+    with pytest.raises(KafkaException) as same:
+        admin.create_partitions([NewPartitions(topic, 3)], operation_timeout=10)[topic].result(timeout=30)
+    assert same.value.args[0].code() == KafkaError.INVALID_PARTITIONS
+
+    delivered = []
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    producer.produce(topic, value=b"on a new partition", partition=2, on_delivery=lambda e, m: delivered.append((e, m)))
+    producer.flush(30)
+    assert [(e, m.partition(), m.offset()) for e, m in delivered] == [(None, 2, 0)]
+
+    def alter(*entries):
+        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=list(entries))
+        admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+
+    def described():
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        return admin.describe_configs([resource])[resource].result(timeout=30)
+
+    alter(
+        ConfigEntry("retention.ms", "1000", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
+    )
+    configs = described()
+    assert configs["retention.ms"].value == "1000"
+    assert configs["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert configs["cleanup.policy"].value == "delete,compact"
+
+    alter(ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE))
+    assert described()["retention.ms"].source != ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+
+    with pytest.raises(KafkaException) as not_a_list:
+        alter(ConfigEntry("retention.ms", "5", incremental_operation=AlterConfigOpType.APPEND))
+    assert not_a_list.value.args[0].code() == KafkaError.INVALID_CONFIG
+    assert described()["retention.ms"].source != ConfigSource.DYNAMIC_TOPIC_CONFIG.value

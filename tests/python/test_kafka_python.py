@@ -2,7 +2,8 @@
 
 Goal: the pure-Python client produces with acks 0, 1 and all and every
 compression type, reads back with assign() and seek() (no consumer group),
-and manages topics with KafkaAdminClient; keys, values (null and empty
+and manages topics with KafkaAdminClient (create, add partitions, alter
+configs with IncrementalAlterConfigs and AlterConfigs, delete); keys, values (null and empty
 included), headers and CreateTime timestamps come back exactly.
 
 Method: one topic per test case on the session's broker (auto-created with 2
@@ -16,8 +17,8 @@ import time
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import KafkaAdminClient
-from kafka.errors import TopicAlreadyExistsError
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions, NewTopic
+from kafka.errors import InvalidPartitionsError, TopicAlreadyExistsError
 
 from conftest import DEFAULT_PARTITIONS
 from messages import by_partition, make_messages, make_sized_messages
@@ -190,5 +191,49 @@ def test_admin_client_creates_and_deletes_topics(broker, topic):
         while topic in admin.list_topics():
             assert time.monotonic() < deadline, f"{topic} still listed 10 s after DeleteTopics"
             time.sleep(0.1)
+    finally:
+        admin.close()
+
+
+def test_admin_client_adds_partitions_and_alters_configs(broker, topic):
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=30000)
+    resource = ConfigResource(ConfigResourceType.TOPIC, topic)
+
+    def overrides():
+        described = admin.describe_configs([resource])["topic"][topic]
+        return {name: entry["value"] for name, entry in described.items()}
+
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+        admin.create_partitions({topic: NewPartitions(3)})
+        assert len(admin.describe_topics([topic])[0]["partitions"]) == 3
+        with pytest.raises(InvalidPartitionsError):
+            admin.create_partitions({topic: NewPartitions(3)})
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all")
+        sent = producer.send(topic, value=b"on a new partition", partition=2).get(timeout=30)
+        producer.close()
+        assert (sent.partition, sent.offset) == (2, 0)
+
+        # The client picks IncrementalAlterConfigs: SET and APPEND, then DELETE.
+        configs = {"retention.ms": "1000", "cleanup.policy": ("APPEND", "compact")}
+        result = admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs=configs)])
+        assert result == {"topic": {topic: "OK"}}
+        assert overrides() == {"retention.ms": "1000", "cleanup.policy": "delete,compact"}
+        configs = {"retention.ms": ("DELETE", None)}
+        result = admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs=configs)])
+        assert result == {"topic": {topic: "OK"}}
+        assert overrides() == {"cleanup.policy": "delete,compact"}
+        configs = {"retention.ms": ("APPEND", "5")}
+        result = admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs=configs)])
+        assert "InvalidConfigurationError" in str(result["topic"][topic]), result
+        assert overrides() == {"cleanup.policy": "delete,compact"}
+
+        # AlterConfigs (the client sends the other overrides along).
+        configs = {"segment.ms": "100000"}
+        result = admin.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, topic, configs=configs)], incremental=False
+        )
+        assert result == {"topic": {topic: "OK"}}
+        assert overrides() == {"cleanup.policy": "delete,compact", "segment.ms": "100000"}
     finally:
         admin.close()

@@ -5,7 +5,9 @@
 
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
+pub mod alter_configs;
 pub mod api_versions;
+pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
 pub mod delete_topics;
@@ -164,6 +166,22 @@ pub async fn dispatch(
         }
         ApiKey::DeleteTopics => {
             delete_topics::handle(shard, decode(&mut body, version)?, version, correlation_id).await
+        }
+        ApiKey::CreatePartitions => {
+            create_partitions::handle(shard, decode(&mut body, version)?, version, correlation_id)
+                .await
+        }
+        ApiKey::AlterConfigs => {
+            alter_configs::handle(shard, decode(&mut body, version)?, version, correlation_id).await
+        }
+        ApiKey::IncrementalAlterConfigs => {
+            alter_configs::handle_incremental(
+                shard,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         // Produce never comes here: the connection reads it framing first
         // (`produce_frame.rs`) and calls `produce::handle` itself.

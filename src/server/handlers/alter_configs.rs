@@ -1,0 +1,319 @@
+//! AlterConfigs (key 33, v0-v2) and IncrementalAlterConfigs (key 44,
+//! v0-v1): topic config overrides, changed through the controller and
+//! applied to the topic's open partitions (see `cluster::controller`).
+//!
+//! Broker configs are all static here (command-line flags): a change of one
+//! is refused as Kafka refuses a static config. Broker loggers, client
+//! metrics and group configs are not supported.
+
+use std::collections::HashSet;
+use std::rc::Rc;
+
+use kafka_protocol::messages::{
+    alter_configs_response, incremental_alter_configs_response, AlterConfigsRequest,
+    AlterConfigsResponse, ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+};
+
+use super::{encode_response, str_bytes};
+use crate::cluster::controller::CONTROLLER_SHARD;
+use crate::config::{ConfigAlteration, ConfigOp};
+use crate::protocol::ErrorCode;
+use crate::server::connection::{Responder, Response};
+use crate::shard::messages::{
+    AdminOutcome, ControllerReply, ControllerRequest, ShardReply, ShardRequest,
+};
+use crate::shard::Shard;
+
+/// `ConfigResource.Type` codes.
+mod resource_type {
+    pub const TOPIC: i8 = 2;
+    pub const BROKER: i8 = 4;
+    pub const BROKER_LOGGER: i8 = 8;
+    pub const CLIENT_METRICS: i8 = 16;
+    pub const GROUP: i8 = 32;
+}
+
+/// One config change of either request: name, value, operation
+/// (`AlterConfigOp.OpType`: 0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT; always
+/// SET for AlterConfigs).
+type Change = (String, Option<String>, i8);
+
+/// One resource of either request.
+struct Resource {
+    resource_type: i8,
+    name: String,
+    changes: Vec<Change>,
+}
+
+/// What the handler decided for one resource before the controller.
+enum Plan {
+    Answer(AdminOutcome),
+    Topic(ConfigAlteration),
+}
+
+fn invalid_request(message: impl Into<String>) -> Plan {
+    Plan::Answer((ErrorCode::InvalidRequest.code(), Some(message.into())))
+}
+
+/// Kafka's checks before a resource's own (`ConfigAdminManager`), in its
+/// order, then the resource type's.
+fn plan(shard: &Shard, resource: &Resource, incremental: bool, duplicated: bool) -> Plan {
+    if duplicated {
+        return invalid_request("Each resource must appear at most once.");
+    }
+    let known = match resource.resource_type {
+        resource_type::TOPIC | resource_type::BROKER => true,
+        resource_type::BROKER_LOGGER | resource_type::CLIENT_METRICS | resource_type::GROUP => {
+            incremental
+        }
+        _ => false,
+    };
+    if !known {
+        return invalid_request(format!("Unknown resource type {}", resource.resource_type));
+    }
+    let mut keys = HashSet::new();
+    if !resource
+        .changes
+        .iter()
+        .all(|(name, _, _)| keys.insert(name))
+    {
+        return invalid_request("Error due to duplicate config keys");
+    }
+    for (name, value, op) in &resource.changes {
+        if value.is_none() && *op != 1 {
+            return invalid_request(format!("Null value not supported for : {name}"));
+        }
+        if !(0..=3).contains(op) {
+            return invalid_request(format!("Unknown config operation {op} for : {name}"));
+        }
+    }
+    match resource.resource_type {
+        resource_type::TOPIC => Plan::Topic(alteration(&resource.changes, incremental)),
+        resource_type::BROKER => broker_plan(shard, resource),
+        resource_type::BROKER_LOGGER => Plan::Answer((
+            ErrorCode::InvalidConfig.code(),
+            Some("Log levels of this broker cannot be changed at runtime.".into()),
+        )),
+        other => invalid_request(format!(
+            "Configs of resource type {other} are not supported by this broker."
+        )),
+    }
+}
+
+/// The change to a topic's overrides. Values are present: checked above.
+fn alteration(changes: &[Change], incremental: bool) -> ConfigAlteration {
+    let value = |v: &Option<String>| v.clone().unwrap_or_default();
+    if !incremental {
+        return ConfigAlteration::Replace(
+            changes
+                .iter()
+                .map(|(name, v, _)| (name.clone(), value(v)))
+                .collect(),
+        );
+    }
+    ConfigAlteration::Incremental(
+        changes
+            .iter()
+            .map(|(name, v, op)| {
+                let op = match op {
+                    0 => ConfigOp::Set(value(v)),
+                    1 => ConfigOp::Delete,
+                    2 => ConfigOp::Append(value(v)),
+                    _ => ConfigOp::Subtract(value(v)),
+                };
+                (name.clone(), op)
+            })
+            .collect(),
+    )
+}
+
+/// A broker resource names this node, or is "" for the cluster default.
+/// Every broker config here is a command-line flag read at start, so a
+/// change to any is refused as Kafka refuses its static configs; an empty
+/// change succeeds, as in Kafka.
+fn broker_plan(shard: &Shard, resource: &Resource) -> Plan {
+    let node_id = shard.config.node_id;
+    if !resource.name.is_empty() && resource.name.parse::<i32>().ok() != Some(node_id) {
+        return invalid_request(format!(
+            "Unexpected broker id, expected {node_id}, but received {}",
+            resource.name
+        ));
+    }
+    if resource.changes.is_empty() {
+        return Plan::Answer((0, None));
+    }
+    let names: Vec<&str> = resource
+        .changes
+        .iter()
+        .map(|(name, _, _)| name.as_str())
+        .collect();
+    invalid_request(format!(
+        "Cannot update these configs dynamically: Set({})",
+        names.join(", ")
+    ))
+}
+
+/// Plans every resource, sends the topics' changes to the controller in
+/// one call, and answers each resource in request order as
+/// (error code, message, resource type, resource name).
+async fn alter(
+    shard: &Rc<Shard>,
+    resources: Vec<Resource>,
+    incremental: bool,
+    validate_only: bool,
+) -> impl std::future::Future<Output = Vec<(AdminOutcome, i8, String)>> {
+    let mut seen = HashSet::new();
+    let duplicates: HashSet<(i8, String)> = resources
+        .iter()
+        .map(|r| (r.resource_type, r.name.clone()))
+        .filter(|key| !seen.insert(key.clone()))
+        .collect();
+    let plans: Vec<Plan> = resources
+        .iter()
+        .map(|r| {
+            let duplicated = duplicates.contains(&(r.resource_type, r.name.clone()));
+            plan(shard, r, incremental, duplicated)
+        })
+        .collect();
+    let topics: Vec<(String, ConfigAlteration)> = resources
+        .iter()
+        .zip(&plans)
+        .filter_map(|(r, p)| match p {
+            Plan::Topic(alteration) => Some((r.name.clone(), alteration.clone())),
+            Plan::Answer(_) => None,
+        })
+        .collect();
+    let call = if topics.is_empty() {
+        None
+    } else {
+        let request = ControllerRequest::AlterTopicConfigs {
+            topics,
+            validate_only,
+        };
+        Some(
+            shard
+                .call(CONTROLLER_SHARD, ShardRequest::Controller(request))
+                .await,
+        )
+    };
+    async move {
+        let outcomes = match call {
+            Some(Ok(completion)) => match completion.await {
+                Ok(ShardReply::Controller(ControllerReply::AlterTopicConfigs(outcomes))) => {
+                    outcomes
+                }
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        };
+        let mut outcomes = outcomes.into_iter();
+        resources
+            .into_iter()
+            .zip(plans)
+            .map(|(r, p)| {
+                let outcome = match p {
+                    Plan::Answer(outcome) => outcome,
+                    Plan::Topic(_) => outcomes.next().unwrap_or((
+                        ErrorCode::RequestTimedOut.code(),
+                        Some("the controller did not answer".into()),
+                    )),
+                };
+                (outcome, r.resource_type, r.name)
+            })
+            .collect()
+    }
+}
+
+/// Answers IncrementalAlterConfigs.
+pub async fn handle_incremental(
+    shard: &Rc<Shard>,
+    request: IncrementalAlterConfigsRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Responder {
+    let resources = request
+        .resources
+        .into_iter()
+        .map(|r| Resource {
+            resource_type: r.resource_type,
+            name: r.resource_name.to_string(),
+            changes: r
+                .configs
+                .into_iter()
+                .map(|c| {
+                    (
+                        c.name.to_string(),
+                        c.value.map(|v| v.to_string()),
+                        c.config_operation,
+                    )
+                })
+                .collect(),
+        })
+        .collect();
+    let answers = alter(shard, resources, true, request.validate_only).await;
+    Box::pin(async move {
+        let mut response = IncrementalAlterConfigsResponse::default();
+        response.responses = answers
+            .await
+            .into_iter()
+            .map(|((error_code, message), resource_type, name)| {
+                let mut r =
+                    incremental_alter_configs_response::AlterConfigsResourceResponse::default();
+                r.error_code = error_code;
+                r.error_message = message.map(|m| str_bytes(&m));
+                r.resource_type = resource_type;
+                r.resource_name = str_bytes(&name);
+                r
+            })
+            .collect();
+        let response: Response = encode_response(
+            ApiKey::IncrementalAlterConfigs,
+            version,
+            correlation_id,
+            &response,
+        );
+        response
+    })
+}
+
+/// Answers AlterConfigs: each resource's overrides become exactly those
+/// listed.
+pub async fn handle(
+    shard: &Rc<Shard>,
+    request: AlterConfigsRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Responder {
+    let resources = request
+        .resources
+        .into_iter()
+        .map(|r| Resource {
+            resource_type: r.resource_type,
+            name: r.resource_name.to_string(),
+            changes: r
+                .configs
+                .into_iter()
+                .map(|c| (c.name.to_string(), c.value.map(|v| v.to_string()), 0))
+                .collect(),
+        })
+        .collect();
+    let answers = alter(shard, resources, false, request.validate_only).await;
+    Box::pin(async move {
+        let mut response = AlterConfigsResponse::default();
+        response.responses = answers
+            .await
+            .into_iter()
+            .map(|((error_code, message), resource_type, name)| {
+                let mut r = alter_configs_response::AlterConfigsResourceResponse::default();
+                r.error_code = error_code;
+                r.error_message = message.map(|m| str_bytes(&m));
+                r.resource_type = resource_type;
+                r.resource_name = str_bytes(&name);
+                r
+            })
+            .collect();
+        let response: Response =
+            encode_response(ApiKey::AlterConfigs, version, correlation_id, &response);
+        response
+    })
+}
