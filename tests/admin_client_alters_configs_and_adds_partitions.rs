@@ -26,15 +26,19 @@ use kafka_protocol::messages::{
     ApiKey, DescribeConfigsRequest, DescribeConfigsResponse, IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 };
+use kafka_protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse};
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{AdminOptions, AlterConfig, NewPartitions, ResourceSpecifier};
+use rdkafka::consumer::Consumer;
 use rdkafka::error::KafkaError;
+use rdkafka::message::{Message, Timestamp};
 use rdkafka::producer::FutureRecord;
 use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::{Offset, TopicPartitionList};
 
 use common::kafka::{
-    admin_client, assert_read_back_matches, create_topic, end_offsets, future_producer,
-    produce_all, producer_config, read_partitions, test_messages, wait_for_topic,
+    admin_client, assert_read_back_matches, base_consumer, create_topic, end_offsets,
+    future_producer, produce_all, producer_config, read_partitions, test_messages, wait_for_topic,
 };
 use common::wire::RawClient;
 use common::{with_timeout, Broker, BrokerOptions};
@@ -148,6 +152,24 @@ fn incremental(
         .collect()
 }
 
+/// Waits until FindCoordinator answers for a group, which creates
+/// `__consumer_offsets`.
+fn ensure_offsets_topic(bootstrap: &str) {
+    let mut client = RawClient::connect(bootstrap);
+    let mut request = FindCoordinatorRequest::default();
+    request.key_type = 0;
+    request.coordinator_keys = vec![StrBytes::from_static_str("any-group")];
+    for _ in 0..100 {
+        let response: FindCoordinatorResponse =
+            client.request(ApiKey::FindCoordinator, 4, &request);
+        if response.coordinators[0].error_code == 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("no group coordinator after 10 s");
+}
+
 fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
         .iter()
@@ -192,12 +214,20 @@ async fn added_partitions_take_messages_and_survive_a_restart() {
             );
         }
         // The internal topics keep their count: groups are placed on them by
-        // it.
+        // it. (A consumer group makes __consumer_offsets exist first.)
+        ensure_offsets_topic(&bootstrap);
         let results = admin
             .create_partitions([&NewPartitions::new("__consumer_offsets", 100)], &options())
             .await
             .expect("CreatePartitions of __consumer_offsets");
-        assert!(results[0].is_err(), "__consumer_offsets grew: {results:?}");
+        assert_eq!(
+            results,
+            vec![Err((
+                "__consumer_offsets".to_string(),
+                RDKafkaErrorCode::InvalidRequest
+            ))],
+            "__consumer_offsets to 100 partitions"
+        );
 
         // Every partition, the new ones included, takes messages.
         let producer = future_producer(&producer_config(&bootstrap));
@@ -219,7 +249,13 @@ async fn added_partitions_take_messages_and_survive_a_restart() {
 async fn altered_topic_configs_apply_at_once_and_survive_a_restart() {
     const TOPIC: &str = "altered";
     const SMALL_SEGMENT: &str = "16384";
-    let mut broker = Broker::start(BrokerOptions::default().auto_create_topics_enable(false));
+    // Two shards: the controller (shard 0) alters, the partition may be
+    // on the other.
+    let mut broker = Broker::start(
+        BrokerOptions::default()
+            .cores(2)
+            .auto_create_topics_enable(false),
+    );
     let bootstrap = broker.bootstrap();
     with_timeout(Duration::from_secs(120), async {
         create_topic(&bootstrap, TOPIC, 1).await;
@@ -287,10 +323,46 @@ async fn altered_topic_configs_apply_at_once_and_survive_a_restart() {
             ),
             other => panic!("a 5000-byte record past max.message.bytes 3000: {other:?}"),
         }
+
+        // message.timestamp.type reaches the open partition too: the next
+        // batch gets the broker's time.
+        let alter = AlterConfig::new(ResourceSpecifier::Topic(TOPIC))
+            .set("segment.bytes", SMALL_SEGMENT)
+            .set("message.timestamp.type", "LogAppendTime");
+        let results = admin
+            .alter_configs([&alter], &options())
+            .await
+            .expect("AlterConfigs");
+        assert!(results[0].is_ok(), "AlterConfigs: {results:?}");
+        let stamped = producer
+            .send(
+                FutureRecord::<[u8], [u8]>::to(TOPIC)
+                    .payload(&b"stamped"[..])
+                    .timestamp(1_000),
+                Duration::from_secs(10),
+            )
+            .await
+            .expect("produce after LogAppendTime");
+        let consumer = base_consumer(&bootstrap);
+        let mut assignment = TopicPartitionList::new();
+        assignment
+            .add_partition_offset(TOPIC, 0, Offset::Offset(stamped.offset))
+            .expect("assignment");
+        consumer.assign(&assignment).expect("assign");
+        let timestamp = match consumer.poll(Duration::from_secs(10)) {
+            Some(Ok(message)) => message.timestamp(),
+            Some(Err(e)) => panic!("reading the stamped message: {e}"),
+            None => panic!("the stamped message did not come back"),
+        };
+        match timestamp {
+            Timestamp::LogAppendTime(ms) => assert!(ms > 1_000, "log append time {ms}"),
+            other => panic!("timestamp after message.timestamp.type=LogAppendTime: {other:?}"),
+        }
+        drop(consumer);
         drop(producer);
 
         // AlterConfigs again: what it does not list goes back to the
-        // default (retention.ms went with the previous one).
+        // default (retention.ms went with an earlier one).
         let alter =
             AlterConfig::new(ResourceSpecifier::Topic(TOPIC)).set("segment.bytes", SMALL_SEGMENT);
         let results = admin

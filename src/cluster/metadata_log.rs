@@ -28,6 +28,29 @@ pub enum MetadataLogError {
     /// A record could not be encoded.
     #[error("metadata record encoding failed: {0}")]
     Encode(#[from] serde_json::Error),
+    /// A record would be larger than a record may be.
+    #[error(
+        "a metadata record of {bytes} bytes is over the {METADATA_RECORD_BYTES_MAX}-byte limit"
+    )]
+    TooLarge {
+        /// Its encoded size.
+        bytes: usize,
+    },
+    /// A whole, intact record this build does not know (written by a newer
+    /// ringbroker): the log is left as it is rather than cut there, which
+    /// would drop it and every record after it.
+    #[error(
+        "metadata log {path}: the intact record at byte {position} is unknown to this \
+         ringbroker ({reason}); was the data directory written by a newer version?"
+    )]
+    UnknownRecord {
+        /// File involved.
+        path: PathBuf,
+        /// Where the record starts.
+        position: usize,
+        /// The decoder's complaint.
+        reason: String,
+    },
 }
 
 /// File name of the log inside the meta directory.
@@ -74,7 +97,13 @@ pub fn read_all(meta_dir: &Path) -> Result<Vec<MetadataRecord>, MetadataLogError
         }
         match serde_json::from_slice::<MetadataRecord>(body) {
             Ok(record) => records.push(record),
-            Err(_) => break,
+            Err(e) => {
+                return Err(MetadataLogError::UnknownRecord {
+                    path: path.clone(),
+                    position,
+                    reason: e.to_string(),
+                })
+            }
         }
         position += 8 + length;
     }
@@ -101,7 +130,9 @@ pub fn read_all(meta_dir: &Path) -> Result<Vec<MetadataRecord>, MetadataLogError
 /// Encoding failure.
 pub fn encode_record(record: &MetadataRecord) -> Result<Vec<u8>, MetadataLogError> {
     let body = serde_json::to_vec(record)?;
-    assert!(body.len() <= METADATA_RECORD_BYTES_MAX);
+    if body.len() > METADATA_RECORD_BYTES_MAX {
+        return Err(MetadataLogError::TooLarge { bytes: body.len() });
+    }
     let mut framed = Vec::with_capacity(body.len() + 8);
     framed.extend_from_slice(&(body.len() as u32).to_be_bytes());
     framed.extend_from_slice(&crc32c::crc32c(&body).to_be_bytes());
@@ -185,5 +216,27 @@ mod tests {
         // The cut is permanent and appending continues after it.
         append_at_startup(dir.path(), std::slice::from_ref(&b)).unwrap();
         assert_eq!(read_all(dir.path()).unwrap(), vec![a, b]);
+    }
+
+    #[test]
+    fn an_intact_record_of_a_newer_kind_stops_the_read_and_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = MetadataRecord::Bootstrap {
+            cluster_id: "x".into(),
+        };
+        append_at_startup(dir.path(), std::slice::from_ref(&a)).unwrap();
+        let body = br#"{"FromTheFuture":{"x":1}}"#;
+        let mut framed = (body.len() as u32).to_be_bytes().to_vec();
+        framed.extend_from_slice(&crc32c::crc32c(body).to_be_bytes());
+        framed.extend_from_slice(body);
+        append_blocking(dir.path(), &framed).unwrap();
+        append_at_startup(dir.path(), std::slice::from_ref(&a)).unwrap();
+        let path = dir.path().join(METADATA_LOG_FILE);
+        let before = std::fs::read(&path).unwrap();
+        match read_all(dir.path()) {
+            Err(MetadataLogError::UnknownRecord { .. }) => {}
+            other => panic!("expected UnknownRecord, got {other:?}"),
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), before, "the log was cut");
     }
 }

@@ -16,7 +16,7 @@
 //! `ConfigHelper.createTopicConfigEntry` and `configSynonyms`. The documentation strings are our
 //! own one-sentence summaries, not Kafka's text.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use kafka_protocol::messages::describe_configs_response::{
     DescribeConfigsResourceResult, DescribeConfigsSynonym,
@@ -106,6 +106,10 @@ pub const CLEANUP_POLICIES: &[&str] = &["compact", "delete"];
 /// The two values `message.timestamp.type` accepts.
 pub const TIMESTAMP_TYPES: &[&str] = &["CreateTime", "LogAppendTime"];
 
+/// Bytes of config names and values one topic may hold, so that the
+/// metadata record carrying them stays small (Kafka has no such bound; real
+/// configs take a few hundred bytes).
+const TOPIC_CONFIGS_BYTES_MAX: usize = 1 << 20;
 /// `LegacyRecord.RECORD_OVERHEAD_V0`: Kafka 4.0's lower bound for `segment.bytes`.
 const SEGMENT_BYTES_MIN: i64 = 14;
 /// Kafka 4.0's lower bound for the broker-level `log.segment.bytes` (1 MiB), stricter than the
@@ -1110,6 +1114,13 @@ impl TopicConfigs {
             }
             requested.insert(name, value);
         }
+        let bytes: usize = requested.iter().map(|(n, v)| n.len() + v.len()).sum();
+        if bytes > TOPIC_CONFIGS_BYTES_MAX {
+            return Err(format!(
+                "The topic's configs take {bytes} bytes; this broker keeps at most \
+                 {TOPIC_CONFIGS_BYTES_MAX}."
+            ));
+        }
         let mut topic_configs = TopicConfigs::new();
         for def in &TOPIC_CONFIG_DEFS {
             if let Some(value) = requested.get(def.name) {
@@ -1181,21 +1192,25 @@ impl TopicConfigs {
                             "Can't {verb} to key {name} because its type is not LIST."
                         ));
                     };
-                    let current = next.get(name).cloned().unwrap_or_else(|| {
-                        broker
-                            .topic_value(def.name)
-                            .unwrap_or_else(|| def.default.to_string())
-                    });
+                    // Kafka's controller starts from the config's own
+                    // default, not the broker's value (`getParts`).
+                    let current = next
+                        .get(name)
+                        .cloned()
+                        .unwrap_or_else(|| def.default.to_string());
                     let mut parts: Vec<&str> =
                         current.split(',').filter(|p| !p.is_empty()).collect();
-                    for element in elements.split(',') {
-                        if matches!(op, ConfigOp::Append(_)) {
-                            if !parts.contains(&element) {
+                    let mut present: HashSet<&str> = parts.iter().copied().collect();
+                    let changed = elements.split(',').filter(|e| !e.is_empty());
+                    if matches!(op, ConfigOp::Append(_)) {
+                        for element in changed {
+                            if present.insert(element) {
                                 parts.push(element);
                             }
-                        } else {
-                            parts.retain(|p| *p != element);
                         }
+                    } else {
+                        let removed: HashSet<&str> = changed.collect();
+                        parts.retain(|p| !removed.contains(p));
                     }
                     let joined = parts.join(",");
                     next.insert(name.clone(), joined);
@@ -1290,6 +1305,19 @@ impl TopicConfigs {
         self.get("cleanup.policy", broker)
             .split(',')
             .any(|policy| policy == "delete")
+    }
+
+    /// The codec `compression.type` stores batches in (0 none, 1 gzip, 2
+    /// snappy, 3 lz4, 4 zstd), or None for `producer`: keep the producer's.
+    pub fn compression_codec(&self, broker: &BrokerDefaults) -> Option<i16> {
+        match self.get("compression.type", broker).as_str() {
+            "uncompressed" => Some(0),
+            "gzip" => Some(1),
+            "snappy" => Some(2),
+            "lz4" => Some(3),
+            "zstd" => Some(4),
+            _ => None,
+        }
     }
 
     /// `min.insync.replicas`.

@@ -102,7 +102,12 @@ pub fn log_config_for(topic: &TopicImage, config: &BrokerConfig) -> LogConfig {
         segment_bytes: topic.configs.segment_bytes(broker),
         segment_ms: topic.configs.segment_ms(broker),
         index_interval_bytes: topic.configs.index_interval_bytes(broker),
-        segment_index_bytes: topic.configs.segment_index_bytes(broker),
+        // Kafka accepts 4 bytes and up; each index needs room for two
+        // entries here (a smaller index would only roll at every batch).
+        segment_index_bytes: topic
+            .configs
+            .segment_index_bytes(broker)
+            .max(2 * crate::storage::TIME_INDEX_ENTRY_BYTES as u32),
         write_buffer_bytes: config.write_buffer_bytes,
         write_buffer_bytes_max: config.write_buffer_bytes_max,
         write_behind: config.write_behind,
@@ -287,11 +292,11 @@ impl Shard {
                 }
                 MetadataRecord::CreatePartitions {
                     name,
+                    topic_id,
                     partition_shards,
-                    ..
                 } => {
                     let image = self.image();
-                    let Some(topic) = image.topic(name) else {
+                    let Some(topic) = image.topic(name).filter(|t| t.topic_id == *topic_id) else {
                         continue;
                     };
                     let all = topic.partition_shards.len() as i32;
@@ -306,9 +311,9 @@ impl Shard {
                         })
                         .await;
                 }
-                MetadataRecord::AlterTopicConfigs { name, .. } => {
+                MetadataRecord::AlterTopicConfigs { name, topic_id, .. } => {
                     let image = self.image();
-                    let Some(topic) = image.topic(name) else {
+                    let Some(topic) = image.topic(name).filter(|t| t.topic_id == *topic_id) else {
                         continue;
                     };
                     let segment = log_config_for(topic, &self.config).segment_settings();

@@ -305,11 +305,43 @@ pub fn build_retained_batch(
     records: &[&BatchRecord],
     delete_horizon_ms: Option<i64>,
 ) -> Result<Bytes, String> {
+    build_batch(
+        original,
+        records,
+        delete_horizon_ms,
+        compression_of(original)?,
+    )
+}
+
+/// `batch` (a whole v2 batch whose header is `header`) with its records
+/// compressed with `codec` instead (0 none, 1 gzip, 2 snappy, 3 lz4, 4
+/// zstd): what Kafka stores when a topic's `compression.type` names
+/// another codec than the producer used (`LogValidator`). Offsets,
+/// timestamps, producer fields, flags and every record stay as they were.
+/// A batch of no records is returned as it is.
+///
+/// # Errors
+/// A sentence when the records do not decompress or parse, or do not
+/// compress again.
+pub fn recompress_batch(batch: &Bytes, header: &BatchHeader, codec: i16) -> Result<Bytes, String> {
+    let records = decode_batch_records(batch, header)?;
+    if records.is_empty() {
+        return Ok(batch.clone());
+    }
+    let records: Vec<&BatchRecord> = records.iter().collect();
+    build_batch(header, &records, None, codec)
+}
+
+fn build_batch(
+    original: &BatchHeader,
+    records: &[&BatchRecord],
+    delete_horizon_ms: Option<i64>,
+    codec: i16,
+) -> Result<Bytes, String> {
     assert!(
         !records.is_empty(),
         "an empty batch is built by build_empty_batch"
     );
-    let codec = compression_of(original)?;
     let log_append_time = original.is_log_append_time();
     // Kafka reads every record of a LogAppendTime batch as the batch's
     // maxTimestamp, and writes what it read.
@@ -357,7 +389,7 @@ pub fn build_retained_batch(
         put_varlong(&mut plain, body.len() as i64);
         plain.extend_from_slice(&body);
     }
-    let mut attributes = (original.attributes & ATTR_COMPRESSION_MASK) | kept_attributes(original);
+    let mut attributes = (codec & ATTR_COMPRESSION_MASK) | kept_attributes(original);
     if delete_horizon_ms.is_some() {
         attributes |= ATTR_DELETE_HORIZON;
     }

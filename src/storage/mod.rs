@@ -41,11 +41,12 @@ mod shard_sync;
 mod tail_budget;
 pub mod txn_index;
 
+pub use batch_rewrite::recompress_batch;
 pub use checkpoint::EpochEntry;
 pub use compaction::{CompactionConfig, CompactionOutcome, CompactionRequest, CompactionStats};
 pub use direct::{append_bytes_copied, append_bytes_in_place, DirectSlot};
 pub use error::StorageError;
-pub use index::{OffsetIndex, OffsetPosition, TimeIndex};
+pub use index::{OffsetIndex, OffsetPosition, TimeIndex, TIME_INDEX_ENTRY_BYTES};
 pub use log::{
     AppendInfo, Log, LogConfig, LogStats, Pieces, ReadResult, SegmentSettings, WritesDuringSync,
     DEFAULT_WRITE_BUFFER_BYTES, DEFAULT_WRITE_BUFFER_BYTES_MAX, DEFAULT_WRITE_DELAY_US,

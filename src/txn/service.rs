@@ -81,6 +81,34 @@ pub async fn call_txn(shard: &Rc<Shard>, transactional_id: &str, call: TxnCall) 
     }
 }
 
+/// Asks the coordinator of `transactional_id` whether the producer's
+/// transaction is open and holds each of `partitions` (KIP-890 part 1's
+/// verification): exactly one answer per partition, in order. A
+/// coordinator that cannot be reached answers its error for all.
+pub async fn verify(
+    shard: &Rc<Shard>,
+    transactional_id: &str,
+    producer_id: i64,
+    producer_epoch: i16,
+    partitions: Vec<TopicPartition>,
+) -> Vec<Result<(), ErrorCode>> {
+    let count = partitions.len();
+    let call = TxnCall::Verify {
+        transactional_id: transactional_id.to_string(),
+        producer_id,
+        producer_epoch,
+        partitions,
+    };
+    match call_txn(shard, transactional_id, call).await {
+        TxnReply::Verify(answers) if answers.len() == count => answers,
+        TxnReply::Unavailable(error) => vec![Err(error); count],
+        other => {
+            tracing::error!(?other, "transaction coordinator answered the wrong call");
+            vec![Err(ErrorCode::UnknownServerError); count]
+        }
+    }
+}
+
 /// ListTransactions on every shard, merged. Before the topic exists there
 /// is nothing to list.
 ///

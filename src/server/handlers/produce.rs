@@ -1,7 +1,8 @@
 //! Produce (key 0): the connection reads the request framing first, each
 //! partition's records into a buffer of their own (`produce_frame.rs`).
 //! Batches are validated here, on the connection's shard
-//! (magic 2, exactly one batch, CRC32C, size), grouped by owning shard, and
+//! (magic 2, exactly one batch, CRC32C, size), recompressed when the
+//! topic's `compression.type` names another codec, grouped by owning shard, and
 //! appended there in request order. acks=0 gets no response (an error on
 //! any partition closes the connection instead, as in Kafka); acks=1 is
 //! answered after the append (after its write with
@@ -30,8 +31,8 @@ use crate::shard::messages::{
     ProduceItem, ProduceResult, ShardReply, ShardRequest, TopicPartition,
 };
 use crate::shard::Shard;
-use crate::txn::service::call_txn;
-use crate::txn::{TxnCall, TxnReply};
+use crate::storage::recompress_batch;
+use crate::txn::service::verify;
 
 /// Checks one partition's records as Kafka's LogValidator does for v2.
 fn validate_records(
@@ -123,6 +124,40 @@ fn check_keys_if_compacted(
     Ok(())
 }
 
+/// Applies the topic's `compression.type` (`codec`, None for `producer`)
+/// as Kafka's LogValidator does: a batch in another codec is stored
+/// recompressed with the topic's, records, offsets, timestamps and
+/// producer fields unchanged, and must still fit `max.message.bytes`.
+/// Returns the header of the batch now in `records`.
+fn recompress_for_topic(
+    records: &mut Option<Bytes>,
+    header: BatchHeader,
+    codec: Option<i16>,
+    max_message_bytes: i32,
+) -> Result<BatchHeader, (ErrorCode, String)> {
+    let (Some(codec), Some(batch)) = (codec, records.as_ref()) else {
+        return Ok(header);
+    };
+    if header.compression() == codec {
+        return Ok(header);
+    }
+    let rebuilt = recompress_batch(batch, &header, codec)
+        .map_err(|message| (ErrorCode::CorruptMessage, message))?;
+    if rebuilt.len() > max_message_bytes.max(0) as usize {
+        return Err((
+            ErrorCode::MessageTooLarge,
+            format!(
+                "The batch size {} after recompression exceeds max.message.bytes {max_message_bytes}",
+                rebuilt.len()
+            ),
+        ));
+    }
+    let header =
+        validate_batch(&rebuilt).map_err(|e| (ErrorCode::CorruptMessage, e.to_string()))?;
+    *records = Some(rebuilt);
+    Ok(header)
+}
+
 /// Asks the transaction coordinator, once per producer id and epoch in the
 /// request, whether its transaction is open and holds every partition its
 /// transactional batches go to (KIP-890 part 1, Kafka's default
@@ -161,20 +196,14 @@ async fn verify_transactional(
             positions,
             partitions,
         } = writes;
-        let call = TxnCall::Verify {
-            transactional_id: transactional_id.to_string(),
+        let answers = verify(
+            shard,
+            transactional_id,
             producer_id,
             producer_epoch,
             partitions,
-        };
-        let answers = match call_txn(shard, transactional_id, call).await {
-            TxnReply::Verify(answers) if answers.len() == positions.len() => answers,
-            TxnReply::Unavailable(error) => vec![Err(error); positions.len()],
-            other => {
-                tracing::error!(?other, "transaction coordinator answered the wrong call");
-                vec![Err(ErrorCode::UnknownServerError); positions.len()]
-            }
-        };
+        )
+        .await;
         for (position, answer) in positions.into_iter().zip(answers) {
             if let Err(error) = answer {
                 tracing::debug!(
@@ -254,12 +283,23 @@ pub async fn handle(
             let compacted = topic
                 .configs
                 .cleanup_policy_compact(&shard.config.broker_defaults);
-            match validate_records(partition_data.records.as_ref(), max_message_bytes).and_then(
-                |header| {
+            let codec = topic
+                .configs
+                .compression_codec(&shard.config.broker_defaults);
+            let checked = validate_records(partition_data.records.as_ref(), max_message_bytes)
+                .and_then(|header| {
                     check_keys_if_compacted(partition_data.records.as_ref(), compacted)
                         .map(|()| header)
-                },
-            ) {
+                });
+            let stored = checked.and_then(|header| {
+                recompress_for_topic(
+                    &mut partition_data.records,
+                    header,
+                    codec,
+                    max_message_bytes,
+                )
+            });
+            match stored {
                 Ok(header) => {
                     let position = flat.len();
                     flat.push((ti, pi));

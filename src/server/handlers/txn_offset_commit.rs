@@ -48,8 +48,7 @@ use crate::protocol::ErrorCode;
 use crate::server::connection::Responder;
 use crate::shard::messages::{GroupCall, GroupReply, TopicPartition};
 use crate::shard::Shard;
-use crate::txn::service::call_txn;
-use crate::txn::{TxnCall, TxnReply};
+use crate::txn::service;
 
 /// The coordinator's request for a wire request of `version`, keeping only
 /// the partitions `exists` accepts; the others are added to `errors` as
@@ -157,26 +156,20 @@ async fn verify(shard: &Rc<Shard>, call: &group::TxnOffsetCommitRequest) -> Resu
     let Some(partition) = group_partition(shard, &call.group_id).await else {
         return Err(ErrorCode::CoordinatorNotAvailable);
     };
-    let verify = TxnCall::Verify {
-        transactional_id: call.transactional_id.clone(),
-        producer_id: call.producer_id,
-        producer_epoch: call.producer_epoch,
-        partitions: vec![TopicPartition {
-            topic: OFFSETS_TOPIC.to_string(),
-            partition,
-        }],
-    };
-    match call_txn(shard, &call.transactional_id, verify).await {
-        TxnReply::Verify(answers) => answers
-            .into_iter()
-            .next()
-            .unwrap_or(Err(ErrorCode::UnknownServerError)),
-        TxnReply::Unavailable(error) => Err(error),
-        other => {
-            tracing::error!(?other, "transaction coordinator answered the wrong call");
-            Err(ErrorCode::UnknownServerError)
-        }
-    }
+    let partitions = vec![TopicPartition {
+        topic: OFFSETS_TOPIC.to_string(),
+        partition,
+    }];
+    service::verify(
+        shard,
+        &call.transactional_id,
+        call.producer_id,
+        call.producer_epoch,
+        partitions,
+    )
+    .await
+    .pop()
+    .unwrap_or(Err(ErrorCode::UnknownServerError))
 }
 
 /// What a failed verification becomes in a TxnOffsetCommit answer of

@@ -1,0 +1,149 @@
+//! Goal: a topic's `compression.type` decides the codec its batches are
+//! stored in, as in Kafka: `producer` keeps the producer's codec, a codec
+//! name (or `uncompressed`) recompresses batches that came in another one,
+//! and an alter of the config applies to the batches after it. Whatever
+//! the codec on disk, consumers read back exactly what was acknowledged,
+//! at the acknowledged offsets, idempotent producer fields included.
+//!
+//! Method: one topic per case, created with `compression.type`, an
+//! idempotent rdkafka producer with `compression.codec`, every
+//! acknowledgement's offset recorded and read back with `assign()`; the
+//! codec of every stored batch is read from the segment file's batch
+//! attributes (written and synced: acks=all).
+
+mod common;
+
+use std::time::Duration;
+
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
+use kafka_protocol::messages::{
+    ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use common::kafka::{
+    assert_read_back_matches, create_topic_with_configs, end_offsets, future_producer, produce_all,
+    producer_config, read_partitions, test_messages, READ_TIMEOUT,
+};
+use common::segment::{parse_batches, segment_files};
+use common::wire::RawClient;
+use common::{with_timeout, Broker, BrokerOptions};
+
+const MESSAGES: u64 = 600;
+/// Byte offset of the attributes in a v2 batch; codec in the low 3 bits.
+const ATTRIBUTES_AT: usize = 21;
+
+fn codec_id(name: &str) -> i16 {
+    match name {
+        "none" | "uncompressed" => 0,
+        "gzip" => 1,
+        "snappy" => 2,
+        "lz4" => 3,
+        "zstd" => 4,
+        other => panic!("no codec {other}"),
+    }
+}
+
+/// The codec of every batch stored for partition 0, in offset order.
+fn stored_codecs(broker: &Broker, topic: &str) -> Vec<i16> {
+    let mut codecs = Vec::new();
+    for file in segment_files(broker.data_dir(), topic, 0) {
+        let bytes = std::fs::read(&file).expect("read segment");
+        for batch in parse_batches(&bytes) {
+            assert!(
+                batch.crc_ok,
+                "{}: bad CRC at {}",
+                file.display(),
+                batch.position
+            );
+            let at = batch.position as usize + ATTRIBUTES_AT;
+            let attributes = i16::from_be_bytes([bytes[at], bytes[at + 1]]);
+            codecs.push(attributes & 0x07);
+        }
+    }
+    codecs
+}
+
+fn set_compression_type(bootstrap: &str, topic: &str, value: &str) {
+    let mut config = AlterableConfig::default();
+    config.name = StrBytes::from_static_str("compression.type");
+    config.config_operation = 0;
+    config.value = Some(StrBytes::from_string(value.to_string()));
+    let mut resource = AlterConfigsResource::default();
+    resource.resource_type = 2;
+    resource.resource_name = StrBytes::from_string(topic.to_string());
+    resource.configs = vec![config];
+    let mut request = IncrementalAlterConfigsRequest::default();
+    request.resources = vec![resource];
+    let response: IncrementalAlterConfigsResponse =
+        RawClient::connect(bootstrap).request(ApiKey::IncrementalAlterConfigs, 1, &request);
+    assert_eq!(
+        response.responses[0].error_code, 0,
+        "alter compression.type"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topic_compression_type_decides_the_stored_codec() {
+    let broker = Broker::start(BrokerOptions::default());
+    let bootstrap = broker.bootstrap();
+    with_timeout(Duration::from_secs(240), async {
+        // (topic's compression.type, producer's codec)
+        for (topic_codec, producer_codec) in [
+            ("zstd", "gzip"),
+            ("uncompressed", "lz4"),
+            ("gzip", "none"),
+            ("snappy", "zstd"),
+            ("lz4", "lz4"),
+            ("producer", "snappy"),
+        ] {
+            let topic = format!("stored-{topic_codec}-from-{producer_codec}");
+            create_topic_with_configs(&bootstrap, &topic, 1, &[("compression.type", topic_codec)])
+                .await;
+            let mut config = producer_config(&bootstrap);
+            config
+                .set("enable.idempotence", "true")
+                .set("compression.codec", producer_codec);
+            let producer = future_producer(&config);
+            let acked = produce_all(&producer, &topic, &test_messages(MESSAGES, 1)).await;
+            drop(producer);
+
+            let expected = if topic_codec == "producer" {
+                codec_id(producer_codec)
+            } else {
+                codec_id(topic_codec)
+            };
+            let codecs = stored_codecs(&broker, &topic);
+            assert!(!codecs.is_empty(), "{topic}: no batch on disk");
+            assert!(
+                codecs.iter().all(|&c| c == expected),
+                "{topic}: stored codecs {codecs:?}, expected all {expected}"
+            );
+            let received = read_partitions(&bootstrap, &topic, &end_offsets(&acked), READ_TIMEOUT);
+            assert_read_back_matches(&topic, &acked, &received);
+        }
+
+        // Altered: batches after the change take the new codec.
+        let topic = "stored-after-alter";
+        create_topic_with_configs(&bootstrap, topic, 1, &[("compression.type", "producer")]).await;
+        let mut config = producer_config(&bootstrap);
+        config.set("compression.codec", "gzip");
+        let producer = future_producer(&config);
+        let mut acked = produce_all(&producer, topic, &test_messages(MESSAGES, 1)).await;
+        let before = stored_codecs(&broker, topic).len();
+        set_compression_type(&bootstrap, topic, "zstd");
+        acked.extend(produce_all(&producer, topic, &test_messages(MESSAGES, 1)).await);
+        drop(producer);
+        let codecs = stored_codecs(&broker, topic);
+        assert!(codecs.len() > before, "no batch after the alter");
+        assert!(
+            codecs[..before].iter().all(|&c| c == 1) && codecs[before..].iter().all(|&c| c == 4),
+            "codecs before and after the alter to zstd: {codecs:?} (first {before} before)"
+        );
+        let received = read_partitions(&bootstrap, topic, &end_offsets(&acked), READ_TIMEOUT);
+        assert_read_back_matches(topic, &acked, &received);
+    })
+    .await;
+}
