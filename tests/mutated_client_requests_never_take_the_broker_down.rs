@@ -437,6 +437,14 @@ async fn run_clients(bootstrap: &str) {
         )
         .await
         .expect("alter configs");
+    let mut deleted_below = TopicPartitionList::new();
+    deleted_below
+        .add_partition_offset("recorded-then-deleted", 0, Offset::Offset(0))
+        .expect("delete records offset");
+    admin
+        .delete_records(&deleted_below, &options)
+        .await
+        .expect("delete records");
     admin
         .delete_topics(&["recorded-then-deleted"], &options)
         .await
@@ -515,10 +523,11 @@ async fn damaged_copies_of_real_client_requests_get_errors_or_closes_and_lose_no
         .collect();
     // Produce, Fetch, ListOffsets, Metadata, OffsetCommit, OffsetFetch,
     // FindCoordinator, JoinGroup, Heartbeat, SyncGroup, ApiVersions,
-    // CreateTopics, DeleteTopics, InitProducerId, AddPartitionsToTxn,
-    // AddOffsetsToTxn, EndTxn, TxnOffsetCommit, DescribeConfigs, DeleteGroups.
+    // CreateTopics, DeleteTopics, DeleteRecords, InitProducerId,
+    // AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit,
+    // DescribeConfigs, AlterConfigs, CreatePartitions, DeleteGroups.
     for api in [
-        0, 1, 2, 3, 8, 9, 10, 11, 12, 14, 18, 19, 20, 22, 24, 25, 26, 28, 32, 42,
+        0, 1, 2, 3, 8, 9, 10, 11, 12, 14, 18, 19, 20, 21, 22, 24, 25, 26, 28, 32, 33, 37, 42,
     ] {
         assert!(
             apis.contains(&api),

@@ -407,13 +407,17 @@ impl Partition {
     }
 
     /// Kafka's last stable offset: the first offset of the oldest open
-    /// transaction, or the high watermark when none is open.
+    /// transaction, or the high watermark when none is open; never below
+    /// the log start (DeleteRecords may move it past an open transaction's
+    /// first offset; Kafka's `maybeIncrementFirstUnstableOffset`).
     pub fn last_stable_offset(&self) -> i64 {
         let high_watermark = self.high_watermark();
         self.producers
             .borrow()
             .first_unstable_offset()
-            .map_or(high_watermark, |first| first.min(high_watermark))
+            .map_or(high_watermark, |first| {
+                first.max(self.log_start_offset()).min(high_watermark)
+            })
     }
 
     /// First offset still in the log.
@@ -1268,6 +1272,56 @@ impl Partition {
             }
         }
         Ok(outcome)
+    }
+
+    /// DeleteRecords on this partition (Kafka's `deleteRecordsOnLeader`):
+    /// moves the log start up to `offset`, -1 meaning the high watermark;
+    /// an offset below 0 or past the high watermark is out of range. The
+    /// new start is durable when this returns; the aborted transactions
+    /// that ended below it are forgotten, a producer snapshot is taken when
+    /// the start passed the newest, and the segments wholly below it are
+    /// deleted (Kafka leaves those to its next retention check). Returns
+    /// the log start (Kafka's low watermark with one replica).
+    ///
+    /// # Errors
+    /// The partition was deleted; storage failures;
+    /// [`StorageError::OffsetOutOfRange`] for an offset it cannot take.
+    pub async fn delete_records(&self, offset: i64) -> Result<i64, PartitionError> {
+        if self.deleted.get() {
+            return Err(self.deleted_error());
+        }
+        let high_watermark = self.high_watermark();
+        let target = if offset == -1 { high_watermark } else { offset };
+        if target < 0 || target > high_watermark {
+            return Err(PartitionError::Storage(StorageError::OffsetOutOfRange {
+                offset,
+                log_start_offset: self.log_start_offset(),
+                log_end_offset: high_watermark,
+            }));
+        }
+        let start_before = self.log.log_start_offset();
+        let start = self.log.advance_start(target).await?;
+        if start > start_before {
+            {
+                let mut aborted = self.aborted.borrow_mut();
+                while aborted
+                    .entries
+                    .front()
+                    .is_some_and(|entry| entry.last_offset < start)
+                {
+                    aborted.entries.pop_front();
+                }
+            }
+            if start > self.snapshot_offset.get() {
+                if let Err(error) = self.take_producer_snapshot().await {
+                    tracing::warn!(topic = %self.topic, partition = self.index, %error, "producer snapshot after DeleteRecords failed");
+                }
+            }
+            if let Err(error) = self.apply_retention(-1, -1, now_ms()).await {
+                tracing::warn!(topic = %self.topic, partition = self.index, %error, "deleting segments below the log start failed; the next retention pass retries");
+            }
+        }
+        Ok(self.log_start_offset())
     }
 
     /// Closes the log cleanly (shutdown).

@@ -218,6 +218,12 @@ pub const API_RANGES: &[ApiRange] = &[
         max: 0,
         served_min: 0,
     },
+    ApiRange {
+        key: ApiKey::DeleteRecords,
+        advertised_min: 0,
+        max: 2,
+        served_min: 0,
+    },
 ];
 
 /// The range of `key`, if served.

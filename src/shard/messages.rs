@@ -339,6 +339,9 @@ pub enum ShardRequest {
     },
     /// DescribeProducers: the producers with state on these partitions.
     DescribeProducers(Vec<TopicPartition>),
+    /// DeleteRecords: move the log start of these partitions up to the
+    /// offset given (-1: the high watermark).
+    DeleteRecords(Vec<(TopicPartition, i64)>),
     /// This shard's counters.
     Metrics,
     /// For the group coordinator of `__consumer_offsets` partition `partition`.
@@ -379,4 +382,7 @@ pub enum ShardReply {
     /// Per partition, in request order: its producers, or the Kafka error
     /// code (NOT_LEADER_OR_FOLLOWER when the shard does not hold it).
     DescribeProducers(Vec<Result<Vec<crate::partition::ProducerDescription>, i16>>),
+    /// Per partition, in request order: the log start after the call (the
+    /// low watermark), or the Kafka error code.
+    DeleteRecords(Vec<Result<i64, i16>>),
 }

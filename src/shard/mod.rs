@@ -432,6 +432,10 @@ impl Shard {
                     .collect();
                 async move { ShardReply::DescribeProducers(described) }.boxed_local()
             }
+            ShardRequest::DeleteRecords(items) => {
+                async move { ShardReply::DeleteRecords(self.delete_records(items).await) }
+                    .boxed_local()
+            }
             ShardRequest::ListOffsets {
                 items,
                 isolation_level,
@@ -747,6 +751,29 @@ impl Shard {
             }
         }
         result
+    }
+
+    /// DeleteRecords on partitions this shard owns, all at once.
+    async fn delete_records(&self, items: Vec<(TopicPartition, i64)>) -> Vec<Result<i64, i16>> {
+        join_all(items.into_iter().map(|(tp, offset)| async move {
+            let Some(partition) = self.partition(&tp) else {
+                return Err(code(ErrorCode::NotLeaderOrFollower));
+            };
+            match partition.delete_records(offset).await {
+                Ok(low_watermark) => Ok(low_watermark),
+                Err(PartitionError::Storage(StorageError::OffsetOutOfRange { .. })) => {
+                    Err(code(ErrorCode::OffsetOutOfRange))
+                }
+                Err(PartitionError::Deleted { .. }) => {
+                    Err(code(ErrorCode::UnknownTopicOrPartition))
+                }
+                Err(e) => {
+                    tracing::error!(topic = %tp.topic, partition = tp.partition, error = %e, "DeleteRecords failed");
+                    Err(code(ErrorCode::KafkaStorageError))
+                }
+            }
+        }))
+        .await
     }
 
     async fn wait_for_data(

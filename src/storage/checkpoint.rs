@@ -35,10 +35,17 @@ pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
 /// File name of the per-partition cleaner checkpoint.
 pub const CLEANER_OFFSET_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
 
-/// Text of a `cleaner-offset-checkpoint` holding `first_dirty_offset` for
-/// the partition whose directory is named `dir_name` (`<topic>-<partition>`;
-/// a name without a numeric suffix is written whole, with partition 0).
-pub fn encode_cleaner_checkpoint(dir_name: &str, first_dirty_offset: i64) -> String {
+/// File name of the per-partition log start checkpoint: the log start
+/// DeleteRecords moved into a segment (Kafka keeps one such file per log
+/// directory; here each partition has its own, as for the cleaner's).
+pub const LOG_START_OFFSET_CHECKPOINT_FILE: &str = "log-start-offset-checkpoint";
+
+/// Text of a one-partition checkpoint in Kafka's `OffsetCheckpointFile`
+/// layout (`cleaner-offset-checkpoint`, `log-start-offset-checkpoint`)
+/// holding `offset` for the partition whose directory is named `dir_name`
+/// (`<topic>-<partition>`; a name without a numeric suffix is written
+/// whole, with partition 0).
+pub fn encode_offset_checkpoint(dir_name: &str, offset: i64) -> String {
     let (topic, partition) = match dir_name.rsplit_once('-') {
         Some((topic, partition))
             if !topic.is_empty() && partition.parse::<i32>().is_ok_and(|p| p >= 0) =>
@@ -47,15 +54,15 @@ pub fn encode_cleaner_checkpoint(dir_name: &str, first_dirty_offset: i64) -> Str
         }
         _ => (dir_name, "0"),
     };
-    format!("0\n1\n{topic} {partition} {first_dirty_offset}\n")
+    format!("0\n1\n{topic} {partition} {offset}\n")
 }
 
-/// The first dirty offset in a `cleaner-offset-checkpoint`, or `None` when
-/// it holds no entry.
+/// The offset in a one-partition checkpoint (see
+/// [`encode_offset_checkpoint`]), or `None` when it holds no entry.
 ///
 /// # Errors
 /// A sentence saying what does not parse.
-pub fn decode_cleaner_checkpoint(text: &str) -> Result<Option<i64>, String> {
+pub fn decode_offset_checkpoint(text: &str) -> Result<Option<i64>, String> {
     let mut lines = text.lines();
     let version = lines.next().ok_or("missing version line")?;
     if version.trim() != "0" {
@@ -367,14 +374,14 @@ mod tests {
     /// one entry and parses back; damage is refused.
     #[test]
     fn cleaner_checkpoint_round_trips() {
-        let text = encode_cleaner_checkpoint("__consumer_offsets-17", 4242);
+        let text = encode_offset_checkpoint("__consumer_offsets-17", 4242);
         assert_eq!(text, "0\n1\n__consumer_offsets 17 4242\n");
-        assert_eq!(decode_cleaner_checkpoint(&text).unwrap(), Some(4242));
-        assert_eq!(encode_cleaner_checkpoint("odd", 5), "0\n1\nodd 0 5\n");
-        assert_eq!(decode_cleaner_checkpoint("0\n0\n").unwrap(), None);
-        assert!(decode_cleaner_checkpoint("0\n1\n").is_err());
-        assert!(decode_cleaner_checkpoint("0\n1\nt 0 x\n").is_err());
-        assert!(decode_cleaner_checkpoint("1\n1\nt 0 5\n").is_err());
+        assert_eq!(decode_offset_checkpoint(&text).unwrap(), Some(4242));
+        assert_eq!(encode_offset_checkpoint("odd", 5), "0\n1\nodd 0 5\n");
+        assert_eq!(decode_offset_checkpoint("0\n0\n").unwrap(), None);
+        assert!(decode_offset_checkpoint("0\n1\n").is_err());
+        assert!(decode_offset_checkpoint("0\n1\nt 0 x\n").is_err());
+        assert!(decode_offset_checkpoint("1\n1\nt 0 5\n").is_err());
     }
 
     /// Topic ids use Kafka's base64url-without-padding form (checked against

@@ -96,7 +96,7 @@ use super::{
         BatchRecord,
     },
     checkpoint::{
-        encode_cleaner_checkpoint, remove_file_if_exists, sync_directory, write_file_atomically,
+        encode_offset_checkpoint, remove_file_if_exists, sync_directory, write_file_atomically,
         write_file_synced, CLEANER_OFFSET_CHECKPOINT_FILE,
     },
     error::StorageError,
@@ -771,7 +771,7 @@ impl Log {
             write_file_atomically(
                 &dir,
                 CLEANER_OFFSET_CHECKPOINT_FILE,
-                encode_cleaner_checkpoint(&dir_name, end_offset).into_bytes(),
+                encode_offset_checkpoint(&dir_name, end_offset).into_bytes(),
             )
             .await?;
         }

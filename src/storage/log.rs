@@ -51,9 +51,10 @@ use uuid::Uuid;
 use super::{
     appender::{spawn_signalled, AppenderSettings, SegmentAppender, WriterCounters},
     checkpoint::{
-        encode_leader_epoch_checkpoint, encode_partition_metadata, run_blocking, sync_directory,
-        truncate_epochs_from_start, write_file_atomically, write_file_synced, EpochEntry,
-        LEADER_EPOCH_CHECKPOINT_FILE, PARTITION_METADATA_FILE,
+        encode_leader_epoch_checkpoint, encode_offset_checkpoint, encode_partition_metadata,
+        run_blocking, sync_directory, truncate_epochs_from_start, write_file_atomically,
+        write_file_synced, EpochEntry, LEADER_EPOCH_CHECKPOINT_FILE,
+        LOG_START_OFFSET_CHECKPOINT_FILE, PARTITION_METADATA_FILE,
     },
     direct::{self, DirectMem, DirectSlot, DirectSlots},
     error::StorageError,
@@ -418,6 +419,8 @@ struct LogShared {
     /// Notified when the writer task has exited and its writes completed.
     writer_exited: Rc<Signal>,
     counters: Rc<WriterCounters>,
+    /// One [`Log::advance_start`] at a time writes the start checkpoint.
+    start_turn: glommio::sync::Semaphore,
 }
 
 impl Drop for LogShared {
@@ -568,6 +571,9 @@ struct LogState {
     /// Segments retention took out whose files are not deleted yet
     /// (base offset, bytes).
     pending_deletions: Vec<(i64, u64)>,
+    /// The log start DeleteRecords set (`log-start-offset-checkpoint`); the
+    /// log starts at the larger of it and the first segment's base offset.
+    start_floor: i64,
 }
 
 impl LogState {
@@ -586,7 +592,7 @@ impl LogState {
     }
 
     fn log_start_offset(&self) -> i64 {
-        self.segments[0].base_offset
+        self.segments[0].base_offset.max(self.start_floor)
     }
 
     /// Errors for appends: after a failure, or once closing started.
@@ -981,6 +987,7 @@ impl Log {
             vec![segment],
             Vec::new(),
             None,
+            0,
         )
         .await
     }
@@ -1025,6 +1032,7 @@ impl Log {
             recovered.segments,
             recovered.leader_epochs,
             recovered.cleaner_checkpoint,
+            recovered.start_floor,
         )
         .await?;
         info!(
@@ -1044,6 +1052,7 @@ impl Log {
         segments: Vec<Segment>,
         leader_epochs: Vec<EpochEntry>,
         cleaner_checkpoint: Option<i64>,
+        start_floor: i64,
     ) -> Result<Log, StorageError> {
         assert!(!segments.is_empty());
         let active = &segments[segments.len() - 1];
@@ -1090,10 +1099,12 @@ impl Log {
                 compaction_running: false,
                 compaction_waiters: Vec::new(),
                 pending_deletions: Vec::new(),
+                start_floor,
             }),
             writer_signal: signal.clone(),
             writer_exited: writer_exited.clone(),
             counters,
+            start_turn: glommio::sync::Semaphore::new(1),
         });
         glommio::spawn_local(run_writer(
             Rc::downgrade(&shared),
@@ -1118,6 +1129,60 @@ impl Log {
     /// First offset held by the log.
     pub fn log_start_offset(&self) -> i64 {
         self.shared.state.borrow().log_start_offset()
+    }
+
+    /// Moves the log start up to `offset` (DeleteRecords, Kafka's
+    /// `maybeIncrementLogStartOffset`), at most to the log end: offsets
+    /// below it are out of range from then on, and retention deletes the
+    /// segments wholly below it. The start is written to
+    /// `log-start-offset-checkpoint` and synced before it takes effect, so
+    /// a start that was answered survives a crash. Returns the log start
+    /// after the call (unchanged when `offset` is not past it).
+    ///
+    /// # Errors
+    /// The log is closed or failed; writing the checkpoint failed (the
+    /// start is then unchanged).
+    pub async fn advance_start(&self, offset: i64) -> Result<i64, StorageError> {
+        let _turn = self
+            .shared
+            .start_turn
+            .acquire_permit(1)
+            .await
+            .map_err(|_| StorageError::Closed {
+                dir: self.shared.dir.clone(),
+            })?;
+        let target = {
+            let state = self.shared.state.borrow();
+            state.check_appendable(&self.shared.dir)?;
+            let target = offset.min(state.log_end_offset);
+            if target <= state.log_start_offset() {
+                return Ok(state.log_start_offset());
+            }
+            target
+        };
+        let dir_name = self
+            .shared
+            .dir
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        write_file_atomically(
+            &self.shared.dir,
+            LOG_START_OFFSET_CHECKPOINT_FILE,
+            encode_offset_checkpoint(&dir_name, target).into_bytes(),
+        )
+        .await?;
+        let start = {
+            let mut state = self.shared.state.borrow_mut();
+            state.start_floor = state.start_floor.max(target);
+            state.log_start_offset()
+        };
+        info!(dir = %self.shared.dir.display(), log_start_offset = start, "log start moved by DeleteRecords");
+        // The leader epochs below the start go (Kafka's
+        // `LeaderEpochFileCache.truncateFromStart`); recovery cuts them at
+        // the start too, should this rewrite not happen.
+        self.retention_cut_epochs();
+        Ok(start)
     }
 
     /// Applies changed topic configs: the next append's roll check, index

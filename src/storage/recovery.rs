@@ -46,11 +46,11 @@ use uuid::Uuid;
 
 use super::{
     checkpoint::{
-        decode_cleaner_checkpoint, decode_leader_epoch_checkpoint, decode_partition_metadata,
+        decode_leader_epoch_checkpoint, decode_offset_checkpoint, decode_partition_metadata,
         encode_leader_epoch_checkpoint, read_file_if_exists, remove_file_if_exists, run_blocking,
         sync_directory, truncate_epochs_from_start, write_file_atomically, write_file_synced,
         EpochEntry, CLEANER_OFFSET_CHECKPOINT_FILE, LEADER_EPOCH_CHECKPOINT_FILE,
-        PARTITION_METADATA_FILE,
+        LOG_START_OFFSET_CHECKPOINT_FILE, PARTITION_METADATA_FILE,
     },
     error::StorageError,
     index::{OffsetIndex, TimeIndex, OFFSET_INDEX_ENTRY_BYTES, TIME_INDEX_ENTRY_BYTES},
@@ -89,6 +89,9 @@ pub struct RecoveredLog {
     pub leader_epochs: Vec<EpochEntry>,
     /// From `cleaner-offset-checkpoint`, when present and readable.
     pub cleaner_checkpoint: Option<i64>,
+    /// From `log-start-offset-checkpoint` (DeleteRecords), at most the log
+    /// end; 0 when absent.
+    pub start_floor: i64,
     /// `Some(from_offset)` of the [`ScanReplay`] when it saw every batch of
     /// the recovered log from that offset to the log end: the active
     /// segment was scanned and begins at or below it, or is the only one.
@@ -170,7 +173,22 @@ pub async fn recover_log(
         }
     }
     let log_end_offset = segments.last().map_or(0, |segment| segment.next_offset);
-    let log_start_offset = segments.first().map_or(0, |segment| segment.base_offset);
+    let mut start_floor = read_start_floor(dir).await?;
+    if start_floor > log_end_offset {
+        // Only records acknowledged without a sync (acks=1) can have been
+        // lost past a start DeleteRecords set: the log goes on from its end.
+        warn!(
+            dir = %dir.display(),
+            start_floor,
+            log_end_offset,
+            "the log start DeleteRecords set is past the recovered log end; starting at the end"
+        );
+        start_floor = log_end_offset;
+    }
+    let log_start_offset = segments
+        .first()
+        .map_or(0, |segment| segment.base_offset)
+        .max(start_floor);
     let epoch_count = leader_epochs.len();
     leader_epochs.retain(|entry| entry.start_offset < log_end_offset);
     // Retention deletes segments before it rewrites the checkpoint (Kafka's
@@ -196,8 +214,23 @@ pub async fn recover_log(
         topic_id,
         leader_epochs,
         cleaner_checkpoint,
+        start_floor,
         replayed_from,
     })
+}
+
+/// The log start in `log-start-offset-checkpoint`, 0 when the file is
+/// missing. A damaged one is refused: ignoring it would bring deleted
+/// records back.
+async fn read_start_floor(dir: &Path) -> Result<i64, StorageError> {
+    let path = dir.join(LOG_START_OFFSET_CHECKPOINT_FILE);
+    let Some(bytes) = read_file_if_exists(path.clone()).await? else {
+        return Ok(0);
+    };
+    match decode_offset_checkpoint(&String::from_utf8_lossy(&bytes)) {
+        Ok(offset) => Ok(offset.unwrap_or(0).max(0)),
+        Err(reason) => Err(StorageError::MalformedMetadata { path, reason }),
+    }
 }
 
 /// The cleaner checkpoint, or `None` when it is missing. A damaged one is
@@ -208,7 +241,7 @@ async fn read_cleaner_checkpoint(dir: &Path) -> Result<Option<i64>, StorageError
     let Some(bytes) = read_file_if_exists(path.clone()).await? else {
         return Ok(None);
     };
-    match decode_cleaner_checkpoint(&String::from_utf8_lossy(&bytes)) {
+    match decode_offset_checkpoint(&String::from_utf8_lossy(&bytes)) {
         Ok(offset) => Ok(offset),
         Err(reason) => {
             warn!(path = %path.display(), %reason, "ignoring malformed cleaner checkpoint");

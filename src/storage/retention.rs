@@ -19,6 +19,10 @@
 //!   open transaction's data stays until it ends (a transaction open for
 //!   long, up to `transaction.max.timeout.ms`, holds back the deletion of
 //!   everything after its first offset, where Kafka would go on).
+//! - Whatever the limits, a segment goes once every offset in it is below
+//!   a log start DeleteRecords set (`deleteLogStartOffsetBreachedSegments`;
+//!   Kafka waits for its next retention check, DeleteRecords here runs a
+//!   pass at once).
 //! - The active segment can go too when it is not empty: the log rolls a new
 //!   empty one first, so the log start offset becomes the log end offset.
 //!
@@ -108,6 +112,17 @@ pub(super) struct RetentionPlan {
     pub roll_active: bool,
 }
 
+/// How many leading segments hold only offsets below `log_start_offset`
+/// (finished ones, never the active one).
+pub(super) fn below_start(segments: &[SegmentFacts], log_start_offset: i64) -> usize {
+    segments
+        .iter()
+        .take_while(|segment| {
+            !segment.active && segment.finished && segment.next_offset <= log_start_offset
+        })
+        .count()
+}
+
 /// Kafka's retention rules over `segments` (see the module comment).
 pub(super) fn plan_retention(segments: &[SegmentFacts], limits: &RetentionLimits) -> RetentionPlan {
     // How many leading segments each rule lets go, the active one included.
@@ -169,7 +184,7 @@ impl Log {
             log_start_offset: self.log_start_offset(),
             ..RetentionOutcome::default()
         };
-        if !limits.any() {
+        if !limits.any() && below_start(&self.retention_facts(), outcome.log_start_offset) == 0 {
             return Ok(outcome);
         }
         let _guard = match self.compaction_begin() {
@@ -184,7 +199,13 @@ impl Log {
         }
         // A second pass deletes the active segment rolled by the first.
         for _ in 0..2 {
-            let plan = plan_retention(&self.retention_facts(), limits);
+            let facts = self.retention_facts();
+            let mut plan = plan_retention(&facts, limits);
+            // Segments wholly below a start DeleteRecords set go whatever
+            // the limits (Kafka's `deleteLogStartOffsetBreachedSegments`).
+            plan.delete = plan
+                .delete
+                .max(below_start(&facts, self.log_start_offset()));
             if plan.delete > 0 {
                 let removed = self.retention_remove(plan.delete);
                 for &(base_offset, size_bytes) in &removed {
@@ -603,6 +624,22 @@ mod tests {
             delete,
             roll_active,
         }
+    }
+
+    /// Goal: a log start inside the log (DeleteRecords) lets go exactly the
+    /// leading segments with no offset at or past it, never the active one
+    /// nor one still being finished.
+    #[test]
+    fn segments_wholly_below_the_log_start_go() {
+        let segments = log();
+        assert_eq!(below_start(&segments, 0), 0);
+        assert_eq!(below_start(&segments, 9), 0);
+        assert_eq!(below_start(&segments, 10), 1);
+        assert_eq!(below_start(&segments, 25), 2);
+        assert_eq!(below_start(&segments, 50), 4);
+        let mut unfinished = log();
+        unfinished[1].finished = false;
+        assert_eq!(below_start(&unfinished, 50), 1);
     }
 
     /// Goal: the time rule deletes the leading segments strictly older than

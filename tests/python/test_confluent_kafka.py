@@ -234,3 +234,50 @@ def test_admin_client_adds_partitions_and_alters_configs(broker, topic):
         alter(ConfigEntry("retention.ms", "5", incremental_operation=AlterConfigOpType.APPEND))
     assert not_a_list.value.args[0].code() == KafkaError.INVALID_CONFIG
     assert described()["retention.ms"].source != ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+
+
+def test_admin_client_deletes_records(broker, topic):
+    """DeleteRecords moves the log start: the low watermark is answered,
+    the watermarks and a consumer from the beginning follow, a lower
+    offset changes nothing and one past the high watermark is refused."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)], operation_timeout=10)[
+        topic
+    ].result(timeout=30)
+    delivered = []
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    for i in range(20):
+        producer.produce(topic, value=b"m%d" % i, partition=0, on_delivery=lambda e, m: delivered.append((e, m)))
+        producer.poll(0)
+    producer.flush(30)
+    assert [(e, m.offset()) for e, m in delivered] == [(None, i) for i in range(20)]
+
+    def delete(offset):
+        futures = admin.delete_records([TopicPartition(topic, 0, offset)], operation_timeout=10)
+        (future,) = futures.values()
+        return future.result(timeout=30).low_watermark
+
+    assert delete(12) == 12
+    assert delete(5) == 12
+    with pytest.raises(KafkaException) as beyond:
+        delete(21)
+    assert beyond.value.args[0].code() == KafkaError.OFFSET_OUT_OF_RANGE
+
+    consumer = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": topic, "auto.offset.reset": "earliest"}
+    )
+    try:
+        assert consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10) == (12, 20)
+        consumer.subscribe([topic])
+        read = []
+        deadline = time.monotonic() + READ_TIMEOUT_S
+        while len(read) < 8:
+            assert time.monotonic() < deadline, f"read {read}"
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            assert message.error() is None, message.error()
+            read.append((message.offset(), message.value()))
+        assert read == [(i, b"m%d" % i) for i in range(12, 20)]
+    finally:
+        consumer.close()

@@ -18,7 +18,7 @@ import time
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions, NewTopic
-from kafka.errors import InvalidPartitionsError, TopicAlreadyExistsError
+from kafka.errors import InvalidPartitionsError, OffsetOutOfRangeError, TopicAlreadyExistsError
 
 from conftest import DEFAULT_PARTITIONS
 from messages import by_partition, make_messages, make_sized_messages
@@ -235,5 +235,41 @@ def test_admin_client_adds_partitions_and_alters_configs(broker, topic):
         )
         assert result == {"topic": {topic: "OK"}}
         assert overrides() == {"cleanup.policy": "delete,compact", "segment.ms": "100000"}
+    finally:
+        admin.close()
+
+
+def test_admin_client_deletes_records(broker, topic):
+    """DeleteRecords moves the log start: the low watermark is answered,
+    a consumer from the beginning starts there with the acknowledged
+    message, and an offset past the high watermark is OFFSET_OUT_OF_RANGE."""
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=30000)
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", linger_ms=0)
+        sent = [producer.send(topic, value=b"m%d" % i, partition=0).get(timeout=30) for i in range(20)]
+        producer.close()
+        assert [s.offset for s in sent] == list(range(20))
+
+        partition = TopicPartition(topic, 0)
+        result = admin.delete_records({partition: 12})
+        assert result[partition]["low_watermark"] == 12
+        assert result[partition]["error_code"] == 0
+        with pytest.raises(OffsetOutOfRangeError):
+            admin.delete_records({partition: 21})
+
+        consumer = KafkaConsumer(
+            bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=10000
+        )
+        consumer.assign([partition])
+        assert consumer.beginning_offsets([partition]) == {partition: 12}
+        consumer.seek_to_beginning(partition)
+        read = []
+        for message in consumer:
+            read.append((message.offset, message.value))
+            if message.offset == 19:
+                break
+        consumer.close()
+        assert read == [(i, b"m%d" % i) for i in range(12, 20)]
     finally:
         admin.close()

@@ -10,6 +10,7 @@ pub mod api_versions;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
+pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_configs;
 pub mod describe_groups;
@@ -280,6 +281,10 @@ pub async fn dispatch(
         }
         ApiKey::DescribeProducers => {
             describe_producers::handle(shard, decode(&mut body, version)?, version, correlation_id)
+                .await
+        }
+        ApiKey::DeleteRecords => {
+            delete_records::handle(shard, decode(&mut body, version)?, version, correlation_id)
                 .await
         }
         _ => return Err("API not served"),

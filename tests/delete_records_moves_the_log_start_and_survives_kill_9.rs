@@ -1,0 +1,357 @@
+//! Goal: DeleteRecords (`kafka-delete-records`, the admin clients'
+//! `deleteRecords`) does what Kafka users rely on: the log start moves to
+//! the offset asked (or the high watermark for -1), ListOffsets earliest
+//! and consumers that start from the beginning begin there, the records
+//! from there on read back exactly as acknowledged, the segments wholly
+//! below the start leave the disk, and an answered start survives kill -9.
+//! Offsets the partition cannot take and topics it must not touch get
+//! Kafka 4.1.1's codes, as measured against it with the same requests.
+//!
+//! Method: rdkafka's AdminClient (librdkafka) for DeleteRecords, an rdkafka
+//! producer with acks=all and a consumer from the beginning for the data,
+//! the partition directory for the segment files; hand-built v0 and v2
+//! requests for what librdkafka refuses to send (a partition named twice,
+//! an unknown topic, an internal topic).
+
+mod common;
+
+use std::time::Duration;
+
+use kafka_protocol::messages::delete_records_request::{
+    DeleteRecordsPartition, DeleteRecordsTopic,
+};
+use kafka_protocol::messages::{
+    ApiKey, DeleteRecordsRequest, DeleteRecordsResponse, FindCoordinatorRequest,
+    FindCoordinatorResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use rdkafka::admin::AdminOptions;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Message, OwnedMessage};
+use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::{Offset, TopicPartitionList};
+
+use common::kafka::{
+    admin_client, consumer_config, create_topic_with_configs, future_producer, produce_all,
+    producer_config, received_as_test_message, test_messages, watermarks, AckedMessage,
+};
+use common::segment::segment_files;
+use common::wire::RawClient;
+use common::{with_timeout, Broker, BrokerOptions};
+
+const OFFSET_OUT_OF_RANGE: i16 = 1;
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+const INVALID_TOPIC_EXCEPTION: i16 = 17;
+const POLICY_VIOLATION: i16 = 44;
+
+fn options() -> AdminOptions {
+    AdminOptions::new()
+        .request_timeout(Some(Duration::from_secs(10)))
+        .operation_timeout(Some(Duration::from_secs(10)))
+}
+
+/// DeleteRecords through librdkafka for partition 0 of `topic`: the low
+/// watermark, or librdkafka's error code for the partition.
+async fn delete_records(
+    bootstrap: &str,
+    topic: &str,
+    offset: Offset,
+) -> Result<i64, RDKafkaErrorCode> {
+    let mut list = TopicPartitionList::new();
+    list.add_partition_offset(topic, 0, offset)
+        .expect("add partition");
+    let answered = admin_client(bootstrap)
+        .delete_records(&list, &options())
+        .await
+        .unwrap_or_else(|error| panic!("DeleteRecords on {topic}: {error}"));
+    let element = answered
+        .find_partition(topic, 0)
+        .unwrap_or_else(|| panic!("no answer for {topic}/0: {answered:?}"));
+    match element.error() {
+        Err(rdkafka::error::KafkaError::OffsetFetch(code)) => Err(code),
+        Err(other) => panic!("{topic}/0: {other:?}"),
+        Ok(()) => match element.offset() {
+            Offset::Offset(low_watermark) => Ok(low_watermark),
+            other => panic!("{topic}/0: low watermark {other:?}"),
+        },
+    }
+}
+
+/// Everything from the beginning of partition 0 up to `end` (exclusive),
+/// by a consumer whose position starts at the log start.
+fn read_from_beginning(bootstrap: &str, topic: &str, end: i64) -> Vec<OwnedMessage> {
+    let consumer: BaseConsumer = consumer_config(bootstrap)
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .expect("consumer");
+    let mut assignment = TopicPartitionList::new();
+    assignment
+        .add_partition_offset(topic, 0, Offset::Beginning)
+        .expect("assign");
+    consumer.assign(&assignment).expect("assign");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut received = Vec::new();
+    while received
+        .last()
+        .map_or(true, |m: &OwnedMessage| m.offset() + 1 < end)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{topic}: read {} messages before the deadline, up to {:?}",
+            received.len(),
+            received.last().map(|m| m.offset())
+        );
+        match consumer.poll(Duration::from_millis(200)) {
+            Some(Ok(message)) => received.push(message.detach()),
+            Some(Err(error)) => panic!("{topic}: consume: {error}"),
+            None => {}
+        }
+    }
+    received
+}
+
+/// Asserts the messages read are exactly the acknowledged ones from
+/// `start` on, in offset order.
+fn assert_reads_from(topic: &str, acked: &[AckedMessage], start: i64, read: Vec<OwnedMessage>) {
+    let expected: Vec<&AckedMessage> = acked.iter().filter(|a| a.offset >= start).collect();
+    let offsets: Vec<i64> = read.iter().map(Message::offset).collect();
+    let wanted: Vec<i64> = expected.iter().map(|a| a.offset).collect();
+    assert_eq!(
+        offsets, wanted,
+        "{topic}: offsets read from the log start {start}"
+    );
+    for (message, acked) in read.iter().zip(expected) {
+        let got = received_as_test_message(message)
+            .unwrap_or_else(|error| panic!("{topic} offset {}: {error}", acked.offset));
+        assert_eq!(got, acked.message, "{topic} offset {}", acked.offset);
+    }
+}
+
+/// Base offsets of the partition's segment files.
+fn segment_bases(broker: &Broker, topic: &str) -> Vec<i64> {
+    segment_files(broker.data_dir(), topic, 0)
+        .iter()
+        .map(|path| {
+            path.file_stem()
+                .and_then(|stem| stem.to_str())
+                .and_then(|stem| stem.parse().ok())
+                .unwrap_or_else(|| panic!("segment file name {}", path.display()))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_records_moves_the_log_start_and_survives_kill_9() {
+    let mut broker = Broker::start(BrokerOptions::default());
+    let bootstrap = broker.bootstrap();
+    let topic = "deleted-from";
+    let acked = with_timeout(Duration::from_secs(240), async {
+        // Small segments, so the deleted offsets span several of them.
+        create_topic_with_configs(&bootstrap, topic, 1, &[("segment.bytes", "8192")]).await;
+        let mut config = producer_config(&bootstrap);
+        config.set("batch.num.messages", "10");
+        let producer = future_producer(&config);
+        let acked = produce_all(&producer, topic, &test_messages(400, 1)).await;
+        assert_eq!(acked.last().map(|a| a.offset), Some(399));
+        let bases_before = segment_bases(&broker, topic);
+        assert!(bases_before.len() > 3, "segments {bases_before:?}");
+
+        assert_eq!(
+            delete_records(&bootstrap, topic, Offset::Offset(150)).await,
+            Ok(150)
+        );
+        assert_eq!(watermarks(&bootstrap, topic, 0), (150, 400));
+        assert_reads_from(
+            topic,
+            &acked,
+            150,
+            read_from_beginning(&bootstrap, topic, 400),
+        );
+        // Only the segments holding nothing at or past 150 are gone.
+        let bases = segment_bases(&broker, topic);
+        assert!(
+            bases[0] <= 150 && bases.get(1).map_or(true, |&next| next > 150),
+            "segments after deleting below 150: {bases:?} (before: {bases_before:?})"
+        );
+        assert!(bases[0] > 0, "no segment was deleted: {bases:?}");
+
+        // Below the start: nothing changes, the start is answered.
+        assert_eq!(
+            delete_records(&bootstrap, topic, Offset::Offset(100)).await,
+            Ok(150)
+        );
+        // Past the high watermark, or negative: out of range, start kept.
+        assert_eq!(
+            delete_records(&bootstrap, topic, Offset::Offset(401)).await,
+            Err(RDKafkaErrorCode::OffsetOutOfRange)
+        );
+        assert_eq!(watermarks(&bootstrap, topic, 0), (150, 400));
+
+        // Inside a batch: the start is that offset, not the batch's base.
+        assert_eq!(
+            delete_records(&bootstrap, topic, Offset::Offset(233)).await,
+            Ok(233)
+        );
+        drop(producer);
+        acked
+    })
+    .await;
+
+    // Answered means durable: kill -9 and the start is still there.
+    broker.kill9();
+    broker.restart();
+    with_timeout(Duration::from_secs(240), async {
+        assert_eq!(watermarks(&bootstrap, topic, 0), (233, 400));
+        assert_reads_from(
+            topic,
+            &acked,
+            233,
+            read_from_beginning(&bootstrap, topic, 400),
+        );
+        // -1: up to the high watermark; the log then goes on from there.
+        assert_eq!(
+            delete_records(&bootstrap, topic, Offset::End).await,
+            Ok(400)
+        );
+        let producer = future_producer(&producer_config(&bootstrap));
+        let more = produce_all(&producer, topic, &test_messages(20, 1)).await;
+        assert_eq!(more.first().map(|a| a.offset), Some(400));
+        assert_eq!(watermarks(&bootstrap, topic, 0), (400, 420));
+        assert_reads_from(
+            topic,
+            &more,
+            400,
+            read_from_beginning(&bootstrap, topic, 420),
+        );
+    })
+    .await;
+    broker.terminate();
+    broker.restart();
+    assert_eq!(watermarks(&bootstrap, topic, 0), (400, 420));
+}
+
+fn raw_request(topics: &[(&str, &[(i32, i64)])]) -> DeleteRecordsRequest {
+    let mut request = DeleteRecordsRequest::default();
+    request.timeout_ms = 5000;
+    request.topics = topics
+        .iter()
+        .map(|(name, partitions)| {
+            let mut topic = DeleteRecordsTopic::default();
+            topic.name = TopicName(StrBytes::from_string(name.to_string()));
+            topic.partitions = partitions
+                .iter()
+                .map(|&(index, offset)| {
+                    let mut partition = DeleteRecordsPartition::default();
+                    partition.partition_index = index;
+                    partition.offset = offset;
+                    partition
+                })
+                .collect();
+            topic
+        })
+        .collect();
+    request
+}
+
+/// (topic, partition, low watermark, error code) of every answer, in order.
+fn answers(response: &DeleteRecordsResponse) -> Vec<(String, i32, i64, i16)> {
+    response
+        .topics
+        .iter()
+        .flat_map(|topic| {
+            topic.partitions.iter().map(move |p| {
+                (
+                    topic.name.to_string(),
+                    p.partition_index,
+                    p.low_watermark,
+                    p.error_code,
+                )
+            })
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_records_refusals_answer_like_kafka() {
+    let broker = Broker::start(BrokerOptions::default());
+    let bootstrap = broker.bootstrap();
+    with_timeout(Duration::from_secs(240), async {
+        create_topic_with_configs(&bootstrap, "dr", 1, &[]).await;
+        create_topic_with_configs(
+            &bootstrap,
+            "dr-compact",
+            1,
+            &[("cleanup.policy", "compact")],
+        )
+        .await;
+        create_topic_with_configs(
+            &bootstrap,
+            "dr-both",
+            1,
+            &[("cleanup.policy", "compact,delete")],
+        )
+        .await;
+        let producer = future_producer(&producer_config(&bootstrap));
+        for topic in ["dr", "dr-compact", "dr-both"] {
+            // Keyed: compacted topics refuse records without a key.
+            let messages: Vec<_> = test_messages(40, 1)
+                .into_iter()
+                .map(|mut m| {
+                    m.key.get_or_insert_with(|| b"k".to_vec());
+                    m
+                })
+                .collect();
+            produce_all(&producer, topic, &messages).await;
+        }
+        drop(producer);
+        // The offsets partition exists once a group coordinator was asked for.
+        let mut find = FindCoordinatorRequest::default();
+        find.key = StrBytes::from_static_str("dr-group");
+        let found: FindCoordinatorResponse =
+            RawClient::connect(&bootstrap).request(ApiKey::FindCoordinator, 3, &find);
+        assert_eq!(found.error_code, 0, "FindCoordinator");
+
+        for version in [0, 2] {
+            let mut client = RawClient::connect(&bootstrap);
+            let request = raw_request(&[
+                // Named twice: answered once, the last offset applied.
+                ("dr", &[(0, 4 + version as i64), (0, 2 + version as i64)]),
+                ("dr-nope", &[(0, 1)]),
+                ("dr", &[(7, 1)]),
+                ("dr-compact", &[(0, 1)]),
+                ("dr-both", &[(0, 1 + version as i64)]),
+                ("__consumer_offsets", &[(0, 0)]),
+                ("dr-both", &[(0, -2)]),
+            ]);
+            let response: DeleteRecordsResponse =
+                client.request(ApiKey::DeleteRecords, version, &request);
+            let expected: Vec<(String, i32, i64, i16)> = vec![
+                ("dr".into(), 0, 2 + version as i64, 0),
+                ("dr".into(), 7, -1, UNKNOWN_TOPIC_OR_PARTITION),
+                ("dr-nope".into(), 0, -1, UNKNOWN_TOPIC_OR_PARTITION),
+                ("dr-compact".into(), 0, -1, POLICY_VIOLATION),
+                ("dr-both".into(), 0, -1, OFFSET_OUT_OF_RANGE),
+                ("__consumer_offsets".into(), 0, -1, INVALID_TOPIC_EXCEPTION),
+            ];
+            assert_eq!(answers(&response), expected, "DeleteRecords v{version}");
+        }
+        // The start moved only where the answer said so.
+        assert_eq!(watermarks(&bootstrap, "dr", 0), (4, 40));
+        assert_eq!(watermarks(&bootstrap, "dr-compact", 0), (0, 40));
+        assert_eq!(watermarks(&bootstrap, "dr-both", 0).0, 0);
+        // librdkafka sees the same codes.
+        assert_eq!(
+            delete_records(&bootstrap, "dr-compact", Offset::Offset(1)).await,
+            Err(RDKafkaErrorCode::PolicyViolation)
+        );
+        assert_eq!(
+            delete_records(&bootstrap, "dr-both", Offset::Offset(3)).await,
+            Ok(3)
+        );
+        assert_eq!(
+            delete_records(&bootstrap, "dr", Offset::Offset(41)).await,
+            Err(RDKafkaErrorCode::OffsetOutOfRange)
+        );
+    })
+    .await;
+}
