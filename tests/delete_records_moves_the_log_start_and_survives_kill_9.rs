@@ -20,9 +20,10 @@ use std::time::Duration;
 use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsTopic,
 };
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{
-    ApiKey, DeleteRecordsRequest, DeleteRecordsResponse, FindCoordinatorRequest,
-    FindCoordinatorResponse, TopicName,
+    ApiKey, DeleteRecordsRequest, DeleteRecordsResponse, FetchRequest, FetchResponse,
+    FindCoordinatorRequest, FindCoordinatorResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::AdminOptions;
@@ -253,6 +254,26 @@ fn raw_request(topics: &[(&str, &[(i32, i64)])]) -> DeleteRecordsRequest {
     request
 }
 
+fn fetch_at(bootstrap: &str, topic: &str, offset: i64) -> FetchResponse {
+    let mut partition = FetchPartition::default();
+    partition.partition = 0;
+    partition.fetch_offset = offset;
+    partition.partition_max_bytes = 1 << 20;
+    partition.current_leader_epoch = -1;
+    partition.log_start_offset = -1;
+    let mut fetch_topic = FetchTopic::default();
+    fetch_topic.topic = TopicName(StrBytes::from_string(topic.to_string()));
+    fetch_topic.partitions.push(partition);
+    let mut request = FetchRequest::default();
+    request.replica_id = kafka_protocol::messages::BrokerId(-1);
+    request.max_wait_ms = 100;
+    request.min_bytes = 1;
+    request.max_bytes = 1 << 20;
+    request.session_epoch = -1;
+    request.topics.push(fetch_topic);
+    RawClient::connect(bootstrap).request(ApiKey::Fetch, 12, &request)
+}
+
 /// (topic, partition, low watermark, error code) of every answer, in order.
 fn answers(response: &DeleteRecordsResponse) -> Vec<(String, i32, i64, i16)> {
     response
@@ -337,6 +358,25 @@ async fn delete_records_refusals_answer_like_kafka() {
         }
         // The start moved only where the answer said so.
         assert_eq!(watermarks(&bootstrap, "dr", 0), (4, 40));
+        // A fetch below it is out of range, with -1 for the watermarks and
+        // the log start as Kafka 4.1.1 answers; at it, records come.
+        for (offset, error, log_start) in [(1, OFFSET_OUT_OF_RANGE, -1), (4, 0, 4)] {
+            let response = fetch_at(&bootstrap, "dr", offset);
+            let answer = &response.responses[0].partitions[0];
+            assert_eq!(
+                (
+                    answer.error_code,
+                    answer.log_start_offset,
+                    answer.high_watermark
+                ),
+                (error, log_start, if error == 0 { 40 } else { -1 }),
+                "fetch at {offset}"
+            );
+            assert_eq!(
+                answer.records.as_ref().is_some_and(|r| !r.is_empty()),
+                error == 0
+            );
+        }
         assert_eq!(watermarks(&bootstrap, "dr-compact", 0), (0, 40));
         assert_eq!(watermarks(&bootstrap, "dr-both", 0).0, 0);
         // librdkafka sees the same codes.

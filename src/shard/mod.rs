@@ -712,8 +712,16 @@ impl Shard {
             aborted_transactions: read_committed.then(Vec::new),
             ..FetchResult::default()
         };
-        if item.fetch_offset < log_start_offset || item.fetch_offset > high_watermark {
+        // Out of range: Kafka answers -1 for the watermarks and the log
+        // start (its error read result), as measured on Kafka 4.1.1.
+        let out_of_range = |result: &mut FetchResult| {
             result.error_code = code(ErrorCode::OffsetOutOfRange);
+            result.high_watermark = -1;
+            result.last_stable_offset = -1;
+            result.log_start_offset = -1;
+        };
+        if item.fetch_offset < log_start_offset || item.fetch_offset > high_watermark {
+            out_of_range(&mut result);
         } else if let (FetchBudget::Bytes(max_bytes, min_one_batch), true) =
             (budget, item.fetch_offset < high_watermark)
         {
@@ -736,12 +744,8 @@ impl Shard {
                     }
                 }
                 // Retention moved the log start past the offset meanwhile.
-                Err(PartitionError::Storage(StorageError::OffsetOutOfRange {
-                    log_start_offset,
-                    ..
-                })) => {
-                    result.error_code = code(ErrorCode::OffsetOutOfRange);
-                    result.log_start_offset = log_start_offset;
+                Err(PartitionError::Storage(StorageError::OffsetOutOfRange { .. })) => {
+                    out_of_range(&mut result);
                     result.aborted_transactions = read_committed.then(Vec::new);
                 }
                 Err(e) => {

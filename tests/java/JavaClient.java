@@ -16,6 +16,11 @@ import java.util.Set;
 import java.util.stream.Collectors;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.NewPartitions;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.ProducerState;
 import org.apache.kafka.clients.admin.TransactionDescription;
@@ -26,6 +31,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -43,7 +49,65 @@ public class JavaClient {
             case "idempotent-defaults" -> idempotentDefaults(bootstrap, topic);
             case "transactions" -> transactions(bootstrap, topic);
             case "copier" -> copier(bootstrap, topic);
+            case "admin" -> adminCalls(bootstrap, topic);
             default -> throw new IllegalArgumentException("unknown mode " + mode);
+        }
+    }
+
+    /**
+     * Changing a topic as kafka-delete-records, kafka-topics --alter and
+     * kafka-configs --alter do: DeleteRecords (and one past the high
+     * watermark), CreatePartitions, IncrementalAlterConfigs.
+     */
+    static void adminCalls(String bootstrap, String topic) throws Exception {
+        Properties props = new Properties();
+        props.put("bootstrap.servers", bootstrap);
+        try (KafkaProducer<String, String> producer =
+                new KafkaProducer<>(props, new StringSerializer(), new StringSerializer())) {
+            for (int i = 0; i < 20; i++) {
+                producer.send(new ProducerRecord<>(topic, 0, "k" + i, "v" + i)).get();
+            }
+        }
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            TopicPartition tp = new TopicPartition(topic, 0);
+            long low = admin.deleteRecords(Map.of(tp, RecordsToDelete.beforeOffset(12)))
+                    .lowWatermarks().get(tp).get().lowWatermark();
+            long earliest = admin.listOffsets(Map.of(tp, OffsetSpec.earliest()))
+                    .partitionResult(tp).get().offset();
+            String beyond = "none";
+            try {
+                admin.deleteRecords(Map.of(tp, RecordsToDelete.beforeOffset(21))).all().get();
+            } catch (java.util.concurrent.ExecutionException e) {
+                beyond = e.getCause().getClass().getSimpleName();
+            }
+            admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(PARTITIONS + 2))).all().get();
+            int partitions = admin.describeTopics(List.of(topic)).allTopicNames().get()
+                    .get(topic).partitions().size();
+            ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+            AlterConfigOp set = new AlterConfigOp(
+                    new ConfigEntry("retention.ms", "86400000"), AlterConfigOp.OpType.SET);
+            admin.incrementalAlterConfigs(Map.of(resource, List.of(set))).all().get();
+            String retention = admin.describeConfigs(List.of(resource)).all().get()
+                    .get(resource).get("retention.ms").value();
+            List<String> values = new ArrayList<>();
+            Properties consumerProps = new Properties();
+            consumerProps.put("bootstrap.servers", bootstrap);
+            consumerProps.put("auto.offset.reset", "earliest");
+            try (KafkaConsumer<String, String> consumer =
+                    new KafkaConsumer<>(consumerProps, new StringDeserializer(), new StringDeserializer())) {
+                consumer.assign(List.of(tp));
+                consumer.seekToBeginning(List.of(tp));
+                long deadline = System.currentTimeMillis() + 30_000;
+                while (values.size() < 8 && System.currentTimeMillis() < deadline) {
+                    for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
+                        values.add(record.offset() + ":" + record.value());
+                    }
+                }
+            }
+            System.out.printf(
+                    "{\"low_watermark\": %d, \"earliest\": %d, \"beyond\": \"%s\", \"partitions\": %d, "
+                            + "\"retention_ms\": \"%s\", \"read\": \"%s\"}%n",
+                    low, earliest, beyond, partitions, retention, String.join(",", values));
         }
     }
 

@@ -75,3 +75,13 @@ def test_java_copier_with_a_group_member_copies_exactly_once(classpath, broker, 
     assert seen["committed_offsets"] == 200
     assert seen["read_committed"] == 200
     assert seen["read_committed_distinct"] == 200
+
+
+def test_java_admin_deletes_records_adds_partitions_and_alters_configs(classpath, broker, topic):
+    seen = run_java(classpath, "admin", broker, topic)
+    assert seen["low_watermark"] == 12
+    assert seen["earliest"] == 12
+    assert seen["beyond"] == "OffsetOutOfRangeException"
+    assert seen["partitions"] == 4
+    assert seen["retention_ms"] == "86400000"
+    assert seen["read"] == ",".join(f"{i}:v{i}" for i in range(12, 20))
