@@ -21,9 +21,11 @@ use kafka_protocol::messages::delete_records_request::{
     DeleteRecordsPartition, DeleteRecordsTopic,
 };
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{
     ApiKey, DeleteRecordsRequest, DeleteRecordsResponse, FetchRequest, FetchResponse,
-    FindCoordinatorRequest, FindCoordinatorResponse, TopicName,
+    FindCoordinatorRequest, FindCoordinatorResponse, ListOffsetsRequest, ListOffsetsResponse,
+    TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::AdminOptions;
@@ -193,6 +195,9 @@ async fn delete_records_moves_the_log_start_and_survives_kill_9() {
             delete_records(&bootstrap, topic, Offset::Offset(233)).await,
             Ok(233)
         );
+        // By timestamp, the records of that batch below the start are not
+        // found (Kafka searches from the log start).
+        assert_eq!(list_offsets_at(&bootstrap, topic, 0), (0, 233));
         drop(producer);
         acked
     })
@@ -214,6 +219,13 @@ async fn delete_records_moves_the_log_start_and_survives_kill_9() {
             delete_records(&bootstrap, topic, Offset::End).await,
             Ok(400)
         );
+        // MAX_TIMESTAMP still answers when its record lies below the start,
+        // as Kafka's does.
+        let (error, offset) = list_offsets_at(&bootstrap, topic, -3);
+        assert!(
+            error == 0 && (0..400).contains(&offset),
+            "MAX_TIMESTAMP after deleting everything: error {error}, offset {offset}"
+        );
         let producer = future_producer(&producer_config(&bootstrap));
         let more = produce_all(&producer, topic, &test_messages(20, 1)).await;
         assert_eq!(more.first().map(|a| a.offset), Some(400));
@@ -229,6 +241,24 @@ async fn delete_records_moves_the_log_start_and_survives_kill_9() {
     broker.terminate();
     broker.restart();
     assert_eq!(watermarks(&bootstrap, topic, 0), (400, 420));
+}
+
+/// ListOffsets v7 of partition 0 of `topic` for `timestamp`: (error, offset).
+fn list_offsets_at(bootstrap: &str, topic: &str, timestamp: i64) -> (i16, i64) {
+    let mut wanted = ListOffsetsPartition::default();
+    wanted.partition_index = 0;
+    wanted.timestamp = timestamp;
+    wanted.current_leader_epoch = -1;
+    let mut wanted_topic = ListOffsetsTopic::default();
+    wanted_topic.name = TopicName(StrBytes::from_string(topic.to_string()));
+    wanted_topic.partitions = vec![wanted];
+    let mut request = ListOffsetsRequest::default();
+    request.replica_id = kafka_protocol::messages::BrokerId(-1);
+    request.topics = vec![wanted_topic];
+    let response: ListOffsetsResponse =
+        RawClient::connect(bootstrap).request(ApiKey::ListOffsets, 7, &request);
+    let answer = &response.topics[0].partitions[0];
+    (answer.error_code, answer.offset)
 }
 
 fn raw_request(topics: &[(&str, &[(i32, i64)])]) -> DeleteRecordsRequest {
@@ -392,6 +422,81 @@ async fn delete_records_refusals_answer_like_kafka() {
             delete_records(&bootstrap, "dr", Offset::Offset(41)).await,
             Err(RDKafkaErrorCode::OffsetOutOfRange)
         );
+    })
+    .await;
+}
+
+/// ListOffsets latest: the high watermark (isolation level 0) or the last
+/// stable offset (1).
+fn latest(bootstrap: &str, topic: &str, isolation_level: i8) -> i64 {
+    let mut wanted = ListOffsetsPartition::default();
+    wanted.partition_index = 0;
+    wanted.timestamp = -1;
+    wanted.current_leader_epoch = -1;
+    let mut wanted_topic = ListOffsetsTopic::default();
+    wanted_topic.name = TopicName(StrBytes::from_string(topic.to_string()));
+    wanted_topic.partitions = vec![wanted];
+    let mut request = ListOffsetsRequest::default();
+    request.replica_id = kafka_protocol::messages::BrokerId(-1);
+    request.isolation_level = isolation_level;
+    request.topics = vec![wanted_topic];
+    let response: ListOffsetsResponse =
+        RawClient::connect(bootstrap).request(ApiKey::ListOffsets, 7, &request);
+    let answer = &response.topics[0].partitions[0];
+    assert_eq!(answer.error_code, 0, "ListOffsets read_committed");
+    answer.offset
+}
+
+/// Goal: DeleteRecords past the first offset of an open transaction (Kafka
+/// allows up to the high watermark) leaves the last stable offset at the
+/// new log start, never below it, as Kafka's first unstable offset
+/// follows the log start; the commit then makes everything stable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_records_past_an_open_transaction_keeps_the_stable_offset_at_the_start() {
+    use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+    let broker = Broker::start(BrokerOptions::default());
+    let bootstrap = broker.bootstrap();
+    let topic = "dr-txn";
+    with_timeout(Duration::from_secs(240), async {
+        create_topic_with_configs(&bootstrap, topic, 1, &[]).await;
+        let plain = future_producer(&producer_config(&bootstrap));
+        produce_all(&plain, topic, &test_messages(10, 1)).await;
+        drop(plain);
+        let mut config = producer_config(&bootstrap);
+        config
+            .set("enable.idempotence", "true")
+            .set("transactional.id", "dr-txn-producer");
+        let producer: BaseProducer = config.create().expect("transactional producer");
+        producer
+            .init_transactions(Duration::from_secs(30))
+            .expect("init transactions");
+        producer.begin_transaction().expect("begin");
+        for i in 0..5 {
+            let value = format!("open-{i}");
+            producer
+                .send(
+                    BaseRecord::<(), String>::to(topic)
+                        .partition(0)
+                        .payload(&value),
+                )
+                .expect("send");
+        }
+        producer.flush(Duration::from_secs(30)).expect("flush");
+        assert_eq!(latest(&bootstrap, topic, 0), 15);
+        assert_eq!(latest(&bootstrap, topic, 1), 10);
+
+        assert_eq!(
+            delete_records(&bootstrap, topic, Offset::Offset(12)).await,
+            Ok(12)
+        );
+        assert_eq!(latest(&bootstrap, topic, 1), 12);
+
+        producer
+            .commit_transaction(Duration::from_secs(30))
+            .expect("commit");
+        // The five records and the commit marker.
+        assert_eq!(latest(&bootstrap, topic, 1), 16);
+        assert_eq!(watermarks(&bootstrap, topic, 0), (12, 16));
     })
     .await;
 }

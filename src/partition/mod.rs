@@ -753,7 +753,9 @@ impl Partition {
             let chunk = read.into_contiguous();
             let mut next = offset;
             for (position, header) in crate::protocol::record_batch::BatchIter::new(&chunk, false) {
-                if header.base_offset >= offset {
+                // The first batch may straddle a log start DeleteRecords set
+                // inside it: it is applied, as Kafka's rebuild does.
+                if header.last_offset() >= offset {
                     replay.apply(&header, &chunk[position..position + header.total_bytes()]);
                 }
                 next = next.max(header.last_offset() + 1);

@@ -771,6 +771,10 @@ impl Shard {
                 Err(PartitionError::Deleted { .. }) => {
                     Err(code(ErrorCode::UnknownTopicOrPartition))
                 }
+                // Shutting down: the partition is being given up.
+                Err(PartitionError::Storage(StorageError::Closed { .. })) => {
+                    Err(code(ErrorCode::NotLeaderOrFollower))
+                }
                 Err(e) => {
                     tracing::error!(topic = %tp.topic, partition = tp.partition, error = %e, "DeleteRecords failed");
                     Err(code(ErrorCode::KafkaStorageError))

@@ -1140,8 +1140,8 @@ impl Log {
     /// after the call (unchanged when `offset` is not past it).
     ///
     /// # Errors
-    /// The log is closed or failed; writing the checkpoint failed (the
-    /// start is then unchanged).
+    /// The log is closed or failed; syncing the log or writing the
+    /// checkpoint failed (the start is then unchanged).
     pub async fn advance_start(&self, offset: i64) -> Result<i64, StorageError> {
         let _turn = self
             .shared
@@ -1160,6 +1160,9 @@ impl Log {
             }
             target
         };
+        // The log up to the start is made durable first: a crash must never
+        // recover a log end below a start written to the checkpoint.
+        self.flush(true).await?;
         let dir_name = self
             .shared
             .dir
@@ -1749,10 +1752,15 @@ impl Log {
             }
             for (header, batch) in whole_batches(result) {
                 if header.max_timestamp >= timestamp {
-                    let found = find_record_by_timestamp(&batch, &header, |record_timestamp| {
-                        record_timestamp >= timestamp
-                    })
-                    .map_err(|reason| self.record_decode_error(header.base_offset, reason))?;
+                    // A batch may straddle a start DeleteRecords set: its
+                    // records below the start are not found (Kafka's
+                    // `searchForTimestamp` from the log start).
+                    let log_start_offset = self.log_start_offset();
+                    let found =
+                        find_record_by_timestamp(&batch, &header, |offset, record_timestamp| {
+                            offset >= log_start_offset && record_timestamp >= timestamp
+                        })
+                        .map_err(|reason| self.record_decode_error(header.base_offset, reason))?;
                     if found.is_some() {
                         return Ok(found);
                     }
@@ -1783,12 +1791,25 @@ impl Log {
                 None => return Ok(None),
             }
         };
-        let result = self.read(batch_offset, i64::MAX, 1, true).await?;
-        let Some((header, batch)) = whole_batches(result).into_iter().next() else {
-            return Ok(None);
+        // The batch may lie below a start DeleteRecords set; Kafka answers
+        // from its segments' bookkeeping then, as this does.
+        let unread = Ok(Some((batch_offset, max_timestamp)));
+        let result = match self
+            .read(batch_offset.max(self.log_start_offset()), i64::MAX, 1, true)
+            .await
+        {
+            Ok(result) => result,
+            Err(StorageError::OffsetOutOfRange { .. }) => return unread,
+            Err(error) => return Err(error),
         };
+        let Some((header, batch)) = whole_batches(result).into_iter().next() else {
+            return unread;
+        };
+        if header.base_offset > batch_offset || header.last_offset() < batch_offset {
+            return unread;
+        }
         let found =
-            find_record_by_timestamp(&batch, &header, |timestamp| timestamp == max_timestamp)
+            find_record_by_timestamp(&batch, &header, |_, timestamp| timestamp == max_timestamp)
                 .map_err(|reason| self.record_decode_error(header.base_offset, reason))?;
         Ok(Some(found.unwrap_or((batch_offset, max_timestamp))))
     }
@@ -1824,6 +1845,10 @@ impl Log {
             // Canceled only if the guard's log went away, which also ends it.
             let _ = compaction_ended.await;
         }
+        // A DeleteRecords writing the start checkpoint finishes first (later
+        // ones find the log closed), so no write lands in a directory being
+        // deleted.
+        let _ = self.shared.start_turn.acquire_permit(1).await;
         result
     }
 
@@ -2569,8 +2594,10 @@ impl Log {
     /// Records how far compaction has cleaned the log.
     pub(super) fn set_cleaner_checkpoint(&self, first_dirty_offset: i64) {
         let mut state = self.shared.state.borrow_mut();
-        assert!(first_dirty_offset >= state.log_start_offset());
         assert!(first_dirty_offset <= state.log_end_offset);
+        // DeleteRecords may have moved the start past it meanwhile (the
+        // next compaction starts at the log start anyway).
+        let first_dirty_offset = first_dirty_offset.max(state.log_start_offset());
         state.cleaner_checkpoint = Some(first_dirty_offset);
     }
 }
@@ -2625,8 +2652,10 @@ impl Log {
             .drain(..count)
             .map(|segment| (segment.base_offset, segment.size_bytes))
             .collect();
-        let log_start_offset = state.log_start_offset();
-        state.drop_cached_below(log_start_offset);
+        // Only what the removed segments held: a start DeleteRecords set
+        // may lie in the tail, among batches not written yet.
+        let first_kept = state.segments[0].base_offset;
+        state.drop_cached_below(first_kept);
         removed
     }
 
@@ -3208,6 +3237,55 @@ mod tests {
             assert_eq!(bytes, stored.concat());
             let log = Log::open(&dir, small_config(1 << 20), true).await.unwrap();
             assert_eq!(log.log_end_offset(), end);
+            log.close().await.unwrap();
+        });
+    }
+
+    /// Goal: a start DeleteRecords set inside a batch is the log start at
+    /// once and after a reopen; an offset at or below it changes nothing;
+    /// a checkpoint past the recovered log end (a segment damaged after
+    /// the start was written) is cut to the end and rewritten, so records
+    /// appended from there are not hidden by the old start at the next
+    /// reopen.
+    #[test]
+    fn the_start_deleterecords_sets_survives_reopens_and_never_passes_the_end() {
+        run_on_executor(|| async {
+            let (_root, dir) = temporary_log_dir();
+            let log = Log::create(&dir, small_config(1 << 20), Uuid::new_v4())
+                .await
+                .unwrap();
+            append_batches(&log, 4).await;
+            assert_eq!(log.advance_start(4).await.unwrap(), 4);
+            assert_eq!(log.advance_start(2).await.unwrap(), 4);
+            assert!(matches!(
+                log.read(3, i64::MAX, 1 << 20, true).await,
+                Err(StorageError::OffsetOutOfRange { .. })
+            ));
+            let read = log.read(4, i64::MAX, 1 << 20, true).await.unwrap();
+            assert_eq!(whole_batches(read)[0].0.base_offset, 3);
+            log.close().await.unwrap();
+            drop(log);
+
+            let log = Log::open(&dir, small_config(1 << 20), true).await.unwrap();
+            assert_eq!((log.log_start_offset(), log.log_end_offset()), (4, 12));
+            log.close().await.unwrap();
+            drop(log);
+
+            // A start past the end, as a damaged segment would leave it.
+            write_file_atomically(
+                &dir,
+                LOG_START_OFFSET_CHECKPOINT_FILE,
+                encode_offset_checkpoint("orders-0", 50).into_bytes(),
+            )
+            .await
+            .unwrap();
+            let log = Log::open(&dir, small_config(1 << 20), true).await.unwrap();
+            assert_eq!((log.log_start_offset(), log.log_end_offset()), (12, 12));
+            append_batches(&log, 2).await;
+            log.close().await.unwrap();
+            drop(log);
+            let log = Log::open(&dir, small_config(1 << 20), true).await.unwrap();
+            assert_eq!((log.log_start_offset(), log.log_end_offset()), (12, 18));
             log.close().await.unwrap();
         });
     }

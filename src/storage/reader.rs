@@ -383,8 +383,8 @@ pub fn whole_batches(result: ReadResult) -> Vec<(BatchHeader, Bytes)> {
     batches
 }
 
-/// The offset and timestamp of the first record of `batch` whose timestamp
-/// satisfies `wanted`. Records of a LogAppendTime batch all carry the
+/// The offset and timestamp of the first record of `batch` that `wanted`
+/// accepts, given its offset and timestamp. Records of a LogAppendTime batch all carry the
 /// batch's maxTimestamp, as in Kafka. Compressed batches are decompressed.
 ///
 /// # Errors
@@ -392,7 +392,7 @@ pub fn whole_batches(result: ReadResult) -> Vec<(BatchHeader, Bytes)> {
 pub fn find_record_by_timestamp(
     batch: &Bytes,
     header: &BatchHeader,
-    wanted: impl Fn(i64) -> bool,
+    wanted: impl Fn(i64, i64) -> bool,
 ) -> Result<Option<(i64, i64)>, String> {
     let mut bytes = batch.clone();
     let record_set = RecordBatchDecoder::decode(&mut bytes).map_err(|error| error.to_string())?;
@@ -402,7 +402,7 @@ pub fn find_record_by_timestamp(
         } else {
             record.timestamp
         };
-        if wanted(timestamp) {
+        if wanted(record.offset, timestamp) {
             return Ok(Some((record.offset, timestamp)));
         }
     }

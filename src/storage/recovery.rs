@@ -47,10 +47,10 @@ use uuid::Uuid;
 use super::{
     checkpoint::{
         decode_leader_epoch_checkpoint, decode_offset_checkpoint, decode_partition_metadata,
-        encode_leader_epoch_checkpoint, read_file_if_exists, remove_file_if_exists, run_blocking,
-        sync_directory, truncate_epochs_from_start, write_file_atomically, write_file_synced,
-        EpochEntry, CLEANER_OFFSET_CHECKPOINT_FILE, LEADER_EPOCH_CHECKPOINT_FILE,
-        LOG_START_OFFSET_CHECKPOINT_FILE, PARTITION_METADATA_FILE,
+        encode_leader_epoch_checkpoint, encode_offset_checkpoint, read_file_if_exists,
+        remove_file_if_exists, run_blocking, sync_directory, truncate_epochs_from_start,
+        write_file_atomically, write_file_synced, EpochEntry, CLEANER_OFFSET_CHECKPOINT_FILE,
+        LEADER_EPOCH_CHECKPOINT_FILE, LOG_START_OFFSET_CHECKPOINT_FILE, PARTITION_METADATA_FILE,
     },
     error::StorageError,
     index::{OffsetIndex, TimeIndex, OFFSET_INDEX_ENTRY_BYTES, TIME_INDEX_ENTRY_BYTES},
@@ -175,8 +175,10 @@ pub async fn recover_log(
     let log_end_offset = segments.last().map_or(0, |segment| segment.next_offset);
     let mut start_floor = read_start_floor(dir).await?;
     if start_floor > log_end_offset {
-        // Only records acknowledged without a sync (acks=1) can have been
-        // lost past a start DeleteRecords set: the log goes on from its end.
+        // DeleteRecords syncs the log before it writes the start, so only a
+        // damaged segment brings this: the log goes on from its end, and
+        // the checkpoint says so, or a later start would hide the records
+        // appended from here.
         warn!(
             dir = %dir.display(),
             start_floor,
@@ -184,6 +186,16 @@ pub async fn recover_log(
             "the log start DeleteRecords set is past the recovered log end; starting at the end"
         );
         start_floor = log_end_offset;
+        let dir_name = dir
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        write_file_atomically(
+            dir,
+            LOG_START_OFFSET_CHECKPOINT_FILE,
+            encode_offset_checkpoint(&dir_name, start_floor).into_bytes(),
+        )
+        .await?;
     }
     let log_start_offset = segments
         .first()

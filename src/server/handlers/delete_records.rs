@@ -11,7 +11,8 @@
 //! With one replica the low watermark is the new log start at once, so
 //! `timeout_ms` is never waited on. The start is durable when answered
 //! (Kafka writes its checkpoint within a minute), and the segments wholly
-//! below it are deleted then (Kafka waits for its next retention check).
+//! below it are deleted then, unless a compaction or retention pass of the
+//! partition is running (Kafka always waits for its next retention check).
 
 use std::collections::HashMap;
 use std::rc::Rc;
