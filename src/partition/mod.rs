@@ -420,6 +420,11 @@ impl Partition {
             })
     }
 
+    /// Bytes of the partition's segments (DescribeLogDirs).
+    pub fn size_bytes(&self) -> u64 {
+        self.log.size_bytes()
+    }
+
     /// First offset still in the log.
     pub fn log_start_offset(&self) -> i64 {
         self.log.log_start_offset()

@@ -218,6 +218,13 @@ pub const API_RANGES: &[ApiRange] = &[
         max: 0,
         served_min: 0,
     },
+    // Kafka 4.0 serves 1-4 (v0 was removed by KIP-896).
+    ApiRange {
+        key: ApiKey::DescribeLogDirs,
+        advertised_min: 1,
+        max: 4,
+        served_min: 1,
+    },
     ApiRange {
         key: ApiKey::DeleteRecords,
         advertised_min: 0,

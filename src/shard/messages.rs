@@ -342,6 +342,8 @@ pub enum ShardRequest {
     /// DeleteRecords: move the log start of these partitions up to the
     /// offset given (-1: the high watermark).
     DeleteRecords(Vec<(TopicPartition, i64)>),
+    /// DescribeLogDirs: the size of every partition this shard holds.
+    PartitionSizes,
     /// This shard's counters.
     Metrics,
     /// For the group coordinator of `__consumer_offsets` partition `partition`.
@@ -385,4 +387,6 @@ pub enum ShardReply {
     /// Per partition, in request order: the log start after the call (the
     /// low watermark), or the Kafka error code.
     DeleteRecords(Vec<Result<i64, i16>>),
+    /// Every partition the shard holds with its bytes on disk.
+    PartitionSizes(Vec<(TopicPartition, u64)>),
 }

@@ -432,6 +432,15 @@ impl Shard {
                     .collect();
                 async move { ShardReply::DescribeProducers(described) }.boxed_local()
             }
+            ShardRequest::PartitionSizes => {
+                let sizes = self
+                    .partitions
+                    .borrow()
+                    .iter()
+                    .map(|(tp, partition)| (tp.clone(), partition.size_bytes()))
+                    .collect();
+                async move { ShardReply::PartitionSizes(sizes) }.boxed_local()
+            }
             ShardRequest::DeleteRecords(items) => {
                 async move { ShardReply::DeleteRecords(self.delete_records(items).await) }
                     .boxed_local()

@@ -1126,6 +1126,17 @@ impl Log {
         self.shared.state.borrow().topic_id
     }
 
+    /// Bytes of the log's segments, appends not yet written included
+    /// (Kafka's `UnifiedLog.size`, as DescribeLogDirs reports it).
+    pub fn size_bytes(&self) -> u64 {
+        let state = self.shared.state.borrow();
+        state
+            .segments
+            .iter()
+            .map(|segment| segment.size_bytes)
+            .sum()
+    }
+
     /// First offset held by the log.
     pub fn log_start_offset(&self) -> i64 {
         self.shared.state.borrow().log_start_offset()

@@ -57,7 +57,8 @@ public class JavaClient {
     /**
      * Changing a topic as kafka-delete-records, kafka-topics --alter and
      * kafka-configs --alter do: DeleteRecords (and one past the high
-     * watermark), CreatePartitions, IncrementalAlterConfigs.
+     * watermark), CreatePartitions, IncrementalAlterConfigs; and
+     * DescribeLogDirs, as kafka-log-dirs does.
      */
     static void adminCalls(String bootstrap, String topic) throws Exception {
         Properties props = new Properties();
@@ -89,6 +90,11 @@ public class JavaClient {
             admin.incrementalAlterConfigs(Map.of(resource, List.of(set))).all().get();
             String retention = admin.describeConfigs(List.of(resource)).all().get()
                     .get(resource).get("retention.ms").value();
+            int broker = admin.describeCluster().nodes().get().iterator().next().id();
+            var dirs = admin.describeLogDirs(List.of(broker)).allDescriptions().get().get(broker);
+            long size = dirs.size() == 1
+                    ? dirs.values().iterator().next().replicaInfos().get(tp).size()
+                    : -1;
             List<String> values = new ArrayList<>();
             Properties consumerProps = new Properties();
             consumerProps.put("bootstrap.servers", bootstrap);
@@ -106,8 +112,8 @@ public class JavaClient {
             }
             System.out.printf(
                     "{\"low_watermark\": %d, \"earliest\": %d, \"beyond\": \"%s\", \"partitions\": %d, "
-                            + "\"retention_ms\": \"%s\", \"read\": \"%s\"}%n",
-                    low, earliest, beyond, partitions, retention, String.join(",", values));
+                            + "\"retention_ms\": \"%s\", \"read\": \"%s\", \"log_dirs\": %d, \"size\": %d}%n",
+                    low, earliest, beyond, partitions, retention, String.join(",", values), dirs.size(), size);
         }
     }
 

@@ -77,7 +77,7 @@ def test_java_copier_with_a_group_member_copies_exactly_once(classpath, broker, 
     assert seen["read_committed_distinct"] == 200
 
 
-def test_java_admin_deletes_records_adds_partitions_and_alters_configs(classpath, broker, topic):
+def test_java_admin_deletes_records_adds_partitions_alters_configs_and_describes_log_dirs(classpath, broker, topic):
     seen = run_java(classpath, "admin", broker, topic)
     assert seen["low_watermark"] == 12
     assert seen["earliest"] == 12
@@ -85,3 +85,6 @@ def test_java_admin_deletes_records_adds_partitions_and_alters_configs(classpath
     assert seen["partitions"] == 4
     assert seen["retention_ms"] == "86400000"
     assert seen["read"] == ",".join(f"{i}:v{i}" for i in range(12, 20))
+    assert seen["log_dirs"] == 1
+    # 20 records in small batches, none deleted (one segment).
+    assert 0 < seen["size"] < 10000

@@ -14,6 +14,7 @@ pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_log_dirs;
 pub mod describe_producers;
 pub mod describe_transactions;
 pub mod end_txn;
@@ -281,6 +282,10 @@ pub async fn dispatch(
         }
         ApiKey::DescribeProducers => {
             describe_producers::handle(shard, decode(&mut body, version)?, version, correlation_id)
+                .await
+        }
+        ApiKey::DescribeLogDirs => {
+            describe_log_dirs::handle(shard, decode(&mut body, version)?, version, correlation_id)
                 .await
         }
         ApiKey::DeleteRecords => {
