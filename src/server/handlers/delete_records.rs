@@ -17,7 +17,6 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use futures::future::join_all;
 use kafka_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
 };
@@ -93,23 +92,9 @@ pub async fn handle(
             }
         }
     }
-    let mut calls = Vec::new();
-    for (target, (positions, items)) in groups.groups {
-        calls.push((
-            positions,
-            shard.call(target, ShardRequest::DeleteRecords(items)).await,
-        ));
-    }
+    let replies = groups.send(shard, ShardRequest::DeleteRecords).await;
     Box::pin(async move {
-        let replies = join_all(calls.into_iter().map(|(positions, call)| async move {
-            let reply = match call {
-                Ok(completion) => completion.await.ok(),
-                Err(_) => None,
-            };
-            (positions, reply)
-        }))
-        .await;
-        for (positions, reply) in replies {
+        for (positions, reply) in replies.await {
             if let Some(ShardReply::DeleteRecords(answers)) = reply {
                 for (position, answer) in positions.into_iter().zip(answers) {
                     outcomes[position] = answer;

@@ -9,7 +9,6 @@
 
 use std::rc::Rc;
 
-use futures::future::join_all;
 use kafka_protocol::messages::describe_producers_response::{
     PartitionResponse, ProducerState, TopicResponse,
 };
@@ -57,25 +56,9 @@ pub async fn handle(
             }
         }
     }
-    let mut calls = Vec::new();
-    for (target, (positions, items)) in groups.groups {
-        calls.push((
-            positions,
-            shard
-                .call(target, ShardRequest::DescribeProducers(items))
-                .await,
-        ));
-    }
+    let replies = groups.send(shard, ShardRequest::DescribeProducers).await;
     Box::pin(async move {
-        let replies = join_all(calls.into_iter().map(|(positions, call)| async move {
-            let reply = match call {
-                Ok(completion) => completion.await.ok(),
-                Err(_) => None,
-            };
-            (positions, reply)
-        }))
-        .await;
-        for (positions, reply) in replies {
+        for (positions, reply) in replies.await {
             if let Some(ShardReply::DescribeProducers(described)) = reply {
                 for (position, outcome) in positions.into_iter().zip(described) {
                     outcomes[position] = outcome;

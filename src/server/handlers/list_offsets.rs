@@ -5,7 +5,6 @@
 use std::collections::HashSet;
 use std::rc::Rc;
 
-use futures::future::join_all;
 use kafka_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
@@ -96,28 +95,14 @@ pub async fn handle(
             }
             results.push(partitions);
         }
-        let mut calls = Vec::new();
-        for (target, (positions, items)) in groups.groups {
-            let call = shard
-                .call(
-                    target,
-                    ShardRequest::ListOffsets {
-                        items,
-                        isolation_level: request.isolation_level,
-                    },
-                )
-                .await;
-            calls.push((positions, call));
-        }
-        let replies = join_all(calls.into_iter().map(|(positions, call)| async move {
-            let reply = match call {
-                Ok(completion) => completion.await.ok(),
-                Err(_) => None,
-            };
-            (positions, reply)
-        }))
-        .await;
-        for (positions, reply) in replies {
+        let isolation_level = request.isolation_level;
+        let replies = groups
+            .send(&shard, |items| ShardRequest::ListOffsets {
+                items,
+                isolation_level,
+            })
+            .await;
+        for (positions, reply) in replies.await {
             if let Some(ShardReply::ListOffsets(shard_results)) = reply {
                 for (position, result) in positions.into_iter().zip(shard_results) {
                     let (ti, pi) = flat[position];

@@ -324,6 +324,29 @@ impl<T> ShardGroups<T> {
         entry.0.push(position);
         entry.1.push(item);
     }
+
+    /// Sends each shard its items as one request that `request` makes of
+    /// them; every request is sent before this returns. The future returned
+    /// resolves to each group's positions and its shard's reply (None when
+    /// the shard could not be reached or dropped the request).
+    pub async fn send(
+        self,
+        shard: &Rc<crate::shard::Shard>,
+        request: impl Fn(Vec<T>) -> crate::shard::messages::ShardRequest,
+    ) -> impl std::future::Future<Output = Vec<(Vec<usize>, Option<crate::shard::messages::ShardReply>)>>
+    {
+        let mut calls = Vec::with_capacity(self.groups.len());
+        for (target, (positions, items)) in self.groups {
+            calls.push((positions, shard.call(target, request(items)).await));
+        }
+        futures::future::join_all(calls.into_iter().map(|(positions, call)| async move {
+            let reply = match call {
+                Ok(completion) => completion.await.ok(),
+                Err(_) => None,
+            };
+            (positions, reply)
+        }))
+    }
 }
 
 impl<T> Default for ShardGroups<T> {
