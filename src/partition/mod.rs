@@ -1261,24 +1261,32 @@ impl Partition {
         };
         let start_before = self.log.log_start_offset();
         let outcome = self.log.apply_retention(&limits).await?;
+        if outcome.log_start_offset > start_before {
+            self.follow_log_start(outcome.log_start_offset).await;
+        }
+        Ok(outcome)
+    }
+
+    /// After the log start moved up to `start` (retention, DeleteRecords):
+    /// forgets the aborted transactions that ended below it, and takes a
+    /// producer snapshot when it passed the newest (a start does not use
+    /// snapshots below the log start).
+    async fn follow_log_start(&self, start: i64) {
         {
             let mut aborted = self.aborted.borrow_mut();
             while aborted
                 .entries
                 .front()
-                .is_some_and(|entry| entry.last_offset < outcome.log_start_offset)
+                .is_some_and(|entry| entry.last_offset < start)
             {
                 aborted.entries.pop_front();
             }
         }
-        if outcome.log_start_offset > start_before
-            && outcome.log_start_offset > self.snapshot_offset.get()
-        {
+        if start > self.snapshot_offset.get() {
             if let Err(error) = self.take_producer_snapshot().await {
-                tracing::warn!(topic = %self.topic, partition = self.index, %error, "producer snapshot after retention failed");
+                tracing::warn!(topic = %self.topic, partition = self.index, %error, "producer snapshot after the log start moved failed");
             }
         }
-        Ok(outcome)
     }
 
     /// DeleteRecords on this partition (Kafka's `deleteRecordsOnLeader`):
@@ -1309,21 +1317,7 @@ impl Partition {
         let start_before = self.log.log_start_offset();
         let start = self.log.advance_start(target).await?;
         if start > start_before {
-            {
-                let mut aborted = self.aborted.borrow_mut();
-                while aborted
-                    .entries
-                    .front()
-                    .is_some_and(|entry| entry.last_offset < start)
-                {
-                    aborted.entries.pop_front();
-                }
-            }
-            if start > self.snapshot_offset.get() {
-                if let Err(error) = self.take_producer_snapshot().await {
-                    tracing::warn!(topic = %self.topic, partition = self.index, %error, "producer snapshot after DeleteRecords failed");
-                }
-            }
+            self.follow_log_start(start).await;
             if let Err(error) = self.apply_retention(-1, -1, now_ms()).await {
                 tracing::warn!(topic = %self.topic, partition = self.index, %error, "deleting segments below the log start failed; the next retention pass retries");
             }

@@ -301,6 +301,29 @@ pub async fn write_file_atomically(
     .await
 }
 
+/// Replaces the one-partition checkpoint `name` in the partition directory
+/// `dir` with `offset` (see [`encode_offset_checkpoint`]), atomically and
+/// durably.
+///
+/// # Errors
+/// As [`write_file_atomically`].
+pub async fn write_offset_checkpoint(
+    dir: &Path,
+    name: &str,
+    offset: i64,
+) -> Result<(), StorageError> {
+    let dir_name = dir
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    write_file_atomically(
+        dir,
+        name,
+        encode_offset_checkpoint(&dir_name, offset).into_bytes(),
+    )
+    .await
+}
+
 /// Writes `path` in place with `contents` and fdatasyncs it (index files,
 /// which are checked on load, so a torn write is detected there).
 ///

@@ -96,8 +96,8 @@ use super::{
         BatchRecord,
     },
     checkpoint::{
-        encode_offset_checkpoint, remove_file_if_exists, sync_directory, write_file_atomically,
-        write_file_synced, CLEANER_OFFSET_CHECKPOINT_FILE,
+        remove_file_if_exists, sync_directory, write_file_synced, write_offset_checkpoint,
+        CLEANER_OFFSET_CHECKPOINT_FILE,
     },
     error::StorageError,
     index::{OFFSET_INDEX_ENTRY_BYTES, TIME_INDEX_ENTRY_BYTES},
@@ -764,16 +764,7 @@ impl Log {
         }
 
         if snapshot.cleaner_checkpoint != Some(end_offset) {
-            let dir_name = dir
-                .file_name()
-                .map(|name| name.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            write_file_atomically(
-                &dir,
-                CLEANER_OFFSET_CHECKPOINT_FILE,
-                encode_offset_checkpoint(&dir_name, end_offset).into_bytes(),
-            )
-            .await?;
+            write_offset_checkpoint(&dir, CLEANER_OFFSET_CHECKPOINT_FILE, end_offset).await?;
         }
         self.set_cleaner_checkpoint(end_offset);
         stats.cleaned_up_to_offset = end_offset;

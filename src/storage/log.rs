@@ -51,9 +51,9 @@ use uuid::Uuid;
 use super::{
     appender::{spawn_signalled, AppenderSettings, SegmentAppender, WriterCounters},
     checkpoint::{
-        encode_leader_epoch_checkpoint, encode_offset_checkpoint, encode_partition_metadata,
-        run_blocking, sync_directory, truncate_epochs_from_start, write_file_atomically,
-        write_file_synced, EpochEntry, LEADER_EPOCH_CHECKPOINT_FILE,
+        encode_leader_epoch_checkpoint, encode_partition_metadata, run_blocking, sync_directory,
+        truncate_epochs_from_start, write_file_atomically, write_file_synced,
+        write_offset_checkpoint, EpochEntry, LEADER_EPOCH_CHECKPOINT_FILE,
         LOG_START_OFFSET_CHECKPOINT_FILE, PARTITION_METADATA_FILE,
     },
     direct::{self, DirectMem, DirectSlot, DirectSlots},
@@ -1174,18 +1174,7 @@ impl Log {
         // The log up to the start is made durable first: a crash must never
         // recover a log end below a start written to the checkpoint.
         self.flush(true).await?;
-        let dir_name = self
-            .shared
-            .dir
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        write_file_atomically(
-            &self.shared.dir,
-            LOG_START_OFFSET_CHECKPOINT_FILE,
-            encode_offset_checkpoint(&dir_name, target).into_bytes(),
-        )
-        .await?;
+        write_offset_checkpoint(&self.shared.dir, LOG_START_OFFSET_CHECKPOINT_FILE, target).await?;
         let start = {
             let mut state = self.shared.state.borrow_mut();
             state.start_floor = state.start_floor.max(target);
@@ -3283,13 +3272,9 @@ mod tests {
             drop(log);
 
             // A start past the end, as a damaged segment would leave it.
-            write_file_atomically(
-                &dir,
-                LOG_START_OFFSET_CHECKPOINT_FILE,
-                encode_offset_checkpoint("orders-0", 50).into_bytes(),
-            )
-            .await
-            .unwrap();
+            write_offset_checkpoint(&dir, LOG_START_OFFSET_CHECKPOINT_FILE, 50)
+                .await
+                .unwrap();
             let log = Log::open(&dir, small_config(1 << 20), true).await.unwrap();
             assert_eq!((log.log_start_offset(), log.log_end_offset()), (12, 12));
             append_batches(&log, 2).await;

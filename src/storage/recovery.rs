@@ -47,9 +47,9 @@ use uuid::Uuid;
 use super::{
     checkpoint::{
         decode_leader_epoch_checkpoint, decode_offset_checkpoint, decode_partition_metadata,
-        encode_leader_epoch_checkpoint, encode_offset_checkpoint, read_file_if_exists,
-        remove_file_if_exists, run_blocking, sync_directory, truncate_epochs_from_start,
-        write_file_atomically, write_file_synced, EpochEntry, CLEANER_OFFSET_CHECKPOINT_FILE,
+        encode_leader_epoch_checkpoint, read_file_if_exists, remove_file_if_exists, run_blocking,
+        sync_directory, truncate_epochs_from_start, write_file_atomically, write_file_synced,
+        write_offset_checkpoint, EpochEntry, CLEANER_OFFSET_CHECKPOINT_FILE,
         LEADER_EPOCH_CHECKPOINT_FILE, LOG_START_OFFSET_CHECKPOINT_FILE, PARTITION_METADATA_FILE,
     },
     error::StorageError,
@@ -186,16 +186,7 @@ pub async fn recover_log(
             "the log start DeleteRecords set is past the recovered log end; starting at the end"
         );
         start_floor = log_end_offset;
-        let dir_name = dir
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        write_file_atomically(
-            dir,
-            LOG_START_OFFSET_CHECKPOINT_FILE,
-            encode_offset_checkpoint(&dir_name, start_floor).into_bytes(),
-        )
-        .await?;
+        write_offset_checkpoint(dir, LOG_START_OFFSET_CHECKPOINT_FILE, start_floor).await?;
     }
     let log_start_offset = segments
         .first()

@@ -14,6 +14,7 @@
 //! below it are deleted then, unless a compaction or retention pass of the
 //! partition is running (Kafka always waits for its next retention check).
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -41,6 +42,9 @@ pub async fn handle(
     // partitions in order of first appearance and the last offset asked.
     let mut topics: Vec<(String, Vec<(i32, i64)>)> = Vec::new();
     let mut topic_at: HashMap<String, usize> = HashMap::new();
+    // (topic position, partition) -> position in that topic's list, so a
+    // request naming many partitions is not searched once per partition.
+    let mut partition_at: HashMap<(usize, i32), usize> = HashMap::new();
     for topic in &request.topics {
         let name = topic.name.to_string();
         let at = *topic_at.entry(name.clone()).or_insert_with(|| {
@@ -49,12 +53,13 @@ pub async fn handle(
         });
         let partitions = &mut topics[at].1;
         for partition in &topic.partitions {
-            match partitions
-                .iter_mut()
-                .find(|(index, _)| *index == partition.partition_index)
-            {
-                Some(entry) => entry.1 = partition.offset,
-                None => partitions.push((partition.partition_index, partition.offset)),
+            let index = partition.partition_index;
+            match partition_at.entry((at, index)) {
+                Entry::Occupied(slot) => partitions[*slot.get()].1 = partition.offset,
+                Entry::Vacant(slot) => {
+                    slot.insert(partitions.len());
+                    partitions.push((index, partition.offset));
+                }
             }
         }
     }
