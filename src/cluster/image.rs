@@ -85,6 +85,24 @@ impl TopicImage {
     }
 }
 
+/// Every partition's leader epoch: a single node leads each partition from
+/// its creation on, and no election ever moves it.
+pub const LEADER_EPOCH: i32 = 0;
+
+/// Kafka's answer to a request's `current_leader_epoch` (Fetch,
+/// ListOffsets, OffsetForLeaderEpoch): -1 asks for no check; an older epoch
+/// than the partition's is FENCED_LEADER_EPOCH, a newer one
+/// UNKNOWN_LEADER_EPOCH.
+pub fn check_current_leader_epoch(requested: i32) -> Result<(), crate::protocol::ErrorCode> {
+    use crate::protocol::ErrorCode;
+    match requested {
+        -1 => Ok(()),
+        epoch if epoch < LEADER_EPOCH => Err(ErrorCode::FencedLeaderEpoch),
+        epoch if epoch > LEADER_EPOCH => Err(ErrorCode::UnknownLeaderEpoch),
+        _ => Ok(()),
+    }
+}
+
 /// True for the names of Kafka's internal topics.
 pub fn is_internal_topic(name: &str) -> bool {
     name == "__consumer_offsets" || name == "__transaction_state"

@@ -35,8 +35,9 @@ use crate::protocol::record_batch::{
 };
 use crate::storage::txn_index::{self, AbortedTxn};
 use crate::storage::{
-    AppendInfo, CompactionConfig, CompactionRequest, CompactionStats, Log, LogConfig, Pieces,
-    ReadResult, RetentionLimits, RetentionOutcome, ScanReplay, SegmentSettings, StorageError,
+    end_offset_for_epoch, AppendInfo, CompactionConfig, CompactionRequest, CompactionStats,
+    EpochEntry, Log, LogConfig, Pieces, ReadResult, RetentionLimits, RetentionOutcome, ScanReplay,
+    SegmentSettings, StorageError,
 };
 use producer_state::{
     parse_snapshot_file_name, snapshot_file_name, AppendCheck, ProducerError, ProducerStateManager,
@@ -341,7 +342,7 @@ impl Partition {
             index,
             topic_id,
             log,
-            leader_epoch: 0,
+            leader_epoch: crate::cluster::image::LEADER_EPOCH,
             settings: Cell::new(settings),
             waiters: RefCell::new(Vec::new()),
             deleted: Cell::new(false),
@@ -398,6 +399,25 @@ impl Partition {
     /// The current leader epoch.
     pub fn leader_epoch(&self) -> i32 {
         self.leader_epoch
+    }
+
+    /// OffsetForLeaderEpoch: the (epoch, end offset) of leader epoch
+    /// `requested` in this partition's epoch cache. The current epoch
+    /// counts as started at the log end when no batch carries it yet, as
+    /// Kafka's leader records its epoch on becoming leader.
+    pub fn end_offset_for_epoch(&self, requested: i32) -> (i32, i64) {
+        let log_end_offset = self.log.log_end_offset();
+        let mut entries = self.log.leader_epoch_entries();
+        if entries
+            .last()
+            .map_or(true, |latest| latest.epoch < self.leader_epoch)
+        {
+            entries.push(EpochEntry {
+                epoch: self.leader_epoch,
+                start_offset: log_end_offset,
+            });
+        }
+        end_offset_for_epoch(&entries, requested, log_end_offset)
     }
 
     /// Offset up to which consumers may read (exclusive). With one replica

@@ -40,6 +40,12 @@ pub const API_RANGES: &[ApiRange] = &[
         served_min: 1,
     },
     ApiRange {
+        key: ApiKey::OffsetForLeaderEpoch,
+        advertised_min: 2,
+        max: 4,
+        served_min: 2,
+    },
+    ApiRange {
         key: ApiKey::Metadata,
         advertised_min: 0,
         max: 13,

@@ -344,6 +344,8 @@ pub enum ShardRequest {
     DeleteRecords(Vec<(TopicPartition, i64)>),
     /// DescribeLogDirs: the size of every partition this shard holds.
     PartitionSizes,
+    /// OffsetForLeaderEpoch: where each partition's given leader epoch ends.
+    EpochEndOffsets(Vec<(TopicPartition, i32)>),
     /// This shard's counters.
     Metrics,
     /// For the group coordinator of `__consumer_offsets` partition `partition`.
@@ -389,4 +391,7 @@ pub enum ShardReply {
     DeleteRecords(Vec<Result<i64, i16>>),
     /// Every partition the shard holds with its bytes on disk.
     PartitionSizes(Vec<(TopicPartition, u64)>),
+    /// Per partition, in request order: (epoch, end offset), or the Kafka
+    /// error code.
+    EpochEndOffsets(Vec<Result<(i32, i64), i16>>),
 }

@@ -441,6 +441,16 @@ impl Shard {
                     .collect();
                 async move { ShardReply::PartitionSizes(sizes) }.boxed_local()
             }
+            ShardRequest::EpochEndOffsets(items) => {
+                let ends = items
+                    .iter()
+                    .map(|(tp, epoch)| match self.partition(tp) {
+                        Some(partition) => Ok(partition.end_offset_for_epoch(*epoch)),
+                        None => Err(code(ErrorCode::NotLeaderOrFollower)),
+                    })
+                    .collect();
+                async move { ShardReply::EpochEndOffsets(ends) }.boxed_local()
+            }
             ShardRequest::DeleteRecords(items) => {
                 async move { ShardReply::DeleteRecords(self.delete_records(items).await) }
                     .boxed_local()

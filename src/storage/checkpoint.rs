@@ -122,6 +122,37 @@ pub fn truncate_epochs_from_start(entries: &mut Vec<EpochEntry>, start_offset: i
     true
 }
 
+/// Kafka's `LeaderEpochFileCache.endOffsetFor`, as OffsetForLeaderEpoch
+/// answers: the (epoch, end offset) of `requested` in `entries` (ascending
+/// epochs, each with its first offset). The latest epoch ends at the log
+/// end; an earlier one where the next higher epoch starts, reported with the
+/// highest known epoch at or below it (the requested one when none is
+/// lower). -1 and an epoch above every known one are (-1, -1): undefined.
+pub fn end_offset_for_epoch(
+    entries: &[EpochEntry],
+    requested: i32,
+    log_end_offset: i64,
+) -> (i32, i64) {
+    const UNDEFINED: (i32, i64) = (-1, -1);
+    if requested == -1 {
+        return UNDEFINED;
+    }
+    if entries
+        .last()
+        .is_some_and(|latest| latest.epoch == requested)
+    {
+        return (requested, log_end_offset);
+    }
+    let higher = entries.partition_point(|entry| entry.epoch <= requested);
+    let Some(next) = entries.get(higher) else {
+        return UNDEFINED;
+    };
+    match higher.checked_sub(1).map(|floor| entries[floor]) {
+        Some(floor) => (floor.epoch, next.start_offset),
+        None => (requested, next.start_offset),
+    }
+}
+
 /// Text of a `leader-epoch-checkpoint` file.
 pub fn encode_leader_epoch_checkpoint(entries: &[EpochEntry]) -> String {
     let mut text = format!("0\n{}\n", entries.len());
@@ -373,6 +404,34 @@ mod tests {
 
     /// The checkpoint text matches Kafka's layout and parses back; damaged
     /// text is refused rather than half-read.
+    #[test]
+    fn end_offset_for_epoch_follows_kafkas_epoch_cache() {
+        let entries = [
+            EpochEntry {
+                epoch: 2,
+                start_offset: 10,
+            },
+            EpochEntry {
+                epoch: 5,
+                start_offset: 40,
+            },
+        ];
+        // The latest epoch ends at the log end.
+        assert_eq!(end_offset_for_epoch(&entries, 5, 70), (5, 70));
+        // An earlier epoch ends where the next starts.
+        assert_eq!(end_offset_for_epoch(&entries, 2, 70), (2, 40));
+        // An unknown epoch between two known ones: the lower one's answer.
+        assert_eq!(end_offset_for_epoch(&entries, 3, 70), (2, 40));
+        // Below every known epoch: the requested epoch, ending where the
+        // first known one starts.
+        assert_eq!(end_offset_for_epoch(&entries, 1, 70), (1, 10));
+        assert_eq!(end_offset_for_epoch(&entries, -5, 70), (-5, 10));
+        // Above every known epoch, and -1: undefined.
+        assert_eq!(end_offset_for_epoch(&entries, 6, 70), (-1, -1));
+        assert_eq!(end_offset_for_epoch(&entries, -1, 70), (-1, -1));
+        assert_eq!(end_offset_for_epoch(&[], 0, 70), (-1, -1));
+    }
+
     #[test]
     fn leader_epoch_checkpoint_round_trips() {
         let entries = vec![

@@ -42,7 +42,7 @@ mod tail_budget;
 pub mod txn_index;
 
 pub use batch_rewrite::recompress_batch;
-pub use checkpoint::EpochEntry;
+pub use checkpoint::{end_offset_for_epoch, EpochEntry};
 pub use compaction::{CompactionConfig, CompactionOutcome, CompactionRequest, CompactionStats};
 pub use direct::{append_bytes_copied, append_bytes_in_place, DirectSlot};
 pub use error::StorageError;

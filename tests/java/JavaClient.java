@@ -50,6 +50,7 @@ public class JavaClient {
             case "transactions" -> transactions(bootstrap, topic);
             case "copier" -> copier(bootstrap, topic);
             case "admin" -> adminCalls(bootstrap, topic);
+            case "validate" -> validatePositions(bootstrap, topic);
             default -> throw new IllegalArgumentException("unknown mode " + mode);
         }
     }
@@ -115,6 +116,50 @@ public class JavaClient {
                             + "\"retention_ms\": \"%s\", \"read\": \"%s\", \"log_dirs\": %d, \"size\": %d}%n",
                     low, earliest, beyond, partitions, retention, String.join(",", values), dirs.size(), size);
         }
+    }
+
+    /**
+     * A position carrying a leader epoch is validated with
+     * OffsetForLeaderEpoch before the consumer fetches (KIP-320): one past
+     * the end of that epoch is a LogTruncationException naming where the
+     * epoch ends; one inside the log reads on from there.
+     */
+    static void validatePositions(String bootstrap, String topic) throws Exception {
+        Properties props = new Properties();
+        props.put("bootstrap.servers", bootstrap);
+        try (KafkaProducer<String, String> producer =
+                new KafkaProducer<>(props, new StringSerializer(), new StringSerializer())) {
+            for (int i = 0; i < 5; i++) {
+                producer.send(new ProducerRecord<>(topic, 0, "k" + i, "v" + i)).get();
+            }
+        }
+        TopicPartition tp = new TopicPartition(topic, 0);
+        Properties consumerProps = new Properties();
+        consumerProps.put("bootstrap.servers", bootstrap);
+        consumerProps.put("auto.offset.reset", "none");
+        String truncation = "none";
+        List<String> values = new ArrayList<>();
+        try (KafkaConsumer<String, String> consumer =
+                new KafkaConsumer<>(consumerProps, new StringDeserializer(), new StringDeserializer())) {
+            consumer.assign(List.of(tp));
+            consumer.seek(tp, new org.apache.kafka.clients.consumer.OffsetAndMetadata(100, java.util.Optional.of(0), ""));
+            long deadline = System.currentTimeMillis() + 30_000;
+            while (truncation.equals("none") && System.currentTimeMillis() < deadline) {
+                try {
+                    consumer.poll(Duration.ofMillis(200));
+                } catch (org.apache.kafka.clients.consumer.LogTruncationException e) {
+                    var divergent = e.divergentOffsets().get(tp);
+                    truncation = divergent.offset() + "@" + divergent.leaderEpoch().orElse(-1);
+                }
+            }
+            consumer.seek(tp, new org.apache.kafka.clients.consumer.OffsetAndMetadata(3, java.util.Optional.of(0), ""));
+            while (values.size() < 2 && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
+                    values.add(record.offset() + ":" + record.value() + "@" + record.leaderEpoch().orElse(-1));
+                }
+            }
+        }
+        System.out.printf("{\"truncation\": \"%s\", \"read\": \"%s\"}%n", truncation, String.join(",", values));
     }
 
     /** The producer's defaults: acks=all and idempotence on. */

@@ -281,3 +281,50 @@ def test_admin_client_deletes_records(broker, topic):
         assert read == [(i, b"m%d" % i) for i in range(12, 20)]
     finally:
         consumer.close()
+
+
+def test_consumer_validates_a_position_with_a_leader_epoch(broker, topic):
+    """A position that carries a leader epoch (as committed offsets do) is
+    checked with OffsetForLeaderEpoch before fetching (KIP-320): one past
+    where that epoch ends is reported as log truncation with the broker's
+    end offset, as Kafka reports it; one inside the log reads on."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)], operation_timeout=10)[
+        topic
+    ].result(timeout=30)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(5):
+        producer.produce(topic, value=b"v%d" % i, partition=0)
+    assert producer.flush(30) == 0
+
+    def resume_at(offset):
+        """The records read from `offset` to the log end, or the first error."""
+        consumer = Consumer({
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": f"{topic}-{offset}",
+            "auto.offset.reset": "error",
+            "enable.auto.commit": False,
+        })
+        try:
+            consumer.assign([TopicPartition(topic, 0, offset, leader_epoch=0)])
+            seen = []
+            deadline = time.monotonic() + READ_TIMEOUT_S
+            while time.monotonic() < deadline and len(seen) < max(5 - offset, 1):
+                message = consumer.poll(0.5)
+                if message is None:
+                    continue
+                if message.error() is not None:
+                    return message.error()
+                seen.append((message.offset(), message.value(), message.leader_epoch()))
+            return seen
+        finally:
+            consumer.close()
+
+    assert resume_at(3) == [(3, b"v3", 0), (4, b"v4", 0)]
+    error = resume_at(100)
+    assert isinstance(error, KafkaError), error
+    assert error.code() == KafkaError._AUTO_OFFSET_RESET
+    # Without OffsetForLeaderEpoch librdkafka would fetch at 100 and report
+    # an offset out of range instead.
+    assert "log truncation detected at offset 100" in error.str()
+    assert "broker end offset is 5 (offset leader epoch 0)" in error.str()

@@ -10,7 +10,9 @@ producer with an open transaction on the partition. A consume-transform-produce
 copier whose consumer is a subscribed group member (sendOffsetsToTransaction
 with member id and generation) and that aborts every third transaction
 copies each input record exactly once and leaves the group's committed
-offsets at the input's end.
+offsets at the input's end. A consumer seeking to an offset with a leader
+epoch has it validated (OffsetForLeaderEpoch) and finds log truncation past
+the epoch's end.
 
 Method: tests/java/JavaClient.java runs as a single-file Java program on a
 classpath Maven resolves from tests/java/pom.xml (cached in the session), and
@@ -88,3 +90,10 @@ def test_java_admin_deletes_records_adds_partitions_alters_configs_and_describes
     assert seen["log_dirs"] == 1
     # 20 records in small batches, none deleted (one segment).
     assert 0 < seen["size"] < 10000
+
+
+def test_java_consumer_validates_a_position_with_a_leader_epoch(classpath, broker, topic):
+    # Answers of Kafka 4.1.1 to the same program: truncation found at the
+    # end of epoch 0 (offset 5), and records read on from offset 3.
+    seen = run_java(classpath, "validate", broker, topic)
+    assert seen == {"truncation": "5@0", "read": "3:v3@0,4:v4@0"}

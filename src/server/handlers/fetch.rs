@@ -24,6 +24,7 @@ use kafka_protocol::messages::{
 };
 
 use super::{encode_response, encode_response_pieces, str_bytes, ShardGroups};
+use crate::cluster::image::check_current_leader_epoch;
 use crate::protocol::ErrorCode;
 use crate::server::connection::Responder;
 use crate::server::pieces::{RecordSlots, RECORDS_MARKER_BYTES};
@@ -79,9 +80,9 @@ pub async fn handle(
                 let early_error = match (topic, owner) {
                     (None, _) => Some(unknown),
                     (Some(_), None) => Some(ErrorCode::UnknownTopicOrPartition),
-                    // A single node is always at leader epoch 0.
-                    _ if partition.current_leader_epoch > 0 => Some(ErrorCode::UnknownLeaderEpoch),
-                    _ => None,
+                    // Fetch takes any negative epoch for "no check" (Kafka's
+                    // FetchRequest.optionalEpoch), not only -1.
+                    _ => check_current_leader_epoch(partition.current_leader_epoch.max(-1)).err(),
                 };
                 entries.push(Entry {
                     topic_position: ti,

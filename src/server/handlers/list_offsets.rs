@@ -11,6 +11,7 @@ use kafka_protocol::messages::list_offsets_response::{
 use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
 
 use super::{encode_response, ShardGroups};
+use crate::cluster::image::check_current_leader_epoch;
 use crate::protocol::ErrorCode;
 use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{
@@ -67,15 +68,18 @@ pub async fn handle(
                     continue;
                 }
                 let owner = image_topic.and_then(|t| shard.owner_of(t, index));
-                match owner {
-                    None => partitions.push((index, failed(ErrorCode::UnknownTopicOrPartition))),
-                    Some(_) if partition.current_leader_epoch > 0 => {
-                        partitions.push((index, failed(ErrorCode::UnknownLeaderEpoch)));
+                match (
+                    owner,
+                    check_current_leader_epoch(partition.current_leader_epoch),
+                ) {
+                    (None, _) => {
+                        partitions.push((index, failed(ErrorCode::UnknownTopicOrPartition)));
                     }
-                    Some(_) if !timestamp_supported(partition.timestamp, version) => {
+                    (Some(_), Err(error)) => partitions.push((index, failed(error))),
+                    (Some(_), Ok(())) if !timestamp_supported(partition.timestamp, version) => {
                         partitions.push((index, failed(ErrorCode::UnsupportedVersion)));
                     }
-                    Some(owner) => {
+                    (Some(owner), Ok(())) => {
                         let position = flat.len();
                         flat.push((ti, pi));
                         groups.push(

@@ -11,7 +11,7 @@ use kafka_protocol::messages::{ApiKey, BrokerId, MetadataRequest, MetadataRespon
 
 use super::{encode_response, ready, str_bytes};
 use crate::cluster::controller::{validate_topic_name, CONTROLLER_SHARD};
-use crate::cluster::image::is_internal_topic;
+use crate::cluster::image::{is_internal_topic, LEADER_EPOCH};
 use crate::cluster::{MetadataImage, TopicImage};
 use crate::protocol::ErrorCode;
 use crate::server::connection::{Responder, Response};
@@ -90,7 +90,7 @@ fn describe_topic(
             p.partition_index = index;
             p.leader_id = node;
             if version >= 7 {
-                p.leader_epoch = 0;
+                p.leader_epoch = LEADER_EPOCH;
             }
             p.replica_nodes = vec![node];
             p.isr_nodes = vec![node];

@@ -32,6 +32,7 @@ pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
+pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod sync_group;
 pub mod txn_common;
@@ -287,6 +288,15 @@ pub async fn dispatch(
         ApiKey::DescribeLogDirs => {
             describe_log_dirs::handle(shard, decode(&mut body, version)?, version, correlation_id)
                 .await
+        }
+        ApiKey::OffsetForLeaderEpoch => {
+            offset_for_leader_epoch::handle(
+                shard,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         ApiKey::DeleteRecords => {
             delete_records::handle(shard, decode(&mut body, version)?, version, correlation_id)
