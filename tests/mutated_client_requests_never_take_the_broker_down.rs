@@ -32,11 +32,17 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use kafka_protocol::messages::describe_topic_partitions_request::{
+    Cursor as DescribeTopicCursor, TopicRequest as DescribeTopicRequest,
+};
+use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, TopicName,
+    ApiKey, BrokerId, DescribeClusterRequest, DescribeClusterResponse,
+    DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, ElectLeadersRequest,
+    ElectLeadersResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{AdminOptions, AlterConfig, NewPartitions, ResourceSpecifier};
@@ -437,6 +443,31 @@ async fn run_clients(bootstrap: &str) {
             RawClient::connect(bootstrap).request(ApiKey::OffsetForLeaderEpoch, version, &request);
         assert_eq!(response.topics[0].partitions.len(), PARTITIONS as usize);
     }
+    // What admin tools ask that the Rust client cannot: hand-built too.
+    let mut raw = RawClient::connect(bootstrap);
+    let mut describe_cluster = DescribeClusterRequest::default();
+    describe_cluster.include_cluster_authorized_operations = true;
+    describe_cluster.endpoint_type = 1;
+    let _: DescribeClusterResponse = raw.request(ApiKey::DescribeCluster, 1, &describe_cluster);
+    let mut wanted = TopicPartitions::default();
+    wanted.topic = TopicName(StrBytes::from_static_str(RECORDED_TOPIC));
+    wanted.partitions = (0..PARTITIONS).collect();
+    let mut elect = ElectLeadersRequest::default();
+    elect.election_type = 1;
+    elect.topic_partitions = Some(vec![wanted]);
+    elect.timeout_ms = 10_000;
+    let _: ElectLeadersResponse = raw.request(ApiKey::ElectLeaders, 2, &elect);
+    let mut describe_topic = DescribeTopicRequest::default();
+    describe_topic.name = TopicName(StrBytes::from_static_str(RECORDED_TOPIC));
+    let mut cursor = DescribeTopicCursor::default();
+    cursor.topic_name = TopicName(StrBytes::from_static_str(RECORDED_TOPIC));
+    cursor.partition_index = 1;
+    let mut describe_topics = DescribeTopicPartitionsRequest::default();
+    describe_topics.topics = vec![describe_topic];
+    describe_topics.response_partition_limit = 1;
+    describe_topics.cursor = Some(cursor);
+    let _: DescribeTopicPartitionsResponse =
+        raw.request(ApiKey::DescribeTopicPartitions, 0, &describe_topics);
 
     let admin = admin_client(bootstrap);
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
@@ -556,9 +587,10 @@ async fn damaged_copies_of_real_client_requests_get_errors_or_closes_and_lose_no
     // CreateTopics, DeleteTopics, DeleteRecords, InitProducerId,
     // OffsetForLeaderEpoch, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
     // TxnOffsetCommit, DescribeConfigs, AlterConfigs, CreatePartitions,
-    // DeleteGroups.
+    // DeleteGroups, ElectLeaders, DescribeCluster, DescribeTopicPartitions.
     for api in [
         0, 1, 2, 3, 8, 9, 10, 11, 12, 14, 18, 19, 20, 21, 22, 23, 24, 25, 26, 28, 32, 33, 37, 42,
+        43, 60, 75,
     ] {
         assert!(
             apis.contains(&api),

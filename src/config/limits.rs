@@ -34,3 +34,7 @@ pub const METADATA_RECORD_BYTES_MAX: usize = 16 * 1024 * 1024;
 
 const _: () = assert!(CONNECTION_IN_FLIGHT_REQUESTS_MAX >= 5);
 const _: () = assert!(ROUTER_CHANNEL_CAPACITY >= CONNECTION_IN_FLIGHT_REQUESTS_MAX);
+/// Partitions one DescribeTopicPartitions answer describes at most: Kafka's
+/// `max.request.partition.size.limit` default; a client's smaller
+/// `response_partition_limit` wins, one below 1 counts as 1.
+pub const DESCRIBE_TOPIC_PARTITIONS_MAX: i32 = 2000;

@@ -232,6 +232,24 @@ pub const API_RANGES: &[ApiRange] = &[
         served_min: 1,
     },
     ApiRange {
+        key: ApiKey::DescribeCluster,
+        advertised_min: 0,
+        max: 2,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::ElectLeaders,
+        advertised_min: 0,
+        max: 2,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::DescribeTopicPartitions,
+        advertised_min: 0,
+        max: 0,
+        served_min: 0,
+    },
+    ApiRange {
         key: ApiKey::DeleteRecords,
         advertised_min: 0,
         max: 2,

@@ -85,6 +85,20 @@ public class JavaClient {
             admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(PARTITIONS + 2))).all().get();
             int partitions = admin.describeTopics(List.of(topic)).allTopicNames().get()
                     .get(topic).partitions().size();
+            // Two partitions per DescribeTopicPartitions answer: the client
+            // follows the cursor to the end.
+            var paged = admin.describeTopics(List.of(topic),
+                    new org.apache.kafka.clients.admin.DescribeTopicsOptions().partitionSizeLimitPerResponse(2))
+                    .allTopicNames().get().get(topic).partitions().stream()
+                    .map(p -> p.partition() + "@" + p.leader().id())
+                    .collect(Collectors.joining(","));
+            var elected = admin.electLeaders(org.apache.kafka.common.ElectionType.PREFERRED, Set.of(tp))
+                    .partitions().get().get(tp);
+            String election = elected.map(e -> e.getClass().getSimpleName()).orElse("elected");
+            var cluster = admin.describeCluster(
+                    new org.apache.kafka.clients.admin.DescribeClusterOptions().includeAuthorizedOperations(true));
+            boolean controllerIsNode = cluster.controller().get().id() == cluster.nodes().get().iterator().next().id();
+            int clusterOperations = cluster.authorizedOperations().get().size();
             ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
             AlterConfigOp set = new AlterConfigOp(
                     new ConfigEntry("retention.ms", "86400000"), AlterConfigOp.OpType.SET);
@@ -113,8 +127,11 @@ public class JavaClient {
             }
             System.out.printf(
                     "{\"low_watermark\": %d, \"earliest\": %d, \"beyond\": \"%s\", \"partitions\": %d, "
-                            + "\"retention_ms\": \"%s\", \"read\": \"%s\", \"log_dirs\": %d, \"size\": %d}%n",
-                    low, earliest, beyond, partitions, retention, String.join(",", values), dirs.size(), size);
+                            + "\"retention_ms\": \"%s\", \"read\": \"%s\", \"log_dirs\": %d, \"size\": %d, "
+                            + "\"paged\": \"%s\", \"election\": \"%s\", \"controller_is_node\": %b, "
+                            + "\"cluster_operations\": %d}%n",
+                    low, earliest, beyond, partitions, retention, String.join(",", values), dirs.size(), size,
+                    paged, election, controllerIsNode, clusterOperations);
         }
     }
 

@@ -16,6 +16,7 @@ import pytest
 from confluent_kafka import (
     TIMESTAMP_CREATE_TIME,
     Consumer,
+    ElectionType,
     KafkaError,
     KafkaException,
     Producer,
@@ -328,3 +329,31 @@ def test_consumer_validates_a_position_with_a_leader_epoch(broker, topic):
     # an offset out of range instead.
     assert "log truncation detected at offset 100" in error.str()
     assert "broker end offset is 5 (offset leader epoch 0)" in error.str()
+
+
+def test_admin_client_describes_the_cluster_and_elects_leaders(broker, topic):
+    """DescribeCluster and ElectLeaders through librdkafka, as Kafka 4.1.1
+    answers them on one node: the node is the controller, the cluster's
+    operations are Kafka's seven, and no partition needs an election,
+    preferred or unclean, while unknown ones are unknown."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)], operation_timeout=10)[
+        topic
+    ].result(timeout=30)
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(timeout=30)
+    assert [(node.host, node.port) for node in cluster.nodes] == [("127.0.0.1", broker.port)]
+    assert cluster.controller.id == cluster.nodes[0].id
+    assert sorted(op.name for op in cluster.authorized_operations) == [
+        "ALTER", "ALTER_CONFIGS", "CLUSTER_ACTION", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS", "IDEMPOTENT_WRITE",
+    ]
+    for election in (ElectionType.PREFERRED, ElectionType.UNCLEAN):
+        result = admin.elect_leaders(
+            election,
+            [TopicPartition(topic, 0), TopicPartition(topic, 5), TopicPartition(f"{topic}-missing", 0)],
+        ).result(timeout=30)
+        assert {(tp.topic, tp.partition): error.code() for tp, error in result.items()} == {
+            (topic, 0): KafkaError.ELECTION_NOT_NEEDED,
+            (topic, 5): KafkaError.UNKNOWN_TOPIC_OR_PART,
+            (f"{topic}-missing", 0): KafkaError.UNKNOWN_TOPIC_OR_PART,
+        }, election
+    assert admin.elect_leaders(ElectionType.PREFERRED, None).result(timeout=30) == {}

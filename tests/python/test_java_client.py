@@ -12,7 +12,9 @@ with member id and generation) and that aborts every third transaction
 copies each input record exactly once and leaves the group's committed
 offsets at the input's end. A consumer seeking to an offset with a leader
 epoch has it validated (OffsetForLeaderEpoch) and finds log truncation past
-the epoch's end.
+the epoch's end. The admin client pages through a topic's partitions
+(DescribeTopicPartitions), elects leaders (none needed) and describes the
+cluster as with Kafka.
 
 Method: tests/java/JavaClient.java runs as a single-file Java program on a
 classpath Maven resolves from tests/java/pom.xml (cached in the session), and
@@ -79,7 +81,7 @@ def test_java_copier_with_a_group_member_copies_exactly_once(classpath, broker, 
     assert seen["read_committed_distinct"] == 200
 
 
-def test_java_admin_deletes_records_adds_partitions_alters_configs_and_describes_log_dirs(classpath, broker, topic):
+def test_java_admin_deletes_records_adds_partitions_alters_configs_and_describes(classpath, broker, topic):
     seen = run_java(classpath, "admin", broker, topic)
     assert seen["low_watermark"] == 12
     assert seen["earliest"] == 12
@@ -90,6 +92,13 @@ def test_java_admin_deletes_records_adds_partitions_alters_configs_and_describes
     assert seen["log_dirs"] == 1
     # 20 records in small batches, none deleted (one segment).
     assert 0 < seen["size"] < 10000
+    # describeTopics two partitions at a time (DescribeTopicPartitions and
+    # its cursor), electLeaders and describeCluster as Kafka 4.1.1 answers
+    # them on one node (node id 0 here).
+    assert seen["paged"] == "0@0,1@0,2@0,3@0"
+    assert seen["election"] == "ElectionNotNeededException"
+    assert seen["controller_is_node"] is True
+    assert seen["cluster_operations"] == 7
 
 
 def test_java_consumer_validates_a_position_with_a_leader_epoch(classpath, broker, topic):

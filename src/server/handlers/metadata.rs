@@ -9,6 +9,9 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::{ApiKey, BrokerId, MetadataRequest, MetadataResponse, TopicName};
 
+use super::authorized_operations::{
+    AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS_ALL, TOPIC_OPERATIONS_ALL,
+};
 use super::{encode_response, ready, str_bytes};
 use crate::cluster::controller::{validate_topic_name, CONTROLLER_SHARD};
 use crate::cluster::image::{is_internal_topic, LEADER_EPOCH};
@@ -19,23 +22,6 @@ use crate::shard::messages::{
     ControllerReply, ControllerRequest, CreateTopicSpec, ShardReply, ShardRequest,
 };
 use crate::shard::Shard;
-
-/// Kafka's "authorized operations not requested" value.
-const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
-/// Bits of READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS,
-/// ALTER_CONFIGS: everything is allowed without an authorizer.
-const TOPIC_OPERATIONS_ALL: i32 =
-    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
-/// Cluster operations allowed without an authorizer.
-const CLUSTER_OPERATIONS_ALL: i32 = (1 << 4)
-    | (1 << 5)
-    | (1 << 7)
-    | (1 << 8)
-    | (1 << 9)
-    | (1 << 10)
-    | (1 << 11)
-    | (1 << 12)
-    | (1 << 13);
 
 /// Creates `names` through the controller; returns when every shard knows them.
 pub async fn auto_create(shard: &Rc<Shard>, names: Vec<String>) {

@@ -7,16 +7,20 @@ pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod alter_configs;
 pub mod api_versions;
+pub mod authorized_operations;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
+pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_producers;
+pub mod describe_topic_partitions;
 pub mod describe_transactions;
+pub mod elect_leaders;
 pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
@@ -231,6 +235,24 @@ pub async fn dispatch(
             find_coordinator::handle(shard, decode(&mut body, version)?, version, correlation_id)
                 .await
         }
+        ApiKey::DescribeCluster => ready(describe_cluster::handle(
+            shard,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
+        ApiKey::DescribeTopicPartitions => ready(describe_topic_partitions::handle(
+            shard,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
+        ApiKey::ElectLeaders => ready(elect_leaders::handle(
+            shard,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
         ApiKey::DescribeConfigs => ready(describe_configs::handle(
             shard,
             decode(&mut body, version)?,

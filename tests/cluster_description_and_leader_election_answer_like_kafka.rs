@@ -1,0 +1,382 @@
+//! Goal: DescribeCluster (v0-2), ElectLeaders (v0-2) and
+//! DescribeTopicPartitions (v0) answer as Kafka 4.1.1 answered the same
+//! requests (recorded against it, single KRaft node):
+//! - DescribeCluster: the node as broker and controller, never fenced; the
+//!   cluster's authorized operations (8096) only when asked; asking a broker
+//!   for controllers is MISMATCHED_ENDPOINT_TYPE, any other endpoint type
+//!   UNSUPPORTED_ENDPOINT_TYPE, both with no cluster id and controller -1.
+//! - ElectLeaders: every existing partition ELECTION_NOT_NEEDED (preferred
+//!   and unclean), unknown topics and partitions UNKNOWN_TOPIC_OR_PARTITION,
+//!   in request order with repeats; an unknown election type INVALID_REQUEST
+//!   for the request and each partition; all partitions (null): every topic
+//!   with no partitions.
+//! - DescribeTopicPartitions: topics sorted and merged, every topic when
+//!   none is named, the partition limit (at least 1) and the cursor (where
+//!   it starts, where the next answer starts, its refusals).
+//!
+//! Method: hand-built requests (kafka-protocol's types) on a broker with two
+//! topics of 3 and 2 partitions.
+
+mod common;
+
+use std::time::Duration;
+
+use kafka_protocol::messages::describe_topic_partitions_request::{Cursor, TopicRequest};
+use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+use kafka_protocol::messages::{
+    ApiKey, DescribeClusterRequest, DescribeClusterResponse, DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse, ElectLeadersRequest, ElectLeadersResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use common::kafka::create_topic;
+use common::wire::RawClient;
+use common::{with_timeout, Broker, BrokerOptions};
+
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+const INVALID_TOPIC_EXCEPTION: i16 = 17;
+const INVALID_REQUEST: i16 = 42;
+const ELECTION_NOT_NEEDED: i16 = 84;
+const MISMATCHED_ENDPOINT_TYPE: i16 = 114;
+const UNSUPPORTED_ENDPOINT_TYPE: i16 = 115;
+const OMITTED: i32 = i32::MIN;
+const TOPIC_OPERATIONS: i32 = 3576;
+const NOT_NEEDED: &str = "Leader election not needed for topic partition.";
+
+fn name(topic: &str) -> TopicName {
+    TopicName(StrBytes::from_string(topic.to_string()))
+}
+
+fn describe_cluster(
+    bootstrap: &str,
+    version: i16,
+    operations: bool,
+    endpoint_type: i8,
+) -> DescribeClusterResponse {
+    let mut request = DescribeClusterRequest::default();
+    request.include_cluster_authorized_operations = operations;
+    request.endpoint_type = endpoint_type;
+    request.include_fenced_brokers = version >= 2;
+    RawClient::connect(bootstrap).request(ApiKey::DescribeCluster, version, &request)
+}
+
+/// (topic, [(partition, error, message)]) of each topic answered.
+type Elected = Vec<(String, Vec<(i32, i16, String)>)>;
+
+fn elect(
+    bootstrap: &str,
+    version: i16,
+    election_type: i8,
+    topics: Option<&[(&str, &[i32])]>,
+) -> (i16, Elected) {
+    let mut request = ElectLeadersRequest::default();
+    request.election_type = election_type;
+    request.timeout_ms = 10_000;
+    request.topic_partitions = topics.map(|topics| {
+        topics
+            .iter()
+            .map(|(topic, partitions)| {
+                let mut wanted = TopicPartitions::default();
+                wanted.topic = name(topic);
+                wanted.partitions = partitions.to_vec();
+                wanted
+            })
+            .collect()
+    });
+    let response: ElectLeadersResponse =
+        RawClient::connect(bootstrap).request(ApiKey::ElectLeaders, version, &request);
+    let results = response
+        .replica_election_results
+        .iter()
+        .map(|topic| {
+            let partitions = topic
+                .partition_result
+                .iter()
+                .map(|p| {
+                    (
+                        p.partition_id,
+                        p.error_code,
+                        p.error_message.as_deref().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect();
+            (topic.topic.to_string(), partitions)
+        })
+        .collect();
+    (response.error_code, results)
+}
+
+/// (error, name, has an id, internal, operations, partitions) per topic,
+/// and the next cursor.
+type Described = (
+    Vec<(i16, String, bool, bool, i32, Vec<i32>)>,
+    Option<(String, i32)>,
+);
+
+fn describe_topics(
+    bootstrap: &str,
+    topics: &[&str],
+    limit: i32,
+    cursor: Option<(&str, i32)>,
+) -> Described {
+    let mut request = DescribeTopicPartitionsRequest::default();
+    request.topics = topics
+        .iter()
+        .map(|topic| {
+            let mut wanted = TopicRequest::default();
+            wanted.name = name(topic);
+            wanted
+        })
+        .collect();
+    request.response_partition_limit = limit;
+    request.cursor = cursor.map(|(topic, partition)| {
+        let mut cursor = Cursor::default();
+        cursor.topic_name = name(topic);
+        cursor.partition_index = partition;
+        cursor
+    });
+    let response: DescribeTopicPartitionsResponse =
+        RawClient::connect(bootstrap).request(ApiKey::DescribeTopicPartitions, 0, &request);
+    let topics = response
+        .topics
+        .iter()
+        .map(|t| {
+            for p in &t.partitions {
+                assert_eq!(p.error_code, 0);
+                assert_eq!(p.leader_epoch, 0);
+                assert_eq!(p.replica_nodes, [p.leader_id]);
+                assert_eq!(p.isr_nodes, [p.leader_id]);
+                assert_eq!(p.eligible_leader_replicas.as_deref(), Some(&[][..]));
+                assert_eq!(p.last_known_elr.as_deref(), Some(&[][..]));
+                assert!(p.offline_replicas.is_empty());
+            }
+            (
+                t.error_code,
+                t.name.as_deref().map(|n| n.to_string()).unwrap_or_default(),
+                !t.topic_id.is_nil(),
+                t.is_internal,
+                t.topic_authorized_operations,
+                t.partitions.iter().map(|p| p.partition_index).collect(),
+            )
+        })
+        .collect();
+    let next = response
+        .next_cursor
+        .map(|c| (c.topic_name.to_string(), c.partition_index));
+    (topics, next)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_description_and_leader_election_answer_like_kafka() {
+    let broker = Broker::start(BrokerOptions::default());
+    let bootstrap = broker.bootstrap();
+    with_timeout(Duration::from_secs(120), async {
+        create_topic(&bootstrap, "dtpa", 3).await;
+        create_topic(&bootstrap, "dtpb", 2).await;
+
+        // DescribeCluster.
+        for version in 0..=2 {
+            let described = describe_cluster(&bootstrap, version, false, 1);
+            assert_eq!(described.error_code, 0, "v{version}");
+            assert_eq!(described.brokers.len(), 1, "v{version}");
+            let node = &described.brokers[0];
+            assert_eq!(described.controller_id, node.broker_id);
+            assert_eq!((node.host.as_str(), node.port), ("127.0.0.1", i32::from(broker.port())));
+            assert!(!node.is_fenced);
+            assert!(!described.cluster_id.is_empty());
+            assert_eq!(described.cluster_authorized_operations, OMITTED);
+        }
+        assert_eq!(
+            describe_cluster(&bootstrap, 0, true, 1).cluster_authorized_operations,
+            8096
+        );
+        let controllers = describe_cluster(&bootstrap, 1, false, 2);
+        assert_eq!(
+            (
+                controllers.error_code,
+                controllers.error_message.as_deref(),
+                controllers.cluster_id.as_str(),
+                controllers.controller_id.0,
+                controllers.brokers.len()
+            ),
+            (
+                MISMATCHED_ENDPOINT_TYPE,
+                Some("The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"),
+                "",
+                -1,
+                0
+            )
+        );
+        for endpoint_type in [0, 9] {
+            let refused = describe_cluster(&bootstrap, 1, false, endpoint_type);
+            assert_eq!(refused.error_code, UNSUPPORTED_ENDPOINT_TYPE);
+            assert_eq!(
+                refused.error_message.as_deref(),
+                Some(format!("Unsupported endpoint type {endpoint_type}").as_str())
+            );
+        }
+
+        // ElectLeaders.
+        let not_needed = |p: i32| (p, ELECTION_NOT_NEEDED, NOT_NEEDED.to_string());
+        let kafka: Elected = vec![
+            (
+                "dtpa".into(),
+                vec![
+                    not_needed(0),
+                    not_needed(1),
+                    (9, UNKNOWN_TOPIC_OR_PARTITION, "No such partition as dtpa-9".into()),
+                    not_needed(0),
+                ],
+            ),
+            (
+                "nosuch".into(),
+                vec![(0, UNKNOWN_TOPIC_OR_PARTITION, "No such topic as nosuch".into())],
+            ),
+            ("dtpb".into(), vec![not_needed(1)]),
+            ("dtpb".into(), vec![]),
+        ];
+        let asked: &[(&str, &[i32])] = &[
+            ("dtpa", &[0, 1, 9, 0]),
+            ("nosuch", &[0]),
+            ("dtpb", &[1]),
+            ("dtpb", &[]),
+        ];
+        for version in 0..=2 {
+            // v0 has no election type: preferred.
+            for election_type in if version == 0 { &[0][..] } else { &[0, 1] } {
+                let election_type = *election_type;
+                assert_eq!(
+                    elect(&bootstrap, version, election_type, Some(asked)),
+                    (0, kafka.clone()),
+                    "v{version} type {election_type}"
+                );
+            }
+        }
+        let unknown = |p: i32| (p, INVALID_REQUEST, "Unknown election type 5".to_string());
+        assert_eq!(
+            elect(&bootstrap, 1, 5, Some(&[("nosuch", &[0]), ("dtpa", &[9, 0])])),
+            (
+                INVALID_REQUEST,
+                vec![
+                    ("nosuch".into(), vec![unknown(0)]),
+                    ("dtpa".into(), vec![unknown(9), unknown(0)])
+                ]
+            )
+        );
+        assert_eq!(elect(&bootstrap, 1, 5, None), (INVALID_REQUEST, vec![]));
+        let (error, every) = elect(&bootstrap, 2, 0, None);
+        assert_eq!(error, 0);
+        let mut topics: Vec<_> = every.iter().map(|(t, p)| (t.as_str(), p.len())).collect();
+        topics.sort();
+        assert_eq!(topics, [("__consumer_offsets", 0), ("dtpa", 0), ("dtpb", 0)]);
+
+        // DescribeTopicPartitions.
+        let found = |topic: &str, partitions: &[i32]| {
+            (0, topic.to_string(), true, false, TOPIC_OPERATIONS, partitions.to_vec())
+        };
+        let missing = |topic: &str, error: i16, operations: i32| {
+            (error, topic.to_string(), false, false, operations, vec![])
+        };
+        let d = |topics: &[&str], limit: i32, cursor: Option<(&str, i32)>| {
+            describe_topics(&bootstrap, topics, limit, cursor)
+        };
+        let cursor = |topic: &str, partition: i32| Some((topic.to_string(), partition));
+        assert_eq!(d(&["dtpa"], 2000, None), (vec![found("dtpa", &[0, 1, 2])], None));
+        assert_eq!(
+            d(&["dtpb", "dtpa", "nosuch", "dtpa", "bad name!"], 2000, None),
+            (
+                vec![
+                    missing("bad name!", INVALID_TOPIC_EXCEPTION, TOPIC_OPERATIONS),
+                    found("dtpa", &[0, 1, 2]),
+                    found("dtpb", &[0, 1]),
+                    missing("nosuch", UNKNOWN_TOPIC_OR_PARTITION, TOPIC_OPERATIONS),
+                ],
+                None
+            )
+        );
+        assert_eq!(
+            d(&["dtpa", "dtpb"], 2, None),
+            (vec![found("dtpa", &[0, 1])], cursor("dtpa", 2))
+        );
+        assert_eq!(
+            d(&["dtpa", "dtpb"], 2, Some(("dtpa", 2))),
+            (vec![found("dtpa", &[2]), found("dtpb", &[0])], cursor("dtpb", 1))
+        );
+        assert_eq!(
+            d(&["dtpa", "dtpb"], 10, Some(("dtpb", 1))),
+            (vec![found("dtpb", &[1])], None)
+        );
+        assert_eq!(
+            d(&["dtpa", "dtpb"], 10, Some(("dtpa", 7))),
+            (vec![found("dtpa", &[]), found("dtpb", &[0, 1])], None)
+        );
+        for bad in [("zzz", 0), ("dtpa", -1)] {
+            assert_eq!(
+                d(&["dtpa", "dtpb"], 10, Some(bad)),
+                (
+                    vec![
+                        missing("dtpa", INVALID_REQUEST, OMITTED),
+                        missing("dtpb", INVALID_REQUEST, OMITTED)
+                    ],
+                    None
+                ),
+                "cursor {bad:?}"
+            );
+        }
+        for limit in [0, -1] {
+            assert_eq!(
+                d(&["dtpa"], limit, None),
+                (vec![found("dtpa", &[0])], cursor("dtpa", 1))
+            );
+        }
+        assert_eq!(
+            d(&["dtpa", "dtpb"], 3, None),
+            (vec![found("dtpa", &[0, 1, 2])], cursor("dtpb", 0))
+        );
+        assert_eq!(
+            d(&["dtpa", "dtpb"], 5, None),
+            (vec![found("dtpa", &[0, 1, 2]), found("dtpb", &[0, 1])], None)
+        );
+        assert_eq!(
+            d(&["dtpa", "dtpaa", "dtpb"], 4, None),
+            (
+                vec![
+                    found("dtpa", &[0, 1, 2]),
+                    missing("dtpaa", UNKNOWN_TOPIC_OR_PARTITION, TOPIC_OPERATIONS),
+                    found("dtpb", &[0])
+                ],
+                cursor("dtpb", 1)
+            )
+        );
+        assert_eq!(
+            d(&["dtpa", "dtpaa", "dtpb"], 3, None),
+            (vec![found("dtpa", &[0, 1, 2])], cursor("dtpaa", 0))
+        );
+        // Every topic: from the cursor's topic on, or from the next one.
+        assert_eq!(
+            d(&[], 3, Some(("dtpa", 1))),
+            (vec![found("dtpa", &[1, 2]), found("dtpb", &[0])], cursor("dtpb", 1))
+        );
+        assert_eq!(
+            d(&[], 3, Some(("dtpaa", 0))),
+            (vec![found("dtpb", &[0, 1])], None)
+        );
+        assert_eq!(d(&[], 3, Some(("dtpa", -1))), (vec![], None));
+        let offsets = (
+            0,
+            "__consumer_offsets".to_string(),
+            true,
+            true,
+            TOPIC_OPERATIONS,
+            (0..50).collect(),
+        );
+        assert_eq!(
+            d(&[], 2000, None),
+            (
+                vec![offsets, found("dtpa", &[0, 1, 2]), found("dtpb", &[0, 1])],
+                None
+            )
+        );
+    })
+    .await;
+}
