@@ -310,11 +310,13 @@ async fn cluster_description_and_leader_election_answer_like_kafka() {
             d(&["dtpa", "dtpb"], 10, Some(("dtpa", 7))),
             (vec![found("dtpa", &[]), found("dtpb", &[0, 1])], None)
         );
+        // A refused cursor: every topic asked for, in request order.
         for bad in [("zzz", 0), ("dtpa", -1)] {
             assert_eq!(
-                d(&["dtpa", "dtpb"], 10, Some(bad)),
+                d(&["dtpb", "dtpa", "dtpb"], 10, Some(bad)),
                 (
                     vec![
+                        missing("dtpb", INVALID_REQUEST, OMITTED),
                         missing("dtpa", INVALID_REQUEST, OMITTED),
                         missing("dtpb", INVALID_REQUEST, OMITTED)
                     ],
@@ -323,6 +325,21 @@ async fn cluster_description_and_leader_election_answer_like_kafka() {
                 "cursor {bad:?}"
             );
         }
+        // An internal topic not created yet is still internal.
+        assert_eq!(
+            d(&["__transaction_state"], 10, None),
+            (
+                vec![(
+                    UNKNOWN_TOPIC_OR_PARTITION,
+                    "__transaction_state".to_string(),
+                    false,
+                    true,
+                    TOPIC_OPERATIONS,
+                    vec![]
+                )],
+                None
+            )
+        );
         for limit in [0, -1] {
             assert_eq!(
                 d(&["dtpa"], limit, None),

@@ -836,12 +836,14 @@ mod tests {
     fn a_paced_producer_keeps_its_schedule_while_answers_are_slow() {
         use kafka_protocol::messages::ProduceResponse;
         use kafka_protocol::protocol::Encodable;
-        const ANSWER_DELAY: Duration = Duration::from_millis(40);
+        // Long enough against the pace that scheduling noise on a loaded
+        // machine (tens of ms) cannot pass for waiting on answers.
+        const ANSWER_DELAY: Duration = Duration::from_millis(200);
         let executor = LocalExecutorBuilder::default().make().expect("executor");
         executor.run(async {
             let listener = glommio::net::TcpListener::bind("127.0.0.1:0").unwrap();
             let address = listener.local_addr().unwrap().to_string();
-            // A broker that answers every Produce request 40 ms after it
+            // A broker that answers every Produce request 200 ms after it
             // arrives, in order; it notes when each request arrived.
             let arrivals = std::rc::Rc::new(std::cell::RefCell::new(Vec::<Instant>::new()));
             let server = glommio::spawn_local({
@@ -893,12 +895,13 @@ mod tests {
             let settings = Settings {
                 mode: Mode::Produce,
                 topic: "t".into(),
-                deadline: Some(started + Duration::from_millis(300)),
+                deadline: Some(started + Duration::from_millis(1200)),
                 count: None,
-                max_in_flight: 5,
+                // Room for every request the delay keeps unanswered (10).
+                max_in_flight: 20,
                 linger: Duration::ZERO,
-                // One request every 10 ms.
-                rate_bytes_per_sec: Some(payload_bytes * 100.0),
+                // One request every 20 ms.
+                rate_bytes_per_sec: Some(payload_bytes * 50.0),
                 acks: 1,
                 uncompressed: true,
                 fetch_partition_max_bytes: 0,
@@ -916,9 +919,9 @@ mod tests {
                 .unwrap();
             server.await;
             let arrivals = arrivals.borrow();
-            // 30 requests are due in 300 ms; waiting for each answer before
-            // the next request would have sent about 8.
-            assert!(arrivals.len() >= 24, "{} requests arrived", arrivals.len());
+            // 60 requests are due in 1.2 s; waiting for each answer before
+            // the next request would have sent about 6, 200 ms apart.
+            assert!(arrivals.len() >= 48, "{} requests arrived", arrivals.len());
             assert_eq!(
                 outcome.produce_requests,
                 arrivals.len() as u64,
@@ -926,7 +929,7 @@ mod tests {
             );
             let worst_gap = arrivals.windows(2).map(|w| w[1] - w[0]).max().unwrap();
             assert!(
-                worst_gap < Duration::from_millis(30),
+                worst_gap < ANSWER_DELAY / 2,
                 "a gap of {worst_gap:?} between requests"
             );
         });

@@ -89,10 +89,11 @@ impl TopicImage {
 /// its creation on, and no election ever moves it.
 pub const LEADER_EPOCH: i32 = 0;
 
-/// Kafka's answer to a request's `current_leader_epoch` (Fetch,
-/// ListOffsets, OffsetForLeaderEpoch): -1 asks for no check; an older epoch
+/// Kafka's answer to a request's `current_leader_epoch` (ListOffsets,
+/// OffsetForLeaderEpoch; Fetch passes any negative epoch as -1, as Kafka's
+/// `FetchRequest.optionalEpoch` does): -1 asks for no check; an older epoch
 /// than the partition's is FENCED_LEADER_EPOCH, a newer one
-/// UNKNOWN_LEADER_EPOCH.
+/// UNKNOWN_LEADER_EPOCH. Every `Partition` starts at this same epoch.
 pub fn check_current_leader_epoch(requested: i32) -> Result<(), crate::protocol::ErrorCode> {
     use crate::protocol::ErrorCode;
     match requested {

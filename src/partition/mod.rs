@@ -342,6 +342,8 @@ impl Partition {
             index,
             topic_id,
             log,
+            // The epoch requests' current_leader_epoch is checked against
+            // (`check_current_leader_epoch`): the two must stay equal.
             leader_epoch: crate::cluster::image::LEADER_EPOCH,
             settings: Cell::new(settings),
             waiters: RefCell::new(Vec::new()),

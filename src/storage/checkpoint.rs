@@ -402,8 +402,8 @@ pub async fn remove_file_if_exists(path: PathBuf) -> Result<(), StorageError> {
 mod tests {
     use super::*;
 
-    /// The checkpoint text matches Kafka's layout and parses back; damaged
-    /// text is refused rather than half-read.
+    /// Where an epoch ends, as Kafka's `LeaderEpochFileCache.endOffsetFor`
+    /// answers.
     #[test]
     fn end_offset_for_epoch_follows_kafkas_epoch_cache() {
         let entries = [
@@ -432,6 +432,8 @@ mod tests {
         assert_eq!(end_offset_for_epoch(&[], 0, 70), (-1, -1));
     }
 
+    /// The checkpoint text matches Kafka's layout and parses back; damaged
+    /// text is refused rather than half-read.
     #[test]
     fn leader_epoch_checkpoint_round_trips() {
         let entries = vec![

@@ -6,13 +6,14 @@
 //! limit of 2000) per answer and a cursor where the next answer goes on.
 //! As Kafka 4.1 answers: a cursor starts at its partition of its topic and
 //! skips topics named before it; a cursor whose topic was not asked for or
-//! whose partition is negative makes every topic asked for
-//! INVALID_REQUEST; unknown topics are UNKNOWN_TOPIC_OR_PARTITION (invalid
+//! whose partition is negative makes every topic asked for (in request
+//! order) INVALID_REQUEST; unknown topics are UNKNOWN_TOPIC_OR_PARTITION (invalid
 //! names INVALID_TOPIC_EXCEPTION) and use no partition budget; when the
 //! budget runs out exactly at the end of a topic, the cursor names the next
 //! topic at partition 0. On one node the broker leads every partition at
 //! leader epoch 0, alone in its ISR, with no eligible leader replicas.
 
+use std::ops::Bound;
 use std::rc::Rc;
 
 use kafka_protocol::messages::describe_topic_partitions_response::{
@@ -25,7 +26,7 @@ use kafka_protocol::messages::{
 use super::authorized_operations::{AUTHORIZED_OPERATIONS_OMITTED, TOPIC_OPERATIONS_ALL};
 use super::{encode_response, str_bytes};
 use crate::cluster::controller::validate_topic_name;
-use crate::cluster::image::LEADER_EPOCH;
+use crate::cluster::image::{is_internal_topic, LEADER_EPOCH};
 use crate::config::limits::DESCRIBE_TOPIC_PARTITIONS_MAX;
 use crate::protocol::ErrorCode;
 use crate::server::connection::Response;
@@ -53,32 +54,24 @@ pub fn handle(
     let image = shard.image();
     let node = BrokerId(shard.config.node_id);
     let every_topic = request.topics.is_empty();
-    let mut names: Vec<String> = if every_topic {
-        image.topics.keys().cloned().collect()
-    } else {
-        request.topics.iter().map(|t| t.name.to_string()).collect()
-    };
-    names.sort_unstable();
-    names.dedup();
     let mut response = DescribeTopicPartitionsResponse::default();
     let cursor = request
         .cursor
         .map(|c| (c.topic_name.to_string(), c.partition_index));
+    let mut asked: Vec<String> = request.topics.iter().map(|t| t.name.to_string()).collect();
     if let Some((cursor_topic, cursor_partition)) = &cursor {
-        let asked = every_topic || names.binary_search(cursor_topic).is_ok();
-        if *cursor_partition < 0 || !asked {
-            if !every_topic {
-                response.topics = names
-                    .iter()
-                    .map(|name| {
-                        topic_entry(
-                            name,
-                            ErrorCode::InvalidRequest.code(),
-                            AUTHORIZED_OPERATIONS_OMITTED,
-                        )
-                    })
-                    .collect();
-            }
+        if *cursor_partition < 0 || !(every_topic || asked.contains(cursor_topic)) {
+            // Kafka's error answer: every topic asked for, in request order.
+            response.topics = asked
+                .iter()
+                .map(|name| {
+                    topic_entry(
+                        name,
+                        ErrorCode::InvalidRequest.code(),
+                        AUTHORIZED_OPERATIONS_OMITTED,
+                    )
+                })
+                .collect();
             return encode_response(
                 ApiKey::DescribeTopicPartitions,
                 version,
@@ -86,8 +79,23 @@ pub fn handle(
                 &response,
             );
         }
-        names.retain(|name| name >= cursor_topic);
     }
+    let first = cursor.as_ref().map_or("", |(topic, _)| topic.as_str());
+    // Topics in name order from the cursor's on; every topic is walked
+    // lazily, so an answer costs its partition budget, not the topic count.
+    let names: Box<dyn Iterator<Item = String>> = if every_topic {
+        Box::new(
+            image
+                .topics
+                .range::<str, _>((Bound::Included(first), Bound::Unbounded))
+                .map(|(name, _)| name.clone()),
+        )
+    } else {
+        asked.sort_unstable();
+        asked.dedup();
+        asked.retain(|name| name.as_str() >= first);
+        Box::new(asked.into_iter())
+    };
     let mut remaining = request
         .response_partition_limit
         .clamp(1, DESCRIBE_TOPIC_PARTITIONS_MAX);
@@ -105,9 +113,9 @@ pub fn handle(
             } else {
                 ErrorCode::UnknownTopicOrPartition
             };
-            response
-                .topics
-                .push(topic_entry(&name, error.code(), TOPIC_OPERATIONS_ALL));
+            let mut unknown = topic_entry(&name, error.code(), TOPIC_OPERATIONS_ALL);
+            unknown.is_internal = is_internal_topic(&name);
+            response.topics.push(unknown);
             continue;
         };
         let count = i32::try_from(topic.partition_shards.len()).unwrap_or(i32::MAX);

@@ -4,7 +4,8 @@
 //! carries an epoch (KIP-320), to detect log truncation. The answer follows
 //! Kafka's leader epoch cache: the current epoch ends at the log end, -1 or
 //! an epoch never seen is undefined (-1, -1). A `current_leader_epoch`
-//! other than the partition's is fenced or unknown, as in Fetch. Topics and
+//! other than -1 and the partition's is fenced (older) or unknown (newer),
+//! as in ListOffsets. Topics and
 //! partitions are answered in request order, repeats included, as Kafka
 //! does.
 
