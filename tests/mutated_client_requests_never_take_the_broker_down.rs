@@ -32,6 +32,9 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use kafka_protocol::messages::alter_partition_reassignments_request::{
+    ReassignablePartition, ReassignableTopic,
+};
 use kafka_protocol::messages::describe_topic_partitions_request::{
     Cursor as DescribeTopicCursor, TopicRequest as DescribeTopicRequest,
 };
@@ -40,9 +43,11 @@ use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, DescribeClusterRequest, DescribeClusterResponse,
-    DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, ElectLeadersRequest,
-    ElectLeadersResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, TopicName,
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ApiKey, BrokerId,
+    DescribeClusterRequest, DescribeClusterResponse, DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse, ElectLeadersRequest, ElectLeadersResponse,
+    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{AdminOptions, AlterConfig, NewPartitions, ResourceSpecifier};
@@ -468,6 +473,21 @@ async fn run_clients(bootstrap: &str) {
     describe_topics.cursor = Some(cursor);
     let _: DescribeTopicPartitionsResponse =
         raw.request(ApiKey::DescribeTopicPartitions, 0, &describe_topics);
+    let mut moved = ReassignablePartition::default();
+    moved.partition_index = 0;
+    moved.replicas = Some(vec![BrokerId(0), BrokerId(5)]);
+    let mut reassigned = ReassignableTopic::default();
+    reassigned.name = TopicName(StrBytes::from_static_str(RECORDED_TOPIC));
+    reassigned.partitions = vec![moved];
+    let mut reassign = AlterPartitionReassignmentsRequest::default();
+    reassign.timeout_ms = 10_000;
+    reassign.allow_replication_factor_change = false;
+    reassign.topics = vec![reassigned];
+    let _: AlterPartitionReassignmentsResponse =
+        raw.request(ApiKey::AlterPartitionReassignments, 1, &reassign);
+    let list = ListPartitionReassignmentsRequest::default();
+    let _: ListPartitionReassignmentsResponse =
+        raw.request(ApiKey::ListPartitionReassignments, 0, &list);
 
     let admin = admin_client(bootstrap);
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
@@ -587,10 +607,11 @@ async fn damaged_copies_of_real_client_requests_get_errors_or_closes_and_lose_no
     // CreateTopics, DeleteTopics, DeleteRecords, InitProducerId,
     // OffsetForLeaderEpoch, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
     // TxnOffsetCommit, DescribeConfigs, AlterConfigs, CreatePartitions,
-    // DeleteGroups, ElectLeaders, DescribeCluster, DescribeTopicPartitions.
+    // DeleteGroups, ElectLeaders, Alter/ListPartitionReassignments,
+    // DescribeCluster, DescribeTopicPartitions.
     for api in [
         0, 1, 2, 3, 8, 9, 10, 11, 12, 14, 18, 19, 20, 21, 22, 23, 24, 25, 26, 28, 32, 33, 37, 42,
-        43, 60, 75,
+        43, 45, 46, 60, 75,
     ] {
         assert!(
             apis.contains(&api),

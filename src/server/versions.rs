@@ -244,6 +244,18 @@ pub const API_RANGES: &[ApiRange] = &[
         served_min: 0,
     },
     ApiRange {
+        key: ApiKey::AlterPartitionReassignments,
+        advertised_min: 0,
+        max: 1,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::ListPartitionReassignments,
+        advertised_min: 0,
+        max: 0,
+        served_min: 0,
+    },
+    ApiRange {
         key: ApiKey::DescribeTopicPartitions,
         advertised_min: 0,
         max: 0,

@@ -11,6 +11,7 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.stream.Collectors;
@@ -18,6 +19,7 @@ import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.NewPartitionReassignment;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.RecordsToDelete;
@@ -99,6 +101,22 @@ public class JavaClient {
                     new org.apache.kafka.clients.admin.DescribeClusterOptions().includeAuthorizedOperations(true));
             boolean controllerIsNode = cluster.controller().get().id() == cluster.nodes().get().iterator().next().id();
             int clusterOperations = cluster.authorizedOperations().get().size();
+            // kafka-reassign-partitions: onto the node itself (done at once),
+            // onto a broker that does not exist, and a cancel.
+            int node = cluster.nodes().get().iterator().next().id();
+            List<String> reassignments = new ArrayList<>();
+            for (Optional<NewPartitionReassignment> target : List.of(
+                    Optional.of(new NewPartitionReassignment(List.of(node))),
+                    Optional.of(new NewPartitionReassignment(List.of(node, node + 5))),
+                    Optional.<NewPartitionReassignment>empty())) {
+                try {
+                    admin.alterPartitionReassignments(Map.of(tp, target)).all().get();
+                    reassignments.add("done");
+                } catch (java.util.concurrent.ExecutionException e) {
+                    reassignments.add(e.getCause().getClass().getSimpleName());
+                }
+            }
+            int ongoing = admin.listPartitionReassignments().reassignments().get().size();
             ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
             AlterConfigOp set = new AlterConfigOp(
                     new ConfigEntry("retention.ms", "86400000"), AlterConfigOp.OpType.SET);
@@ -129,9 +147,9 @@ public class JavaClient {
                     "{\"low_watermark\": %d, \"earliest\": %d, \"beyond\": \"%s\", \"partitions\": %d, "
                             + "\"retention_ms\": \"%s\", \"read\": \"%s\", \"log_dirs\": %d, \"size\": %d, "
                             + "\"paged\": \"%s\", \"election\": \"%s\", \"controller_is_node\": %b, "
-                            + "\"cluster_operations\": %d}%n",
+                            + "\"cluster_operations\": %d, \"reassignments\": \"%s\", \"ongoing\": %d}%n",
                     low, earliest, beyond, partitions, retention, String.join(",", values), dirs.size(), size,
-                    paged, election, controllerIsNode, clusterOperations);
+                    paged, election, controllerIsNode, clusterOperations, String.join(",", reassignments), ongoing);
         }
     }
 

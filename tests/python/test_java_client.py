@@ -13,8 +13,8 @@ copies each input record exactly once and leaves the group's committed
 offsets at the input's end. A consumer seeking to an offset with a leader
 epoch has it validated (OffsetForLeaderEpoch) and finds log truncation past
 the epoch's end. The admin client pages through a topic's partitions
-(DescribeTopicPartitions), elects leaders (none needed) and describes the
-cluster as with Kafka.
+(DescribeTopicPartitions), elects leaders (none needed), describes the
+cluster and reassigns partitions as with Kafka.
 
 Method: tests/java/JavaClient.java runs as a single-file Java program on a
 classpath Maven resolves from tests/java/pom.xml (cached in the session), and
@@ -99,6 +99,10 @@ def test_java_admin_deletes_records_adds_partitions_alters_configs_and_describes
     assert seen["election"] == "ElectionNotNeededException"
     assert seen["controller_is_node"] is True
     assert seen["cluster_operations"] == 7
+    # kafka-reassign-partitions: onto the node itself, onto a broker that
+    # does not exist, a cancel with nothing in progress; none ongoing.
+    assert seen["reassignments"] == "done,InvalidReplicaAssignmentException,NoReassignmentInProgressException"
+    assert seen["ongoing"] == 0
 
 
 def test_java_consumer_validates_a_position_with_a_leader_epoch(classpath, broker, topic):

@@ -6,6 +6,7 @@
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod alter_configs;
+pub mod alter_partition_reassignments;
 pub mod api_versions;
 pub mod authorized_operations;
 pub mod create_partitions;
@@ -31,6 +32,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_partition_reassignments;
 pub mod list_transactions;
 pub mod metadata;
 pub mod offset_commit;
@@ -243,6 +245,17 @@ pub async fn dispatch(
         )),
         ApiKey::DescribeTopicPartitions => ready(describe_topic_partitions::handle(
             shard,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
+        ApiKey::AlterPartitionReassignments => ready(alter_partition_reassignments::handle(
+            shard,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
+        ApiKey::ListPartitionReassignments => ready(list_partition_reassignments::handle(
             decode(&mut body, version)?,
             version,
             correlation_id,

@@ -1,5 +1,6 @@
-//! Goal: DescribeCluster (v0-2), ElectLeaders (v0-2) and
-//! DescribeTopicPartitions (v0) answer as Kafka 4.1.1 answered the same
+//! Goal: DescribeCluster (v0-2), ElectLeaders (v0-2),
+//! DescribeTopicPartitions (v0), AlterPartitionReassignments (v0-1) and
+//! ListPartitionReassignments (v0) answer as Kafka 4.1.1 answered the same
 //! requests (recorded against it, single KRaft node):
 //! - DescribeCluster: the node as broker and controller, never fenced; the
 //!   cluster's authorized operations (8096) only when asked; asking a broker
@@ -13,6 +14,11 @@
 //! - DescribeTopicPartitions: topics sorted and merged, every topic when
 //!   none is named, the partition limit (at least 1) and the cursor (where
 //!   it starts, where the next answer starts, its refusals).
+//! - AlterPartitionReassignments: onto the node itself is done at once; an
+//!   empty list, another broker or one named twice INVALID_REPLICA_ASSIGNMENT
+//!   with Kafka's messages; a cancel NO_REASSIGNMENT_IN_PROGRESS; unknown
+//!   topics and partitions UNKNOWN_TOPIC_OR_PARTITION. None is listed as
+//!   ongoing.
 //!
 //! Method: hand-built requests (kafka-protocol's types) on a broker with two
 //! topics of 3 and 2 partitions.
@@ -21,11 +27,17 @@ mod common;
 
 use std::time::Duration;
 
+use kafka_protocol::messages::alter_partition_reassignments_request::{
+    ReassignablePartition, ReassignableTopic,
+};
 use kafka_protocol::messages::describe_topic_partitions_request::{Cursor, TopicRequest};
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
+use kafka_protocol::messages::list_partition_reassignments_request::ListPartitionReassignmentsTopics;
 use kafka_protocol::messages::{
-    ApiKey, DescribeClusterRequest, DescribeClusterResponse, DescribeTopicPartitionsRequest,
-    DescribeTopicPartitionsResponse, ElectLeadersRequest, ElectLeadersResponse, TopicName,
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ApiKey, BrokerId,
+    DescribeClusterRequest, DescribeClusterResponse, DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse, ElectLeadersRequest, ElectLeadersResponse,
+    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -36,7 +48,9 @@ use common::{with_timeout, Broker, BrokerOptions};
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const INVALID_TOPIC_EXCEPTION: i16 = 17;
 const INVALID_REQUEST: i16 = 42;
+const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
 const ELECTION_NOT_NEEDED: i16 = 84;
+const NO_REASSIGNMENT_IN_PROGRESS: i16 = 85;
 const MISMATCHED_ENDPOINT_TYPE: i16 = 114;
 const UNSUPPORTED_ENDPOINT_TYPE: i16 = 115;
 const OMITTED: i32 = i32::MIN;
@@ -166,8 +180,85 @@ fn describe_topics(
     (topics, next)
 }
 
+/// (topic, partition, error, message) of each partition answered.
+type Reassigned = Vec<(String, i32, i16, Option<String>)>;
+
+fn reassign(
+    bootstrap: &str,
+    version: i16,
+    topics: &[(&str, &[(i32, Option<&[i32]>)])],
+) -> (i16, Option<String>, Reassigned) {
+    let mut request = AlterPartitionReassignmentsRequest::default();
+    request.timeout_ms = 10_000;
+    // v0 has no such field (its value is the default, true); v1's is
+    // echoed back.
+    request.allow_replication_factor_change = version == 0;
+    request.topics = topics
+        .iter()
+        .map(|(topic, partitions)| {
+            let mut wanted = ReassignableTopic::default();
+            wanted.name = name(topic);
+            wanted.partitions = partitions
+                .iter()
+                .map(|(partition, replicas)| {
+                    let mut p = ReassignablePartition::default();
+                    p.partition_index = *partition;
+                    p.replicas = replicas.map(|r| r.iter().map(|&b| BrokerId(b)).collect());
+                    p
+                })
+                .collect();
+            wanted
+        })
+        .collect();
+    let response: AlterPartitionReassignmentsResponse = RawClient::connect(bootstrap).request(
+        ApiKey::AlterPartitionReassignments,
+        version,
+        &request,
+    );
+    assert_eq!(response.allow_replication_factor_change, version == 0);
+    let answers = response
+        .responses
+        .iter()
+        .flat_map(|topic| {
+            topic.partitions.iter().map(|p| {
+                (
+                    topic.name.to_string(),
+                    p.partition_index,
+                    p.error_code,
+                    p.error_message.as_deref().map(str::to_string),
+                )
+            })
+        })
+        .collect();
+    (
+        response.error_code,
+        response.error_message.as_deref().map(str::to_string),
+        answers,
+    )
+}
+
+fn ongoing_reassignments(bootstrap: &str, topics: Option<&[(&str, &[i32])]>) -> usize {
+    let mut request = ListPartitionReassignmentsRequest::default();
+    request.timeout_ms = 10_000;
+    request.topics = topics.map(|topics| {
+        topics
+            .iter()
+            .map(|(topic, partitions)| {
+                let mut wanted = ListPartitionReassignmentsTopics::default();
+                wanted.name = name(topic);
+                wanted.partition_indexes = partitions.to_vec();
+                wanted
+            })
+            .collect()
+    });
+    let response: ListPartitionReassignmentsResponse =
+        RawClient::connect(bootstrap).request(ApiKey::ListPartitionReassignments, 0, &request);
+    assert_eq!((response.error_code, response.error_message), (0, None));
+    response.topics.len()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cluster_description_and_leader_election_answer_like_kafka() {
+async fn cluster_admin_apis_answer_like_kafka() {
     let broker = Broker::start(BrokerOptions::default());
     let bootstrap = broker.bootstrap();
     with_timeout(Duration::from_secs(120), async {
@@ -393,6 +484,83 @@ async fn cluster_description_and_leader_election_answer_like_kafka() {
                 vec![offsets, found("dtpa", &[0, 1, 2]), found("dtpb", &[0, 1])],
                 None
             )
+        );
+
+        // AlterPartitionReassignments and ListPartitionReassignments.
+        let node = describe_cluster(&bootstrap, 0, false, 1).brokers[0].broker_id.0;
+        let other = node + 5;
+        let refused = |p: i32, error: i16, message: String| ("dtpa".to_string(), p, error, Some(message));
+        let unregistered = |broker: i32| {
+            format!("The manual partition assignment includes broker {broker}, but no such broker is registered.")
+        };
+        let twice = format!("The manual partition assignment includes the broker {node} more than once.");
+        for version in 0..=1 {
+            assert_eq!(
+                reassign(
+                    &bootstrap,
+                    version,
+                    &[
+                        (
+                            "dtpa",
+                            &[
+                                (0, Some(&[node][..])),
+                                (0, Some(&[other][..])),
+                                (0, None),
+                                (0, Some(&[node, node][..])),
+                                (0, Some(&[][..])),
+                                (0, Some(&[node, other][..])),
+                                (0, Some(&[-1][..])),
+                                (0, Some(&[other, node, node][..])),
+                                (9, Some(&[node][..])),
+                                (-1, Some(&[node][..])),
+                            ]
+                        ),
+                        ("nosuch", &[(0, Some(&[node][..]))]),
+                    ]
+                ),
+                (
+                    0,
+                    None,
+                    vec![
+                        ("dtpa".to_string(), 0, 0, None),
+                        refused(0, INVALID_REPLICA_ASSIGNMENT, unregistered(other)),
+                        ("dtpa".to_string(), 0, NO_REASSIGNMENT_IN_PROGRESS, None),
+                        refused(0, INVALID_REPLICA_ASSIGNMENT, twice.clone()),
+                        refused(
+                            0,
+                            INVALID_REPLICA_ASSIGNMENT,
+                            "The manual partition assignment includes an empty replica list.".into()
+                        ),
+                        refused(0, INVALID_REPLICA_ASSIGNMENT, unregistered(other)),
+                        refused(0, INVALID_REPLICA_ASSIGNMENT, unregistered(-1)),
+                        // Brokers are checked in ascending order.
+                        refused(0, INVALID_REPLICA_ASSIGNMENT, twice.clone()),
+                        refused(
+                            9,
+                            UNKNOWN_TOPIC_OR_PARTITION,
+                            "Unable to find partition dtpa:9.".into()
+                        ),
+                        refused(
+                            -1,
+                            UNKNOWN_TOPIC_OR_PARTITION,
+                            "Unable to find partition dtpa:-1.".into()
+                        ),
+                        (
+                            "nosuch".to_string(),
+                            0,
+                            UNKNOWN_TOPIC_OR_PARTITION,
+                            Some("Unable to find a topic named nosuch.".into())
+                        ),
+                    ]
+                ),
+                "v{version}"
+            );
+        }
+        assert_eq!(reassign(&bootstrap, 0, &[]), (0, Some(String::new()), vec![]));
+        assert_eq!(ongoing_reassignments(&bootstrap, None), 0);
+        assert_eq!(
+            ongoing_reassignments(&bootstrap, Some(&[("dtpa", &[0, 9]), ("nosuch", &[0])])),
+            0
         );
     })
     .await;
