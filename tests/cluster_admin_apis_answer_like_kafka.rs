@@ -180,13 +180,16 @@ fn describe_topics(
     (topics, next)
 }
 
+/// A partition and the replicas it should move to (None: cancel).
+type Move<'a> = (i32, Option<&'a [i32]>);
+
 /// (topic, partition, error, message) of each partition answered.
 type Reassigned = Vec<(String, i32, i16, Option<String>)>;
 
 fn reassign(
     bootstrap: &str,
     version: i16,
-    topics: &[(&str, &[(i32, Option<&[i32]>)])],
+    topics: &[(&str, &[Move])],
 ) -> (i16, Option<String>, Reassigned) {
     let mut request = AlterPartitionReassignmentsRequest::default();
     request.timeout_ms = 10_000;
