@@ -19,6 +19,8 @@
 //!   with Kafka's messages; a cancel NO_REASSIGNMENT_IN_PROGRESS; unknown
 //!   topics and partitions UNKNOWN_TOPIC_OR_PARTITION. None is listed as
 //!   ongoing.
+//! - DescribeAcls, CreateAcls, DeleteAcls (v1-3): SECURITY_DISABLED with
+//!   Kafka's messages, as a Kafka broker without an authorizer answers.
 //!
 //! Method: hand-built requests (kafka-protocol's types) on a broker with two
 //! topics of 3 and 2 partitions.
@@ -30,14 +32,18 @@ use std::time::Duration;
 use kafka_protocol::messages::alter_partition_reassignments_request::{
     ReassignablePartition, ReassignableTopic,
 };
+use kafka_protocol::messages::create_acls_request::AclCreation;
+use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::describe_topic_partitions_request::{Cursor, TopicRequest};
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::list_partition_reassignments_request::ListPartitionReassignmentsTopics;
 use kafka_protocol::messages::{
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ApiKey, BrokerId,
-    DescribeClusterRequest, DescribeClusterResponse, DescribeTopicPartitionsRequest,
-    DescribeTopicPartitionsResponse, ElectLeadersRequest, ElectLeadersResponse,
-    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, TopicName,
+    CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
+    DescribeAclsRequest, DescribeAclsResponse, DescribeClusterRequest, DescribeClusterResponse,
+    DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, ElectLeadersRequest,
+    ElectLeadersResponse, ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+    TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -49,6 +55,7 @@ const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const INVALID_TOPIC_EXCEPTION: i16 = 17;
 const INVALID_REQUEST: i16 = 42;
 const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
+const SECURITY_DISABLED: i16 = 54;
 const ELECTION_NOT_NEEDED: i16 = 84;
 const NO_REASSIGNMENT_IN_PROGRESS: i16 = 85;
 const MISMATCHED_ENDPOINT_TYPE: i16 = 114;
@@ -560,6 +567,66 @@ async fn cluster_admin_apis_answer_like_kafka() {
             );
         }
         assert_eq!(reassign(&bootstrap, 0, &[]), (0, Some(String::new()), vec![]));
+
+        // ACLs, without an authorizer.
+        for version in 1..=3 {
+            let mut client = RawClient::connect(&bootstrap);
+            let mut filter = DescribeAclsRequest::default();
+            filter.resource_type_filter = 1;
+            filter.pattern_type_filter = 1;
+            filter.operation = 1;
+            filter.permission_type = 1;
+            let described: DescribeAclsResponse =
+                client.request(ApiKey::DescribeAcls, version, &filter);
+            assert_eq!(
+                (
+                    described.error_code,
+                    described.error_message.as_deref(),
+                    described.resources.len()
+                ),
+                (
+                    SECURITY_DISABLED,
+                    Some("No Authorizer is configured on the broker"),
+                    0
+                ),
+                "v{version}"
+            );
+            let mut creation = AclCreation::default();
+            creation.resource_type = 2;
+            creation.resource_name = StrBytes::from_static_str("dtpa");
+            creation.resource_pattern_type = 3;
+            creation.principal = StrBytes::from_static_str("User:alice");
+            creation.host = StrBytes::from_static_str("*");
+            creation.operation = 3;
+            creation.permission_type = 3;
+            let mut create = CreateAclsRequest::default();
+            create.creations = vec![creation.clone(), creation];
+            let created: CreateAclsResponse = client.request(ApiKey::CreateAcls, version, &create);
+            let refusals: Vec<_> = created
+                .results
+                .iter()
+                .map(|r| (r.error_code, r.error_message.as_deref().map(str::to_string)))
+                .collect();
+            let refused = (SECURITY_DISABLED, Some("No Authorizer is configured.".to_string()));
+            assert_eq!(refusals, [refused.clone(), refused.clone()], "v{version}");
+            let mut delete_filter = DeleteAclsFilter::default();
+            delete_filter.resource_type_filter = 1;
+            delete_filter.pattern_type_filter = 1;
+            delete_filter.operation = 1;
+            delete_filter.permission_type = 1;
+            let mut delete = DeleteAclsRequest::default();
+            delete.filters = vec![delete_filter];
+            let deleted: DeleteAclsResponse = client.request(ApiKey::DeleteAcls, version, &delete);
+            let refusals: Vec<_> = deleted
+                .filter_results
+                .iter()
+                .map(|r| {
+                    assert!(r.matching_acls.is_empty());
+                    (r.error_code, r.error_message.as_deref().map(str::to_string))
+                })
+                .collect();
+            assert_eq!(refusals, [refused], "v{version}");
+        }
         assert_eq!(ongoing_reassignments(&bootstrap, None), 0);
         assert_eq!(
             ongoing_reassignments(&bootstrap, Some(&[("dtpa", &[0, 9]), ("nosuch", &[0])])),

@@ -243,6 +243,25 @@ pub const API_RANGES: &[ApiRange] = &[
         max: 2,
         served_min: 0,
     },
+    // Without an authorizer these answer SECURITY_DISABLED, as Kafka does.
+    ApiRange {
+        key: ApiKey::DescribeAcls,
+        advertised_min: 1,
+        max: 3,
+        served_min: 1,
+    },
+    ApiRange {
+        key: ApiKey::CreateAcls,
+        advertised_min: 1,
+        max: 3,
+        served_min: 1,
+    },
+    ApiRange {
+        key: ApiKey::DeleteAcls,
+        advertised_min: 1,
+        max: 3,
+        served_min: 1,
+    },
     ApiRange {
         key: ApiKey::AlterPartitionReassignments,
         advertised_min: 0,

@@ -23,6 +23,10 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
     AdminClient,
     AlterConfigOpType,
     ConfigEntry,
@@ -30,6 +34,7 @@ from confluent_kafka.admin import (
     ConfigSource,
     NewPartitions,
     NewTopic,
+    ResourcePatternType,
     ResourceType,
 )
 
@@ -357,3 +362,25 @@ def test_admin_client_describes_the_cluster_and_elects_leaders(broker, topic):
             (f"{topic}-missing", 0): KafkaError.UNKNOWN_TOPIC_OR_PART,
         }, election
     assert admin.elect_leaders(ElectionType.PREFERRED, None).result(timeout=30) == {}
+
+
+def test_acl_calls_answer_security_disabled_as_kafka_without_an_authorizer(broker):
+    """The broker has no authorizer, so librdkafka's ACL calls get what Kafka
+    answers without one: creations and deletions SECURITY_DISABLED with
+    Kafka's message; a description comes back empty (librdkafka drops the
+    SECURITY_DISABLED of DescribeAcls, with Kafka as with us)."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    binding = AclBinding(
+        ResourceType.TOPIC, "t", ResourcePatternType.LITERAL, "User:alice", "*", AclOperation.READ,
+        AclPermissionType.ALLOW,
+    )
+    every = AclBindingFilter(
+        ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY,
+    )
+    for call in (lambda: admin.create_acls([binding]), lambda: admin.delete_acls([every])):
+        (future,) = call().values()
+        with pytest.raises(KafkaException) as refused:
+            future.result(timeout=30)
+        assert refused.value.args[0].code() == KafkaError.SECURITY_DISABLED
+        assert refused.value.args[0].str() == "No Authorizer is configured."
+    assert admin.describe_acls(every).result(timeout=30) == []

@@ -3,6 +3,7 @@
 //! a [`Responder`] that completes the rest. Error codes are chosen here, at
 //! the edge, from the outcomes shards report.
 
+pub mod acls;
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod alter_configs;
@@ -245,6 +246,21 @@ pub async fn dispatch(
         )),
         ApiKey::DescribeTopicPartitions => ready(describe_topic_partitions::handle(
             shard,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
+        ApiKey::DescribeAcls => ready(acls::describe(
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
+        ApiKey::CreateAcls => ready(acls::create(
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
+        ApiKey::DeleteAcls => ready(acls::delete(
             decode(&mut body, version)?,
             version,
             correlation_id,
