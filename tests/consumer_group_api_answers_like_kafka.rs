@@ -10,7 +10,9 @@
 //! group with members cannot be deleted, LeaveGroup empties it, OffsetDelete
 //! removes an offset, DeleteGroups deletes it and DescribeGroups v6 then
 //! answers GROUP_ID_NOT_FOUND. A JoinGroup v0 (no member id round trip, no
-//! rebalance timeout) and LeaveGroup v0 work too.
+//! rebalance timeout) and LeaveGroup v0 work too. An empty group id has a
+//! coordinator, commits, fetches, is described and deleted as in Kafka 4.1,
+//! and cannot be joined.
 //!
 //! Method: one broker with `--group-initial-rebalance-delay-ms 0` (so a
 //! first rebalance completes at once), driven over one TCP connection with
@@ -544,4 +546,55 @@ fn consumer_group_api_answers_like_kafka() {
         code(ResponseError::UnknownMemberId),
         "LeaveGroup v1 of an unknown member carries the member's error"
     );
+
+    // An empty group id, as Kafka 4.1 keeps it for backward compatibility:
+    // it has a coordinator, commits without a generation, fetches, is
+    // described and deleted like any group, but cannot be joined.
+    let mut find_empty = FindCoordinatorRequest::default();
+    find_empty.key = s("");
+    let found_empty: FindCoordinatorResponse =
+        client.request(ApiKey::FindCoordinator, 1, &find_empty);
+    assert_eq!(
+        found_empty.error_code, 0,
+        "FindCoordinator \"\": {found_empty:?}"
+    );
+    let mut commit_empty = OffsetCommitRequest::default();
+    commit_empty.generation_id_or_member_epoch = -1;
+    let mut p = OffsetCommitRequestPartition::default();
+    p.partition_index = 0;
+    p.committed_offset = 7;
+    p.committed_leader_epoch = -1;
+    let mut t = OffsetCommitRequestTopic::default();
+    t.name = TopicName(s(TOPIC));
+    t.partitions = vec![p];
+    commit_empty.topics = vec![t];
+    let committed: OffsetCommitResponse = client.request(ApiKey::OffsetCommit, 8, &commit_empty);
+    assert_eq!(commit_errors(&committed), vec![(TOPIC.to_string(), 0, 0)]);
+    let mut fetch_topic = OffsetFetchRequestTopic::default();
+    fetch_topic.name = TopicName(s(TOPIC));
+    fetch_topic.partition_indexes = vec![0];
+    let mut fetch_empty = OffsetFetchRequest::default();
+    fetch_empty.topics = Some(vec![fetch_topic]);
+    let fetched: OffsetFetchResponse = client.request(ApiKey::OffsetFetch, 7, &fetch_empty);
+    assert_eq!(
+        (
+            fetched.error_code,
+            fetched.topics[0].partitions[0].committed_offset
+        ),
+        (0, 7),
+        "OffsetFetch \"\": {fetched:?}"
+    );
+    let described_empty = describe(&mut client, 5, &[""]);
+    assert_eq!(
+        (
+            described_empty.groups[0].error_code,
+            described_empty.groups[0].group_state.as_str()
+        ),
+        (0, "Empty")
+    );
+    assert_eq!(
+        join(&mut client, "", 5, "").error_code,
+        code(ResponseError::InvalidGroupId)
+    );
+    assert_eq!(delete_groups(&mut client, &[""]), vec![(String::new(), 0)]);
 }

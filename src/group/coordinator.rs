@@ -714,9 +714,10 @@ impl GroupCoordinator {
                     .collect(),
             })
         };
-        if request.group_id.is_empty() {
-            return fail_all(ErrorCode::InvalidGroupId);
-        }
+        // An empty group id commits like any other, as Kafka keeps for
+        // backward compatibility (OffsetFetch, DescribeGroups and
+        // DeleteGroups take it too; JoinGroup and the other membership
+        // calls, TxnOffsetCommit and OffsetDelete refuse it).
         if !self.groups.contains_key(&request.group_id) {
             if request.generation_id >= 0 {
                 // v9 introduced GROUP_ID_NOT_FOUND; older clients expect
@@ -1083,13 +1084,6 @@ impl GroupCoordinator {
             .groups
             .iter()
             .map(|wanted| {
-                if wanted.group_id.is_empty() {
-                    return OffsetFetchGroupResponse {
-                        group_id: String::new(),
-                        error: Some(ErrorCode::InvalidGroupId),
-                        topics: Vec::new(),
-                    };
-                }
                 let group = self.groups.get(&wanted.group_id);
                 let topics = match &wanted.topics {
                     Some(topics) => topics
@@ -1184,9 +1178,6 @@ impl GroupCoordinator {
                     protocol_data: String::new(),
                     members: Vec::new(),
                 };
-                if group_id.is_empty() {
-                    return dead(Some(ErrorCode::InvalidGroupId));
-                }
                 let Some(group) = self.groups.get(group_id) else {
                     return dead((api_version >= 6).then_some(ErrorCode::GroupIdNotFound));
                 };
@@ -1236,21 +1227,15 @@ impl GroupCoordinator {
         let mut records = Vec::new();
         let mut results = Vec::with_capacity(group_ids.len());
         for group_id in group_ids {
-            let error = if group_id.is_empty() {
-                Some(ErrorCode::InvalidGroupId)
-            } else {
-                match self.groups.get_mut(group_id) {
-                    None => Some(ErrorCode::GroupIdNotFound),
-                    Some(group) if group.deleting => Some(ErrorCode::GroupIdNotFound),
-                    Some(group) if !group.is_in(GroupState::Empty) => {
-                        Some(ErrorCode::NonEmptyGroup)
-                    }
-                    Some(group) => {
-                        let pending = self.txn_offsets.partitions_of_group(group_id);
-                        self.core
-                            .delete_group_records(group, &pending, &mut records);
-                        None
-                    }
+            let error = match self.groups.get_mut(group_id) {
+                None => Some(ErrorCode::GroupIdNotFound),
+                Some(group) if group.deleting => Some(ErrorCode::GroupIdNotFound),
+                Some(group) if !group.is_in(GroupState::Empty) => Some(ErrorCode::NonEmptyGroup),
+                Some(group) => {
+                    let pending = self.txn_offsets.partitions_of_group(group_id);
+                    self.core
+                        .delete_group_records(group, &pending, &mut records);
+                    None
                 }
             };
             results.push((group_id.clone(), error));

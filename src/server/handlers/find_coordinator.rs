@@ -60,12 +60,9 @@ pub async fn handle(
             .into_iter()
             .map(|key| {
                 let mut c = Coordinator::default();
-                let key_error = if key.is_empty() && error.is_none() {
-                    // Kafka refuses an empty group or transactional id.
-                    Some(ErrorCode::InvalidRequest)
-                } else {
-                    error
-                };
+                // An empty group or transactional id has a coordinator
+                // like any other, as in Kafka 4.1.
+                let key_error = error;
                 c.key = key;
                 c.error_code = key_error.map_or(0, |e| e.code());
                 if key_error.is_none() {
