@@ -21,6 +21,8 @@
 //!   ongoing.
 //! - DescribeAcls, CreateAcls, DeleteAcls (v1-3): SECURITY_DISABLED with
 //!   Kafka's messages, as a Kafka broker without an authorizer answers.
+//! - SaslHandshake (v0-1): ILLEGAL_SASL_STATE with no mechanisms, and
+//!   SaslAuthenticate closes the connection, as on a PLAINTEXT listener.
 //!
 //! Method: hand-built requests (kafka-protocol's types) on a broker with two
 //! topics of 3 and 2 partitions.
@@ -43,18 +45,19 @@ use kafka_protocol::messages::{
     DescribeAclsRequest, DescribeAclsResponse, DescribeClusterRequest, DescribeClusterResponse,
     DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, ElectLeadersRequest,
     ElectLeadersResponse, ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
-    TopicName,
+    SaslAuthenticateRequest, SaslHandshakeRequest, SaslHandshakeResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
 use common::kafka::create_topic;
-use common::wire::RawClient;
+use common::wire::{encode_request, Outcome, RawClient};
 use common::{with_timeout, Broker, BrokerOptions};
 
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const INVALID_TOPIC_EXCEPTION: i16 = 17;
 const INVALID_REQUEST: i16 = 42;
 const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
+const ILLEGAL_SASL_STATE: i16 = 34;
 const SECURITY_DISABLED: i16 = 54;
 const ELECTION_NOT_NEEDED: i16 = 84;
 const NO_REASSIGNMENT_IN_PROGRESS: i16 = 85;
@@ -627,6 +630,27 @@ async fn cluster_admin_apis_answer_like_kafka() {
                 .collect();
             assert_eq!(refusals, [refused], "v{version}");
         }
+
+        // SASL, on a listener without it.
+        for version in 0..=1 {
+            let mut handshake = SaslHandshakeRequest::default();
+            handshake.mechanism = StrBytes::from_static_str("PLAIN");
+            let answer: SaslHandshakeResponse =
+                RawClient::connect(&bootstrap).request(ApiKey::SaslHandshake, version, &handshake);
+            assert_eq!((answer.error_code, answer.mechanisms.len()), (ILLEGAL_SASL_STATE, 0));
+        }
+        let mut authenticate = SaslAuthenticateRequest::default();
+        authenticate.auth_bytes = bytes::Bytes::from_static(b"\0user\0password");
+        let mut client = RawClient::connect(&bootstrap);
+        let frame = encode_request(ApiKey::SaslAuthenticate, 1, 1, &authenticate);
+        client.write_raw(&frame).expect("send SaslAuthenticate");
+        assert!(
+            matches!(
+                client.outcome_within(Duration::from_secs(5)),
+                Outcome::Closed { ref bytes_before_close } if bytes_before_close.is_empty()
+            ),
+            "SaslAuthenticate closes the connection"
+        );
         assert_eq!(ongoing_reassignments(&bootstrap, None), 0);
         assert_eq!(
             ongoing_reassignments(&bootstrap, Some(&[("dtpa", &[0, 9]), ("nosuch", &[0])])),

@@ -243,6 +243,21 @@ pub const API_RANGES: &[ApiRange] = &[
         max: 2,
         served_min: 0,
     },
+    // No listener takes SASL: the handshake is refused and an
+    // authentication closes the connection, as on Kafka's PLAINTEXT
+    // listeners, which advertise both.
+    ApiRange {
+        key: ApiKey::SaslHandshake,
+        advertised_min: 0,
+        max: 1,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::SaslAuthenticate,
+        advertised_min: 0,
+        max: 2,
+        served_min: 0,
+    },
     // Without an authorizer these answer SECURITY_DISABLED, as Kafka does.
     ApiRange {
         key: ApiKey::DescribeAcls,

@@ -41,6 +41,7 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod sasl;
 pub mod sync_group;
 pub mod txn_common;
 pub mod txn_offset_commit;
@@ -250,6 +251,12 @@ pub async fn dispatch(
             version,
             correlation_id,
         )),
+        ApiKey::SaslHandshake => ready(sasl::handshake(
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
+        ApiKey::SaslAuthenticate => return Err("SaslAuthenticate on a listener without SASL"),
         ApiKey::DescribeAcls => ready(acls::describe(
             decode(&mut body, version)?,
             version,
