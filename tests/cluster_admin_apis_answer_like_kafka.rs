@@ -22,7 +22,8 @@
 //! - DescribeAcls, CreateAcls, DeleteAcls (v1-3): SECURITY_DISABLED with
 //!   Kafka's messages, as a Kafka broker without an authorizer answers.
 //! - SaslHandshake (v0-1): ILLEGAL_SASL_STATE with no mechanisms, and
-//!   SaslAuthenticate closes the connection, as on a PLAINTEXT listener.
+//!   SaslAuthenticate (v0-2) ILLEGAL_SASL_STATE with Kafka's message, the
+//!   connection staying open, as on a PLAINTEXT listener.
 //!
 //! Method: hand-built requests (kafka-protocol's types) on a broker with two
 //! topics of 3 and 2 partitions.
@@ -45,12 +46,13 @@ use kafka_protocol::messages::{
     DescribeAclsRequest, DescribeAclsResponse, DescribeClusterRequest, DescribeClusterResponse,
     DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, ElectLeadersRequest,
     ElectLeadersResponse, ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
-    SaslAuthenticateRequest, SaslHandshakeRequest, SaslHandshakeResponse, TopicName,
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+    TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
 use common::kafka::create_topic;
-use common::wire::{encode_request, Outcome, RawClient};
+use common::wire::RawClient;
 use common::{with_timeout, Broker, BrokerOptions};
 
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
@@ -642,15 +644,25 @@ async fn cluster_admin_apis_answer_like_kafka() {
         let mut authenticate = SaslAuthenticateRequest::default();
         authenticate.auth_bytes = bytes::Bytes::from_static(b"\0user\0password");
         let mut client = RawClient::connect(&bootstrap);
-        let frame = encode_request(ApiKey::SaslAuthenticate, 1, 1, &authenticate);
-        client.write_raw(&frame).expect("send SaslAuthenticate");
-        assert!(
-            matches!(
-                client.outcome_within(Duration::from_secs(5)),
-                Outcome::Closed { ref bytes_before_close } if bytes_before_close.is_empty()
-            ),
-            "SaslAuthenticate closes the connection"
-        );
+        for version in 0..=2 {
+            let answer: SaslAuthenticateResponse =
+                client.request(ApiKey::SaslAuthenticate, version, &authenticate);
+            assert_eq!(
+                (
+                    answer.error_code,
+                    answer.error_message.as_deref(),
+                    answer.auth_bytes.len(),
+                    answer.session_lifetime_ms
+                ),
+                (
+                    ILLEGAL_SASL_STATE,
+                    Some("SaslAuthenticate request received after successful authentication"),
+                    0,
+                    0
+                ),
+                "SaslAuthenticate v{version}"
+            );
+        }
         assert_eq!(ongoing_reassignments(&bootstrap, None), 0);
         assert_eq!(
             ongoing_reassignments(&bootstrap, Some(&[("dtpa", &[0, 9]), ("nosuch", &[0])])),

@@ -35,6 +35,8 @@ use std::time::{Duration, Instant};
 use kafka_protocol::messages::alter_partition_reassignments_request::{
     ReassignablePartition, ReassignableTopic,
 };
+use kafka_protocol::messages::create_acls_request::AclCreation;
+use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::describe_topic_partitions_request::{
     Cursor as DescribeTopicCursor, TopicRequest as DescribeTopicRequest,
 };
@@ -44,10 +46,12 @@ use kafka_protocol::messages::offset_for_leader_epoch_request::{
 };
 use kafka_protocol::messages::{
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ApiKey, BrokerId,
-    DescribeClusterRequest, DescribeClusterResponse, DescribeTopicPartitionsRequest,
-    DescribeTopicPartitionsResponse, ElectLeadersRequest, ElectLeadersResponse,
-    ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
-    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, TopicName,
+    CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
+    DescribeAclsRequest, DescribeAclsResponse, DescribeClusterRequest, DescribeClusterResponse,
+    DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, ElectLeadersRequest,
+    ElectLeadersResponse, ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, SaslAuthenticateRequest,
+    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{AdminOptions, AlterConfig, NewPartitions, ResourceSpecifier};
@@ -488,6 +492,37 @@ async fn run_clients(bootstrap: &str) {
     let list = ListPartitionReassignmentsRequest::default();
     let _: ListPartitionReassignmentsResponse =
         raw.request(ApiKey::ListPartitionReassignments, 0, &list);
+    let mut describe_acls = DescribeAclsRequest::default();
+    describe_acls.resource_type_filter = 1;
+    describe_acls.pattern_type_filter = 1;
+    describe_acls.operation = 1;
+    describe_acls.permission_type = 1;
+    let _: DescribeAclsResponse = raw.request(ApiKey::DescribeAcls, 1, &describe_acls);
+    let mut creation = AclCreation::default();
+    creation.resource_type = 2;
+    creation.resource_name = StrBytes::from_static_str(RECORDED_TOPIC);
+    creation.resource_pattern_type = 3;
+    creation.principal = StrBytes::from_static_str("User:alice");
+    creation.host = StrBytes::from_static_str("*");
+    creation.operation = 3;
+    creation.permission_type = 3;
+    let mut create_acls = CreateAclsRequest::default();
+    create_acls.creations = vec![creation];
+    let _: CreateAclsResponse = raw.request(ApiKey::CreateAcls, 2, &create_acls);
+    let mut acl_filter = DeleteAclsFilter::default();
+    acl_filter.resource_type_filter = 1;
+    acl_filter.pattern_type_filter = 1;
+    acl_filter.operation = 1;
+    acl_filter.permission_type = 1;
+    let mut delete_acls = DeleteAclsRequest::default();
+    delete_acls.filters = vec![acl_filter];
+    let _: DeleteAclsResponse = raw.request(ApiKey::DeleteAcls, 3, &delete_acls);
+    let mut handshake = SaslHandshakeRequest::default();
+    handshake.mechanism = StrBytes::from_static_str("PLAIN");
+    let _: SaslHandshakeResponse = raw.request(ApiKey::SaslHandshake, 1, &handshake);
+    let mut authenticate = SaslAuthenticateRequest::default();
+    authenticate.auth_bytes = bytes::Bytes::from_static(b"\0user\0password");
+    let _: SaslAuthenticateResponse = raw.request(ApiKey::SaslAuthenticate, 2, &authenticate);
 
     let admin = admin_client(bootstrap);
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
@@ -608,10 +643,11 @@ async fn damaged_copies_of_real_client_requests_get_errors_or_closes_and_lose_no
     // OffsetForLeaderEpoch, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
     // TxnOffsetCommit, DescribeConfigs, AlterConfigs, CreatePartitions,
     // DeleteGroups, ElectLeaders, Alter/ListPartitionReassignments,
-    // DescribeCluster, DescribeTopicPartitions.
+    // DescribeCluster, DescribeTopicPartitions, SaslHandshake,
+    // SaslAuthenticate, Describe/Create/DeleteAcls.
     for api in [
-        0, 1, 2, 3, 8, 9, 10, 11, 12, 14, 18, 19, 20, 21, 22, 23, 24, 25, 26, 28, 32, 33, 37, 42,
-        43, 45, 46, 60, 75,
+        0, 1, 2, 3, 8, 9, 10, 11, 12, 14, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 28, 29, 30, 31,
+        32, 33, 36, 37, 42, 43, 45, 46, 60, 75,
     ] {
         assert!(
             apis.contains(&api),

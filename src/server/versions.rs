@@ -243,9 +243,8 @@ pub const API_RANGES: &[ApiRange] = &[
         max: 2,
         served_min: 0,
     },
-    // No listener takes SASL: the handshake is refused and an
-    // authentication closes the connection, as on Kafka's PLAINTEXT
-    // listeners, which advertise both.
+    // No listener takes SASL: both are refused with ILLEGAL_SASL_STATE, as
+    // on Kafka's PLAINTEXT listeners, which advertise them.
     ApiRange {
         key: ApiKey::SaslHandshake,
         advertised_min: 0,

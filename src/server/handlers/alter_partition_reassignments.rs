@@ -22,29 +22,23 @@ use kafka_protocol::messages::{
 };
 
 use super::{encode_response, str_bytes};
-use crate::cluster::MetadataImage;
+use crate::cluster::TopicImage;
 use crate::protocol::ErrorCode;
 use crate::server::connection::Response;
 use crate::shard::Shard;
 
-/// Why Kafka's controller refuses moving `partition` of `topic` to
-/// `replicas` on a cluster whose only broker is `node`, or None when the
-/// partition is already there.
+/// Why Kafka's controller refuses moving `partition` of the existing
+/// `topic` to `replicas` on a cluster whose only broker is `node`, or None
+/// when the partition is already there.
 fn refusal(
-    image: &MetadataImage,
     shard: &Shard,
     node: i32,
-    topic: &str,
+    topic: &TopicImage,
     partition: i32,
     replicas: Option<&[BrokerId]>,
 ) -> Option<(ErrorCode, Option<String>)> {
-    let Some(image_topic) = image.topic(topic) else {
-        return Some((
-            ErrorCode::UnknownTopicOrPartition,
-            Some(format!("Unable to find a topic named {topic}.")),
-        ));
-    };
-    if shard.owner_of(image_topic, partition).is_none() {
+    if shard.owner_of(topic, partition).is_none() {
+        let topic = &topic.name;
         return Some((
             ErrorCode::UnknownTopicOrPartition,
             Some(format!("Unable to find partition {topic}:{partition}.")),
@@ -104,7 +98,15 @@ pub fn handle(
         .topics
         .iter()
         .map(|topic| {
-            let name = topic.name.to_string();
+            let image_topic = image.topic(topic.name.as_str());
+            // Made once per topic and shared by its partitions: a long
+            // unknown name is not copied once per partition.
+            let unknown_topic = image_topic.is_none().then(|| {
+                str_bytes(&format!(
+                    "Unable to find a topic named {}.",
+                    topic.name.as_str()
+                ))
+            });
             let mut answer = ReassignableTopicResponse::default();
             answer.name = topic.name.clone();
             answer.partitions = topic
@@ -114,16 +116,22 @@ pub fn handle(
                     let mut result = ReassignablePartitionResponse::default();
                     result.partition_index = partition.partition_index;
                     result.error_message = None;
-                    if let Some((error, message)) = refusal(
-                        &image,
-                        shard,
-                        node,
-                        &name,
-                        partition.partition_index,
-                        partition.replicas.as_deref(),
-                    ) {
+                    let refused = match image_topic {
+                        None => Some((ErrorCode::UnknownTopicOrPartition, None)),
+                        Some(existing) => refusal(
+                            shard,
+                            node,
+                            existing,
+                            partition.partition_index,
+                            partition.replicas.as_deref(),
+                        ),
+                    };
+                    if let Some((error, message)) = refused {
                         result.error_code = error.code();
-                        result.error_message = message.as_deref().map(str_bytes);
+                        result.error_message = match message {
+                            Some(message) => Some(str_bytes(&message)),
+                            None => unknown_topic.clone(),
+                        };
                     }
                     result
                 })

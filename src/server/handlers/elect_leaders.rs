@@ -59,41 +59,37 @@ pub fn handle(
         }
         return encode_response(ApiKey::ElectLeaders, version, correlation_id, &response);
     };
+    // Messages shared by every partition they answer (cloning a StrBytes
+    // shares its bytes), so a long topic name is not copied per partition.
+    let unknown_type_message = str_bytes(&format!("Unknown election type {election_type}"));
+    let not_needed = str_bytes("Leader election not needed for topic partition.");
     response.replica_election_results = wanted
         .into_iter()
         .map(|wanted| {
             let name = wanted.topic.to_string();
             let topic = image.topic(&name);
+            let no_such_topic = str_bytes(&format!("No such topic as {name}"));
             let mut result = ReplicaElectionResult::default();
             result.partition_result = wanted
                 .partitions
                 .iter()
                 .map(|&partition| {
-                    let (error, message) = if unknown_type {
-                        (
-                            ErrorCode::InvalidRequest,
-                            format!("Unknown election type {election_type}"),
-                        )
-                    } else {
-                        match topic {
-                            None => (
-                                ErrorCode::UnknownTopicOrPartition,
-                                format!("No such topic as {name}"),
-                            ),
-                            Some(t) if shard.owner_of(t, partition).is_none() => (
-                                ErrorCode::UnknownTopicOrPartition,
-                                format!("No such partition as {name}-{partition}"),
-                            ),
-                            Some(_) => (
-                                ErrorCode::ElectionNotNeeded,
-                                "Leader election not needed for topic partition.".to_string(),
-                            ),
+                    let (error, message) = match topic {
+                        _ if unknown_type => {
+                            (ErrorCode::InvalidRequest, unknown_type_message.clone())
                         }
+                        None => (ErrorCode::UnknownTopicOrPartition, no_such_topic.clone()),
+                        // An existing topic's name is at most 249 bytes.
+                        Some(t) if shard.owner_of(t, partition).is_none() => (
+                            ErrorCode::UnknownTopicOrPartition,
+                            str_bytes(&format!("No such partition as {name}-{partition}")),
+                        ),
+                        Some(_) => (ErrorCode::ElectionNotNeeded, not_needed.clone()),
                     };
                     let mut answer = PartitionResult::default();
                     answer.partition_id = partition;
                     answer.error_code = error.code();
-                    answer.error_message = Some(str_bytes(&message));
+                    answer.error_message = Some(message);
                     answer
                 })
                 .collect();

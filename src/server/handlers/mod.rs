@@ -256,7 +256,11 @@ pub async fn dispatch(
             version,
             correlation_id,
         )),
-        ApiKey::SaslAuthenticate => return Err("SaslAuthenticate on a listener without SASL"),
+        ApiKey::SaslAuthenticate => ready(sasl::authenticate(
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
         ApiKey::DescribeAcls => ready(acls::describe(
             decode(&mut body, version)?,
             version,
