@@ -52,7 +52,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use common::kafka::create_topic;
-use common::wire::RawClient;
+use common::wire::{encode_request, Outcome, RawClient};
 use common::{with_timeout, Broker, BrokerOptions};
 
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
@@ -370,6 +370,27 @@ async fn cluster_admin_apis_answer_like_kafka() {
             )
         );
         assert_eq!(elect(&bootstrap, 1, 5, None), (INVALID_REQUEST, vec![]));
+        // A small request whose answer would repeat a 200 KiB unknown topic
+        // name in each of 1000 partitions' messages (about 200 MB): the
+        // connection is closed instead, and the broker keeps serving.
+        let long_name = "x".repeat(200 << 10);
+        let mut wanted = TopicPartitions::default();
+        wanted.topic = name(&long_name);
+        wanted.partitions = (0..1000).collect();
+        let mut huge = ElectLeadersRequest::default();
+        huge.timeout_ms = 10_000;
+        huge.topic_partitions = Some(vec![wanted]);
+        let mut client = RawClient::connect(&bootstrap);
+        client
+            .write_raw(&encode_request(ApiKey::ElectLeaders, 2, 1, &huge))
+            .expect("send ElectLeaders");
+        assert!(
+            matches!(
+                client.outcome_within(Duration::from_secs(10)),
+                Outcome::Closed { ref bytes_before_close } if bytes_before_close.is_empty()
+            ),
+            "an answer beyond the response bound closes the connection"
+        );
         let (error, every) = elect(&bootstrap, 2, 0, None);
         assert_eq!(error, 0);
         let mut topics: Vec<_> = every.iter().map(|(t, p)| (t.as_str(), p.len())).collect();

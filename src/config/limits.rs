@@ -15,6 +15,13 @@ pub const ROUTER_CHANNEL_CAPACITY: usize = 1024;
 /// Long-poll fetch waiters a shard keeps at once; beyond it, fetches answer
 /// immediately with what they have.
 pub const FETCH_WAITERS_PER_SHARD_MAX: usize = 16_384;
+/// Largest response encoded into one buffer (every response but the record
+/// data of fetches, which is sent by reference). Kafka has no such bound;
+/// the largest real answers (Metadata of 100,000 partitions) are a few MiB,
+/// while a request can ask for answers far larger than itself (a long
+/// unknown topic name repeated in the error message of every partition it
+/// names). A larger one closes the connection instead of being allocated.
+pub const RESPONSE_BUFFER_BYTES_MAX: usize = 128 << 20;
 /// Longest topic name Kafka accepts.
 pub const TOPIC_NAME_BYTES_MAX: usize = 249;
 /// Partitions one topic may have (Kafka has no hard limit; this keeps a

@@ -57,6 +57,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
 use super::connection::{Responder, Response};
 use super::ServerState;
+use crate::config::limits::RESPONSE_BUFFER_BYTES_MAX;
 
 /// Decodes a request body of type `T`.
 ///
@@ -79,6 +80,7 @@ pub fn encode_response<T: Encodable>(
         version,
         correlation_id,
         body,
+        RESPONSE_BUFFER_BYTES_MAX,
         BytesMut::with_capacity,
     ) {
         Ok(buf) => Response::Frame(buf.freeze()),
@@ -102,19 +104,21 @@ pub fn encode_response_pieces<T: Encodable>(
     }
     // The framing alone goes into the buffer; record data stays shared.
     let make = |_frame_bytes| super::pieces::PiecesBuf::new(1024, slots);
-    match encode_frame(api_key, version, correlation_id, body, make) {
+    match encode_frame(api_key, version, correlation_id, body, usize::MAX, make) {
         Ok(buf) => Response::Pieces(buf.into_pieces()),
         Err(close) => close,
     }
 }
 
 /// Sizes the response, then writes size, header and body into the buffer
-/// `make` returns for the frame's byte count. Err is the Close to answer.
+/// `make` returns for the frame's byte count, when that is at most
+/// `max_bytes`. Err is the Close to answer.
 fn encode_frame<T: Encodable, B: ByteBufMut>(
     api_key: ApiKey,
     version: i16,
     correlation_id: i32,
     body: &T,
+    max_bytes: usize,
     make: impl FnOnce(usize) -> B,
 ) -> Result<B, Response> {
     let header_version = api_key.response_header_version(version);
@@ -134,6 +138,15 @@ fn encode_frame<T: Encodable, B: ByteBufMut>(
         tracing::error!(?api_key, version, "response larger than a frame can say");
         return Err(Response::Close("response too large"));
     };
+    if 4 + header_size + body_size > max_bytes {
+        tracing::warn!(
+            ?api_key,
+            version,
+            bytes = 4 + header_size + body_size,
+            "response larger than the response buffer bound; closing the connection"
+        );
+        return Err(Response::Close("response too large"));
+    }
     let mut buf = make(4 + header_size + body_size);
     buf.put_i32(frame_size);
     if header.encode(&mut buf, header_version).is_err() || body.encode(&mut buf, version).is_err() {
