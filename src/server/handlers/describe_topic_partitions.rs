@@ -44,6 +44,14 @@ fn topic_entry(
     topic
 }
 
+/// The cursor where the next answer starts.
+fn cursor_at(topic: &str, partition: i32) -> Cursor {
+    let mut cursor = Cursor::default();
+    cursor.topic_name = TopicName(str_bytes(topic));
+    cursor.partition_index = partition;
+    cursor
+}
+
 /// Answers DescribeTopicPartitions.
 pub fn handle(
     shard: &Rc<Shard>,
@@ -101,10 +109,7 @@ pub fn handle(
         .clamp(1, DESCRIBE_TOPIC_PARTITIONS_MAX);
     for name in names {
         if remaining == 0 {
-            let mut next = Cursor::default();
-            next.topic_name = TopicName(str_bytes(&name));
-            next.partition_index = 0;
-            response.next_cursor = Some(next);
+            response.next_cursor = Some(cursor_at(&name, 0));
             break;
         }
         let Some(topic) = image.topic(&name) else {
@@ -143,10 +148,7 @@ pub fn handle(
             .collect();
         response.topics.push(described);
         if end < count {
-            let mut next = Cursor::default();
-            next.topic_name = TopicName(str_bytes(&name));
-            next.partition_index = end;
-            response.next_cursor = Some(next);
+            response.next_cursor = Some(cursor_at(&name, end));
             break;
         }
     }

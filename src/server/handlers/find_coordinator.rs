@@ -59,13 +59,12 @@ pub async fn handle(
         let coordinators: Vec<Coordinator> = keys
             .into_iter()
             .map(|key| {
-                let mut c = Coordinator::default();
                 // An empty group or transactional id has a coordinator
                 // like any other, as in Kafka 4.1.
-                let key_error = error;
+                let mut c = Coordinator::default();
                 c.key = key;
-                c.error_code = key_error.map_or(0, |e| e.code());
-                if key_error.is_none() {
+                c.error_code = error.map_or(0, |e| e.code());
+                if error.is_none() {
                     c.node_id = BrokerId(config.node_id);
                     c.host = str_bytes(&config.advertised_host);
                     c.port = i32::from(config.advertised_port);
