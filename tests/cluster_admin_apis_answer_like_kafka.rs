@@ -35,24 +35,23 @@ use std::time::Duration;
 use kafka_protocol::messages::alter_partition_reassignments_request::{
     ReassignablePartition, ReassignableTopic,
 };
-use kafka_protocol::messages::create_acls_request::AclCreation;
-use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::describe_topic_partitions_request::{Cursor, TopicRequest};
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::list_partition_reassignments_request::ListPartitionReassignmentsTopics;
 use kafka_protocol::messages::{
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ApiKey, BrokerId,
-    CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
-    DescribeAclsRequest, DescribeAclsResponse, DescribeClusterRequest, DescribeClusterResponse,
-    DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, ElectLeadersRequest,
-    ElectLeadersResponse, ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
-    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
-    TopicName,
+    CreateAclsResponse, DeleteAclsResponse, DescribeAclsResponse, DescribeClusterRequest,
+    DescribeClusterResponse, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse,
+    ElectLeadersRequest, ElectLeadersResponse, ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse, SaslAuthenticateResponse, SaslHandshakeResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
 use common::kafka::create_topic;
-use common::wire::{encode_request, Outcome, RawClient};
+use common::wire::{
+    create_read_acls, delete_every_acl, describe_every_acl, encode_request,
+    sasl_plain_authenticate, sasl_plain_handshake, Outcome, RawClient,
+};
 use common::{with_timeout, Broker, BrokerOptions};
 
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
@@ -597,13 +596,8 @@ async fn cluster_admin_apis_answer_like_kafka() {
         // ACLs, without an authorizer.
         for version in 1..=3 {
             let mut client = RawClient::connect(&bootstrap);
-            let mut filter = DescribeAclsRequest::default();
-            filter.resource_type_filter = 1;
-            filter.pattern_type_filter = 1;
-            filter.operation = 1;
-            filter.permission_type = 1;
             let described: DescribeAclsResponse =
-                client.request(ApiKey::DescribeAcls, version, &filter);
+                client.request(ApiKey::DescribeAcls, version, &describe_every_acl());
             assert_eq!(
                 (
                     described.error_code,
@@ -617,16 +611,7 @@ async fn cluster_admin_apis_answer_like_kafka() {
                 ),
                 "v{version}"
             );
-            let mut creation = AclCreation::default();
-            creation.resource_type = 2;
-            creation.resource_name = StrBytes::from_static_str("dtpa");
-            creation.resource_pattern_type = 3;
-            creation.principal = StrBytes::from_static_str("User:alice");
-            creation.host = StrBytes::from_static_str("*");
-            creation.operation = 3;
-            creation.permission_type = 3;
-            let mut create = CreateAclsRequest::default();
-            create.creations = vec![creation.clone(), creation];
+            let create = create_read_acls("dtpa", 2);
             let created: CreateAclsResponse = client.request(ApiKey::CreateAcls, version, &create);
             let refusals: Vec<_> = created
                 .results
@@ -635,14 +620,8 @@ async fn cluster_admin_apis_answer_like_kafka() {
                 .collect();
             let refused = (SECURITY_DISABLED, Some("No Authorizer is configured.".to_string()));
             assert_eq!(refusals, [refused.clone(), refused.clone()], "v{version}");
-            let mut delete_filter = DeleteAclsFilter::default();
-            delete_filter.resource_type_filter = 1;
-            delete_filter.pattern_type_filter = 1;
-            delete_filter.operation = 1;
-            delete_filter.permission_type = 1;
-            let mut delete = DeleteAclsRequest::default();
-            delete.filters = vec![delete_filter];
-            let deleted: DeleteAclsResponse = client.request(ApiKey::DeleteAcls, version, &delete);
+            let deleted: DeleteAclsResponse =
+                client.request(ApiKey::DeleteAcls, version, &delete_every_acl());
             let refusals: Vec<_> = deleted
                 .filter_results
                 .iter()
@@ -656,14 +635,14 @@ async fn cluster_admin_apis_answer_like_kafka() {
 
         // SASL, on a listener without it.
         for version in 0..=1 {
-            let mut handshake = SaslHandshakeRequest::default();
-            handshake.mechanism = StrBytes::from_static_str("PLAIN");
-            let answer: SaslHandshakeResponse =
-                RawClient::connect(&bootstrap).request(ApiKey::SaslHandshake, version, &handshake);
+            let answer: SaslHandshakeResponse = RawClient::connect(&bootstrap).request(
+                ApiKey::SaslHandshake,
+                version,
+                &sasl_plain_handshake(),
+            );
             assert_eq!((answer.error_code, answer.mechanisms.len()), (ILLEGAL_SASL_STATE, 0));
         }
-        let mut authenticate = SaslAuthenticateRequest::default();
-        authenticate.auth_bytes = bytes::Bytes::from_static(b"\0user\0password");
+        let authenticate = sasl_plain_authenticate();
         let mut client = RawClient::connect(&bootstrap);
         for version in 0..=2 {
             let answer: SaslAuthenticateResponse =

@@ -35,8 +35,6 @@ use std::time::{Duration, Instant};
 use kafka_protocol::messages::alter_partition_reassignments_request::{
     ReassignablePartition, ReassignableTopic,
 };
-use kafka_protocol::messages::create_acls_request::AclCreation;
-use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::describe_topic_partitions_request::{
     Cursor as DescribeTopicCursor, TopicRequest as DescribeTopicRequest,
 };
@@ -46,12 +44,11 @@ use kafka_protocol::messages::offset_for_leader_epoch_request::{
 };
 use kafka_protocol::messages::{
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ApiKey, BrokerId,
-    CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
-    DescribeAclsRequest, DescribeAclsResponse, DescribeClusterRequest, DescribeClusterResponse,
-    DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, ElectLeadersRequest,
-    ElectLeadersResponse, ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
-    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, SaslAuthenticateRequest,
-    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse, TopicName,
+    CreateAclsResponse, DeleteAclsResponse, DescribeAclsResponse, DescribeClusterRequest,
+    DescribeClusterResponse, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse,
+    ElectLeadersRequest, ElectLeadersResponse, ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+    SaslAuthenticateResponse, SaslHandshakeResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{AdminOptions, AlterConfig, NewPartitions, ResourceSpecifier};
@@ -64,7 +61,10 @@ use common::kafka::{
     admin_client, create_topic, end_offsets, future_producer, produce_all, producer_config,
     read_partitions, test_messages, AckedMessage, READ_TIMEOUT,
 };
-use common::wire::{assert_broker_healthy, RawClient};
+use common::wire::{
+    assert_broker_healthy, create_read_acls, delete_every_acl, describe_every_acl,
+    sasl_plain_authenticate, sasl_plain_handshake, RawClient,
+};
 use common::{Broker, BrokerOptions};
 
 /// The topic written before the recording and read back after the damage.
@@ -492,36 +492,12 @@ async fn run_clients(bootstrap: &str) {
     let list = ListPartitionReassignmentsRequest::default();
     let _: ListPartitionReassignmentsResponse =
         raw.request(ApiKey::ListPartitionReassignments, 0, &list);
-    let mut describe_acls = DescribeAclsRequest::default();
-    describe_acls.resource_type_filter = 1;
-    describe_acls.pattern_type_filter = 1;
-    describe_acls.operation = 1;
-    describe_acls.permission_type = 1;
-    let _: DescribeAclsResponse = raw.request(ApiKey::DescribeAcls, 1, &describe_acls);
-    let mut creation = AclCreation::default();
-    creation.resource_type = 2;
-    creation.resource_name = StrBytes::from_static_str(RECORDED_TOPIC);
-    creation.resource_pattern_type = 3;
-    creation.principal = StrBytes::from_static_str("User:alice");
-    creation.host = StrBytes::from_static_str("*");
-    creation.operation = 3;
-    creation.permission_type = 3;
-    let mut create_acls = CreateAclsRequest::default();
-    create_acls.creations = vec![creation];
+    let _: DescribeAclsResponse = raw.request(ApiKey::DescribeAcls, 1, &describe_every_acl());
+    let create_acls = create_read_acls(RECORDED_TOPIC, 1);
     let _: CreateAclsResponse = raw.request(ApiKey::CreateAcls, 2, &create_acls);
-    let mut acl_filter = DeleteAclsFilter::default();
-    acl_filter.resource_type_filter = 1;
-    acl_filter.pattern_type_filter = 1;
-    acl_filter.operation = 1;
-    acl_filter.permission_type = 1;
-    let mut delete_acls = DeleteAclsRequest::default();
-    delete_acls.filters = vec![acl_filter];
-    let _: DeleteAclsResponse = raw.request(ApiKey::DeleteAcls, 3, &delete_acls);
-    let mut handshake = SaslHandshakeRequest::default();
-    handshake.mechanism = StrBytes::from_static_str("PLAIN");
-    let _: SaslHandshakeResponse = raw.request(ApiKey::SaslHandshake, 1, &handshake);
-    let mut authenticate = SaslAuthenticateRequest::default();
-    authenticate.auth_bytes = bytes::Bytes::from_static(b"\0user\0password");
+    let _: DeleteAclsResponse = raw.request(ApiKey::DeleteAcls, 3, &delete_every_acl());
+    let _: SaslHandshakeResponse = raw.request(ApiKey::SaslHandshake, 1, &sasl_plain_handshake());
+    let authenticate = sasl_plain_authenticate();
     let _: SaslAuthenticateResponse = raw.request(ApiKey::SaslAuthenticate, 2, &authenticate);
 
     let admin = admin_client(bootstrap);

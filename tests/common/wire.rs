@@ -8,10 +8,13 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
+use kafka_protocol::messages::create_acls_request::AclCreation;
+use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse,
-    RequestHeader, ResponseHeader, TopicName,
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreateAclsRequest, DeleteAclsRequest,
+    DescribeAclsRequest, MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader,
+    SaslAuthenticateRequest, SaslHandshakeRequest, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
@@ -300,4 +303,57 @@ pub fn assert_broker_healthy(broker: &mut super::Broker, after: &str) {
         "after {after}: Metadata lists no broker: {metadata:?}"
     );
     broker.assert_running();
+}
+
+/// DescribeAcls of every ACL: any resource type, pattern type, operation
+/// and permission (code 1, ANY), any name, principal and host.
+pub fn describe_every_acl() -> DescribeAclsRequest {
+    let mut request = DescribeAclsRequest::default();
+    request.resource_type_filter = 1;
+    request.pattern_type_filter = 1;
+    request.operation = 1;
+    request.permission_type = 1;
+    request
+}
+
+/// CreateAcls of `copies` ACLs allowing User:alice to read the literal
+/// topic `topic` from any host.
+pub fn create_read_acls(topic: &str, copies: usize) -> CreateAclsRequest {
+    let mut creation = AclCreation::default();
+    creation.resource_type = 2;
+    creation.resource_name = StrBytes::from_string(topic.to_string());
+    creation.resource_pattern_type = 3;
+    creation.principal = StrBytes::from_static_str("User:alice");
+    creation.host = StrBytes::from_static_str("*");
+    creation.operation = 3;
+    creation.permission_type = 3;
+    let mut request = CreateAclsRequest::default();
+    request.creations = vec![creation; copies];
+    request
+}
+
+/// DeleteAcls with one filter matching every ACL.
+pub fn delete_every_acl() -> DeleteAclsRequest {
+    let mut filter = DeleteAclsFilter::default();
+    filter.resource_type_filter = 1;
+    filter.pattern_type_filter = 1;
+    filter.operation = 1;
+    filter.permission_type = 1;
+    let mut request = DeleteAclsRequest::default();
+    request.filters = vec![filter];
+    request
+}
+
+/// SaslHandshake asking for PLAIN.
+pub fn sasl_plain_handshake() -> SaslHandshakeRequest {
+    let mut request = SaslHandshakeRequest::default();
+    request.mechanism = StrBytes::from_static_str("PLAIN");
+    request
+}
+
+/// SaslAuthenticate with a PLAIN token for user/password.
+pub fn sasl_plain_authenticate() -> SaslAuthenticateRequest {
+    let mut request = SaslAuthenticateRequest::default();
+    request.auth_bytes = Bytes::from_static(b"\0user\0password");
+    request
 }
