@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod partition;
 pub mod protocol;
 pub mod runtime;
+pub mod security;
 pub mod server;
 pub mod shard;
 pub mod storage;

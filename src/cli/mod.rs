@@ -35,9 +35,15 @@ pub enum Command {
 /// Settings of `ringbroker serve`. Kafka's config name is given in brackets.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on for Kafka clients [listeners].
+    /// Address to listen on for Kafka clients, optionally after its security protocol: PLAINTEXT:// (the default) or SASL_PLAINTEXT:// (clients must authenticate with SASL/SCRAM) [listeners].
     #[arg(long, default_value = "127.0.0.1:9092")]
     pub listen: String,
+    /// SASL mechanisms a SASL_PLAINTEXT listener takes, comma-separated: SCRAM-SHA-256, SCRAM-SHA-512 [sasl.enabled.mechanisms].
+    #[arg(long, default_value = "SCRAM-SHA-256,SCRAM-SHA-512")]
+    pub sasl_enabled_mechanisms: String,
+    /// A SCRAM credential to create at start-up unless the user already has one for that mechanism, as `kafka-storage format --add-scram`: 'SCRAM-SHA-256=[name=alice,password=alice-secret]' (iterations=N optional, 4096 by default); repeat for more.
+    #[arg(long)]
+    pub add_scram: Vec<String>,
     /// host:port given to clients in Metadata; defaults to --listen [advertised.listeners].
     #[arg(long)]
     pub advertised_listen: Option<String>,
@@ -380,16 +386,31 @@ impl ServeArgs {
     /// # Errors
     /// A message naming the flag that is wrong.
     pub fn into_config(self) -> anyhow::Result<BrokerConfig> {
-        let listen: SocketAddr = self
-            .listen
+        let (security_protocol, listen_address) = crate::security::split_listener(&self.listen)
+            .map_err(|e| anyhow::anyhow!("--listen {:?}: {e}", self.listen))?;
+        let listen: SocketAddr = listen_address
             .to_socket_addrs()
             .with_context(|| format!("--listen {:?} is not host:port", self.listen))?
             .next()
             .with_context(|| format!("--listen {:?} resolves to nothing", self.listen))?;
-        let advertised = self
-            .advertised_listen
-            .clone()
-            .unwrap_or_else(|| self.listen.clone());
+        let sasl_enabled_mechanisms =
+            crate::security::parse_mechanisms(&self.sasl_enabled_mechanisms)
+                .map_err(|e| anyhow::anyhow!("--sasl-enabled-mechanisms: {e}"))?;
+        let add_scram = self
+            .add_scram
+            .iter()
+            .map(|text| {
+                crate::security::parse_add_scram(text)
+                    .map_err(|e| anyhow::anyhow!("--add-scram {text:?}: {e}"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let advertised = match &self.advertised_listen {
+            Some(advertised) => crate::security::split_listener(advertised)
+                .map_err(|e| anyhow::anyhow!("--advertised-listen {advertised:?}: {e}"))?
+                .1
+                .to_string(),
+            None => listen_address.to_string(),
+        };
         let (advertised_host, advertised_port) = advertised
             .rsplit_once(':')
             .with_context(|| format!("advertised listener {advertised:?} is not host:port"))?;
@@ -532,6 +553,9 @@ impl ServeArgs {
         Ok(BrokerConfig {
             node_id: self.node_id,
             listen,
+            security_protocol,
+            sasl_enabled_mechanisms,
+            add_scram,
             advertised_host: advertised_host.trim_matches(['[', ']']).to_string(),
             advertised_port,
             data_dir: self.data_dir,

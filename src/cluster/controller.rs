@@ -15,9 +15,10 @@ use crate::config::limits::{
 };
 use crate::config::{ConfigAlteration, TopicConfigs};
 use crate::protocol::ErrorCode;
+use crate::security::scram::{ScramMechanism, ITERATIONS_MAX, ITERATIONS_MIN};
 use crate::shard::messages::{
     AdminOutcome, ControllerReply, ControllerRequest, CreatePartitionsSpec, CreateTopicOutcome,
-    CreateTopicSpec, ShardReply, ShardRequest,
+    CreateTopicSpec, ScramUpsertion, ShardReply, ShardRequest,
 };
 use crate::shard::Shard;
 
@@ -51,6 +52,12 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
         } => {
             ControllerReply::CreatePartitions(create_partitions(shard, topics, validate_only).await)
         }
+        ControllerRequest::AlterUserScramCredentials {
+            deletions,
+            upsertions,
+        } => ControllerReply::AlterUserScramCredentials(
+            alter_scram_credentials(shard, deletions, upsertions).await,
+        ),
         ControllerRequest::AllocateProducerIds { count } => {
             assert!(count > 0);
             let first = shard.image().next_producer_id;
@@ -66,6 +73,139 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
             }
         }
     }
+}
+
+/// Checks a user and mechanism of AlterUserScramCredentials as Kafka's
+/// controller does.
+fn check_scram_user(name: &str, mechanism: i8) -> Result<ScramMechanism, (ErrorCode, &'static str)> {
+    if name.is_empty() {
+        return Err((ErrorCode::UnacceptableCredential, "Username must not be empty"));
+    }
+    ScramMechanism::from_type(mechanism)
+        .ok_or((ErrorCode::UnsupportedSaslMechanism, "Unknown SCRAM mechanism"))
+}
+
+/// AlterUserScramCredentials, following Kafka's `ScramControlManager`: a
+/// user named twice in one request (deletion or upsertion, whatever the
+/// mechanism) is DUPLICATE_RESOURCE and nothing of it is done; deleting a
+/// credential that does not exist is RESOURCE_NOT_FOUND; iterations must be
+/// 4096..=16384. The rest is committed at once. Answers deletions done,
+/// then upsertions done, then refusals, each in request order (Kafka's
+/// order within each group is a hash map's).
+async fn alter_scram_credentials(
+    shard: &Rc<Shard>,
+    deletions: Vec<(String, i8)>,
+    upsertions: Vec<ScramUpsertion>,
+) -> Vec<(String, i16, Option<String>)> {
+    const TWICE: &str = "A user credential cannot be altered twice in the same request";
+    let image = shard.image();
+    // Refusals in order, and the users refused (each user answered once).
+    let mut refused: Vec<(String, ErrorCode, &'static str)> = Vec::new();
+    let mut refused_users: HashSet<String> = HashSet::new();
+    let mut refuse = |refused_users: &mut HashSet<String>,
+                      name: &str,
+                      error: ErrorCode,
+                      message: &'static str| {
+        if refused_users.insert(name.to_string()) {
+            refused.push((name.to_string(), error, message));
+        }
+    };
+    // Accepted changes by user; None once taken back by a second mention.
+    let mut deleting: Vec<Option<(String, ScramMechanism)>> = Vec::new();
+    let mut upserting: Vec<Option<(ScramUpsertion, ScramMechanism)>> = Vec::new();
+    let mut accepted: std::collections::HashMap<String, (bool, usize)> = Default::default();
+    for (name, mechanism) in deletions {
+        if refused_users.contains(&name) {
+            continue;
+        }
+        if let Some((_, at)) = accepted.remove(&name) {
+            deleting[at] = None;
+            refuse(&mut refused_users, &name, ErrorCode::DuplicateResource, TWICE);
+            continue;
+        }
+        match check_scram_user(&name, mechanism) {
+            Err((error, message)) => refuse(&mut refused_users, &name, error, message),
+            Ok(mechanism) if image.scram_credential(&name, mechanism).is_none() => refuse(
+                &mut refused_users,
+                &name,
+                ErrorCode::ResourceNotFound,
+                "Attempt to delete a user credential that does not exist",
+            ),
+            Ok(mechanism) => {
+                accepted.insert(name.clone(), (true, deleting.len()));
+                deleting.push(Some((name, mechanism)));
+            }
+        }
+    }
+    for upsertion in upsertions {
+        let name = upsertion.name.clone();
+        if refused_users.contains(&name) {
+            continue;
+        }
+        if let Some((is_deletion, at)) = accepted.remove(&name) {
+            if is_deletion {
+                deleting[at] = None;
+            } else {
+                upserting[at] = None;
+            }
+            refuse(&mut refused_users, &name, ErrorCode::DuplicateResource, TWICE);
+            continue;
+        }
+        match check_scram_user(&name, upsertion.mechanism) {
+            Err((error, message)) => refuse(&mut refused_users, &name, error, message),
+            Ok(_) if upsertion.iterations < ITERATIONS_MIN => {
+                refuse(&mut refused_users, &name, ErrorCode::UnacceptableCredential, "Too few iterations")
+            }
+            Ok(_) if upsertion.iterations > ITERATIONS_MAX => {
+                refuse(&mut refused_users, &name, ErrorCode::UnacceptableCredential, "Too many iterations")
+            }
+            Ok(mechanism) => {
+                accepted.insert(name, (false, upserting.len()));
+                upserting.push(Some((upsertion, mechanism)));
+            }
+        }
+    }
+    let mut records = Vec::new();
+    let mut done = Vec::new();
+    for (name, mechanism) in deleting.into_iter().flatten() {
+        records.push(MetadataRecord::RemoveUserScramCredential {
+            name: name.clone(),
+            mechanism,
+        });
+        done.push(name);
+    }
+    for (upsertion, mechanism) in upserting.into_iter().flatten() {
+        records.push(MetadataRecord::UserScramCredential {
+            name: upsertion.name.clone(),
+            mechanism,
+            credential: mechanism.credential(
+                &upsertion.salted_password,
+                &upsertion.salt,
+                upsertion.iterations,
+            ),
+        });
+        done.push(upsertion.name);
+    }
+    drop(image);
+    let done_code = if records.is_empty() {
+        0
+    } else {
+        match commit(shard, records).await {
+            Ok(()) => 0,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot store SCRAM credentials");
+                ErrorCode::UnknownServerError.code()
+            }
+        }
+    };
+    done.into_iter()
+        .map(|name| (name, done_code, None))
+        .chain(
+            refused
+                .into_iter()
+                .map(|(name, error, message)| (name, error.code(), Some(message.to_string()))),
+        )
+        .collect()
 }
 
 /// Checks a topic name as Kafka does (`Topic.validate`).

@@ -9,6 +9,7 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 
 use crate::config::TopicConfigs;
+use crate::security::scram::{ScramCredential, ScramMechanism};
 use uuid::Uuid;
 
 /// One change to the cluster metadata, as stored in the metadata log.
@@ -62,6 +63,23 @@ pub enum MetadataRecord {
         name: String,
         /// Topic id, so a re-created topic of the same name is not confused.
         topic_id: Uuid,
+    },
+    /// A user's SCRAM credential for one mechanism was set
+    /// (AlterUserScramCredentials, `--add-scram`).
+    UserScramCredential {
+        /// User name.
+        name: String,
+        /// Mechanism.
+        mechanism: ScramMechanism,
+        /// Salt, keys and iterations.
+        credential: ScramCredential,
+    },
+    /// A user's SCRAM credential for one mechanism was removed.
+    RemoveUserScramCredential {
+        /// User name.
+        name: String,
+        /// Mechanism.
+        mechanism: ScramMechanism,
     },
 }
 
@@ -122,6 +140,8 @@ pub struct MetadataImage {
     pub applied_records: u64,
     /// First producer id not yet handed out.
     pub next_producer_id: i64,
+    /// SCRAM credentials by user, then mechanism.
+    pub scram_credentials: BTreeMap<String, BTreeMap<ScramMechanism, Rc<ScramCredential>>>,
 }
 
 impl MetadataImage {
@@ -178,7 +198,34 @@ impl MetadataImage {
                     self.topic_names.remove(topic_id);
                 }
             }
+            MetadataRecord::UserScramCredential {
+                name,
+                mechanism,
+                credential,
+            } => {
+                self.scram_credentials
+                    .entry(name.clone())
+                    .or_default()
+                    .insert(*mechanism, Rc::new(credential.clone()));
+            }
+            MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
+                if let Some(mechanisms) = self.scram_credentials.get_mut(name) {
+                    mechanisms.remove(mechanism);
+                    if mechanisms.is_empty() {
+                        self.scram_credentials.remove(name);
+                    }
+                }
+            }
         }
+    }
+
+    /// A user's SCRAM credential for `mechanism`.
+    pub fn scram_credential(
+        &self,
+        user: &str,
+        mechanism: ScramMechanism,
+    ) -> Option<&Rc<ScramCredential>> {
+        self.scram_credentials.get(user)?.get(&mechanism)
     }
 
     /// Changes the topic `name` if it is still the incarnation `topic_id`.

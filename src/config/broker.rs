@@ -61,6 +61,12 @@ pub struct BrokerConfig {
     pub node_id: i32,
     /// Address the listener binds (`listeners`).
     pub listen: SocketAddr,
+    /// The listener's security protocol (`listener.security.protocol.map`).
+    pub security_protocol: crate::security::SecurityProtocol,
+    /// Mechanisms a SASL listener takes (`sasl.enabled.mechanisms`).
+    pub sasl_enabled_mechanisms: Vec<crate::security::scram::ScramMechanism>,
+    /// SCRAM credentials created at start-up where missing (`--add-scram`).
+    pub add_scram: Vec<crate::security::AddScram>,
     /// Host and port given to clients in Metadata (`advertised.listeners`).
     pub advertised_host: String,
     /// Port given to clients in Metadata.

@@ -248,6 +248,11 @@ fn prepare_data_dir(
         metadata_log::append_at_startup(&meta_dir, std::slice::from_ref(&bootstrap))?;
         records.push(bootstrap);
     }
+    let added = scram_credentials_to_add(config, &records);
+    if !added.is_empty() {
+        metadata_log::append_at_startup(&meta_dir, &added)?;
+        records.extend(added);
+    }
     let marker = data_dir.join(CLEAN_SHUTDOWN_MARKER);
     let clean = marker.exists();
     if clean {
@@ -257,6 +262,37 @@ fn prepare_data_dir(
         sync_dir(data_dir)?;
     }
     Ok((records, clean, lock))
+}
+
+/// The `--add-scram` credentials of users who have none for that mechanism
+/// in the metadata `records`, salted afresh (a credential set since, by
+/// `--add-scram` or AlterUserScramCredentials, is kept).
+fn scram_credentials_to_add(config: &BrokerConfig, records: &[MetadataRecord]) -> Vec<MetadataRecord> {
+    let mut image = crate::cluster::image::MetadataImage::default();
+    for record in records {
+        image.apply(record);
+    }
+    let mut added = Vec::new();
+    for add in &config.add_scram {
+        if image.scram_credential(&add.user, add.mechanism).is_some() {
+            continue;
+        }
+        let salt = crate::security::scram::random_bytes(24);
+        let salted = add.mechanism.salted_password(
+            add.password.as_bytes(),
+            &salt,
+            add.iterations as u32,
+        );
+        let record = MetadataRecord::UserScramCredential {
+            name: add.user.clone(),
+            mechanism: add.mechanism,
+            credential: add.mechanism.credential(&salted, &salt, add.iterations),
+        };
+        image.apply(&record);
+        tracing::info!(user = %add.user, mechanism = add.mechanism.name(), "SCRAM credential added");
+        added.push(record);
+    }
+    added
 }
 
 /// Raises the open-files soft limit to the hard limit: each partition holds
@@ -432,7 +468,11 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
             );
         }
         if coordination.ready_shards.load(Ordering::SeqCst) == nr_shards {
-            tracing::info!(listen = %config.listen, "ready");
+            tracing::info!(
+                listen = %config.listen,
+                security_protocol = config.security_protocol.name(),
+                "ready"
+            );
             eprintln!("ringbroker ready on {}", config.listen);
             break;
         }

@@ -21,7 +21,9 @@ use super::produce_frame::{
     read_produce_frame, DirectTargets, FrameError, ProduceFrame, ReadBuf, BULK_READ_BYTES,
     LOOKAHEAD_BYTES,
 };
+use super::authenticator::{Authenticator, Step, SASL_RECEIVE_BYTES_MAX};
 use super::{handlers, versions, ServerState};
+use crate::security::SecurityProtocol;
 use crate::config::limits::{CONNECTION_IN_FLIGHT_REQUESTS_MAX, REQUEST_FRAME_BYTES_MIN};
 use crate::shard::messages::TopicPartition;
 
@@ -76,6 +78,8 @@ enum CloseReason {
     Handler(&'static str),
     #[error("broker shutting down")]
     ShuttingDown,
+    #[error("SASL: {0}")]
+    Authentication(&'static str),
 }
 
 /// Serves one connection until it closes.
@@ -91,11 +95,32 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>) {
         CONNECTION_IN_FLIGHT_REQUESTS_MAX,
     );
     let writer_task = glommio::spawn_local(write_loop(fd, writer, rx));
+    let config = &state.shard.config;
+    let mut authenticator = (config.security_protocol == SecurityProtocol::SaslPlaintext)
+        .then(|| Authenticator::new(config.sasl_enabled_mechanisms.clone()));
     let reason = loop {
-        let frame = match read_frame(&mut reader, &state).await {
+        let authenticating = authenticator.as_ref().is_some_and(|a| a.user().is_none());
+        let frame = match read_frame(&mut reader, &state, authenticating).await {
             Ok(frame) => frame,
             Err(reason) => break reason,
         };
+        if let (true, Some(auth), Frame::Whole(frame)) = (authenticating, &mut authenticator, &frame)
+        {
+            let (answer, close) = match auth.handle(frame.clone(), &state.shard.image()) {
+                Step::Answer(answer) => (Some(answer), None),
+                Step::AnswerThenClose(answer, reason) => (Some(answer), Some(reason)),
+                Step::Close(reason) => (None, Some(reason)),
+            };
+            if let Some(answer) = answer {
+                if tx.send(answer).await.is_err() {
+                    break CloseReason::Eof;
+                }
+            }
+            match close {
+                Some(reason) => break CloseReason::Authentication(reason),
+                None => continue,
+            }
+        }
         let handled = match frame {
             Frame::Whole(frame) => handle_frame(frame, &state, peer_addr).await,
             Frame::Produce(produce) => Ok(handlers::produce::handle(
@@ -163,9 +188,13 @@ async fn within<T>(limit: Duration, io: impl std::future::Future<Output = T>) ->
     }
 }
 
+/// Reads the next request frame. Before a SASL client has authenticated
+/// (`authenticating`), frames are bounded by `sasl.server.max.receive.size`
+/// and every frame is read whole.
 async fn read_frame<R: AsyncRead + Unpin>(
     reader: &mut R,
     state: &ServerState,
+    authenticating: bool,
 ) -> Result<Frame, CloseReason> {
     let config = &state.shard.config;
     let mut size_bytes = [0u8; 4];
@@ -200,7 +229,12 @@ async fn read_frame<R: AsyncRead + Unpin>(
     if size < REQUEST_FRAME_BYTES_MIN as i64 {
         return Err(CloseReason::FrameTooSmall(size));
     }
-    if size > config.socket_request_max_bytes as i64 {
+    let size_max = if authenticating {
+        SASL_RECEIVE_BYTES_MAX.min(config.socket_request_max_bytes)
+    } else {
+        config.socket_request_max_bytes
+    };
+    if size > size_max as i64 {
         return Err(CloseReason::FrameTooLarge(size));
     }
     // The size is checked against socket.request.max.bytes above, so what
@@ -217,19 +251,20 @@ async fn read_frame<R: AsyncRead + Unpin>(
             })?
             .direct_slot(len)
     };
-    match within(left, read_body(reader, size as usize, &direct)).await {
+    match within(left, read_body(reader, size as usize, &direct, !authenticating)).await {
         None => Err(CloseReason::ReadTimeout),
         Some(result) => result,
     }
 }
 
-/// Reads a frame's `size` bytes: a served Produce request framing first,
-/// with each partition's records received into a buffer of their own;
-/// anything else whole.
+/// Reads a frame's `size` bytes: a served Produce request framing first
+/// (when `produce_framing`), with each partition's records received into a
+/// buffer of their own; anything else whole.
 async fn read_body<R: AsyncRead + Unpin>(
     reader: &mut R,
     size: usize,
     direct: DirectTargets<'_>,
+    produce_framing: bool,
 ) -> Result<Frame, CloseReason> {
     // API key and version first, with as much of the frame as one read gives:
     // all of it when the frame is short enough to be read in bulk (its
@@ -254,7 +289,10 @@ async fn read_body<R: AsyncRead + Unpin>(
     }
     let api_key = i16::from_be_bytes([prefix[0], prefix[1]]);
     let version = i16::from_be_bytes([prefix[2], prefix[3]]);
-    if api_key == ApiKey::Produce as i16 && versions::is_served(ApiKey::Produce, version) {
+    if produce_framing
+        && api_key == ApiKey::Produce as i16
+        && versions::is_served(ApiKey::Produce, version)
+    {
         return match read_produce_frame(reader, prefix, size, direct).await {
             Ok(produce) => Ok(Frame::Produce(produce)),
             Err(FrameError::Io(e)) => Err(io_reason(e)),
@@ -326,6 +364,7 @@ mod tests {
             &mut reader,
             body.len(),
             &super::super::produce_frame::no_direct_targets,
+            true,
         )) {
             Ok(frame) => frame,
             Err(reason) => panic!("frame of {} bytes not read: {reason}", body.len()),

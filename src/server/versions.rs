@@ -257,6 +257,18 @@ pub const API_RANGES: &[ApiRange] = &[
         max: 2,
         served_min: 0,
     },
+    ApiRange {
+        key: ApiKey::DescribeUserScramCredentials,
+        advertised_min: 0,
+        max: 0,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::AlterUserScramCredentials,
+        advertised_min: 0,
+        max: 0,
+        served_min: 0,
+    },
     // Without an authorizer these answer SECURITY_DISABLED, as Kafka does.
     ApiRange {
         key: ApiKey::DescribeAcls,

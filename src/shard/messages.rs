@@ -182,6 +182,28 @@ pub enum ControllerRequest {
         /// Ids wanted.
         count: i64,
     },
+    /// Delete and set users' SCRAM credentials (AlterUserScramCredentials).
+    AlterUserScramCredentials {
+        /// (user, mechanism type), in request order.
+        deletions: Vec<(String, i8)>,
+        /// In request order.
+        upsertions: Vec<ScramUpsertion>,
+    },
+}
+
+/// One AlterUserScramCredentials upsertion, as the client sent it.
+#[derive(Debug, Clone)]
+pub struct ScramUpsertion {
+    /// User.
+    pub name: String,
+    /// Mechanism type (1 SCRAM-SHA-256, 2 SCRAM-SHA-512).
+    pub mechanism: i8,
+    /// PBKDF2 iterations.
+    pub iterations: i32,
+    /// Salt.
+    pub salt: Vec<u8>,
+    /// The password salted by the client.
+    pub salted_password: Vec<u8>,
 }
 
 /// Answers of the controller.
@@ -197,6 +219,8 @@ pub enum ControllerReply {
     AlterTopicConfigs(Vec<AdminOutcome>),
     /// Per topic, in request order.
     CreatePartitions(Vec<AdminOutcome>),
+    /// Per user: (user, error code, message).
+    AlterUserScramCredentials(Vec<(String, i16, Option<String>)>),
 }
 
 /// A request for the group coordinator of one `__consumer_offsets` partition.

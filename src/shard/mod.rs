@@ -347,7 +347,10 @@ impl Shard {
                         }
                     }
                 }
-                MetadataRecord::Bootstrap { .. } | MetadataRecord::ProducerIds { .. } => {}
+                MetadataRecord::Bootstrap { .. }
+                | MetadataRecord::ProducerIds { .. }
+                | MetadataRecord::UserScramCredential { .. }
+                | MetadataRecord::RemoveUserScramCredential { .. } => {}
             }
         }
     }

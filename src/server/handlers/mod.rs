@@ -8,6 +8,7 @@ pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod alter_configs;
 pub mod alter_partition_reassignments;
+pub mod alter_user_scram_credentials;
 pub mod api_versions;
 pub mod authorized_operations;
 pub mod create_partitions;
@@ -22,6 +23,7 @@ pub mod describe_log_dirs;
 pub mod describe_producers;
 pub mod describe_topic_partitions;
 pub mod describe_transactions;
+pub mod describe_user_scram_credentials;
 pub mod elect_leaders;
 pub mod end_txn;
 pub mod fetch;
@@ -300,6 +302,21 @@ pub async fn dispatch(
             version,
             correlation_id,
         )),
+        ApiKey::DescribeUserScramCredentials => ready(describe_user_scram_credentials::handle(
+            shard,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
+        ApiKey::AlterUserScramCredentials => {
+            alter_user_scram_credentials::handle(
+                shard,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
+        }
         ApiKey::ElectLeaders => ready(elect_leaders::handle(
             shard,
             decode(&mut body, version)?,

@@ -1,0 +1,191 @@
+//! Authentication: SASL/SCRAM credentials and exchanges (`scram`), the
+//! listener's security protocol, and the `--add-scram` credentials given on
+//! the command line.
+
+pub mod scram;
+
+use scram::{ScramMechanism, ITERATIONS_MAX, ITERATIONS_MIN};
+
+/// A listener's security protocol (Kafka's
+/// `listener.security.protocol.map` values this broker serves).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecurityProtocol {
+    /// No authentication.
+    Plaintext,
+    /// SASL authentication, no encryption.
+    SaslPlaintext,
+}
+
+impl SecurityProtocol {
+    /// Kafka's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SecurityProtocol::Plaintext => "PLAINTEXT",
+            SecurityProtocol::SaslPlaintext => "SASL_PLAINTEXT",
+        }
+    }
+}
+
+/// Splits a listener `[PROTOCOL://]host:port` into its protocol (PLAINTEXT
+/// when none is given) and address.
+///
+/// # Errors
+/// A protocol this broker does not serve.
+pub fn split_listener(listener: &str) -> Result<(SecurityProtocol, &str), String> {
+    let Some((protocol, address)) = listener.split_once("://") else {
+        return Ok((SecurityProtocol::Plaintext, listener));
+    };
+    match protocol.to_ascii_uppercase().as_str() {
+        "PLAINTEXT" => Ok((SecurityProtocol::Plaintext, address)),
+        "SASL_PLAINTEXT" => Ok((SecurityProtocol::SaslPlaintext, address)),
+        "SSL" | "SASL_SSL" => Err(format!(
+            "{protocol} listeners are not supported yet (no TLS); use PLAINTEXT or SASL_PLAINTEXT"
+        )),
+        _ => Err(format!(
+            "unknown security protocol {protocol:?}; use PLAINTEXT or SASL_PLAINTEXT"
+        )),
+    }
+}
+
+/// Parses `sasl.enabled.mechanisms`: a comma-separated list of SCRAM
+/// mechanism names.
+///
+/// # Errors
+/// An empty list or a mechanism other than SCRAM-SHA-256 and SCRAM-SHA-512.
+pub fn parse_mechanisms(list: &str) -> Result<Vec<ScramMechanism>, String> {
+    let mut mechanisms = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let mechanism = ScramMechanism::from_name(name).ok_or_else(|| {
+            format!("SASL mechanism {name:?} is not supported; SCRAM-SHA-256 and SCRAM-SHA-512 are")
+        })?;
+        if !mechanisms.contains(&mechanism) {
+            mechanisms.push(mechanism);
+        }
+    }
+    if mechanisms.is_empty() {
+        return Err("no SASL mechanism enabled".into());
+    }
+    Ok(mechanisms)
+}
+
+/// A SCRAM credential to create at start-up when the user has none for the
+/// mechanism (`--add-scram`, as `kafka-storage format --add-scram`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddScram {
+    /// User.
+    pub user: String,
+    /// Mechanism.
+    pub mechanism: ScramMechanism,
+    /// Password.
+    pub password: String,
+    /// PBKDF2 iterations.
+    pub iterations: i32,
+}
+
+/// Parses `SCRAM-SHA-256=[name=alice,password=alice-secret]`, with an
+/// optional `iterations=N` (default 4096); values may be double-quoted.
+///
+/// # Errors
+/// Anything else, with what is wrong.
+pub fn parse_add_scram(text: &str) -> Result<AddScram, String> {
+    let (mechanism, rest) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?} is not MECHANISM=[name=...,password=...]"))?;
+    let mechanism = ScramMechanism::from_name(mechanism.trim())
+        .ok_or_else(|| format!("{mechanism:?} is not SCRAM-SHA-256 or SCRAM-SHA-512"))?;
+    let inner = rest
+        .trim()
+        .strip_prefix('[')
+        .and_then(|r| r.strip_suffix(']'))
+        .ok_or_else(|| format!("{rest:?} is not [name=...,password=...]"))?;
+    let (mut user, mut password, mut iterations) = (None, None, ITERATIONS_MIN);
+    for pair in inner.split(',') {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("{pair:?} is not key=value"))?;
+        let value = value.trim();
+        let value = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .unwrap_or(value);
+        match key.trim() {
+            "name" => user = Some(value.to_string()),
+            "password" => password = Some(value.to_string()),
+            "iterations" => {
+                iterations = value
+                    .parse()
+                    .map_err(|_| format!("iterations {value:?} is not a number"))?
+            }
+            other => return Err(format!("unknown key {other:?}; name, password and iterations are taken")),
+        }
+    }
+    let user = user.filter(|u| !u.is_empty()).ok_or("name is missing")?;
+    let password = password.ok_or("password is missing")?;
+    if !(ITERATIONS_MIN..=ITERATIONS_MAX).contains(&iterations) {
+        return Err(format!(
+            "iterations must be {ITERATIONS_MIN} to {ITERATIONS_MAX}, not {iterations}"
+        ));
+    }
+    Ok(AddScram {
+        user,
+        mechanism,
+        password,
+        iterations,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listeners_name_their_protocol() {
+        assert_eq!(
+            split_listener("127.0.0.1:9092"),
+            Ok((SecurityProtocol::Plaintext, "127.0.0.1:9092"))
+        );
+        assert_eq!(
+            split_listener("SASL_PLAINTEXT://h:1"),
+            Ok((SecurityProtocol::SaslPlaintext, "h:1"))
+        );
+        assert_eq!(
+            split_listener("PLAINTEXT://h:1"),
+            Ok((SecurityProtocol::Plaintext, "h:1"))
+        );
+        assert!(split_listener("SSL://h:1").is_err());
+        assert!(split_listener("FOO://h:1").is_err());
+    }
+
+    #[test]
+    fn add_scram_takes_kafka_storage_syntax() {
+        assert_eq!(
+            parse_add_scram("SCRAM-SHA-512=[name=alice,password=\"a-secret\",iterations=8192]"),
+            Ok(AddScram {
+                user: "alice".into(),
+                mechanism: ScramMechanism::Sha512,
+                password: "a-secret".into(),
+                iterations: 8192,
+            })
+        );
+        assert_eq!(
+            parse_add_scram("SCRAM-SHA-256=[name=bob,password=x]").map(|a| a.iterations),
+            Ok(4096)
+        );
+        for bad in [
+            "PLAIN=[name=a,password=b]",
+            "SCRAM-SHA-256=[name=a]",
+            "SCRAM-SHA-256=[password=b]",
+            "SCRAM-SHA-256=name=a,password=b",
+            "SCRAM-SHA-256=[name=a,password=b,iterations=100]",
+            "SCRAM-SHA-256=[name=a,password=b,salt=c]",
+        ] {
+            assert!(parse_add_scram(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            parse_mechanisms("SCRAM-SHA-512, SCRAM-SHA-256"),
+            Ok(vec![ScramMechanism::Sha512, ScramMechanism::Sha256])
+        );
+        assert!(parse_mechanisms("GSSAPI").is_err());
+        assert!(parse_mechanisms("").is_err());
+    }
+}

@@ -1,0 +1,454 @@
+//! SASL/SCRAM (RFC 5802; SHA-256 and SHA-512 as RFC 7677 and Kafka's
+//! KIP-84): stored credentials and the server side of the exchange. No
+//! I/O: the connection feeds client messages in and sends what comes out.
+//!
+//! As Kafka's `ScramSaslServer`: the gs2 header must be `n` (no channel
+//! binding), an authorization id other than the user name is refused with
+//! Kafka's message, the only extension taken is `tokenauth` (and, with no
+//! delegation tokens, a token login fails), and every other failure is one
+//! generic failure so an unauthenticated client learns nothing about which
+//! users exist.
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256, Sha512};
+
+/// Fewest iterations a credential may have (Kafka's `minIterations`, both
+/// mechanisms).
+pub const ITERATIONS_MIN: i32 = 4096;
+/// Most iterations a credential may have (Kafka's `MAX_ITERATIONS`).
+pub const ITERATIONS_MAX: i32 = 16384;
+
+/// A SCRAM mechanism, by its wire type (AlterUserScramCredentials) and
+/// SASL name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ScramMechanism {
+    /// SCRAM-SHA-256, type 1.
+    Sha256,
+    /// SCRAM-SHA-512, type 2.
+    Sha512,
+}
+
+impl ScramMechanism {
+    /// Both, in type order.
+    pub const ALL: [ScramMechanism; 2] = [ScramMechanism::Sha256, ScramMechanism::Sha512];
+
+    /// The mechanism of a wire type; None for 0 (UNKNOWN) and anything else.
+    pub fn from_type(mechanism: i8) -> Option<Self> {
+        match mechanism {
+            1 => Some(ScramMechanism::Sha256),
+            2 => Some(ScramMechanism::Sha512),
+            _ => None,
+        }
+    }
+
+    /// The wire type.
+    pub fn type_id(self) -> i8 {
+        match self {
+            ScramMechanism::Sha256 => 1,
+            ScramMechanism::Sha512 => 2,
+        }
+    }
+
+    /// The SASL mechanism name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScramMechanism::Sha256 => "SCRAM-SHA-256",
+            ScramMechanism::Sha512 => "SCRAM-SHA-512",
+        }
+    }
+
+    /// The mechanism of a SASL name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    fn hash(self, data: &[u8]) -> Vec<u8> {
+        match self {
+            ScramMechanism::Sha256 => Sha256::digest(data).to_vec(),
+            ScramMechanism::Sha512 => Sha512::digest(data).to_vec(),
+        }
+    }
+
+    fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
+        fn run<M: Mac + hmac::digest::KeyInit>(key: &[u8], data: &[u8]) -> Vec<u8> {
+            let mut mac = <M as hmac::digest::KeyInit>::new_from_slice(key)
+                .expect("HMAC takes keys of any length");
+            mac.update(data);
+            mac.finalize().into_bytes().to_vec()
+        }
+        match self {
+            ScramMechanism::Sha256 => run::<Hmac<Sha256>>(key, data),
+            ScramMechanism::Sha512 => run::<Hmac<Sha512>>(key, data),
+        }
+    }
+
+    /// `Hi(password, salt, iterations)`: PBKDF2 with this mechanism's HMAC.
+    pub fn salted_password(self, password: &[u8], salt: &[u8], iterations: u32) -> Vec<u8> {
+        match self {
+            ScramMechanism::Sha256 => {
+                let mut out = [0u8; 32];
+                pbkdf2::pbkdf2_hmac::<Sha256>(password, salt, iterations, &mut out);
+                out.to_vec()
+            }
+            ScramMechanism::Sha512 => {
+                let mut out = [0u8; 64];
+                pbkdf2::pbkdf2_hmac::<Sha512>(password, salt, iterations, &mut out);
+                out.to_vec()
+            }
+        }
+    }
+
+    /// The credential a salted password gives: StoredKey = H(HMAC(salted,
+    /// "Client Key")), ServerKey = HMAC(salted, "Server Key"), as Kafka's
+    /// controller stores an AlterUserScramCredentials upsertion.
+    pub fn credential(self, salted_password: &[u8], salt: &[u8], iterations: i32) -> ScramCredential {
+        let client_key = self.hmac(salted_password, b"Client Key");
+        ScramCredential {
+            salt: salt.to_vec(),
+            stored_key: self.hash(&client_key),
+            server_key: self.hmac(salted_password, b"Server Key"),
+            iterations,
+        }
+    }
+}
+
+/// What the broker keeps of a user's password for one mechanism.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScramCredential {
+    /// Salt.
+    pub salt: Vec<u8>,
+    /// H(ClientKey).
+    pub stored_key: Vec<u8>,
+    /// HMAC(SaltedPassword, "Server Key").
+    pub server_key: Vec<u8>,
+    /// PBKDF2 iterations.
+    pub iterations: i32,
+}
+
+/// Why an exchange failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScramFailure {
+    /// Told to the client as Kafka's generic "invalid credentials" answer;
+    /// the reason is only logged.
+    Invalid(&'static str),
+    /// Told to the client as it is (Kafka's `SaslAuthenticationException`).
+    Told(&'static str),
+}
+
+/// Kafka's message for an authorization id other than the user.
+pub const AUTHORIZATION_ID_REFUSED: &str =
+    "Authentication failed: Client requested an authorization id that is different from username";
+
+enum State {
+    ClientFirst,
+    ClientFinal {
+        credential: ScramCredential,
+        user: String,
+        /// client-first-message-bare "," server-first-message ","
+        auth_message_start: String,
+        /// Client and server nonce.
+        nonce: String,
+    },
+    Done,
+}
+
+/// The server side of one SCRAM exchange.
+pub struct ScramServer {
+    mechanism: ScramMechanism,
+    state: State,
+}
+
+impl ScramServer {
+    /// An exchange for `mechanism`.
+    pub fn new(mechanism: ScramMechanism) -> Self {
+        ScramServer {
+            mechanism,
+            state: State::ClientFirst,
+        }
+    }
+
+    /// Takes the client-first message; returns the server-first message.
+    /// `lookup` gives the user's credential for this mechanism;
+    /// `server_nonce` is fresh randomness (printable, no comma).
+    ///
+    /// # Errors
+    /// A malformed message, an unknown user, a token login, or an
+    /// authorization id other than the user.
+    pub fn client_first(
+        &mut self,
+        message: &[u8],
+        server_nonce: &str,
+        lookup: impl FnOnce(&str) -> Option<ScramCredential>,
+    ) -> Result<Vec<u8>, ScramFailure> {
+        if !matches!(self.state, State::ClientFirst) {
+            return Err(ScramFailure::Invalid("unexpected client-first message"));
+        }
+        self.state = State::Done;
+        let message = std::str::from_utf8(message)
+            .map_err(|_| ScramFailure::Invalid("client-first message is not UTF-8"))?;
+        let first = parse_client_first(message)?;
+        if first
+            .extensions
+            .iter()
+            .any(|(key, value)| *key == "tokenauth" && value.eq_ignore_ascii_case("true"))
+        {
+            return Err(ScramFailure::Invalid(
+                "token authentication asked for; there are no delegation tokens",
+            ));
+        }
+        let user = first.user;
+        let credential =
+            lookup(&user).ok_or(ScramFailure::Invalid("no credential for this user"))?;
+        if first.authorization_id.as_deref().is_some_and(|id| !id.is_empty() && id != user) {
+            return Err(ScramFailure::Told(AUTHORIZATION_ID_REFUSED));
+        }
+        if credential.iterations < ITERATIONS_MIN {
+            return Err(ScramFailure::Invalid("credential has too few iterations"));
+        }
+        let nonce = format!("{}{server_nonce}", first.nonce);
+        let server_first = format!(
+            "r={nonce},s={},i={}",
+            BASE64.encode(&credential.salt),
+            credential.iterations
+        );
+        let auth_message_start = format!("{},{server_first},", first.bare);
+        self.state = State::ClientFinal {
+            credential,
+            user,
+            auth_message_start,
+            nonce,
+        };
+        Ok(server_first.into_bytes())
+    }
+
+    /// Takes the client-final message; returns the server-final message and
+    /// the authenticated user.
+    ///
+    /// # Errors
+    /// A malformed message, a wrong nonce, or a proof that does not match.
+    pub fn client_final(&mut self, message: &[u8]) -> Result<(Vec<u8>, String), ScramFailure> {
+        let State::ClientFinal {
+            credential,
+            user,
+            auth_message_start,
+            nonce,
+        } = std::mem::replace(&mut self.state, State::Done)
+        else {
+            return Err(ScramFailure::Invalid("unexpected client-final message"));
+        };
+        let message = std::str::from_utf8(message)
+            .map_err(|_| ScramFailure::Invalid("client-final message is not UTF-8"))?;
+        let (without_proof, proof) = message
+            .rsplit_once(",p=")
+            .ok_or(ScramFailure::Invalid("client-final message has no proof"))?;
+        let mut fields = without_proof.split(',');
+        let binding = fields
+            .next()
+            .and_then(|f| f.strip_prefix("c="))
+            .ok_or(ScramFailure::Invalid("client-final message has no channel binding"))?;
+        BASE64
+            .decode(binding)
+            .map_err(|_| ScramFailure::Invalid("channel binding is not base64"))?;
+        let client_nonce = fields
+            .next()
+            .and_then(|f| f.strip_prefix("r="))
+            .ok_or(ScramFailure::Invalid("client-final message has no nonce"))?;
+        if client_nonce != nonce {
+            return Err(ScramFailure::Invalid("wrong nonce in the client-final message"));
+        }
+        let proof = BASE64
+            .decode(proof)
+            .map_err(|_| ScramFailure::Invalid("proof is not base64"))?;
+        let auth_message = format!("{auth_message_start}{without_proof}");
+        let signature = self
+            .mechanism
+            .hmac(&credential.stored_key, auth_message.as_bytes());
+        if proof.len() != signature.len() {
+            return Err(ScramFailure::Invalid("proof of the wrong length"));
+        }
+        let client_key: Vec<u8> = proof.iter().zip(&signature).map(|(p, s)| p ^ s).collect();
+        if !constant_time_eq(&self.mechanism.hash(&client_key), &credential.stored_key) {
+            return Err(ScramFailure::Invalid("invalid client proof"));
+        }
+        let server_signature = self
+            .mechanism
+            .hmac(&credential.server_key, auth_message.as_bytes());
+        let server_final = format!("v={}", BASE64.encode(server_signature));
+        Ok((server_final.into_bytes(), user))
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+struct ClientFirst<'a> {
+    authorization_id: Option<String>,
+    user: String,
+    nonce: &'a str,
+    extensions: Vec<(&'a str, &'a str)>,
+    /// client-first-message-bare: the message after the gs2 header.
+    bare: &'a str,
+}
+
+/// `n,[a=authzid],n=user,r=nonce[,ext=value...]`.
+fn parse_client_first(message: &str) -> Result<ClientFirst<'_>, ScramFailure> {
+    let malformed = ScramFailure::Invalid("malformed client-first message");
+    let rest = message.strip_prefix("n,").ok_or(malformed.clone())?;
+    let (authzid, bare) = rest.split_once(',').ok_or(malformed.clone())?;
+    let authorization_id = match authzid {
+        "" => None,
+        id => Some(decode_sasl_name(id.strip_prefix("a=").ok_or(malformed.clone())?)?),
+    };
+    let mut fields = bare.split(',');
+    let user = fields
+        .next()
+        .and_then(|f| f.strip_prefix("n="))
+        .ok_or(malformed.clone())?;
+    let user = decode_sasl_name(user)?;
+    let nonce = fields
+        .next()
+        .and_then(|f| f.strip_prefix("r="))
+        .filter(|n| !n.is_empty())
+        .ok_or(malformed.clone())?;
+    let mut extensions = Vec::new();
+    for field in fields {
+        extensions.push(field.split_once('=').ok_or(malformed.clone())?);
+    }
+    Ok(ClientFirst {
+        authorization_id,
+        user,
+        nonce,
+        extensions,
+        bare,
+    })
+}
+
+/// A saslname: `=2C` is a comma, `=3D` an equals sign, any other `=` is
+/// malformed.
+fn decode_sasl_name(name: &str) -> Result<String, ScramFailure> {
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(at) = rest.find('=') {
+        out.push_str(&rest[..at]);
+        match rest.get(at..at + 3) {
+            Some("=2C") => out.push(','),
+            Some("=3D") => out.push('='),
+            _ => return Err(ScramFailure::Invalid("malformed user name")),
+        }
+        rest = &rest[at + 3..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// `count` random bytes from the operating system.
+pub fn random_bytes(count: usize) -> Vec<u8> {
+    let mut bytes = vec![0u8; count];
+    getrandom::getrandom(&mut bytes).expect("the OS random source is available");
+    bytes
+}
+
+/// A fresh server nonce: 32 random alphanumeric characters.
+pub fn server_nonce() -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    random_bytes(32)
+        .into_iter()
+        .map(|b| ALPHABET[usize::from(b) % ALPHABET.len()] as char)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RFC 7677's SCRAM-SHA-256 example: user "user", password "pencil".
+    const SALT: &str = "W22ZaJ0SNY7soEsUEjb6gQ==";
+    const CLIENT_FIRST: &str = "n,,n=user,r=rOprNGfwEbeRWgbNEkqO";
+    const SERVER_NONCE: &str = "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0";
+    const SERVER_FIRST: &str = "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
+    const CLIENT_FINAL: &str = "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=";
+    const SERVER_FINAL: &str = "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=";
+
+    fn pencil() -> ScramCredential {
+        let salt = BASE64.decode(SALT).unwrap();
+        let m = ScramMechanism::Sha256;
+        m.credential(&m.salted_password(b"pencil", &salt, 4096), &salt, 4096)
+    }
+
+    /// Goal: the exchange of RFC 7677's worked example, byte for byte.
+    #[test]
+    fn rfc_7677_example_authenticates() {
+        let mut server = ScramServer::new(ScramMechanism::Sha256);
+        let first = server
+            .client_first(CLIENT_FIRST.as_bytes(), SERVER_NONCE, |user| {
+                (user == "user").then(pencil)
+            })
+            .unwrap();
+        assert_eq!(first, SERVER_FIRST.as_bytes());
+        let (last, user) = server.client_final(CLIENT_FINAL.as_bytes()).unwrap();
+        assert_eq!(last, SERVER_FINAL.as_bytes());
+        assert_eq!(user, "user");
+    }
+
+    /// Goal: a wrong password, nonce, user, authorization id, token login
+    /// or malformed message fails, and only the authorization id is told.
+    #[test]
+    fn every_wrong_exchange_fails() {
+        let run = |first: &str, last: &str, credential: Option<ScramCredential>| {
+            let mut server = ScramServer::new(ScramMechanism::Sha256);
+            server
+                .client_first(first.as_bytes(), SERVER_NONCE, |_| credential)
+                .and_then(|_| server.client_final(last.as_bytes()).map(|_| ()))
+        };
+        assert_eq!(run(CLIENT_FIRST, CLIENT_FINAL, Some(pencil())), Ok(()));
+        let other = {
+            let salt = BASE64.decode(SALT).unwrap();
+            let m = ScramMechanism::Sha256;
+            m.credential(&m.salted_password(b"crayon", &salt, 4096), &salt, 4096)
+        };
+        assert!(matches!(run(CLIENT_FIRST, CLIENT_FINAL, Some(other)), Err(ScramFailure::Invalid(_))));
+        assert!(matches!(run(CLIENT_FIRST, CLIENT_FINAL, None), Err(ScramFailure::Invalid(_))));
+        let wrong_nonce = CLIENT_FINAL.replace("k0,p=", "k1,p=");
+        assert!(matches!(run(CLIENT_FIRST, &wrong_nonce, Some(pencil())), Err(ScramFailure::Invalid(_))));
+        assert_eq!(
+            run("n,a=admin,n=user,r=rOprNGfwEbeRWgbNEkqO", CLIENT_FINAL, Some(pencil())),
+            Err(ScramFailure::Told(AUTHORIZATION_ID_REFUSED))
+        );
+        // The user's own name as authorization id is taken.
+        let mut server = ScramServer::new(ScramMechanism::Sha256);
+        assert!(server
+            .client_first(b"n,a=user,n=user,r=abc", SERVER_NONCE, |_| Some(pencil()))
+            .is_ok());
+        assert!(matches!(
+            run("n,,n=user,r=rOprNGfwEbeRWgbNEkqO,tokenauth=true", CLIENT_FINAL, Some(pencil())),
+            Err(ScramFailure::Invalid(_))
+        ));
+        for malformed in ["y,,n=user,r=x", "n,,r=x,n=user", "n,,n=us=er,r=x", "n,,n=user", "", "n,,n=user,r="] {
+            assert!(matches!(run(malformed, CLIENT_FINAL, Some(pencil())), Err(ScramFailure::Invalid(_))), "{malformed}");
+        }
+        assert!(matches!(run(CLIENT_FIRST, "c=biws,r=x", Some(pencil())), Err(ScramFailure::Invalid(_))));
+    }
+
+    /// Goal: saslname escapes decode, and the authorization id check uses
+    /// the decoded name.
+    #[test]
+    fn sasl_names_unescape() {
+        assert_eq!(decode_sasl_name("a=2Cb=3Dc").unwrap(), "a,b=c");
+        assert!(decode_sasl_name("a=2").is_err());
+        let mut server = ScramServer::new(ScramMechanism::Sha512);
+        let mut seen = String::new();
+        let salt = b"salt".to_vec();
+        let m = ScramMechanism::Sha512;
+        server
+            .client_first(b"n,a=x=2Cy,n=x=2Cy,r=abc", "def", |user| {
+                seen = user.to_string();
+                Some(m.credential(&m.salted_password(b"p", &salt, 4096), &salt, 4096))
+            })
+            .unwrap();
+        assert_eq!(seen, "x,y");
+    }
+}

@@ -1,0 +1,295 @@
+//! SASL authentication of a connection on a SASL_PLAINTEXT listener, before
+//! any other request is served, as Kafka's `SaslServerAuthenticator` does:
+//!
+//! - first an ApiVersions (at most one, and only first) or a SaslHandshake;
+//!   any other request closes the connection;
+//! - SaslHandshake with an enabled mechanism answers the enabled list; any
+//!   other mechanism gets UNSUPPORTED_SASL_MECHANISM with the list, and the
+//!   connection is closed after the answer;
+//! - after a v1 handshake the exchange comes in SaslAuthenticate requests
+//!   (anything else closes the connection); after a v0 handshake it comes
+//!   as bare size-prefixed tokens, answered the same way;
+//! - a failed exchange is answered SASL_AUTHENTICATION_FAILED with Kafka's
+//!   message after `connection.failed.authentication.delay.ms` (100 ms), and
+//!   the connection is closed (a v0 exchange is closed without answer);
+//! - the session never expires (`connections.max.reauth.ms` 0), so the
+//!   session lifetime is 0 and no re-authentication is asked for.
+//!
+//! Frames are bounded by `sasl.server.max.receive.size` until the client
+//! has authenticated. Differs from Kafka in one corner: a request other than
+//! SaslAuthenticate, SaslHandshake or ApiVersions in the middle of an
+//! exchange closes the connection without the ILLEGAL_SASL_STATE answer
+//! Kafka sends first (those two get it, as from Kafka).
+
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, RequestHeader, SaslAuthenticateRequest,
+    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+};
+use kafka_protocol::protocol::Decodable;
+
+use super::connection::{Responder, Response};
+use super::handlers::{self, encode_response, str_bytes};
+use super::versions;
+use crate::cluster::image::MetadataImage;
+use crate::protocol::ErrorCode;
+use crate::security::scram::{server_nonce, ScramFailure, ScramMechanism, ScramServer};
+
+/// Kafka's `sasl.server.max.receive.size`: the largest frame taken before
+/// the client has authenticated.
+pub const SASL_RECEIVE_BYTES_MAX: usize = 524_288;
+/// Kafka's `connection.failed.authentication.delay.ms`.
+const FAILED_AUTHENTICATION_DELAY: Duration = Duration::from_millis(100);
+
+enum State {
+    /// Nothing received yet: ApiVersions or SaslHandshake.
+    Initial,
+    /// ApiVersions answered: SaslHandshake.
+    Handshake,
+    /// The exchange, in SaslAuthenticate requests (`headers`) or bare.
+    Exchange {
+        headers: bool,
+        mechanism: ScramMechanism,
+        server: ScramServer,
+        /// The client-first message was taken.
+        started: bool,
+    },
+    /// Authenticated as this user.
+    Complete(String),
+}
+
+/// What to do with a frame received before authentication completed.
+pub enum Step {
+    /// Send this answer and go on.
+    Answer(Responder),
+    /// Send this answer, then close the connection.
+    AnswerThenClose(Responder, &'static str),
+    /// Close the connection.
+    Close(&'static str),
+}
+
+/// Kafka's answer to an ApiVersions or SaslHandshake in the middle of an
+/// exchange: ILLEGAL_SASL_STATE and nothing else (Kafka answers any request
+/// so; this broker only these two, and closes the connection after either).
+fn illegal_state_answer(api_key: ApiKey, version: i16, correlation_id: i32) -> Option<Response> {
+    let code = ErrorCode::IllegalSaslState.code();
+    match api_key {
+        ApiKey::SaslHandshake => {
+            let mut response = SaslHandshakeResponse::default();
+            response.error_code = code;
+            Some(encode_response(api_key, version, correlation_id, &response))
+        }
+        ApiKey::ApiVersions => {
+            let mut response = kafka_protocol::messages::ApiVersionsResponse::default();
+            response.error_code = code;
+            Some(encode_response(api_key, version, correlation_id, &response))
+        }
+        _ => None,
+    }
+}
+
+/// One connection's authentication.
+pub struct Authenticator {
+    state: State,
+    mechanisms: Vec<ScramMechanism>,
+}
+
+impl Authenticator {
+    /// A connection that must authenticate with one of `mechanisms`.
+    pub fn new(mechanisms: Vec<ScramMechanism>) -> Self {
+        Authenticator {
+            state: State::Initial,
+            mechanisms,
+        }
+    }
+
+    /// The authenticated user, once there is one.
+    pub fn user(&self) -> Option<&str> {
+        match &self.state {
+            State::Complete(user) => Some(user),
+            _ => None,
+        }
+    }
+
+    /// Handles one frame (size prefix excluded) received before
+    /// authentication completed.
+    pub fn handle(&mut self, frame: Bytes, image: &MetadataImage) -> Step {
+        if let State::Exchange { headers: false, .. } = self.state {
+            return self.bare_token(&frame, image);
+        }
+        let api_key_raw = i16::from_be_bytes([frame[0], frame[1]]);
+        let version = i16::from_be_bytes([frame[2], frame[3]]);
+        let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+        let Ok(api_key) = ApiKey::try_from(api_key_raw) else {
+            return Step::Close("not a Kafka request during SASL authentication");
+        };
+        let expected = match self.state {
+            State::Initial => api_key == ApiKey::ApiVersions || api_key == ApiKey::SaslHandshake,
+            State::Handshake => api_key == ApiKey::SaslHandshake,
+            _ => api_key == ApiKey::SaslAuthenticate,
+        };
+        if !expected {
+            let in_exchange = matches!(self.state, State::Exchange { .. });
+            if in_exchange && versions::is_served(api_key, version) {
+                if let Some(answer) = illegal_state_answer(api_key, version, correlation_id) {
+                    return Step::AnswerThenClose(
+                        handlers::ready(answer),
+                        "unexpected request during SASL authentication",
+                    );
+                }
+            }
+            return Step::Close("unexpected request during SASL authentication");
+        }
+        if !versions::is_served(api_key, version) {
+            if api_key == ApiKey::ApiVersions {
+                let answer = handlers::api_versions::unsupported_version_response(correlation_id);
+                return Step::Answer(handlers::ready(answer));
+            }
+            return Step::Close("unsupported version during SASL authentication");
+        }
+        let mut body = frame;
+        let Ok(header) = RequestHeader::decode(&mut body, api_key.request_header_version(version))
+        else {
+            return Step::Close("malformed request header");
+        };
+        let correlation_id = header.correlation_id;
+        match api_key {
+            ApiKey::ApiVersions => {
+                let Ok(request) = ApiVersionsRequest::decode(&mut body, version) else {
+                    return Step::Close("malformed request body");
+                };
+                self.state = State::Handshake;
+                Step::Answer(handlers::ready(handlers::api_versions::handle(
+                    request,
+                    version,
+                    correlation_id,
+                )))
+            }
+            ApiKey::SaslHandshake => {
+                let Ok(request) = SaslHandshakeRequest::decode(&mut body, version) else {
+                    return Step::Close("malformed request body");
+                };
+                let mut response = SaslHandshakeResponse::default();
+                response.mechanisms = self.mechanisms.iter().map(|m| str_bytes(m.name())).collect();
+                let wanted = ScramMechanism::from_name(request.mechanism.as_str())
+                    .filter(|m| self.mechanisms.contains(m));
+                let Some(mechanism) = wanted else {
+                    response.error_code = ErrorCode::UnsupportedSaslMechanism.code();
+                    let answer =
+                        encode_response(ApiKey::SaslHandshake, version, correlation_id, &response);
+                    return Step::AnswerThenClose(
+                        handlers::ready(answer),
+                        "unsupported SASL mechanism",
+                    );
+                };
+                self.state = State::Exchange {
+                    headers: version >= 1,
+                    mechanism,
+                    server: ScramServer::new(mechanism),
+                    started: false,
+                };
+                Step::Answer(handlers::ready(encode_response(
+                    ApiKey::SaslHandshake,
+                    version,
+                    correlation_id,
+                    &response,
+                )))
+            }
+            _ => {
+                let Ok(request) = SaslAuthenticateRequest::decode(&mut body, version) else {
+                    return Step::Close("malformed request body");
+                };
+                let mut response = SaslAuthenticateResponse::default();
+                match self.exchange(&request.auth_bytes, image) {
+                    Ok(token) => {
+                        response.auth_bytes = Bytes::from(token);
+                        Step::Answer(handlers::ready(encode_response(
+                            ApiKey::SaslAuthenticate,
+                            version,
+                            correlation_id,
+                            &response,
+                        )))
+                    }
+                    Err(message) => {
+                        response.error_code = ErrorCode::SaslAuthenticationFailed.code();
+                        response.error_message = Some(str_bytes(&message));
+                        let answer = encode_response(
+                            ApiKey::SaslAuthenticate,
+                            version,
+                            correlation_id,
+                            &response,
+                        );
+                        Step::AnswerThenClose(
+                            Box::pin(async move {
+                                glommio::timer::sleep(FAILED_AUTHENTICATION_DELAY).await;
+                                answer
+                            }),
+                            "SASL authentication failed",
+                        )
+                    }
+                }
+            }
+        }
+    }
+
+    /// A token of an exchange begun with a v0 handshake.
+    fn bare_token(&mut self, token: &[u8], image: &MetadataImage) -> Step {
+        match self.exchange(token, image) {
+            Ok(answer) => {
+                let mut frame = BytesMut::with_capacity(4 + answer.len());
+                frame.put_u32(answer.len() as u32);
+                frame.put_slice(&answer);
+                Step::Answer(handlers::ready(Response::Frame(frame.freeze())))
+            }
+            Err(_) => Step::Close("SASL authentication failed"),
+        }
+    }
+
+    /// Feeds the next client message to the SCRAM exchange; Err is the
+    /// message to answer the failure with.
+    fn exchange(&mut self, token: &[u8], image: &MetadataImage) -> Result<Vec<u8>, String> {
+        let State::Exchange {
+            mechanism,
+            server,
+            started,
+            ..
+        } = &mut self.state
+        else {
+            unreachable!("exchange outside the exchange state");
+        };
+        let mechanism = *mechanism;
+        let outcome = if *started {
+            server
+                .client_final(token)
+                .map(|(answer, user)| (answer, Some(user)))
+        } else {
+            *started = true;
+            server
+                .client_first(token, &server_nonce(), |user| {
+                    image
+                        .scram_credential(user, mechanism)
+                        .map(|credential| (**credential).clone())
+                })
+                .map(|answer| (answer, None))
+        };
+        let outcome = outcome.map(|(answer, user)| {
+            if let Some(user) = user {
+                tracing::debug!(%user, mechanism = mechanism.name(), "SASL authentication succeeded");
+                self.state = State::Complete(user);
+            }
+            answer
+        });
+        outcome.map_err(|failure| match failure {
+            ScramFailure::Told(message) => message.to_string(),
+            ScramFailure::Invalid(reason) => {
+                tracing::info!(reason, mechanism = mechanism.name(), "SASL authentication failed");
+                format!(
+                    "Authentication failed during authentication due to invalid credentials with SASL mechanism {}",
+                    mechanism.name()
+                )
+            }
+        })
+    }
+}
