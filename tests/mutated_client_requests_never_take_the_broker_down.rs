@@ -32,23 +32,30 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use kafka_protocol::messages::alter_partition_reassignments_request::{
     ReassignablePartition, ReassignableTopic,
+};
+use kafka_protocol::messages::alter_user_scram_credentials_request::{
+    ScramCredentialDeletion, ScramCredentialUpsertion,
 };
 use kafka_protocol::messages::describe_topic_partitions_request::{
     Cursor as DescribeTopicCursor, TopicRequest as DescribeTopicRequest,
 };
+use kafka_protocol::messages::describe_user_scram_credentials_request::UserName as ScramUserName;
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::offset_for_leader_epoch_request::{
     OffsetForLeaderPartition, OffsetForLeaderTopic,
 };
 use kafka_protocol::messages::{
-    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ApiKey, BrokerId,
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
+    AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, ApiKey, BrokerId,
     CreateAclsResponse, DeleteAclsResponse, DescribeAclsResponse, DescribeClusterRequest,
     DescribeClusterResponse, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse,
-    ElectLeadersRequest, ElectLeadersResponse, ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
-    SaslAuthenticateResponse, SaslHandshakeResponse, TopicName,
+    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, ElectLeadersRequest,
+    ElectLeadersResponse, ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, SaslAuthenticateResponse,
+    SaslHandshakeResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{AdminOptions, AlterConfig, NewPartitions, ResourceSpecifier};
@@ -499,6 +506,26 @@ async fn run_clients(bootstrap: &str) {
     let _: SaslHandshakeResponse = raw.request(ApiKey::SaslHandshake, 1, &sasl_plain_handshake());
     let authenticate = sasl_plain_authenticate();
     let _: SaslAuthenticateResponse = raw.request(ApiKey::SaslAuthenticate, 2, &authenticate);
+    let mut upsertion = ScramCredentialUpsertion::default();
+    upsertion.name = StrBytes::from_static_str("recorded-user");
+    upsertion.mechanism = 1;
+    upsertion.iterations = 4096;
+    upsertion.salt = Bytes::from_static(b"salt");
+    upsertion.salted_password = Bytes::from(vec![7u8; 32]);
+    let mut deletion = ScramCredentialDeletion::default();
+    deletion.name = StrBytes::from_static_str("recorded-user");
+    deletion.mechanism = 2;
+    let mut alter_scram = AlterUserScramCredentialsRequest::default();
+    alter_scram.upsertions = vec![upsertion];
+    alter_scram.deletions = vec![deletion];
+    let _: AlterUserScramCredentialsResponse =
+        raw.request(ApiKey::AlterUserScramCredentials, 0, &alter_scram);
+    let mut scram_user = ScramUserName::default();
+    scram_user.name = StrBytes::from_static_str("recorded-user");
+    let mut describe_scram = DescribeUserScramCredentialsRequest::default();
+    describe_scram.users = Some(vec![scram_user]);
+    let _: DescribeUserScramCredentialsResponse =
+        raw.request(ApiKey::DescribeUserScramCredentials, 0, &describe_scram);
 
     let admin = admin_client(bootstrap);
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
@@ -620,10 +647,11 @@ async fn damaged_copies_of_real_client_requests_get_errors_or_closes_and_lose_no
     // TxnOffsetCommit, DescribeConfigs, AlterConfigs, CreatePartitions,
     // DeleteGroups, ElectLeaders, Alter/ListPartitionReassignments,
     // DescribeCluster, DescribeTopicPartitions, SaslHandshake,
-    // SaslAuthenticate, Describe/Create/DeleteAcls.
+    // SaslAuthenticate, Describe/Create/DeleteAcls,
+    // Describe/AlterUserScramCredentials.
     for api in [
         0, 1, 2, 3, 8, 9, 10, 11, 12, 14, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 28, 29, 30, 31,
-        32, 33, 36, 37, 42, 43, 45, 46, 60, 75,
+        32, 33, 36, 37, 42, 43, 45, 46, 50, 51, 60, 75,
     ] {
         assert!(
             apis.contains(&api),

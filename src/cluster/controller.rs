@@ -77,12 +77,20 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
 
 /// Checks a user and mechanism of AlterUserScramCredentials as Kafka's
 /// controller does.
-fn check_scram_user(name: &str, mechanism: i8) -> Result<ScramMechanism, (ErrorCode, &'static str)> {
+fn check_scram_user(
+    name: &str,
+    mechanism: i8,
+) -> Result<ScramMechanism, (ErrorCode, &'static str)> {
     if name.is_empty() {
-        return Err((ErrorCode::UnacceptableCredential, "Username must not be empty"));
+        return Err((
+            ErrorCode::UnacceptableCredential,
+            "Username must not be empty",
+        ));
     }
-    ScramMechanism::from_type(mechanism)
-        .ok_or((ErrorCode::UnsupportedSaslMechanism, "Unknown SCRAM mechanism"))
+    ScramMechanism::from_type(mechanism).ok_or((
+        ErrorCode::UnsupportedSaslMechanism,
+        "Unknown SCRAM mechanism",
+    ))
 }
 
 /// AlterUserScramCredentials, following Kafka's `ScramControlManager`: a
@@ -120,7 +128,12 @@ async fn alter_scram_credentials(
         }
         if let Some((_, at)) = accepted.remove(&name) {
             deleting[at] = None;
-            refuse(&mut refused_users, &name, ErrorCode::DuplicateResource, TWICE);
+            refuse(
+                &mut refused_users,
+                &name,
+                ErrorCode::DuplicateResource,
+                TWICE,
+            );
             continue;
         }
         match check_scram_user(&name, mechanism) {
@@ -148,17 +161,28 @@ async fn alter_scram_credentials(
             } else {
                 upserting[at] = None;
             }
-            refuse(&mut refused_users, &name, ErrorCode::DuplicateResource, TWICE);
+            refuse(
+                &mut refused_users,
+                &name,
+                ErrorCode::DuplicateResource,
+                TWICE,
+            );
             continue;
         }
         match check_scram_user(&name, upsertion.mechanism) {
             Err((error, message)) => refuse(&mut refused_users, &name, error, message),
-            Ok(_) if upsertion.iterations < ITERATIONS_MIN => {
-                refuse(&mut refused_users, &name, ErrorCode::UnacceptableCredential, "Too few iterations")
-            }
-            Ok(_) if upsertion.iterations > ITERATIONS_MAX => {
-                refuse(&mut refused_users, &name, ErrorCode::UnacceptableCredential, "Too many iterations")
-            }
+            Ok(_) if upsertion.iterations < ITERATIONS_MIN => refuse(
+                &mut refused_users,
+                &name,
+                ErrorCode::UnacceptableCredential,
+                "Too few iterations",
+            ),
+            Ok(_) if upsertion.iterations > ITERATIONS_MAX => refuse(
+                &mut refused_users,
+                &name,
+                ErrorCode::UnacceptableCredential,
+                "Too many iterations",
+            ),
             Ok(mechanism) => {
                 accepted.insert(name, (false, upserting.len()));
                 upserting.push(Some((upsertion, mechanism)));

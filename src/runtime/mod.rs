@@ -267,7 +267,10 @@ fn prepare_data_dir(
 /// The `--add-scram` credentials of users who have none for that mechanism
 /// in the metadata `records`, salted afresh (a credential set since, by
 /// `--add-scram` or AlterUserScramCredentials, is kept).
-fn scram_credentials_to_add(config: &BrokerConfig, records: &[MetadataRecord]) -> Vec<MetadataRecord> {
+fn scram_credentials_to_add(
+    config: &BrokerConfig,
+    records: &[MetadataRecord],
+) -> Vec<MetadataRecord> {
     let mut image = crate::cluster::image::MetadataImage::default();
     for record in records {
         image.apply(record);
@@ -278,11 +281,9 @@ fn scram_credentials_to_add(config: &BrokerConfig, records: &[MetadataRecord]) -
             continue;
         }
         let salt = crate::security::scram::random_bytes(24);
-        let salted = add.mechanism.salted_password(
-            add.password.as_bytes(),
-            &salt,
-            add.iterations as u32,
-        );
+        let salted =
+            add.mechanism
+                .salted_password(add.password.as_bytes(), &salt, add.iterations as u32);
         let record = MetadataRecord::UserScramCredential {
             name: add.user.clone(),
             mechanism: add.mechanism,

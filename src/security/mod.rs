@@ -116,7 +116,11 @@ pub fn parse_add_scram(text: &str) -> Result<AddScram, String> {
                     .parse()
                     .map_err(|_| format!("iterations {value:?} is not a number"))?
             }
-            other => return Err(format!("unknown key {other:?}; name, password and iterations are taken")),
+            other => {
+                return Err(format!(
+                    "unknown key {other:?}; name, password and iterations are taken"
+                ))
+            }
         }
     }
     let user = user.filter(|u| !u.is_empty()).ok_or("name is missing")?;

@@ -104,7 +104,12 @@ impl ScramMechanism {
     /// The credential a salted password gives: StoredKey = H(HMAC(salted,
     /// "Client Key")), ServerKey = HMAC(salted, "Server Key"), as Kafka's
     /// controller stores an AlterUserScramCredentials upsertion.
-    pub fn credential(self, salted_password: &[u8], salt: &[u8], iterations: i32) -> ScramCredential {
+    pub fn credential(
+        self,
+        salted_password: &[u8],
+        salt: &[u8],
+        iterations: i32,
+    ) -> ScramCredential {
         let client_key = self.hmac(salted_password, b"Client Key");
         ScramCredential {
             salt: salt.to_vec(),
@@ -202,7 +207,11 @@ impl ScramServer {
         let user = first.user;
         let credential =
             lookup(&user).ok_or(ScramFailure::Invalid("no credential for this user"))?;
-        if first.authorization_id.as_deref().is_some_and(|id| !id.is_empty() && id != user) {
+        if first
+            .authorization_id
+            .as_deref()
+            .is_some_and(|id| !id.is_empty() && id != user)
+        {
             return Err(ScramFailure::Told(AUTHORIZATION_ID_REFUSED));
         }
         if credential.iterations < ITERATIONS_MIN {
@@ -245,10 +254,13 @@ impl ScramServer {
             .rsplit_once(",p=")
             .ok_or(ScramFailure::Invalid("client-final message has no proof"))?;
         let mut fields = without_proof.split(',');
-        let binding = fields
-            .next()
-            .and_then(|f| f.strip_prefix("c="))
-            .ok_or(ScramFailure::Invalid("client-final message has no channel binding"))?;
+        let binding =
+            fields
+                .next()
+                .and_then(|f| f.strip_prefix("c="))
+                .ok_or(ScramFailure::Invalid(
+                    "client-final message has no channel binding",
+                ))?;
         BASE64
             .decode(binding)
             .map_err(|_| ScramFailure::Invalid("channel binding is not base64"))?;
@@ -257,7 +269,9 @@ impl ScramServer {
             .and_then(|f| f.strip_prefix("r="))
             .ok_or(ScramFailure::Invalid("client-final message has no nonce"))?;
         if client_nonce != nonce {
-            return Err(ScramFailure::Invalid("wrong nonce in the client-final message"));
+            return Err(ScramFailure::Invalid(
+                "wrong nonce in the client-final message",
+            ));
         }
         let proof = BASE64
             .decode(proof)
@@ -301,7 +315,9 @@ fn parse_client_first(message: &str) -> Result<ClientFirst<'_>, ScramFailure> {
     let (authzid, bare) = rest.split_once(',').ok_or(malformed.clone())?;
     let authorization_id = match authzid {
         "" => None,
-        id => Some(decode_sasl_name(id.strip_prefix("a=").ok_or(malformed.clone())?)?),
+        id => Some(decode_sasl_name(
+            id.strip_prefix("a=").ok_or(malformed.clone())?,
+        )?),
     };
     let mut fields = bare.split(',');
     let user = fields
@@ -369,7 +385,8 @@ mod tests {
     const SALT: &str = "W22ZaJ0SNY7soEsUEjb6gQ==";
     const CLIENT_FIRST: &str = "n,,n=user,r=rOprNGfwEbeRWgbNEkqO";
     const SERVER_NONCE: &str = "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0";
-    const SERVER_FIRST: &str = "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
+    const SERVER_FIRST: &str =
+        "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096";
     const CLIENT_FINAL: &str = "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=";
     const SERVER_FINAL: &str = "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=";
 
@@ -410,12 +427,25 @@ mod tests {
             let m = ScramMechanism::Sha256;
             m.credential(&m.salted_password(b"crayon", &salt, 4096), &salt, 4096)
         };
-        assert!(matches!(run(CLIENT_FIRST, CLIENT_FINAL, Some(other)), Err(ScramFailure::Invalid(_))));
-        assert!(matches!(run(CLIENT_FIRST, CLIENT_FINAL, None), Err(ScramFailure::Invalid(_))));
+        assert!(matches!(
+            run(CLIENT_FIRST, CLIENT_FINAL, Some(other)),
+            Err(ScramFailure::Invalid(_))
+        ));
+        assert!(matches!(
+            run(CLIENT_FIRST, CLIENT_FINAL, None),
+            Err(ScramFailure::Invalid(_))
+        ));
         let wrong_nonce = CLIENT_FINAL.replace("k0,p=", "k1,p=");
-        assert!(matches!(run(CLIENT_FIRST, &wrong_nonce, Some(pencil())), Err(ScramFailure::Invalid(_))));
+        assert!(matches!(
+            run(CLIENT_FIRST, &wrong_nonce, Some(pencil())),
+            Err(ScramFailure::Invalid(_))
+        ));
         assert_eq!(
-            run("n,a=admin,n=user,r=rOprNGfwEbeRWgbNEkqO", CLIENT_FINAL, Some(pencil())),
+            run(
+                "n,a=admin,n=user,r=rOprNGfwEbeRWgbNEkqO",
+                CLIENT_FINAL,
+                Some(pencil())
+            ),
             Err(ScramFailure::Told(AUTHORIZATION_ID_REFUSED))
         );
         // The user's own name as authorization id is taken.
@@ -424,13 +454,33 @@ mod tests {
             .client_first(b"n,a=user,n=user,r=abc", SERVER_NONCE, |_| Some(pencil()))
             .is_ok());
         assert!(matches!(
-            run("n,,n=user,r=rOprNGfwEbeRWgbNEkqO,tokenauth=true", CLIENT_FINAL, Some(pencil())),
+            run(
+                "n,,n=user,r=rOprNGfwEbeRWgbNEkqO,tokenauth=true",
+                CLIENT_FINAL,
+                Some(pencil())
+            ),
             Err(ScramFailure::Invalid(_))
         ));
-        for malformed in ["y,,n=user,r=x", "n,,r=x,n=user", "n,,n=us=er,r=x", "n,,n=user", "", "n,,n=user,r="] {
-            assert!(matches!(run(malformed, CLIENT_FINAL, Some(pencil())), Err(ScramFailure::Invalid(_))), "{malformed}");
+        for malformed in [
+            "y,,n=user,r=x",
+            "n,,r=x,n=user",
+            "n,,n=us=er,r=x",
+            "n,,n=user",
+            "",
+            "n,,n=user,r=",
+        ] {
+            assert!(
+                matches!(
+                    run(malformed, CLIENT_FINAL, Some(pencil())),
+                    Err(ScramFailure::Invalid(_))
+                ),
+                "{malformed}"
+            );
         }
-        assert!(matches!(run(CLIENT_FIRST, "c=biws,r=x", Some(pencil())), Err(ScramFailure::Invalid(_))));
+        assert!(matches!(
+            run(CLIENT_FIRST, "c=biws,r=x", Some(pencil())),
+            Err(ScramFailure::Invalid(_))
+        ));
     }
 
     /// Goal: saslname escapes decode, and the authorization id check uses

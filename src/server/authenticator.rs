@@ -25,8 +25,8 @@ use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, RequestHeader, SaslAuthenticateRequest,
-    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+    ApiKey, ApiVersionsRequest, RequestHeader, SaslAuthenticateRequest, SaslAuthenticateResponse,
+    SaslHandshakeRequest, SaslHandshakeResponse,
 };
 use kafka_protocol::protocol::Decodable;
 
@@ -172,7 +172,11 @@ impl Authenticator {
                     return Step::Close("malformed request body");
                 };
                 let mut response = SaslHandshakeResponse::default();
-                response.mechanisms = self.mechanisms.iter().map(|m| str_bytes(m.name())).collect();
+                response.mechanisms = self
+                    .mechanisms
+                    .iter()
+                    .map(|m| str_bytes(m.name()))
+                    .collect();
                 let wanted = ScramMechanism::from_name(request.mechanism.as_str())
                     .filter(|m| self.mechanisms.contains(m));
                 let Some(mechanism) = wanted else {

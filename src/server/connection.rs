@@ -17,14 +17,14 @@ use glommio::net::TcpStream;
 use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::Decodable;
 
+use super::authenticator::{Authenticator, Step, SASL_RECEIVE_BYTES_MAX};
 use super::produce_frame::{
     read_produce_frame, DirectTargets, FrameError, ProduceFrame, ReadBuf, BULK_READ_BYTES,
     LOOKAHEAD_BYTES,
 };
-use super::authenticator::{Authenticator, Step, SASL_RECEIVE_BYTES_MAX};
 use super::{handlers, versions, ServerState};
-use crate::security::SecurityProtocol;
 use crate::config::limits::{CONNECTION_IN_FLIGHT_REQUESTS_MAX, REQUEST_FRAME_BYTES_MIN};
+use crate::security::SecurityProtocol;
 use crate::shard::messages::TopicPartition;
 
 /// What a handler's completion yields.
@@ -104,7 +104,8 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>) {
             Ok(frame) => frame,
             Err(reason) => break reason,
         };
-        if let (true, Some(auth), Frame::Whole(frame)) = (authenticating, &mut authenticator, &frame)
+        if let (true, Some(auth), Frame::Whole(frame)) =
+            (authenticating, &mut authenticator, &frame)
         {
             let (answer, close) = match auth.handle(frame.clone(), &state.shard.image()) {
                 Step::Answer(answer) => (Some(answer), None),
@@ -251,7 +252,12 @@ async fn read_frame<R: AsyncRead + Unpin>(
             })?
             .direct_slot(len)
     };
-    match within(left, read_body(reader, size as usize, &direct, !authenticating)).await {
+    match within(
+        left,
+        read_body(reader, size as usize, &direct, !authenticating),
+    )
+    .await
+    {
         None => Err(CloseReason::ReadTimeout),
         Some(result) => result,
     }

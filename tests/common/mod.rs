@@ -92,6 +92,9 @@ pub struct BrokerOptions {
     pub data_dir: Option<PathBuf>,
     /// Further command-line arguments, appended as given.
     pub extra_args: Vec<String>,
+    /// The listener's security protocol, e.g. "SASL_PLAINTEXT" (PLAINTEXT
+    /// when not given).
+    pub listen_protocol: Option<&'static str>,
 }
 
 impl BrokerOptions {
@@ -113,6 +116,11 @@ impl BrokerOptions {
     }
     pub fn data_dir(mut self, data_dir: impl Into<PathBuf>) -> Self {
         self.data_dir = Some(data_dir.into());
+        self
+    }
+    /// Listens with this security protocol ("SASL_PLAINTEXT").
+    pub fn listen_protocol(mut self, protocol: &'static str) -> Self {
+        self.listen_protocol = Some(protocol);
         self
     }
     /// Adds `flag value` to the command line, e.g.
@@ -290,7 +298,10 @@ impl Broker {
         let mut args = vec![
             "serve".to_string(),
             "--listen".to_string(),
-            self.bootstrap(),
+            match self.options.listen_protocol {
+                Some(protocol) => format!("{protocol}://{}", self.bootstrap()),
+                None => self.bootstrap(),
+            },
             "--data-dir".to_string(),
             self.data_dir.display().to_string(),
             "--cores".to_string(),

@@ -1,6 +1,8 @@
 // The Java Kafka client (kafka-clients 4.x, from Maven Central) against
 // ringbroker, run by tests/python/test_java_client.py as a single-file
 // program: `java -cp <classpath> JavaClient.java <mode> <bootstrap> <topic>`.
+// With JAVA_CLIENT_SASL=<mechanism>:<user>:<password> in the environment,
+// the admin client of every mode authenticates with SASL/SCRAM.
 // Prints one JSON object on stdout with what it saw; the Python test
 // asserts on it. Exits non-zero on any client exception.
 
@@ -44,7 +46,7 @@ public class JavaClient {
         String mode = args[0];
         String bootstrap = args[1];
         String topic = args[2];
-        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+        try (Admin admin = Admin.create(withSasl(Map.of("bootstrap.servers", bootstrap)))) {
             admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1))).all().get();
         }
         switch (mode) {
@@ -53,6 +55,7 @@ public class JavaClient {
             case "copier" -> copier(bootstrap, topic);
             case "admin" -> adminCalls(bootstrap, topic);
             case "validate" -> validatePositions(bootstrap, topic);
+            case "scram" -> scram(bootstrap, topic);
             default -> throw new IllegalArgumentException("unknown mode " + mode);
         }
     }
@@ -195,6 +198,103 @@ public class JavaClient {
             }
         }
         System.out.printf("{\"truncation\": \"%s\", \"read\": \"%s\"}%n", truncation, String.join(",", values));
+    }
+
+    /** `config` with the SASL settings JAVA_CLIENT_SASL asks for, if any. */
+    static Map<String, Object> withSasl(Map<String, Object> config) {
+        String sasl = System.getenv("JAVA_CLIENT_SASL");
+        if (sasl == null) {
+            return config;
+        }
+        String[] parts = sasl.split(":", 3);
+        return withScram(config, parts[0], parts[1], parts[2]);
+    }
+
+    static Map<String, Object> withScram(Map<String, Object> config, String mechanism, String user, String password) {
+        Map<String, Object> out = new HashMap<>(config);
+        out.put("security.protocol", "SASL_PLAINTEXT");
+        out.put("sasl.mechanism", mechanism);
+        out.put("sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required username=\""
+                + user + "\" password=\"" + password + "\";");
+        return out;
+    }
+
+    /**
+     * SASL/SCRAM as kafka-configs --alter --add-config 'SCRAM-SHA-512=[...]'
+     * --entity-type users and a client logging in with it: the admin client
+     * (logged in as JAVA_CLIENT_SASL says) creates java-user's SCRAM-SHA-512
+     * credential and describes it; java-user produces and reads back; a
+     * wrong password fails with the broker's message; the credential is
+     * deleted and describing it fails.
+     */
+    static void scram(String bootstrap, String topic) throws Exception {
+        Map<String, Object> adminConfig = withSasl(Map.of("bootstrap.servers", bootstrap));
+        String described;
+        try (Admin admin = Admin.create(adminConfig)) {
+            admin.alterUserScramCredentials(List.of(new org.apache.kafka.clients.admin.UserScramCredentialUpsertion(
+                    "java-user",
+                    new org.apache.kafka.clients.admin.ScramCredentialInfo(
+                            org.apache.kafka.clients.admin.ScramMechanism.SCRAM_SHA_512, 8192),
+                    "java-secret"))).all().get();
+            var description = admin.describeUserScramCredentials(List.of("java-user")).description("java-user").get();
+            described = description.credentialInfos().stream()
+                    .map(i -> i.mechanism() + "/" + i.iterations())
+                    .collect(Collectors.joining(","));
+        }
+        Map<String, Object> user = withScram(Map.of("bootstrap.servers", bootstrap), "SCRAM-SHA-512", "java-user", "java-secret");
+        int records = 200;
+        try (KafkaProducer<String, String> producer =
+                new KafkaProducer<>(user, new StringSerializer(), new StringSerializer())) {
+            List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
+            for (int i = 0; i < records; i++) {
+                sent.add(producer.send(new ProducerRecord<>(topic, i % PARTITIONS, "k" + i, "v" + i)));
+            }
+            for (var future : sent) {
+                future.get();
+            }
+        }
+        Map<String, Object> readConfig = new HashMap<>(user);
+        readConfig.put("enable.auto.commit", "false");
+        int read = 0;
+        try (KafkaConsumer<String, String> consumer =
+                new KafkaConsumer<>(readConfig, new StringDeserializer(), new StringDeserializer())) {
+            List<TopicPartition> partitions = new ArrayList<>();
+            for (int p = 0; p < PARTITIONS; p++) {
+                partitions.add(new TopicPartition(topic, p));
+            }
+            consumer.assign(partitions);
+            consumer.seekToBeginning(partitions);
+            long deadline = System.currentTimeMillis() + 20_000;
+            while (read < records && System.currentTimeMillis() < deadline) {
+                read += consumer.poll(Duration.ofMillis(200)).count();
+            }
+        }
+        Map<String, Object> wrong = withScram(Map.of("bootstrap.servers", bootstrap), "SCRAM-SHA-512", "java-user", "nope");
+        wrong.put("max.block.ms", "10000");
+        String refused = "none";
+        try (KafkaProducer<String, String> producer =
+                new KafkaProducer<>(wrong, new StringSerializer(), new StringSerializer())) {
+            producer.send(new ProducerRecord<>(topic, 0, "k", "v")).get();
+        } catch (Exception e) {
+            Throwable cause = e;
+            while (cause.getCause() != null && !(cause instanceof org.apache.kafka.common.errors.SaslAuthenticationException)) {
+                cause = cause.getCause();
+            }
+            refused = cause.getClass().getSimpleName() + ": " + cause.getMessage();
+        }
+        String afterDelete;
+        try (Admin admin = Admin.create(adminConfig)) {
+            admin.alterUserScramCredentials(List.of(new org.apache.kafka.clients.admin.UserScramCredentialDeletion(
+                    "java-user", org.apache.kafka.clients.admin.ScramMechanism.SCRAM_SHA_512))).all().get();
+            try {
+                admin.describeUserScramCredentials(List.of("java-user")).description("java-user").get();
+                afterDelete = "still described";
+            } catch (java.util.concurrent.ExecutionException e) {
+                afterDelete = e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage();
+            }
+        }
+        System.out.printf("{\"described\": \"%s\", \"read\": %d, \"refused\": \"%s\", \"after_delete\": \"%s\"}%n",
+                described, read, refused.replace("\"", "'"), afterDelete.replace("\"", "'"));
     }
 
     /** The producer's defaults: acks=all and idempotence on. */

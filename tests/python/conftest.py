@@ -40,8 +40,10 @@ def free_port():
 class Broker:
     """A ringbroker process with its log in `log_path`."""
 
-    def __init__(self, work_dir: pathlib.Path, extra_args=(), cores=1):
+    def __init__(self, work_dir: pathlib.Path, extra_args=(), cores=1, listen_protocol=None):
         self.extra_args = list(extra_args)
+        # "SASL_PLAINTEXT" for a listener clients must authenticate on.
+        self.listen_protocol = listen_protocol
         self.cores = cores
         self.port = free_port()
         self.data_dir = work_dir / "data"
@@ -58,7 +60,7 @@ class Broker:
             pytest.fail(f"{BROKER_BIN} does not exist: run `cargo build --release` or set RINGBROKER_BIN")
         args = [
             str(BROKER_BIN), "serve",
-            "--listen", self.bootstrap,
+            "--listen", f"{self.listen_protocol}://{self.bootstrap}" if self.listen_protocol else self.bootstrap,
             "--data-dir", str(self.data_dir),
             "--cores", str(self.cores),
             "--num-partitions", str(DEFAULT_PARTITIONS),

@@ -23,6 +23,7 @@ is not installed.
 """
 
 import json
+import os
 import pathlib
 import shutil
 import subprocess
@@ -45,10 +46,10 @@ def classpath(tmp_path_factory):
     return output.read_text().strip()
 
 
-def run_java(classpath, mode, broker, topic):
+def run_java(classpath, mode, broker, topic, env=None):
     completed = subprocess.run(
         ["java", "-cp", classpath, str(JAVA_DIR / "JavaClient.java"), mode, broker.bootstrap, topic],
-        capture_output=True, text=True, timeout=180,
+        capture_output=True, text=True, timeout=180, env=None if env is None else {**os.environ, **env},
     )
     assert completed.returncode == 0, f"JavaClient {mode} failed:\n{completed.stdout}\n{completed.stderr}"
     return json.loads(completed.stdout.strip().splitlines()[-1])

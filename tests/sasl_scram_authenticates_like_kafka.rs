@@ -1,0 +1,759 @@
+//! Goal: on a SASL_PLAINTEXT listener, clients authenticate with
+//! SCRAM-SHA-256 and SCRAM-SHA-512 as they do with Kafka, and nothing is
+//! served before they have: the exchange on the wire (handshake v0 and v1, SaslAuthenticate v0-v2, every
+//! refusal and when the connection closes) is what Kafka 4.1.1 answered
+//! to the same requests; credentials set with AlterUserScramCredentials
+//! follow Kafka's rules, are described as Kafka describes them, and
+//! survive kill -9; `--add-scram` never overrides a credential set since.
+//!
+//! Method: a broker listening SASL_PLAINTEXT with `--add-scram` users; a
+//! raw client doing the SCRAM client side itself (RFC
+//! 5802, with the sha2/hmac/pbkdf2 crates), whose answers are compared
+//! with those recorded from Kafka 4.1.1 with a SASL_PLAINTEXT listener and
+//! `sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512`. Real clients
+//! (librdkafka through confluent-kafka, kafka-python, the Java client) are
+//! tested from tests/python/test_sasl_scram.py: the rdkafka crate here is
+//! built without the OpenSSL that librdkafka's SCRAM needs.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+use bytes::Bytes;
+use hmac::{Hmac, Mac};
+use kafka_protocol::messages::alter_user_scram_credentials_request::{
+    ScramCredentialDeletion, ScramCredentialUpsertion,
+};
+use kafka_protocol::messages::describe_user_scram_credentials_request::UserName;
+use kafka_protocol::messages::{
+    AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, ApiKey,
+    ApiVersionsRequest, ApiVersionsResponse, DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse, MetadataRequest, SaslAuthenticateRequest,
+    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use sha2::{Digest, Sha256, Sha512};
+
+use common::wire::{encode_request, frame, Outcome, RawClient, READ_TIMEOUT};
+use common::{Broker, BrokerOptions};
+
+const SHA256: &str = "SCRAM-SHA-256";
+const SHA512: &str = "SCRAM-SHA-512";
+const INVALID_256: &str = "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256";
+
+fn sasl_broker() -> Broker {
+    Broker::start(
+        BrokerOptions::default()
+            .listen_protocol("SASL_PLAINTEXT")
+            .arg(
+                "--add-scram",
+                "SCRAM-SHA-256=[name=alice,password=alice-secret]",
+            )
+            .arg(
+                "--add-scram",
+                "SCRAM-SHA-512=[name=alice,password=alice-secret,iterations=8192]",
+            ),
+    )
+}
+
+// ---- the client side of SCRAM, written here from RFC 5802 ----
+
+fn hmac(mechanism: &str, key: &[u8], data: &[u8]) -> Vec<u8> {
+    if mechanism == SHA256 {
+        let mut mac = Hmac::<Sha256>::new_from_slice(key).unwrap();
+        mac.update(data);
+        mac.finalize().into_bytes().to_vec()
+    } else {
+        let mut mac = Hmac::<Sha512>::new_from_slice(key).unwrap();
+        mac.update(data);
+        mac.finalize().into_bytes().to_vec()
+    }
+}
+
+fn hash(mechanism: &str, data: &[u8]) -> Vec<u8> {
+    if mechanism == SHA256 {
+        Sha256::digest(data).to_vec()
+    } else {
+        Sha512::digest(data).to_vec()
+    }
+}
+
+fn salted_password(mechanism: &str, password: &str, salt: &[u8], iterations: u32) -> Vec<u8> {
+    let mut out = vec![0u8; if mechanism == SHA256 { 32 } else { 64 }];
+    if mechanism == SHA256 {
+        pbkdf2::pbkdf2_hmac::<Sha256>(password.as_bytes(), salt, iterations, &mut out);
+    } else {
+        pbkdf2::pbkdf2_hmac::<Sha512>(password.as_bytes(), salt, iterations, &mut out);
+    }
+    out
+}
+
+struct ScramClient {
+    mechanism: &'static str,
+    password: String,
+    gs2: String,
+    bare: String,
+}
+
+const CLIENT_NONCE: &str = "fyko+d2lbbFgONRv9qkxdawL";
+
+impl ScramClient {
+    fn new(mechanism: &'static str, user: &str, password: &str, authzid: &str) -> Self {
+        let gs2 = if authzid.is_empty() {
+            "n,,".to_string()
+        } else {
+            format!("n,a={authzid},")
+        };
+        ScramClient {
+            mechanism,
+            password: password.to_string(),
+            gs2,
+            bare: format!("n={user},r={CLIENT_NONCE}"),
+        }
+    }
+
+    fn first(&self) -> Vec<u8> {
+        format!("{}{}", self.gs2, self.bare).into_bytes()
+    }
+
+    /// The client-final message for `server_first`, and the server
+    /// signature the server-final message must carry.
+    fn last(&self, server_first: &[u8]) -> (Vec<u8>, String) {
+        let server_first = std::str::from_utf8(server_first).expect("server-first is UTF-8");
+        let field = |name: &str| {
+            server_first
+                .split(',')
+                .find_map(|f| f.strip_prefix(name))
+                .unwrap_or_else(|| panic!("server-first {server_first:?} has no {name}"))
+        };
+        let nonce = field("r=");
+        assert!(
+            nonce.starts_with(CLIENT_NONCE) && nonce.len() > CLIENT_NONCE.len(),
+            "server nonce {nonce:?} extends ours"
+        );
+        let salt = BASE64.decode(field("s=")).expect("salt is base64");
+        let iterations: u32 = field("i=").parse().expect("iterations");
+        let salted = salted_password(self.mechanism, &self.password, &salt, iterations);
+        let client_key = hmac(self.mechanism, &salted, b"Client Key");
+        let stored_key = hash(self.mechanism, &client_key);
+        let without_proof = format!("c={},r={nonce}", BASE64.encode(&self.gs2));
+        let auth_message = format!("{},{server_first},{without_proof}", self.bare);
+        let signature = hmac(self.mechanism, &stored_key, auth_message.as_bytes());
+        let proof: Vec<u8> = client_key
+            .iter()
+            .zip(&signature)
+            .map(|(k, s)| k ^ s)
+            .collect();
+        let server_key = hmac(self.mechanism, &salted, b"Server Key");
+        let server_signature = hmac(self.mechanism, &server_key, auth_message.as_bytes());
+        (
+            format!("{without_proof},p={}", BASE64.encode(proof)).into_bytes(),
+            format!("v={}", BASE64.encode(server_signature)),
+        )
+    }
+}
+
+// ---- raw requests ----
+
+fn handshake(client: &mut RawClient, mechanism: &str, version: i16) -> (i16, Vec<String>) {
+    let mut request = SaslHandshakeRequest::default();
+    request.mechanism = StrBytes::from_string(mechanism.to_string());
+    let response: SaslHandshakeResponse = client.request(ApiKey::SaslHandshake, version, &request);
+    (
+        response.error_code,
+        response.mechanisms.iter().map(|m| m.to_string()).collect(),
+    )
+}
+
+fn authenticate(client: &mut RawClient, token: &[u8], version: i16) -> SaslAuthenticateResponse {
+    let mut request = SaslAuthenticateRequest::default();
+    request.auth_bytes = Bytes::copy_from_slice(token);
+    client.request(ApiKey::SaslAuthenticate, version, &request)
+}
+
+fn metadata_answers(client: &mut RawClient) -> bool {
+    let correlation_id = client.next_correlation_id();
+    let request = encode_request(
+        ApiKey::Metadata,
+        1,
+        correlation_id,
+        &MetadataRequest::default(),
+    );
+    if client.write_raw(&request).is_err() {
+        return false;
+    }
+    client.read_frame().is_ok()
+}
+
+/// Sends `api_key` v`version` with a default body and reports what the
+/// broker did.
+fn outcome_of<Req: kafka_protocol::protocol::Encodable + Default>(
+    client: &mut RawClient,
+    api_key: ApiKey,
+    version: i16,
+) -> Outcome {
+    let correlation_id = client.next_correlation_id();
+    let request = encode_request(api_key, version, correlation_id, &Req::default());
+    client.write_raw(&request).expect("send");
+    client.outcome_within(READ_TIMEOUT)
+}
+
+fn closed(outcome: &Outcome) -> bool {
+    matches!(outcome, Outcome::Closed { bytes_before_close } if bytes_before_close.is_empty())
+}
+
+/// A v1 handshake and SaslAuthenticate v2 exchange; panics unless it
+/// succeeds.
+fn login(bootstrap: &str, mechanism: &'static str, user: &str, password: &str) -> RawClient {
+    let mut client = RawClient::connect(bootstrap);
+    assert_eq!(handshake(&mut client, mechanism, 1).0, 0);
+    let scram = ScramClient::new(mechanism, user, password, "");
+    let first = authenticate(&mut client, &scram.first(), 2);
+    assert_eq!(
+        first.error_code, 0,
+        "{user} {mechanism}: {:?}",
+        first.error_message
+    );
+    let (last, server_signature) = scram.last(&first.auth_bytes);
+    let done = authenticate(&mut client, &last, 2);
+    assert_eq!(
+        done.error_code, 0,
+        "{user} {mechanism}: {:?}",
+        done.error_message
+    );
+    assert_eq!(
+        &done.auth_bytes[..],
+        server_signature.as_bytes(),
+        "server signature"
+    );
+    client
+}
+
+/// The error code and message of an exchange that fails.
+fn failed_login(
+    bootstrap: &str,
+    mechanism: &'static str,
+    user: &str,
+    password: &str,
+) -> (i16, Option<String>) {
+    let mut client = RawClient::connect(bootstrap);
+    assert_eq!(handshake(&mut client, mechanism, 1).0, 0);
+    let scram = ScramClient::new(mechanism, user, password, "");
+    let first = authenticate(&mut client, &scram.first(), 2);
+    let failed = if first.error_code != 0 {
+        first
+    } else {
+        authenticate(&mut client, &scram.last(&first.auth_bytes).0, 2)
+    };
+    assert!(
+        closed(&client.outcome_within(READ_TIMEOUT)),
+        "closed after a failure"
+    );
+    (
+        failed.error_code,
+        failed.error_message.map(|m| m.to_string()),
+    )
+}
+
+/// Goal: the exchange and every refusal as Kafka 4.1.1 answered them.
+#[test]
+fn the_sasl_exchange_answers_as_kafka_does() {
+    let broker = sasl_broker();
+    let bootstrap = broker.bootstrap();
+    let both = vec![SHA256.to_string(), SHA512.to_string()];
+
+    // Nothing but ApiVersions and SaslHandshake before authenticating: the
+    // connection is closed without an answer.
+    let mut client = RawClient::connect(&bootstrap);
+    assert!(closed(&outcome_of::<MetadataRequest>(
+        &mut client,
+        ApiKey::Metadata,
+        1
+    )));
+    let mut client = RawClient::connect(&bootstrap);
+    assert!(closed(&outcome_of::<SaslAuthenticateRequest>(
+        &mut client,
+        ApiKey::SaslAuthenticate,
+        2
+    )));
+    // One ApiVersions, first only.
+    let mut client = RawClient::connect(&bootstrap);
+    let versions: ApiVersionsResponse =
+        client.request(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    assert_eq!(versions.error_code, 0);
+    assert!(closed(&outcome_of::<ApiVersionsRequest>(
+        &mut client,
+        ApiKey::ApiVersions,
+        3
+    )));
+    let mut client = RawClient::connect(&bootstrap);
+    let _: ApiVersionsResponse =
+        client.request(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    assert_eq!(handshake(&mut client, SHA256, 1), (0, both.clone()));
+
+    // A mechanism not enabled: UNSUPPORTED_SASL_MECHANISM (33) with the
+    // enabled ones, then closed.
+    let mut client = RawClient::connect(&bootstrap);
+    assert_eq!(handshake(&mut client, "PLAIN", 1), (33, both.clone()));
+    assert!(closed(&client.outcome_within(READ_TIMEOUT)));
+
+    // A second handshake in the middle of the exchange: ILLEGAL_SASL_STATE
+    // (34) and no mechanisms, then closed.
+    let mut client = RawClient::connect(&bootstrap);
+    assert_eq!(handshake(&mut client, SHA256, 1), (0, both.clone()));
+    assert_eq!(handshake(&mut client, SHA256, 1), (34, vec![]));
+    assert!(closed(&client.outcome_within(READ_TIMEOUT)));
+
+    // The exchange with each SaslAuthenticate version and both mechanisms;
+    // afterwards requests are served, and SaslHandshake and
+    // SaslAuthenticate answer ILLEGAL_SASL_STATE as on any connection.
+    for mechanism in [SHA256, SHA512] {
+        for version in 0..=2 {
+            let mut client = RawClient::connect(&bootstrap);
+            assert_eq!(handshake(&mut client, mechanism, 1), (0, both.clone()));
+            let scram = ScramClient::new(mechanism, "alice", "alice-secret", "");
+            let first = authenticate(&mut client, &scram.first(), version);
+            assert_eq!((first.error_code, first.session_lifetime_ms), (0, 0));
+            let (last, server_signature) = scram.last(&first.auth_bytes);
+            let done = authenticate(&mut client, &last, version);
+            assert_eq!((done.error_code, done.session_lifetime_ms), (0, 0));
+            assert_eq!(&done.auth_bytes[..], server_signature.as_bytes());
+            assert!(
+                metadata_answers(&mut client),
+                "{mechanism} v{version}: served"
+            );
+            assert_eq!(handshake(&mut client, mechanism, 1), (34, vec![]));
+            let again = authenticate(&mut client, b"x", version);
+            assert_eq!(again.error_code, 34);
+            assert_eq!(
+                again.error_message.as_deref(),
+                Some("SaslAuthenticate request received after successful authentication")
+            );
+            assert!(metadata_answers(&mut client), "still open");
+        }
+    }
+
+    // Refusals: SASL_AUTHENTICATION_FAILED (58), at the client-first message
+    // for an unknown user, a malformed message, a token login or another
+    // authorization id, at the client-final message for a wrong password;
+    // then the connection is closed.
+    let refusals: [(&str, &[u8], &str); 4] = [
+        ("unknown user", b"n,,n=nobody,r=abcdefgh", INVALID_256),
+        ("garbage", b"hello there", INVALID_256),
+        ("token login", b"n,,n=alice,r=abcdefgh,tokenauth=true", INVALID_256),
+        (
+            "other authorization id",
+            b"n,a=bob,n=alice,r=abcdefgh",
+            "Authentication failed: Client requested an authorization id that is different from username",
+        ),
+    ];
+    for (case, first, message) in refusals {
+        let mut client = RawClient::connect(&bootstrap);
+        assert_eq!(handshake(&mut client, SHA256, 1).0, 0);
+        let started = Instant::now();
+        let refused = authenticate(&mut client, first, 2);
+        assert!(
+            started.elapsed() >= Duration::from_millis(90),
+            "{case}: a failure is answered after connection.failed.authentication.delay.ms"
+        );
+        assert_eq!(refused.error_code, 58, "{case}");
+        assert_eq!(refused.error_message.as_deref(), Some(message), "{case}");
+        assert!(closed(&client.outcome_within(READ_TIMEOUT)), "{case}");
+    }
+    assert_eq!(
+        failed_login(&bootstrap, SHA256, "alice", "wrong"),
+        (58, Some(INVALID_256.to_string()))
+    );
+    // A credential exists for one mechanism only where it was set.
+    assert_eq!(failed_login(&bootstrap, SHA512, "nobody", "x").0, 58);
+
+    // A v0 handshake: the exchange is bare size-prefixed tokens; a failure
+    // closes the connection without an answer.
+    for (password, succeeds) in [("alice-secret", true), ("wrong", false)] {
+        let mut client = RawClient::connect(&bootstrap);
+        assert_eq!(handshake(&mut client, SHA256, 0), (0, both.clone()));
+        let scram = ScramClient::new(SHA256, "alice", password, "");
+        client.write_raw(&frame(&scram.first())).unwrap();
+        let server_first = client.read_frame().expect("server-first");
+        let (last, server_signature) = scram.last(&server_first);
+        client.write_raw(&frame(&last)).unwrap();
+        if succeeds {
+            assert_eq!(
+                client.read_frame().expect("server-final"),
+                server_signature.as_bytes()
+            );
+            assert!(metadata_answers(&mut client));
+        } else {
+            assert!(closed(&client.outcome_within(READ_TIMEOUT)));
+        }
+    }
+
+    // Before authenticating, a frame over sasl.server.max.receive.size
+    // (512 KiB) closes the connection; afterwards the request size limit is
+    // socket.request.max.bytes, and the broker serves everyone else.
+    let mut client = RawClient::connect(&bootstrap);
+    let mut big = (600 * 1024i32).to_be_bytes().to_vec();
+    big.extend_from_slice(&[0, 17, 0, 1, 0, 0, 0, 1]);
+    let _ = client.write_raw(&big);
+    assert!(closed(&client.outcome_within(READ_TIMEOUT)));
+    let mut client = login(&bootstrap, SHA512, "alice", "alice-secret");
+    let correlation_id = client.next_correlation_id();
+    let mut request = MetadataRequest::default();
+    request.topics = Some(Vec::new());
+    let mut request = encode_request(ApiKey::Metadata, 9, correlation_id, &request);
+    // Metadata v9 ends with an empty tagged-field section (one 0 byte): it
+    // becomes one unknown tagged field (tag 100) of 600 KiB.
+    request.pop();
+    let padding = 600 * 1024;
+    request.push(1);
+    for mut value in [100usize, padding] {
+        loop {
+            let byte = (value & 0x7f) as u8;
+            value >>= 7;
+            if value == 0 {
+                request.push(byte);
+                break;
+            }
+            request.push(byte | 0x80);
+        }
+    }
+    request.resize(request.len() + padding, 0);
+    let size = (request.len() - 4) as i32;
+    request[..4].copy_from_slice(&size.to_be_bytes());
+    client.write_raw(&request).unwrap();
+    let answer = client
+        .read_frame()
+        .expect("a large request after authenticating");
+    assert_eq!(
+        i32::from_be_bytes(answer[..4].try_into().unwrap()),
+        correlation_id
+    );
+    let mut client = login(&bootstrap, SHA256, "alice", "alice-secret");
+    assert!(metadata_answers(&mut client));
+
+    // Mangled handshakes and SCRAM messages (v1 and bare) never take the
+    // broker down: each byte of a valid exchange's frames flipped in turn.
+    let mut handshake_request = SaslHandshakeRequest::default();
+    handshake_request.mechanism = StrBytes::from_static_str(SHA256);
+    let valid_handshake = encode_request(ApiKey::SaslHandshake, 1, 1, &handshake_request);
+    let bare_handshake = encode_request(ApiKey::SaslHandshake, 0, 1, &handshake_request);
+    let scram = ScramClient::new(SHA256, "alice", "alice-secret", "");
+    let mut authenticate_request = SaslAuthenticateRequest::default();
+    authenticate_request.auth_bytes = Bytes::from(scram.first());
+    let valid_first = encode_request(ApiKey::SaslAuthenticate, 2, 2, &authenticate_request);
+    let cases: Vec<(Vec<u8>, Vec<u8>)> = (4..valid_handshake.len())
+        .map(|at| (at, valid_handshake.clone(), Vec::new()))
+        .chain((4..valid_first.len()).map(|at| (at, valid_first.clone(), valid_handshake.clone())))
+        .chain(
+            (4..scram.first().len() + 4)
+                .map(|at| (at, frame(&scram.first()), bare_handshake.clone())),
+        )
+        .map(|(at, mut mangled, before)| {
+            mangled[at] ^= 0xa5;
+            (before, mangled)
+        })
+        .collect();
+    for (before, mangled) in &cases {
+        let mut client = RawClient::connect(&bootstrap);
+        if !before.is_empty() {
+            client.write_raw(before).unwrap();
+            client.read_frame().expect("handshake answer");
+        }
+        let _ = client.write_raw(mangled);
+        let _ = client.outcome_within(Duration::from_millis(5));
+    }
+    let mut client = login(&bootstrap, SHA512, "alice", "alice-secret");
+    assert!(
+        metadata_answers(&mut client),
+        "served after {} mangled frames",
+        cases.len()
+    );
+}
+
+fn upsertion(
+    name: &str,
+    mechanism: i8,
+    iterations: i32,
+    password: &str,
+) -> ScramCredentialUpsertion {
+    let salt = format!("salt-of-{name}").into_bytes();
+    let mechanism_name = if mechanism == 2 { SHA512 } else { SHA256 };
+    let mut u = ScramCredentialUpsertion::default();
+    u.name = StrBytes::from_string(name.to_string());
+    u.mechanism = mechanism;
+    u.iterations = iterations;
+    u.salted_password = Bytes::from(salted_password(
+        mechanism_name,
+        password,
+        &salt,
+        iterations.clamp(1, 20_000) as u32,
+    ));
+    u.salt = Bytes::from(salt);
+    u
+}
+
+fn deletion(name: &str, mechanism: i8) -> ScramCredentialDeletion {
+    let mut d = ScramCredentialDeletion::default();
+    d.name = StrBytes::from_string(name.to_string());
+    d.mechanism = mechanism;
+    d
+}
+
+/// (user, error code, message), successes first, each group by user: Kafka
+/// answers in hash-map order, so the recorded answers are compared sorted.
+fn alter(
+    client: &mut RawClient,
+    deletions: Vec<ScramCredentialDeletion>,
+    upsertions: Vec<ScramCredentialUpsertion>,
+) -> Vec<(String, i16, Option<String>)> {
+    let mut request = AlterUserScramCredentialsRequest::default();
+    request.deletions = deletions;
+    request.upsertions = upsertions;
+    let response: AlterUserScramCredentialsResponse =
+        client.request(ApiKey::AlterUserScramCredentials, 0, &request);
+    let mut results: Vec<_> = response
+        .results
+        .into_iter()
+        .map(|r| {
+            (
+                r.user.to_string(),
+                r.error_code,
+                r.error_message.map(|m| m.to_string()),
+            )
+        })
+        .collect();
+    results.sort_by_key(|(user, code, _)| (*code != 0, user.clone()));
+    results
+}
+
+type Described = Vec<(String, i16, Option<String>, Vec<(i8, i32)>)>;
+
+fn describe(client: &mut RawClient, users: Option<&[&str]>) -> Described {
+    let mut request = DescribeUserScramCredentialsRequest::default();
+    request.users = users.map(|users| {
+        users
+            .iter()
+            .map(|u| {
+                let mut name = UserName::default();
+                name.name = StrBytes::from_string(u.to_string());
+                name
+            })
+            .collect()
+    });
+    let response: DescribeUserScramCredentialsResponse =
+        client.request(ApiKey::DescribeUserScramCredentials, 0, &request);
+    assert_eq!(response.error_code, 0);
+    let mut results: Described = response
+        .results
+        .into_iter()
+        .map(|r| {
+            (
+                r.user.to_string(),
+                r.error_code,
+                r.error_message
+                    .map(|m| m.to_string())
+                    .filter(|m| !m.is_empty()),
+                r.credential_infos
+                    .iter()
+                    .map(|i| (i.mechanism, i.iterations))
+                    .collect(),
+            )
+        })
+        .collect();
+    results.sort();
+    results
+}
+
+fn ok(user: &str) -> (String, i16, Option<String>) {
+    (user.to_string(), 0, None)
+}
+
+fn err(user: &str, code: i16, message: &str) -> (String, i16, Option<String>) {
+    (user.to_string(), code, Some(message.to_string()))
+}
+
+const TWICE: &str = "A user credential cannot be altered twice in the same request";
+const NO_SUCH_DELETE: &str = "Attempt to delete a user credential that does not exist";
+
+/// Goal: AlterUserScramCredentials and DescribeUserScramCredentials answer
+/// as Kafka 4.1.1 did, the credentials log in at once and after kill -9,
+/// and a restart with `--add-scram` keeps a password changed since.
+#[test]
+fn scram_credentials_are_altered_described_and_survive_kill_9() {
+    let mut broker = sasl_broker();
+    let bootstrap = broker.bootstrap();
+    let mut admin = login(&bootstrap, SHA256, "alice", "alice-secret");
+
+    let described = describe(&mut admin, Some(&["u1", "u1", "zz", ""]));
+    assert_eq!(
+        described,
+        vec![
+            ("".into(), 91, Some("Attempt to describe a user credential that does not exist: ".into()), vec![]),
+            ("u1".into(), 92, Some("Cannot describe SCRAM credentials for the same user twice in a single request: u1".into()), vec![]),
+            ("zz".into(), 91, Some("Attempt to describe a user credential that does not exist: zz".into()), vec![]),
+        ]
+    );
+    assert_eq!(
+        alter(
+            &mut admin,
+            vec![],
+            vec![
+                upsertion("u1", 1, 4096, "p1"),
+                upsertion("u1b", 2, 16384, "p1b"),
+                upsertion("u2", 1, 8192, "p2"),
+                upsertion("u3", 2, 4096, "p3"),
+            ]
+        ),
+        vec![ok("u1"), ok("u1b"), ok("u2"), ok("u3")]
+    );
+    assert_eq!(
+        alter(&mut admin, vec![], vec![upsertion("u1", 2, 5000, "p1-512")]),
+        vec![ok("u1")]
+    );
+    let everyone = vec![
+        ("alice".to_string(), 0, None, vec![(1, 4096), (2, 8192)]),
+        ("u1".into(), 0, None, vec![(1, 4096), (2, 5000)]),
+        ("u1b".into(), 0, None, vec![(2, 16384)]),
+        ("u2".into(), 0, None, vec![(1, 8192)]),
+        ("u3".into(), 0, None, vec![(2, 4096)]),
+    ];
+    assert_eq!(describe(&mut admin, None), everyone);
+    assert_eq!(describe(&mut admin, Some(&[])), everyone);
+    assert_eq!(
+        alter(
+            &mut admin,
+            vec![],
+            vec![
+                upsertion("", 1, 4096, "x"),
+                upsertion("e0", 0, 4096, "x"),
+                upsertion("e3", 3, 4096, "x"),
+                upsertion("lo", 1, 4095, "x"),
+                upsertion("hi", 1, 16385, "x"),
+            ]
+        ),
+        vec![
+            err("", 93, "Username must not be empty"),
+            err("e0", 33, "Unknown SCRAM mechanism"),
+            err("e3", 33, "Unknown SCRAM mechanism"),
+            err("hi", 93, "Too many iterations"),
+            err("lo", 93, "Too few iterations"),
+        ]
+    );
+    assert_eq!(
+        alter(
+            &mut admin,
+            vec![deletion("u2", 1), deletion("u2", 1)],
+            vec![
+                upsertion("d1", 1, 4096, "x"),
+                upsertion("d1", 2, 4096, "x"),
+                upsertion("u3", 2, 4096, "p3-new"),
+            ]
+        ),
+        vec![ok("u3"), err("d1", 92, TWICE), err("u2", 92, TWICE)]
+    );
+    assert_eq!(
+        alter(
+            &mut admin,
+            vec![deletion("u3", 2)],
+            vec![upsertion("u3", 1, 4096, "x")]
+        ),
+        vec![err("u3", 92, TWICE)]
+    );
+    assert_eq!(
+        alter(
+            &mut admin,
+            vec![
+                deletion("u2", 2),
+                deletion("never", 1),
+                deletion("", 1),
+                deletion("u1", 0)
+            ],
+            vec![]
+        ),
+        vec![
+            err("", 93, "Username must not be empty"),
+            err("never", 91, NO_SUCH_DELETE),
+            err("u1", 33, "Unknown SCRAM mechanism"),
+            err("u2", 91, NO_SUCH_DELETE),
+        ]
+    );
+    assert_eq!(
+        alter(
+            &mut admin,
+            vec![deletion("x", 1)],
+            vec![upsertion("x", 1, 4096, "x"), upsertion("x", 1, 4096, "x")]
+        ),
+        vec![err("x", 91, NO_SUCH_DELETE)]
+    );
+    assert_eq!(
+        alter(
+            &mut admin,
+            vec![deletion("u1", 1), deletion("u1b", 2)],
+            vec![]
+        ),
+        vec![ok("u1"), ok("u1b")]
+    );
+    assert_eq!(
+        describe(&mut admin, Some(&["u1", "u1b", "u2", "u3", "d1"])),
+        vec![
+            (
+                "d1".into(),
+                91,
+                Some("Attempt to describe a user credential that does not exist: d1".into()),
+                vec![]
+            ),
+            ("u1".into(), 0, None, vec![(2, 5000)]),
+            (
+                "u1b".into(),
+                91,
+                Some("Attempt to describe a user credential that does not exist: u1b".into()),
+                vec![]
+            ),
+            ("u2".into(), 0, None, vec![(1, 8192)]),
+            ("u3".into(), 0, None, vec![(2, 4096)]),
+        ]
+    );
+
+    // What was set logs in at once; what was deleted or replaced does not.
+    drop(login(&bootstrap, SHA512, "u1", "p1-512"));
+    drop(login(&bootstrap, SHA256, "u2", "p2"));
+    drop(login(&bootstrap, SHA512, "u3", "p3-new"));
+    assert_eq!(failed_login(&bootstrap, SHA512, "u3", "p3").0, 58);
+    assert_eq!(failed_login(&bootstrap, SHA256, "u1", "p1").0, 58);
+
+    // alice changes her SCRAM-SHA-256 password; after kill -9 every
+    // acknowledged change holds, and --add-scram (still on the command
+    // line) does not put the old password back.
+    assert_eq!(
+        alter(
+            &mut admin,
+            vec![],
+            vec![upsertion("alice", 1, 4096, "new-secret")]
+        ),
+        vec![ok("alice")]
+    );
+    drop(admin);
+    broker.kill9();
+    broker.restart();
+    drop(login(&bootstrap, SHA256, "alice", "new-secret"));
+    assert_eq!(
+        failed_login(&bootstrap, SHA256, "alice", "alice-secret").0,
+        58
+    );
+    drop(login(&bootstrap, SHA512, "alice", "alice-secret"));
+    drop(login(&bootstrap, SHA512, "u1", "p1-512"));
+    drop(login(&bootstrap, SHA256, "u2", "p2"));
+    assert_eq!(failed_login(&bootstrap, SHA256, "u1", "p1").0, 58);
+    let mut admin = login(&bootstrap, SHA512, "u3", "p3-new");
+    assert_eq!(
+        describe(&mut admin, None),
+        vec![
+            ("alice".to_string(), 0, None, vec![(1, 4096), (2, 8192)]),
+            ("u1".into(), 0, None, vec![(2, 5000)]),
+            ("u2".into(), 0, None, vec![(1, 8192)]),
+            ("u3".into(), 0, None, vec![(2, 4096)]),
+        ]
+    );
+}
