@@ -26,17 +26,23 @@ use hmac::{Hmac, Mac};
 use kafka_protocol::messages::alter_user_scram_credentials_request::{
     ScramCredentialDeletion, ScramCredentialUpsertion,
 };
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::describe_user_scram_credentials_request::UserName;
+use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, ApiKey,
-    ApiVersionsRequest, ApiVersionsResponse, DescribeUserScramCredentialsRequest,
-    DescribeUserScramCredentialsResponse, MetadataRequest, SaslAuthenticateRequest,
-    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+    ApiVersionsRequest, ApiVersionsResponse, BrokerId, CreateTopicsRequest, CreateTopicsResponse,
+    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, ListOffsetsRequest,
+    ListOffsetsResponse, MetadataRequest, ProduceRequest, SaslAuthenticateRequest,
+    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use sha2::{Digest, Sha256, Sha512};
 
-use common::wire::{encode_request, frame, Outcome, RawClient, READ_TIMEOUT};
+use common::wire::{
+    encode_batch, encode_request, frame, plain_record, Outcome, RawClient, READ_TIMEOUT,
+};
 use common::{Broker, BrokerOptions};
 
 const SHA256: &str = "SCRAM-SHA-256";
@@ -54,6 +60,10 @@ fn sasl_broker() -> Broker {
             .arg(
                 "--add-scram",
                 "SCRAM-SHA-512=[name=alice,password=alice-secret,iterations=8192]",
+            )
+            .arg(
+                "--add-scram",
+                "SCRAM-SHA-256=[name=bob,password=bob-secret]",
             ),
     )
 }
@@ -278,6 +288,54 @@ fn the_sasl_exchange_answers_as_kafka_does() {
         ApiKey::SaslAuthenticate,
         2
     )));
+    // A Produce before authenticating is not written: the connection is
+    // closed without an answer and the partition stays empty.
+    let mut admin = login(&bootstrap, SHA256, "alice", "alice-secret");
+    let mut topic = CreatableTopic::default();
+    topic.name = TopicName(StrBytes::from_static_str("before-auth"));
+    topic.num_partitions = 1;
+    topic.replication_factor = 1;
+    let mut create = CreateTopicsRequest::default();
+    create.topics = vec![topic];
+    create.timeout_ms = 10_000;
+    let created: CreateTopicsResponse = admin.request(ApiKey::CreateTopics, 5, &create);
+    assert_eq!(created.topics[0].error_code, 0);
+    let mut partition = PartitionProduceData::default();
+    partition.index = 0;
+    partition.records = Some(encode_batch(&[plain_record(
+        0,
+        None,
+        Bytes::from_static(b"unauthenticated"),
+    )]));
+    let mut produced = TopicProduceData::default();
+    produced.name = TopicName(StrBytes::from_static_str("before-auth"));
+    produced.partition_data = vec![partition];
+    let mut produce = ProduceRequest::default();
+    produce.acks = -1;
+    produce.timeout_ms = 10_000;
+    produce.topic_data = vec![produced];
+    let mut client = RawClient::connect(&bootstrap);
+    client
+        .write_raw(&encode_request(ApiKey::Produce, 9, 1, &produce))
+        .unwrap();
+    assert!(closed(&client.outcome_within(READ_TIMEOUT)));
+    let mut wanted = ListOffsetsPartition::default();
+    wanted.partition_index = 0;
+    wanted.timestamp = -1;
+    let mut listed = ListOffsetsTopic::default();
+    listed.name = TopicName(StrBytes::from_static_str("before-auth"));
+    listed.partitions = vec![wanted];
+    let mut list = ListOffsetsRequest::default();
+    list.replica_id = BrokerId(-1);
+    list.topics = vec![listed];
+    let offsets: ListOffsetsResponse = admin.request(ApiKey::ListOffsets, 7, &list);
+    let answer = &offsets.topics[0].partitions[0];
+    assert_eq!(
+        (answer.error_code, answer.offset),
+        (0, 0),
+        "nothing written"
+    );
+
     // One ApiVersions, first only.
     let mut client = RawClient::connect(&bootstrap);
     let versions: ApiVersionsResponse =
@@ -296,7 +354,12 @@ fn the_sasl_exchange_answers_as_kafka_does() {
     // A mechanism not enabled: UNSUPPORTED_SASL_MECHANISM (33) with the
     // enabled ones, then closed.
     let mut client = RawClient::connect(&bootstrap);
+    let started = Instant::now();
     assert_eq!(handshake(&mut client, "PLAIN", 1), (33, both.clone()));
+    assert!(
+        started.elapsed() >= Duration::from_millis(90),
+        "answered after the delay"
+    );
     assert!(closed(&client.outcome_within(READ_TIMEOUT)));
 
     // A second handshake in the middle of the exchange: ILLEGAL_SASL_STATE
@@ -367,7 +430,11 @@ fn the_sasl_exchange_answers_as_kafka_does() {
         (58, Some(INVALID_256.to_string()))
     );
     // A credential exists for one mechanism only where it was set.
-    assert_eq!(failed_login(&bootstrap, SHA512, "nobody", "x").0, 58);
+    drop(login(&bootstrap, SHA256, "bob", "bob-secret"));
+    assert_eq!(
+        failed_login(&bootstrap, SHA512, "bob", "bob-secret"),
+        (58, Some(INVALID_256.replace("256", "512")))
+    );
 
     // A v0 handshake: the exchange is bare size-prefixed tokens; a failure
     // closes the connection without an answer.
@@ -614,6 +681,7 @@ fn scram_credentials_are_altered_described_and_survive_kill_9() {
     );
     let everyone = vec![
         ("alice".to_string(), 0, None, vec![(1, 4096), (2, 8192)]),
+        ("bob".into(), 0, None, vec![(1, 4096)]),
         ("u1".into(), 0, None, vec![(1, 4096), (2, 5000)]),
         ("u1b".into(), 0, None, vec![(2, 16384)]),
         ("u2".into(), 0, None, vec![(1, 8192)]),
@@ -723,16 +791,28 @@ fn scram_credentials_are_altered_described_and_survive_kill_9() {
     assert_eq!(failed_login(&bootstrap, SHA512, "u3", "p3").0, 58);
     assert_eq!(failed_login(&bootstrap, SHA256, "u1", "p1").0, 58);
 
-    // alice changes her SCRAM-SHA-256 password; after kill -9 every
-    // acknowledged change holds, and --add-scram (still on the command
-    // line) does not put the old password back.
+    // alice changes her SCRAM-SHA-256 password and bob's is deleted;
+    // after kill -9 every acknowledged change holds, and --add-scram (still
+    // on the command line) puts back neither the old password nor bob.
+    assert_eq!(
+        alter(
+            &mut admin,
+            vec![deletion("bob", 1)],
+            vec![upsertion("alice", 1, 4096, "new-secret")]
+        ),
+        vec![ok("alice"), ok("bob")]
+    );
+    // An empty salted password: UNKNOWN_SERVER_ERROR without a message, the
+    // rest done, as Kafka 4.1.1 answered.
+    let mut empty = upsertion("emp", 1, 4096, "x");
+    empty.salted_password = Bytes::new();
     assert_eq!(
         alter(
             &mut admin,
             vec![],
-            vec![upsertion("alice", 1, 4096, "new-secret")]
+            vec![upsertion("u4", 1, 4096, "p4"), empty]
         ),
-        vec![ok("alice")]
+        vec![ok("u4"), ("emp".to_string(), -1, None)]
     );
     drop(admin);
     broker.kill9();
@@ -742,6 +822,8 @@ fn scram_credentials_are_altered_described_and_survive_kill_9() {
         failed_login(&bootstrap, SHA256, "alice", "alice-secret").0,
         58
     );
+    assert_eq!(failed_login(&bootstrap, SHA256, "bob", "bob-secret").0, 58);
+    drop(login(&bootstrap, SHA256, "u4", "p4"));
     drop(login(&bootstrap, SHA512, "alice", "alice-secret"));
     drop(login(&bootstrap, SHA512, "u1", "p1-512"));
     drop(login(&bootstrap, SHA256, "u2", "p2"));
@@ -754,6 +836,7 @@ fn scram_credentials_are_altered_described_and_survive_kill_9() {
             ("u1".into(), 0, None, vec![(2, 5000)]),
             ("u2".into(), 0, None, vec![(1, 8192)]),
             ("u3".into(), 0, None, vec![(2, 4096)]),
+            ("u4".into(), 0, None, vec![(1, 4096)]),
         ]
     );
 }

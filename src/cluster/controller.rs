@@ -77,19 +77,19 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
 
 /// Checks a user and mechanism of AlterUserScramCredentials as Kafka's
 /// controller does.
-fn check_scram_user(
+fn checked_scram_user(
     name: &str,
     mechanism: i8,
-) -> Result<ScramMechanism, (ErrorCode, &'static str)> {
+) -> Result<ScramMechanism, (ErrorCode, Option<&'static str>)> {
     if name.is_empty() {
         return Err((
             ErrorCode::UnacceptableCredential,
-            "Username must not be empty",
+            Some("Username must not be empty"),
         ));
     }
     ScramMechanism::from_type(mechanism).ok_or((
         ErrorCode::UnsupportedSaslMechanism,
-        "Unknown SCRAM mechanism",
+        Some("Unknown SCRAM mechanism"),
     ))
 }
 
@@ -108,108 +108,82 @@ async fn alter_scram_credentials(
     const TWICE: &str = "A user credential cannot be altered twice in the same request";
     let image = shard.image();
     // Refusals in order, and the users refused (each user answered once).
-    let mut refused: Vec<(String, ErrorCode, &'static str)> = Vec::new();
+    let mut refused: Vec<(String, ErrorCode, Option<&'static str>)> = Vec::new();
     let mut refused_users: HashSet<String> = HashSet::new();
-    let mut refuse = |refused_users: &mut HashSet<String>,
-                      name: &str,
-                      error: ErrorCode,
-                      message: &'static str| {
-        if refused_users.insert(name.to_string()) {
-            refused.push((name.to_string(), error, message));
-        }
-    };
-    // Accepted changes by user; None once taken back by a second mention.
-    let mut deleting: Vec<Option<(String, ScramMechanism)>> = Vec::new();
-    let mut upserting: Vec<Option<(ScramUpsertion, ScramMechanism)>> = Vec::new();
-    let mut accepted: std::collections::HashMap<String, (bool, usize)> = Default::default();
-    for (name, mechanism) in deletions {
+    // Accepted records, in request order (deletions come first); None once
+    // taken back by a second mention of the user.
+    let mut changes: Vec<Option<(String, MetadataRecord)>> = Vec::new();
+    let mut accepted: std::collections::HashMap<String, usize> = Default::default();
+    let requested = deletions
+        .into_iter()
+        .map(|(name, mechanism)| (name, Err(mechanism)))
+        .chain(upsertions.into_iter().map(|u| (u.name.clone(), Ok(u))));
+    for (name, request) in requested {
         if refused_users.contains(&name) {
             continue;
         }
-        if let Some((_, at)) = accepted.remove(&name) {
-            deleting[at] = None;
-            refuse(
-                &mut refused_users,
-                &name,
-                ErrorCode::DuplicateResource,
-                TWICE,
-            );
-            continue;
-        }
-        match check_scram_user(&name, mechanism) {
-            Err((error, message)) => refuse(&mut refused_users, &name, error, message),
-            Ok(mechanism) if image.scram_credential(&name, mechanism).is_none() => refuse(
-                &mut refused_users,
-                &name,
-                ErrorCode::ResourceNotFound,
-                "Attempt to delete a user credential that does not exist",
-            ),
-            Ok(mechanism) => {
-                accepted.insert(name.clone(), (true, deleting.len()));
-                deleting.push(Some((name, mechanism)));
+        let checked = if let Some(at) = accepted.remove(&name) {
+            changes[at] = None;
+            Err((ErrorCode::DuplicateResource, Some(TWICE)))
+        } else {
+            match request {
+                Err(mechanism) => checked_scram_user(&name, mechanism).and_then(|mechanism| {
+                    image
+                        .scram_credential(&name, mechanism)
+                        .map(|_| MetadataRecord::RemoveUserScramCredential {
+                            name: name.clone(),
+                            mechanism,
+                        })
+                        .ok_or((
+                            ErrorCode::ResourceNotFound,
+                            Some("Attempt to delete a user credential that does not exist"),
+                        ))
+                }),
+                Ok(upsertion) => {
+                    checked_scram_user(&name, upsertion.mechanism).and_then(|mechanism| {
+                        if upsertion.iterations < ITERATIONS_MIN {
+                            return Err((
+                                ErrorCode::UnacceptableCredential,
+                                Some("Too few iterations"),
+                            ));
+                        }
+                        if upsertion.iterations > ITERATIONS_MAX {
+                            return Err((
+                                ErrorCode::UnacceptableCredential,
+                                Some("Too many iterations"),
+                            ));
+                        }
+                        if upsertion.salted_password.is_empty() {
+                            // Kafka's controller cannot make keys of an
+                            // empty password (an empty HMAC key) and answers
+                            // UNKNOWN_SERVER_ERROR without a message.
+                            return Err((ErrorCode::UnknownServerError, None));
+                        }
+                        Ok(MetadataRecord::UserScramCredential {
+                            name: name.clone(),
+                            mechanism,
+                            credential: mechanism.credential(
+                                &upsertion.salted_password,
+                                &upsertion.salt,
+                                upsertion.iterations,
+                            ),
+                        })
+                    })
+                }
+            }
+        };
+        match checked {
+            Ok(record) => {
+                accepted.insert(name.clone(), changes.len());
+                changes.push(Some((name, record)));
+            }
+            Err((error, message)) => {
+                refused_users.insert(name.clone());
+                refused.push((name, error, message));
             }
         }
     }
-    for upsertion in upsertions {
-        let name = upsertion.name.clone();
-        if refused_users.contains(&name) {
-            continue;
-        }
-        if let Some((is_deletion, at)) = accepted.remove(&name) {
-            if is_deletion {
-                deleting[at] = None;
-            } else {
-                upserting[at] = None;
-            }
-            refuse(
-                &mut refused_users,
-                &name,
-                ErrorCode::DuplicateResource,
-                TWICE,
-            );
-            continue;
-        }
-        match check_scram_user(&name, upsertion.mechanism) {
-            Err((error, message)) => refuse(&mut refused_users, &name, error, message),
-            Ok(_) if upsertion.iterations < ITERATIONS_MIN => refuse(
-                &mut refused_users,
-                &name,
-                ErrorCode::UnacceptableCredential,
-                "Too few iterations",
-            ),
-            Ok(_) if upsertion.iterations > ITERATIONS_MAX => refuse(
-                &mut refused_users,
-                &name,
-                ErrorCode::UnacceptableCredential,
-                "Too many iterations",
-            ),
-            Ok(mechanism) => {
-                accepted.insert(name, (false, upserting.len()));
-                upserting.push(Some((upsertion, mechanism)));
-            }
-        }
-    }
-    let mut records = Vec::new();
-    let mut done = Vec::new();
-    for (name, mechanism) in deleting.into_iter().flatten() {
-        records.push(MetadataRecord::RemoveUserScramCredential {
-            name: name.clone(),
-            mechanism,
-        });
-        done.push(name);
-    }
-    for (upsertion, mechanism) in upserting.into_iter().flatten() {
-        records.push(MetadataRecord::UserScramCredential {
-            name: upsertion.name.clone(),
-            mechanism,
-            credential: mechanism.credential(
-                &upsertion.salted_password,
-                &upsertion.salt,
-                upsertion.iterations,
-            ),
-        });
-        done.push(upsertion.name);
-    }
+    let (done, records): (Vec<String>, Vec<MetadataRecord>) = changes.into_iter().flatten().unzip();
     drop(image);
     let done_code = if records.is_empty() {
         0
@@ -227,7 +201,7 @@ async fn alter_scram_credentials(
         .chain(
             refused
                 .into_iter()
-                .map(|(name, error, message)| (name, error.code(), Some(message.to_string()))),
+                .map(|(name, error, message)| (name, error.code(), message.map(str::to_string))),
         )
         .collect()
 }

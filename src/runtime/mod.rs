@@ -264,20 +264,30 @@ fn prepare_data_dir(
     Ok((records, clean, lock))
 }
 
-/// The `--add-scram` credentials of users who have none for that mechanism
-/// in the metadata `records`, salted afresh (a credential set since, by
-/// `--add-scram` or AlterUserScramCredentials, is kept).
+/// The `--add-scram` credentials for a user and mechanism the metadata
+/// `records` never mention, salted afresh. As `kafka-storage format
+/// --add-scram` writes them once: a credential set since, by `--add-scram`
+/// or AlterUserScramCredentials, is kept, and a deleted one stays deleted.
 fn scram_credentials_to_add(
     config: &BrokerConfig,
     records: &[MetadataRecord],
 ) -> Vec<MetadataRecord> {
-    let mut image = crate::cluster::image::MetadataImage::default();
-    for record in records {
-        image.apply(record);
-    }
+    let mut mentioned: std::collections::HashSet<(&str, crate::security::scram::ScramMechanism)> =
+        records
+            .iter()
+            .filter_map(|record| match record {
+                MetadataRecord::UserScramCredential {
+                    name, mechanism, ..
+                }
+                | MetadataRecord::RemoveUserScramCredential { name, mechanism } => {
+                    Some((name.as_str(), *mechanism))
+                }
+                _ => None,
+            })
+            .collect();
     let mut added = Vec::new();
     for add in &config.add_scram {
-        if image.scram_credential(&add.user, add.mechanism).is_some() {
+        if !mentioned.insert((add.user.as_str(), add.mechanism)) {
             continue;
         }
         let salt = crate::security::scram::random_bytes(24);
@@ -289,7 +299,6 @@ fn scram_credentials_to_add(
             mechanism: add.mechanism,
             credential: add.mechanism.credential(&salted, &salt, add.iterations),
         };
-        image.apply(&record);
         tracing::info!(user = %add.user, mechanism = add.mechanism.name(), "SCRAM credential added");
         added.push(record);
     }

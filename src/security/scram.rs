@@ -268,6 +268,9 @@ impl ScramServer {
             .next()
             .and_then(|f| f.strip_prefix("r="))
             .ok_or(ScramFailure::Invalid("client-final message has no nonce"))?;
+        if !fields.all(|field| extension(field).is_some()) {
+            return Err(ScramFailure::Invalid("malformed client-final extension"));
+        }
         if client_nonce != nonce {
             return Err(ScramFailure::Invalid(
                 "wrong nonce in the client-final message",
@@ -300,6 +303,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 struct ClientFirst<'a> {
+    /// As sent (saslname-encoded).
     authorization_id: Option<String>,
     user: String,
     nonce: &'a str,
@@ -308,18 +312,30 @@ struct ClientFirst<'a> {
     bare: &'a str,
 }
 
-/// `n,[a=authzid],n=user,r=nonce[,ext=value...]`.
+/// `n,[a=authzid],[m=reserved,]n=user,r=nonce[,key=value...]`, with the
+/// characters Kafka's `ClientFirstMessage` pattern allows: names and values
+/// ASCII (names with `=` only as `=2C` or `=3D`), the nonce printable ASCII,
+/// extension keys letters. The authorization id is kept as sent (Kafka
+/// compares it undecoded with the decoded user name).
 fn parse_client_first(message: &str) -> Result<ClientFirst<'_>, ScramFailure> {
     let malformed = ScramFailure::Invalid("malformed client-first message");
     let rest = message.strip_prefix("n,").ok_or(malformed.clone())?;
     let (authzid, bare) = rest.split_once(',').ok_or(malformed.clone())?;
     let authorization_id = match authzid {
         "" => None,
-        id => Some(decode_sasl_name(
-            id.strip_prefix("a=").ok_or(malformed.clone())?,
-        )?),
+        id => {
+            let id = id.strip_prefix("a=").ok_or(malformed.clone())?;
+            decode_sasl_name(id)?;
+            Some(id.to_string())
+        }
     };
-    let mut fields = bare.split(',');
+    let mut fields = bare.split(',').peekable();
+    if fields
+        .next_if(|f| f.starts_with("m="))
+        .is_some_and(|reserved| !is_value(&reserved[2..]))
+    {
+        return Err(malformed);
+    }
     let user = fields
         .next()
         .and_then(|f| f.strip_prefix("n="))
@@ -328,11 +344,11 @@ fn parse_client_first(message: &str) -> Result<ClientFirst<'_>, ScramFailure> {
     let nonce = fields
         .next()
         .and_then(|f| f.strip_prefix("r="))
-        .filter(|n| !n.is_empty())
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| (0x21..=0x7e).contains(&b)))
         .ok_or(malformed.clone())?;
     let mut extensions = Vec::new();
     for field in fields {
-        extensions.push(field.split_once('=').ok_or(malformed.clone())?);
+        extensions.push(extension(field).ok_or(malformed.clone())?);
     }
     Ok(ClientFirst {
         authorization_id,
@@ -343,9 +359,24 @@ fn parse_client_first(message: &str) -> Result<ClientFirst<'_>, ScramFailure> {
     })
 }
 
-/// A saslname: `=2C` is a comma, `=3D` an equals sign, any other `=` is
-/// malformed.
+/// An extension `key=value`: the key letters, the value a SCRAM value.
+fn extension(field: &str) -> Option<(&str, &str)> {
+    let (key, value) = field.split_once('=')?;
+    (!key.is_empty() && key.bytes().all(|b| b.is_ascii_alphabetic()) && is_value(value))
+        .then_some((key, value))
+}
+
+/// A SCRAM value: ASCII other than NUL (commas never reach here).
+fn is_value(value: &str) -> bool {
+    !value.is_empty() && value.bytes().all(|b| (0x01..=0x7f).contains(&b))
+}
+
+/// A saslname: ASCII, `=2C` is a comma, `=3D` an equals sign, any other
+/// `=` is malformed.
 fn decode_sasl_name(name: &str) -> Result<String, ScramFailure> {
+    if !is_value(name) {
+        return Err(ScramFailure::Invalid("malformed user name"));
+    }
     let mut out = String::with_capacity(name.len());
     let mut rest = name;
     while let Some(at) = rest.find('=') {
@@ -493,12 +524,37 @@ mod tests {
         let mut seen = String::new();
         let salt = b"salt".to_vec();
         let m = ScramMechanism::Sha512;
+        let credential = m.credential(&m.salted_password(b"p", &salt, 4096), &salt, 4096);
         server
-            .client_first(b"n,a=x=2Cy,n=x=2Cy,r=abc", "def", |user| {
+            .client_first(b"n,,n=x=2Cy,r=abc", "def", |user| {
                 seen = user.to_string();
-                Some(m.credential(&m.salted_password(b"p", &salt, 4096), &salt, 4096))
+                Some(credential.clone())
             })
             .unwrap();
         assert_eq!(seen, "x,y");
+        // As Kafka, the authorization id is compared as sent.
+        let first = |message: &[u8]| {
+            ScramServer::new(m).client_first(message, "def", |_| Some(credential.clone()))
+        };
+        assert_eq!(
+            first(b"n,a=x=2Cy,n=x=2Cy,r=abc"),
+            Err(ScramFailure::Told(AUTHORIZATION_ID_REFUSED))
+        );
+        // Kafka's pattern: ASCII names, a printable nonce, a reserved m=
+        // field taken, extension keys of letters.
+        assert!(first(b"n,,m=ext,n=xy,r=abc").is_ok());
+        assert!(first(b"n,,n=xy,r=abc,foo=bar=baz").is_ok());
+        for bad in [
+            "n,,n=\u{e9}t\u{e9},r=abc",
+            "n,,n=xy,r=a c",
+            "n,,n=xy,r=abc,f1=x",
+            "n,,n=xy,r=abc,foo=",
+            "n,,n=,r=abc",
+        ] {
+            assert!(
+                matches!(first(bad.as_bytes()), Err(ScramFailure::Invalid(_))),
+                "{bad}"
+            );
+        }
     }
 }

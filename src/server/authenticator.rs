@@ -10,8 +10,10 @@
 //!   (anything else closes the connection); after a v0 handshake it comes
 //!   as bare size-prefixed tokens, answered the same way;
 //! - a failed exchange is answered SASL_AUTHENTICATION_FAILED with Kafka's
-//!   message after `connection.failed.authentication.delay.ms` (100 ms), and
-//!   the connection is closed (a v0 exchange is closed without answer);
+//!   message, and the connection is closed (a v0 exchange is closed without
+//!   answer); every refusal of this kind (failed exchange, unsupported
+//!   mechanism, a request out of turn in the exchange) is answered and
+//!   closed after `connection.failed.authentication.delay.ms` (100 ms);
 //! - the session never expires (`connections.max.reauth.ms` 0), so the
 //!   session lifetime is 0 and no re-authentication is asked for.
 //!
@@ -68,6 +70,16 @@ pub enum Step {
     AnswerThenClose(Responder, &'static str),
     /// Close the connection.
     Close(&'static str),
+}
+
+/// `response`, sent after `connection.failed.authentication.delay.ms`, as
+/// Kafka delays every answer to a failed authentication and the close
+/// that follows it.
+fn after_failure_delay(response: Response) -> Responder {
+    Box::pin(async move {
+        glommio::timer::sleep(FAILED_AUTHENTICATION_DELAY).await;
+        response
+    })
 }
 
 /// Kafka's answer to an ApiVersions or SaslHandshake in the middle of an
@@ -135,7 +147,7 @@ impl Authenticator {
             if in_exchange && versions::is_served(api_key, version) {
                 if let Some(answer) = illegal_state_answer(api_key, version, correlation_id) {
                     return Step::AnswerThenClose(
-                        handlers::ready(answer),
+                        after_failure_delay(answer),
                         "unexpected request during SASL authentication",
                     );
                 }
@@ -184,7 +196,7 @@ impl Authenticator {
                     let answer =
                         encode_response(ApiKey::SaslHandshake, version, correlation_id, &response);
                     return Step::AnswerThenClose(
-                        handlers::ready(answer),
+                        after_failure_delay(answer),
                         "unsupported SASL mechanism",
                     );
                 };
@@ -226,10 +238,7 @@ impl Authenticator {
                             &response,
                         );
                         Step::AnswerThenClose(
-                            Box::pin(async move {
-                                glommio::timer::sleep(FAILED_AUTHENTICATION_DELAY).await;
-                                answer
-                            }),
+                            after_failure_delay(answer),
                             "SASL authentication failed",
                         )
                     }
@@ -247,7 +256,12 @@ impl Authenticator {
                 frame.put_slice(&answer);
                 Step::Answer(handlers::ready(Response::Frame(frame.freeze())))
             }
-            Err(_) => Step::Close("SASL authentication failed"),
+            // No answer after a v0 handshake: the connection is closed,
+            // after the delay as any failed authentication.
+            Err(_) => Step::AnswerThenClose(
+                after_failure_delay(Response::None),
+                "SASL authentication failed",
+            ),
         }
     }
 

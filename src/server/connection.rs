@@ -104,10 +104,13 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>) {
             Ok(frame) => frame,
             Err(reason) => break reason,
         };
-        if let (true, Some(auth), Frame::Whole(frame)) =
-            (authenticating, &mut authenticator, &frame)
-        {
-            let (answer, close) = match auth.handle(frame.clone(), &state.shard.image()) {
+        if let (true, Some(auth)) = (authenticating, &mut authenticator) {
+            // Every frame is read whole before authentication (no produce
+            // framing); anything else closes, never reaching a handler.
+            let Frame::Whole(frame) = frame else {
+                break CloseReason::Authentication("request framed before authentication");
+            };
+            let (answer, close) = match auth.handle(frame, &state.shard.image()) {
                 Step::Answer(answer) => (Some(answer), None),
                 Step::AnswerThenClose(answer, reason) => (Some(answer), Some(reason)),
                 Step::Close(reason) => (None, Some(reason)),

@@ -253,22 +253,7 @@ public class JavaClient {
                 future.get();
             }
         }
-        Map<String, Object> readConfig = new HashMap<>(user);
-        readConfig.put("enable.auto.commit", "false");
-        int read = 0;
-        try (KafkaConsumer<String, String> consumer =
-                new KafkaConsumer<>(readConfig, new StringDeserializer(), new StringDeserializer())) {
-            List<TopicPartition> partitions = new ArrayList<>();
-            for (int p = 0; p < PARTITIONS; p++) {
-                partitions.add(new TopicPartition(topic, p));
-            }
-            consumer.assign(partitions);
-            consumer.seekToBeginning(partitions);
-            long deadline = System.currentTimeMillis() + 20_000;
-            while (read < records && System.currentTimeMillis() < deadline) {
-                read += consumer.poll(Duration.ofMillis(200)).count();
-            }
-        }
+        int read = read(user, topic, "read_uncommitted", records).size();
         Map<String, Object> wrong = withScram(Map.of("bootstrap.servers", bootstrap), "SCRAM-SHA-512", "java-user", "nope");
         wrong.put("max.block.ms", "10000");
         String refused = "none";
@@ -458,8 +443,12 @@ public class JavaClient {
     /** Every record value from the start of both partitions: stops after
      * `expected` values plus a quiet second, or after 20 s. */
     static List<String> read(String bootstrap, String topic, String isolation, int expected) {
-        Map<String, Object> config = new HashMap<>();
-        config.put("bootstrap.servers", bootstrap);
+        return read(Map.of("bootstrap.servers", bootstrap), topic, isolation, expected);
+    }
+
+    /** {@link #read(String, String, String, int)} with a consumer made from `base`. */
+    static List<String> read(Map<String, Object> base, String topic, String isolation, int expected) {
+        Map<String, Object> config = new HashMap<>(base);
         config.put("isolation.level", isolation);
         config.put("enable.auto.commit", "false");
         List<String> values = new ArrayList<>();

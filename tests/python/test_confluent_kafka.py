@@ -82,7 +82,7 @@ def produce(broker, topic, messages, **config):
     return acked
 
 
-def make_consumer(broker):
+def make_consumer(broker, **config):
     return Consumer({
         "bootstrap.servers": broker.bootstrap,
         # Required by librdkafka; never used with assign() and no commits.
@@ -91,12 +91,14 @@ def make_consumer(broker):
         "enable.auto.offset.store": False,
         "auto.offset.reset": "error",
         "fetch.wait.max.ms": 100,
+        **config,
     })
 
 
-def read(broker, topic, counts):
-    """Reads each partition from offset 0 until `counts[p]` messages came."""
-    consumer = make_consumer(broker)
+def read(broker, topic, counts, **config):
+    """Reads each partition from offset 0 until `counts[p]` messages came;
+    `config` is added to the consumer's."""
+    consumer = make_consumer(broker, **config)
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in counts])
         got = {p: [] for p in counts}

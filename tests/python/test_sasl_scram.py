@@ -19,7 +19,7 @@ listener with sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512).
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import (
     AdminClient,
     ScramCredentialInfo,
@@ -33,6 +33,7 @@ from kafka.errors import KafkaTimeoutError
 
 from conftest import DEFAULT_PARTITIONS, Broker, serve
 from messages import make_messages
+from test_confluent_kafka import produce, read
 from test_java_client import classpath, run_java  # noqa: F401 (classpath is a fixture)
 
 ALICE = {"user": "alice", "password": "alice-secret"}
@@ -67,58 +68,14 @@ def librdkafka_sasl(broker, mechanism, user, password):
 
 def test_librdkafka_produces_and_reads_back_with_either_mechanism(sasl_broker, topic):
     messages = make_messages(300, DEFAULT_PARTITIONS, include_empty_values=False)
-    producer = Producer({
+    acked = produce(sasl_broker, topic, messages, **{
         **librdkafka_sasl(sasl_broker, "SCRAM-SHA-256", **ALICE),
         "enable.idempotence": True,
-        "linger.ms": 5,
     })
-    acked = {}
-    errors = []
-
-    def on_delivery(error, report, message):
-        if error is not None:
-            errors.append(error)
-        else:
-            acked[(report.partition(), report.offset())] = message
-
-    for message in messages:
-        producer.produce(
-            topic,
-            value=message["value"],
-            key=message["key"],
-            partition=message["partition"],
-            timestamp=message["timestamp_ms"],
-            headers=message["headers"],
-            on_delivery=lambda error, report, message=message: on_delivery(error, report, message),
-        )
-        producer.poll(0)
-    assert producer.flush(30) == 0
-    assert not errors, errors[:3]
-    assert len(acked) == len(messages)
-
     counts = {}
     for partition, _ in acked:
         counts[partition] = counts.get(partition, 0) + 1
-    consumer = Consumer({
-        **librdkafka_sasl(sasl_broker, "SCRAM-SHA-512", **ALICE),
-        "group.id": "ringbroker-tests-unused",
-        "enable.auto.commit": False,
-        "auto.offset.reset": "error",
-        "fetch.wait.max.ms": 100,
-    })
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in counts])
-        got = {p: [] for p in counts}
-        deadline = time.monotonic() + READ_TIMEOUT_S
-        while any(len(got[p]) < n for p, n in counts.items()):
-            assert time.monotonic() < deadline, f"read {({p: len(m) for p, m in got.items()})} of {counts}"
-            message = consumer.poll(0.2)
-            if message is None:
-                continue
-            assert message.error() is None, message.error()
-            got[message.partition()].append(message)
-    finally:
-        consumer.close()
+    got = read(sasl_broker, topic, counts, **librdkafka_sasl(sasl_broker, "SCRAM-SHA-512", **ALICE))
     for partition, received in got.items():
         assert [m.offset() for m in received] == list(range(counts[partition]))
         for message in received:
@@ -216,9 +173,13 @@ def test_admin_manages_credentials_that_kafka_python_logs_in_with(sasl_broker, t
     assert missing.value.args[0].str().rstrip("\x01") == (
         "Attempt to describe a user credential that does not exist: py-user"
     )
-    # Kafka-python cannot bootstrap once its credential is gone.
+    # Kafka-python cannot bootstrap once its credential is gone: the broker
+    # refuses it for that reason and goes on serving alice.
+    refusals = sasl_broker.log_text().count("no credential for this user")
     with pytest.raises(KafkaTimeoutError):
         KafkaProducer(**kafka_python(max_block_ms=3000)).send(topic, b"x").get(timeout=5)
+    assert sasl_broker.log_text().count("no credential for this user") > refusals
+    assert admin.describe_user_scram_credentials(["alice"])["alice"].result() is not None
 
 
 def test_java_admin_creates_a_credential_the_java_client_logs_in_with(classpath, sasl_broker, topic):  # noqa: F811
