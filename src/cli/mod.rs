@@ -41,7 +41,7 @@ pub struct ServeArgs {
     /// SASL mechanisms a SASL_PLAINTEXT listener takes, comma-separated: SCRAM-SHA-256, SCRAM-SHA-512 [sasl.enabled.mechanisms].
     #[arg(long, default_value = "SCRAM-SHA-256,SCRAM-SHA-512")]
     pub sasl_enabled_mechanisms: String,
-    /// A SCRAM credential to create at start-up unless the user already has one for that mechanism, as `kafka-storage format --add-scram`: 'SCRAM-SHA-256=[name=alice,password=alice-secret]' (iterations=N optional, 4096 by default); repeat for more.
+    /// A SCRAM credential to create at start-up once: at the first start-up naming that user and mechanism (a credential changed or deleted since stays so), as `kafka-storage format --add-scram`: 'SCRAM-SHA-256=[name=alice,password=alice-secret]' (iterations=N optional, 4096 by default); repeat for more.
     #[arg(long)]
     pub add_scram: Vec<String>,
     /// host:port given to clients in Metadata; defaults to --listen [advertised.listeners].
