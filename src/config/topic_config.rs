@@ -1320,6 +1320,20 @@ impl TopicConfigs {
         }
     }
 
+    /// The level the topic's `codec` compresses at (KIP-390):
+    /// `compression.gzip.level` (-1, zlib's default, is None),
+    /// `compression.lz4.level` or `compression.zstd.level`; None for codecs
+    /// without levels.
+    pub fn compression_level(&self, codec: i16, broker: &BrokerDefaults) -> Option<i32> {
+        let level = |name| i32::try_from(self.long(name, broker)).ok();
+        match codec {
+            1 => level("compression.gzip.level").filter(|&l| l != -1),
+            3 => level("compression.lz4.level"),
+            4 => level("compression.zstd.level"),
+            _ => None,
+        }
+    }
+
     /// `min.insync.replicas`.
     pub fn min_insync_replicas(&self, broker: &BrokerDefaults) -> i32 {
         let value = self.long("min.insync.replicas", broker);

@@ -81,23 +81,53 @@ fn decompress(codec: i16, mut compressed: Bytes) -> Result<Bytes, String> {
     result.map_err(|error| format!("cannot decompress records: {error:#}"))
 }
 
-fn compress(codec: i16, records: &[u8], out: &mut BytesMut) -> Result<(), String> {
+/// Compresses `records` with `codec` into `out`, at `level` where given
+/// (a topic's `compression.gzip.level`, `compression.lz4.level` or
+/// `compression.zstd.level`, KIP-390), else at the codec's default.
+fn compress(
+    codec: i16,
+    level: Option<i32>,
+    records: &[u8],
+    out: &mut BytesMut,
+) -> Result<(), String> {
+    use std::io::Write;
     let put = |buffer: &mut BytesMut| {
         buffer.extend_from_slice(records);
         Ok(())
     };
-    let result = match codec {
-        0 => {
+    let failed = |error: &dyn std::fmt::Display| format!("cannot compress records: {error:#}");
+    match (codec, level) {
+        (0, _) => {
             out.extend_from_slice(records);
             Ok(())
         }
-        1 => <Gzip as Compressor<BytesMut>>::compress(out, put),
-        2 => <Snappy as Compressor<BytesMut>>::compress(out, put),
-        3 => <Lz4 as Compressor<BytesMut>>::compress(out, put),
-        4 => <Zstd as Compressor<BytesMut>>::compress(out, put),
-        other => return Err(format!("unknown compression codec {other}")),
-    };
-    result.map_err(|error| format!("cannot compress records: {error:#}"))
+        // Gzip level -1 is zlib's default, as Java's Deflater takes it.
+        (1, Some(level @ 1..=9)) => {
+            let mut encoder =
+                flate2::write::GzEncoder::new(out.writer(), flate2::Compression::new(level as u32));
+            encoder.write_all(records).map_err(|e| failed(&e))?;
+            encoder.finish().map(drop).map_err(|e| failed(&e))
+        }
+        // liblz4 takes levels above its maximum (12) as its maximum.
+        (3, Some(level @ 1..)) => {
+            let mut encoder = lz4::EncoderBuilder::new()
+                .level(level as u32)
+                .block_mode(lz4::BlockMode::Independent)
+                .build(out.writer())
+                .map_err(|e| failed(&e))?;
+            encoder.write_all(records).map_err(|e| failed(&e))?;
+            let (_, finished) = encoder.finish();
+            finished.map_err(|e| failed(&e))
+        }
+        (4, Some(level)) => {
+            zstd::stream::copy_encode(records, out.writer(), level).map_err(|e| failed(&e))
+        }
+        (1, _) => <Gzip as Compressor<BytesMut>>::compress(out, put).map_err(|e| failed(&e)),
+        (2, _) => <Snappy as Compressor<BytesMut>>::compress(out, put).map_err(|e| failed(&e)),
+        (3, _) => <Lz4 as Compressor<BytesMut>>::compress(out, put).map_err(|e| failed(&e)),
+        (4, _) => <Zstd as Compressor<BytesMut>>::compress(out, put).map_err(|e| failed(&e)),
+        (other, _) => Err(format!("unknown compression codec {other}")),
+    }
 }
 
 /// Reads Kafka's zig-zag varints from a byte slice.
@@ -305,11 +335,13 @@ pub fn build_retained_batch(
     records: &[&BatchRecord],
     delete_horizon_ms: Option<i64>,
 ) -> Result<Bytes, String> {
+    // Kafka's cleaner compresses again at the codec's default level.
     build_batch(
         original,
         records,
         delete_horizon_ms,
         compression_of(original)?,
+        None,
     )
 }
 
@@ -318,18 +350,24 @@ pub fn build_retained_batch(
 /// zstd): what Kafka stores when a topic's `compression.type` names
 /// another codec than the producer used (`LogValidator`). Offsets,
 /// timestamps, producer fields, flags and every record stay as they were.
-/// A batch of no records is returned as it is.
+/// A batch of no records is returned as it is. `level` is the topic's
+/// level for `codec` (None: the codec's default).
 ///
 /// # Errors
 /// A sentence when the records do not decompress or parse, or do not
 /// compress again.
-pub fn recompress_batch(batch: &Bytes, header: &BatchHeader, codec: i16) -> Result<Bytes, String> {
+pub fn recompress_batch(
+    batch: &Bytes,
+    header: &BatchHeader,
+    codec: i16,
+    level: Option<i32>,
+) -> Result<Bytes, String> {
     let records = decode_batch_records(batch, header)?;
     if records.is_empty() {
         return Ok(batch.clone());
     }
     let records: Vec<&BatchRecord> = records.iter().collect();
-    build_batch(header, &records, None, codec)
+    build_batch(header, &records, None, codec, level)
 }
 
 fn build_batch(
@@ -337,6 +375,7 @@ fn build_batch(
     records: &[&BatchRecord],
     delete_horizon_ms: Option<i64>,
     codec: i16,
+    level: Option<i32>,
 ) -> Result<Bytes, String> {
     assert!(
         !records.is_empty(),
@@ -403,7 +442,7 @@ fn build_batch(
         max_timestamp,
         record_count,
     );
-    compress(codec, &plain, &mut out)?;
+    compress(codec, level, &plain, &mut out)?;
     finish_batch(out)
 }
 

@@ -124,24 +124,25 @@ fn check_keys_if_compacted(
     Ok(())
 }
 
-/// Applies the topic's `compression.type` (`codec`, None for `producer`)
-/// as Kafka's LogValidator does: a batch in another codec is stored
-/// recompressed with the topic's, records, offsets, timestamps and
-/// producer fields unchanged, and must still fit `max.message.bytes`.
-/// Returns the header of the batch now in `records`.
+/// Applies the topic's `compression.type` (`codec` and its level, None
+/// for `producer`) as Kafka's LogValidator does: a batch in another codec
+/// is stored recompressed with the topic's, at the topic's level for it,
+/// records, offsets, timestamps and producer fields unchanged, and must
+/// still fit `max.message.bytes`. Returns the header of the batch now in
+/// `records`.
 fn recompress_for_topic(
     records: &mut Option<Bytes>,
     header: BatchHeader,
-    codec: Option<i16>,
+    codec: Option<(i16, Option<i32>)>,
     max_message_bytes: i32,
 ) -> Result<BatchHeader, (ErrorCode, String)> {
-    let (Some(codec), Some(batch)) = (codec, records.as_ref()) else {
+    let (Some((codec, level)), Some(batch)) = (codec, records.as_ref()) else {
         return Ok(header);
     };
     if header.compression() == codec {
         return Ok(header);
     }
-    let rebuilt = recompress_batch(batch, &header, codec)
+    let rebuilt = recompress_batch(batch, &header, codec, level)
         .map_err(|message| (ErrorCode::CorruptMessage, message))?;
     if rebuilt.len() > max_message_bytes.max(0) as usize {
         return Err((
@@ -285,7 +286,13 @@ pub async fn handle(
                 .cleanup_policy_compact(&shard.config.broker_defaults);
             let codec = topic
                 .configs
-                .compression_codec(&shard.config.broker_defaults);
+                .compression_codec(&shard.config.broker_defaults)
+                .map(|codec| {
+                    let level = topic
+                        .configs
+                        .compression_level(codec, &shard.config.broker_defaults);
+                    (codec, level)
+                });
             let checked = validate_records(partition_data.records.as_ref(), max_message_bytes)
                 .and_then(|header| {
                     check_keys_if_compacted(partition_data.records.as_ref(), compacted)
