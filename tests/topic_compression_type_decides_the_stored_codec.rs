@@ -185,6 +185,36 @@ fn stored_bytes(broker: &Broker, topic: &str) -> u64 {
         .sum()
 }
 
+/// One uncompressed message: a deterministic text of 300 words of 3-9
+/// letters a-j, 100 000 bytes.
+fn level_test_message() -> common::kafka::TestMessage {
+    let mut state = 7u64;
+    let mut next = |below: u64| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        (state >> 33) % below
+    };
+    let words: Vec<String> = (0..300)
+        .map(|_| {
+            let length = 3 + next(7);
+            (0..length)
+                .map(|_| (b'a' + next(10) as u8) as char)
+                .collect()
+        })
+        .collect();
+    let mut text = String::new();
+    while text.len() < 100_000 {
+        text.push_str(&words[next(300) as usize]);
+        text.push(' ');
+    }
+    let mut message = test_message(1, 0);
+    message.key = None;
+    message.headers = Vec::new();
+    message.value = Some(text.into_bytes());
+    message
+}
+
 /// Goal: the level a topic gives its codec is the level the broker
 /// compresses at. Method: the same uncompressed batches (text of a few
 /// hundred words: compressible, but not trivially) to topics of each codec
@@ -196,31 +226,7 @@ async fn compression_levels_apply_when_the_broker_compresses() {
     let broker = Broker::start(BrokerOptions::default());
     let bootstrap = broker.bootstrap();
     with_timeout(Duration::from_secs(120), async {
-        // A deterministic text of 300 words of 3-9 letters a-j.
-        let mut state = 7u64;
-        let mut next = |below: u64| {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1);
-            (state >> 33) % below
-        };
-        let words: Vec<String> = (0..300)
-            .map(|_| {
-                let length = 3 + next(7);
-                (0..length)
-                    .map(|_| (b'a' + next(10) as u8) as char)
-                    .collect()
-            })
-            .collect();
-        let mut text = String::new();
-        while text.len() < 100_000 {
-            text.push_str(&words[next(300) as usize]);
-            text.push(' ');
-        }
-        let mut message = test_message(1, 0);
-        message.key = None;
-        message.headers = Vec::new();
-        message.value = Some(text.into_bytes());
+        let message = level_test_message();
         let mut sizes = Vec::new();
         for (codec, config, levels) in [
             ("gzip", "compression.gzip.level", ["1", "9"]),
@@ -262,6 +268,42 @@ async fn compression_levels_apply_when_the_broker_compresses() {
         // levels 1 and 9 (batch header included; zstd 28600 and 25362,
         // lz4 42021 and 39384, from other implementations of the codecs).
         assert_eq!(sizes[0], ("gzip", vec![31_163, 29_511]), "{sizes:?}");
+    })
+    .await;
+}
+
+/// Goal: the broker's `--compression-type` and `--compression-gzip-level`
+/// (Kafka's broker configs) apply to topics without their own, and a
+/// topic's own level wins. Method: a broker storing gzip at level 1; the
+/// level test's batch to a topic without configs and to one with
+/// `compression.gzip.level=9`: Kafka's sizes for levels 1 and 9.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_compression_settings_apply_to_topics_without_their_own() {
+    let broker = Broker::start(
+        BrokerOptions::default()
+            .arg("--compression-type", "gzip")
+            .arg("--compression-gzip-level", 1),
+    );
+    let bootstrap = broker.bootstrap();
+    with_timeout(Duration::from_secs(120), async {
+        let message = level_test_message();
+        let mut stored = Vec::new();
+        for (topic, configs) in [
+            ("broker-level", &[][..]),
+            ("own-level", &[("compression.gzip.level", "9")][..]),
+        ] {
+            create_topic_with_configs(&bootstrap, topic, 1, configs).await;
+            let mut settings = producer_config(&bootstrap);
+            settings.set("compression.codec", "none");
+            let producer = future_producer(&settings);
+            let acked = produce_all(&producer, topic, std::slice::from_ref(&message)).await;
+            drop(producer);
+            assert_eq!(stored_codecs(&broker, topic), vec![1], "{topic}: gzip");
+            let received = read_partitions(&bootstrap, topic, &end_offsets(&acked), READ_TIMEOUT);
+            assert_read_back_matches(topic, &acked, &received);
+            stored.push(stored_bytes(&broker, topic));
+        }
+        assert_eq!(stored, vec![31_163, 29_511]);
     })
     .await;
 }

@@ -116,6 +116,18 @@ pub struct ServeArgs {
     /// [log.flush.scheduler.interval.ms].
     #[arg(long, default_value_t = i64::MAX, value_parser = clap::value_parser!(i64).range(1..))]
     pub log_flush_scheduler_interval_ms: i64,
+    /// Codec batches are stored in, for topics without their own: producer (as sent), uncompressed, gzip, snappy, lz4 or zstd [compression.type].
+    #[arg(long, default_value = "producer")]
+    pub compression_type: String,
+    /// Level of gzip where the broker compresses (1-9, -1 for zlib's default) [compression.gzip.level].
+    #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
+    pub compression_gzip_level: i32,
+    /// Level of lz4 where the broker compresses (1-17) [compression.lz4.level].
+    #[arg(long, default_value_t = 9)]
+    pub compression_lz4_level: i32,
+    /// Level of zstd where the broker compresses (-131072 to 22) [compression.zstd.level].
+    #[arg(long, default_value_t = 3, allow_negative_numbers = true)]
+    pub compression_zstd_level: i32,
     /// Largest request accepted; larger frames close the connection [socket.request.max.bytes].
     #[arg(long, default_value_t = 100 * 1024 * 1024)]
     pub socket_request_max_bytes: usize,
@@ -545,6 +557,10 @@ impl ServeArgs {
             log_flush_interval_messages: self.log_flush_interval_messages,
             log_flush_interval_ms: self.log_flush_interval_ms,
             log_flush_scheduler_interval_ms: self.log_flush_scheduler_interval_ms,
+            compression_type: self.compression_type.clone(),
+            compression_gzip_level: self.compression_gzip_level,
+            compression_lz4_level: self.compression_lz4_level,
+            compression_zstd_level: self.compression_zstd_level,
             ..BrokerDefaults::default()
         };
         broker_defaults
