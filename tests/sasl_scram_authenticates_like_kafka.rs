@@ -27,15 +27,19 @@ use kafka_protocol::messages::alter_user_scram_credentials_request::{
     ScramCredentialDeletion, ScramCredentialUpsertion,
 };
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_user_scram_credentials_request::UserName;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, ApiKey,
     ApiVersionsRequest, ApiVersionsResponse, BrokerId, CreateTopicsRequest, CreateTopicsResponse,
-    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, ListOffsetsRequest,
-    ListOffsetsResponse, MetadataRequest, ProduceRequest, SaslAuthenticateRequest,
-    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse, TopicName,
+    DescribeClusterRequest, DescribeClusterResponse, DescribeConfigsRequest,
+    DescribeConfigsResponse, DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
+    ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse, ProduceRequest,
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+    TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use sha2::{Digest, Sha256, Sha512};
@@ -837,6 +841,99 @@ fn scram_credentials_are_altered_described_and_survive_kill_9() {
             ("u2".into(), 0, None, vec![(1, 8192)]),
             ("u3".into(), 0, None, vec![(2, 4096)]),
             ("u4".into(), 0, None, vec![(1, 4096)]),
+        ]
+    );
+}
+
+/// Goal: PLAINTEXT and SASL_PLAINTEXT listeners side by side, as Kafka's
+/// `listeners=PLAINTEXT://...,SASL_PLAINTEXT://...`: each serves its own
+/// protocol, each gives its clients its own address for the broker
+/// (Metadata, FindCoordinator, DescribeCluster), the broker config
+/// `listeners` names both, and a user created on the inside listener logs
+/// in on the outside one. Method: a broker with both, raw requests.
+#[test]
+fn plaintext_and_sasl_listeners_serve_side_by_side() {
+    let sasl_port = common::free_port();
+    let broker = Broker::start(BrokerOptions::default().arg(
+        "--listen",
+        format!("SASL_PLAINTEXT://127.0.0.1:{sasl_port}"),
+    ));
+    let inside = broker.bootstrap();
+    let outside = format!("127.0.0.1:{sasl_port}");
+
+    // The inside listener needs no login; it creates the user.
+    let mut admin = RawClient::connect(&inside);
+    assert_eq!(
+        alter(
+            &mut admin,
+            vec![],
+            vec![upsertion("carol", 2, 4096, "carol-secret")]
+        ),
+        vec![ok("carol")]
+    );
+    // The outside one closes a request sent without logging in, and serves
+    // carol once she has.
+    let mut anonymous = RawClient::connect(&outside);
+    assert!(closed(&outcome_of::<MetadataRequest>(
+        &mut anonymous,
+        ApiKey::Metadata,
+        1
+    )));
+    let mut carol = login(&outside, SHA512, "carol", "carol-secret");
+
+    for (client, port) in [(&mut admin, broker.port()), (&mut carol, sasl_port)] {
+        let mut request = MetadataRequest::default();
+        request.topics = Some(Vec::new());
+        let metadata: MetadataResponse = client.request(ApiKey::Metadata, 12, &request);
+        assert_eq!(
+            metadata
+                .brokers
+                .iter()
+                .map(|b| (b.host.to_string(), b.port))
+                .collect::<Vec<_>>(),
+            vec![("127.0.0.1".to_string(), i32::from(port))],
+            "Metadata on the listener of port {port}"
+        );
+        let mut find = FindCoordinatorRequest::default();
+        find.key = StrBytes::from_static_str("some-group");
+        let coordinator: FindCoordinatorResponse =
+            client.request(ApiKey::FindCoordinator, 3, &find);
+        assert_eq!(coordinator.error_code, 0);
+        assert_eq!(coordinator.port, i32::from(port), "FindCoordinator");
+        let cluster: DescribeClusterResponse = client.request(
+            ApiKey::DescribeCluster,
+            1,
+            &DescribeClusterRequest::default(),
+        );
+        assert_eq!(cluster.brokers[0].port, i32::from(port), "DescribeCluster");
+    }
+
+    let mut resource = DescribeConfigsResource::default();
+    resource.resource_type = 4;
+    resource.resource_name = StrBytes::from_static_str("0");
+    resource.configuration_keys = Some(vec![
+        StrBytes::from_static_str("listeners"),
+        StrBytes::from_static_str("advertised.listeners"),
+    ]);
+    let mut describe = DescribeConfigsRequest::default();
+    describe.resources = vec![resource];
+    let configs: DescribeConfigsResponse = carol.request(ApiKey::DescribeConfigs, 4, &describe);
+    let both = format!("PLAINTEXT://{inside},SASL_PLAINTEXT://{outside}");
+    let values: Vec<(String, String)> = configs.results[0]
+        .configs
+        .iter()
+        .map(|c| {
+            (
+                c.name.to_string(),
+                c.value.as_ref().map(|v| v.to_string()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        values,
+        vec![
+            ("advertised.listeners".to_string(), both.clone()),
+            ("listeners".to_string(), both)
         ]
     );
 }

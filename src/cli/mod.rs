@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::bench::args::{allowed_cpus, parse_cpuset};
 use crate::config::{
-    BrokerConfig, BrokerDefaults, FlushPolicy, GroupSettings, IoWorkerCpus, TxnSettings,
+    BrokerConfig, BrokerDefaults, FlushPolicy, GroupSettings, IoWorkerCpus, Listener, TxnSettings,
 };
 
 /// ringbroker: a Kafka-compatible broker, one shard per core.
@@ -35,18 +35,18 @@ pub enum Command {
 /// Settings of `ringbroker serve`. Kafka's config name is given in brackets.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on for Kafka clients, optionally after its security protocol: PLAINTEXT:// (the default) or SASL_PLAINTEXT:// (clients must authenticate with SASL/SCRAM) [listeners].
+    /// Address to listen on for Kafka clients, optionally after its security protocol: PLAINTEXT:// (the default) or SASL_PLAINTEXT:// (clients must authenticate with SASL/SCRAM); repeat for more listeners, e.g. PLAINTEXT inside and SASL_PLAINTEXT outside [listeners].
     #[arg(long, default_value = "127.0.0.1:9092")]
-    pub listen: String,
+    pub listen: Vec<String>,
+    /// host:port given to the clients of each --listen, in the same order (one per --listen when given); defaults to the listener's own address [advertised.listeners].
+    #[arg(long)]
+    pub advertised_listen: Vec<String>,
     /// SASL mechanisms a SASL_PLAINTEXT listener takes, comma-separated: SCRAM-SHA-256, SCRAM-SHA-512 [sasl.enabled.mechanisms].
     #[arg(long, default_value = "SCRAM-SHA-256,SCRAM-SHA-512")]
     pub sasl_enabled_mechanisms: String,
     /// A SCRAM credential to create at start-up once: at the first start-up naming that user and mechanism (a credential changed or deleted since stays so), as `kafka-storage format --add-scram`: 'SCRAM-SHA-256=[name=alice,password=alice-secret]' (iterations=N optional, 4096 by default); repeat for more.
     #[arg(long)]
     pub add_scram: Vec<String>,
-    /// host:port given to clients in Metadata; defaults to --listen [advertised.listeners].
-    #[arg(long)]
-    pub advertised_listen: Option<String>,
     /// Directory holding the partitions' logs and the metadata log [log.dirs].
     #[arg(long, default_value = "./data")]
     pub data_dir: PathBuf,
@@ -383,6 +383,39 @@ pub struct ServeArgs {
     pub shutdown_timeout_ms: u64,
 }
 
+/// One `--listen` (and its `--advertised-listen`, if given) as a listener.
+fn listener(listen: &str, advertised: Option<&String>) -> anyhow::Result<Listener> {
+    let (security_protocol, address) = crate::security::split_listener(listen)
+        .map_err(|e| anyhow::anyhow!("--listen {listen:?}: {e}"))?;
+    let bound: SocketAddr = address
+        .to_socket_addrs()
+        .with_context(|| format!("--listen {listen:?} is not host:port"))?
+        .next()
+        .with_context(|| format!("--listen {listen:?} resolves to nothing"))?;
+    let advertised = match advertised {
+        Some(advertised) => crate::security::split_listener(advertised)
+            .map_err(|e| anyhow::anyhow!("--advertised-listen {advertised:?}: {e}"))?
+            .1
+            .to_string(),
+        None => address.to_string(),
+    };
+    let (advertised_host, advertised_port) = advertised
+        .rsplit_once(':')
+        .with_context(|| format!("advertised listener {advertised:?} is not host:port"))?;
+    let mut advertised_port: u16 = advertised_port
+        .parse()
+        .with_context(|| format!("bad port in {advertised:?}"))?;
+    if advertised_port == 0 {
+        advertised_port = bound.port();
+    }
+    Ok(Listener {
+        address: bound,
+        security_protocol,
+        advertised_host: advertised_host.trim_matches(['[', ']']).to_string(),
+        advertised_port,
+    })
+}
+
 impl ServeArgs {
     /// `--write-buffer-bytes-max`, or its default: 512 KiB, or
     /// `--write-buffer-bytes` when that is larger.
@@ -398,13 +431,6 @@ impl ServeArgs {
     /// # Errors
     /// A message naming the flag that is wrong.
     pub fn into_config(self) -> anyhow::Result<BrokerConfig> {
-        let (security_protocol, listen_address) = crate::security::split_listener(&self.listen)
-            .map_err(|e| anyhow::anyhow!("--listen {:?}: {e}", self.listen))?;
-        let listen: SocketAddr = listen_address
-            .to_socket_addrs()
-            .with_context(|| format!("--listen {:?} is not host:port", self.listen))?
-            .next()
-            .with_context(|| format!("--listen {:?} resolves to nothing", self.listen))?;
         let sasl_enabled_mechanisms =
             crate::security::parse_mechanisms(&self.sasl_enabled_mechanisms)
                 .map_err(|e| anyhow::anyhow!("--sasl-enabled-mechanisms: {e}"))?;
@@ -416,21 +442,23 @@ impl ServeArgs {
                     .map_err(|e| anyhow::anyhow!("--add-scram {text:?}: {e}"))
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let advertised = match &self.advertised_listen {
-            Some(advertised) => crate::security::split_listener(advertised)
-                .map_err(|e| anyhow::anyhow!("--advertised-listen {advertised:?}: {e}"))?
-                .1
-                .to_string(),
-            None => listen_address.to_string(),
-        };
-        let (advertised_host, advertised_port) = advertised
-            .rsplit_once(':')
-            .with_context(|| format!("advertised listener {advertised:?} is not host:port"))?;
-        let mut advertised_port: u16 = advertised_port
-            .parse()
-            .with_context(|| format!("bad port in {advertised:?}"))?;
-        if advertised_port == 0 {
-            advertised_port = listen.port();
+        if !self.advertised_listen.is_empty() && self.advertised_listen.len() != self.listen.len() {
+            bail!(
+                "--advertised-listen is given {} times for {} --listen; give one per listener, in the same order",
+                self.advertised_listen.len(),
+                self.listen.len()
+            );
+        }
+        let mut listeners = Vec::with_capacity(self.listen.len());
+        for (index, text) in self.listen.iter().enumerate() {
+            listeners.push(listener(text, self.advertised_listen.get(index))?);
+        }
+        if let Some(twice) = listeners
+            .iter()
+            .enumerate()
+            .find(|(i, l)| listeners[..*i].iter().any(|m| m.address == l.address))
+        {
+            bail!("--listen names {} twice", twice.1.address);
         }
         let available = allowed_cpus();
         let cpus = match (&self.cpuset, self.cores) {
@@ -568,12 +596,9 @@ impl ServeArgs {
             .map_err(|e| anyhow::anyhow!("invalid broker setting: {e}"))?;
         Ok(BrokerConfig {
             node_id: self.node_id,
-            listen,
-            security_protocol,
+            listeners,
             sasl_enabled_mechanisms,
             add_scram,
-            advertised_host: advertised_host.trim_matches(['[', ']']).to_string(),
-            advertised_port,
             data_dir: self.data_dir,
             cpus,
             broker_defaults,

@@ -54,23 +54,34 @@ pub enum FlushPolicy {
     Never,
 }
 
+/// One listener: where it binds, how its clients authenticate, and the
+/// address clients connected to it are given for this broker.
+#[derive(Debug, Clone)]
+pub struct Listener {
+    /// Address bound (`listeners`).
+    pub address: SocketAddr,
+    /// Security protocol (`listener.security.protocol.map`).
+    pub security_protocol: crate::security::SecurityProtocol,
+    /// Host given to this listener's clients in Metadata and
+    /// FindCoordinator (`advertised.listeners`).
+    pub advertised_host: String,
+    /// Port given with `advertised_host`.
+    pub advertised_port: u16,
+}
+
 /// Broker-wide settings, validated. Field names follow Kafka's config names.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
     /// `node.id`.
     pub node_id: i32,
-    /// Address the listener binds (`listeners`).
-    pub listen: SocketAddr,
-    /// The listener's security protocol (`listener.security.protocol.map`).
-    pub security_protocol: crate::security::SecurityProtocol,
+    /// The listeners (`listeners`, `advertised.listeners`,
+    /// `listener.security.protocol.map`), at least one; the first is the
+    /// one named in the ready line.
+    pub listeners: Vec<Listener>,
     /// Mechanisms a SASL listener takes (`sasl.enabled.mechanisms`).
     pub sasl_enabled_mechanisms: Vec<crate::security::scram::ScramMechanism>,
     /// SCRAM credentials created at start-up where missing (`--add-scram`).
     pub add_scram: Vec<crate::security::AddScram>,
-    /// Host and port given to clients in Metadata (`advertised.listeners`).
-    pub advertised_host: String,
-    /// Port given to clients in Metadata.
-    pub advertised_port: u16,
     /// `log.dirs` (one directory).
     pub data_dir: PathBuf,
     /// CPUs to run one shard each on.
@@ -233,11 +244,15 @@ impl BrokerConfig {
     /// flag or because the setting is inherent, like `listeners`); None means
     /// Kafka's default applies. Feeds DescribeConfigs' STATIC_BROKER_CONFIG.
     pub fn static_value(&self, name: &str) -> Option<String> {
-        let listener = format!("PLAINTEXT://{}", self.listen);
-        let advertised = format!(
-            "PLAINTEXT://{}:{}",
-            self.advertised_host, self.advertised_port
-        );
+        let joined = |each: &dyn Fn(&Listener) -> String| {
+            self.listeners
+                .iter()
+                .map(|l| format!("{}://{}", l.security_protocol.name(), each(l)))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let listener = joined(&|l| l.address.to_string());
+        let advertised = joined(&|l| format!("{}:{}", l.advertised_host, l.advertised_port));
         match name {
             "node.id" | "broker.id" => Some(self.node_id.to_string()),
             "listeners" => Some(listener),

@@ -12,5 +12,5 @@ pub mod broker_config_table;
 pub mod limits;
 pub mod topic_config;
 
-pub use broker::{BrokerConfig, FlushPolicy, GroupSettings, IoWorkerCpus, TxnSettings};
+pub use broker::{BrokerConfig, FlushPolicy, GroupSettings, IoWorkerCpus, Listener, TxnSettings};
 pub use topic_config::{BrokerDefaults, ConfigAlteration, ConfigOp, TopicConfigs};

@@ -478,12 +478,18 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
             );
         }
         if coordination.ready_shards.load(Ordering::SeqCst) == nr_shards {
-            tracing::info!(
-                listen = %config.listen,
-                security_protocol = config.security_protocol.name(),
-                "ready"
-            );
-            eprintln!("ringbroker ready on {}", config.listen);
+            let listeners: Vec<String> = config
+                .listeners
+                .iter()
+                .map(|l| format!("{}://{}", l.security_protocol.name(), l.address))
+                .collect();
+            tracing::info!(listeners = %listeners.join(","), "ready");
+            let addresses: Vec<String> = config
+                .listeners
+                .iter()
+                .map(|l| l.address.to_string())
+                .collect();
+            eprintln!("ringbroker ready on {}", addresses.join(", "));
             break;
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -608,8 +614,13 @@ async fn shard_main(
         }
     }
     shard.load(&records, clean_shutdown).await?;
-    let listener =
-        server::bind(&shard).with_context(|| format!("cannot listen on {}", config.listen))?;
+    let mut bound = Vec::with_capacity(config.listeners.len());
+    for (index, listener) in config.listeners.iter().enumerate() {
+        bound.push(
+            server::bind(&shard, index)
+                .with_context(|| format!("cannot listen on {}", listener.address))?,
+        );
+    }
     glommio::spawn_local_into(shard.clone().flush_loop(), background)
         .map_err(|e| anyhow::anyhow!("cannot start the log flusher: {e}"))?
         .detach();
@@ -639,8 +650,16 @@ async fn shard_main(
     };
     let state = ServerState::new(shard.clone());
     // Connections (and the tasks they spawn) run in the requests queue.
-    let accept = glommio::spawn_local_into(server::accept_loop(listener, state.clone()), requests)
-        .map_err(|e| anyhow::anyhow!("cannot start accepting connections: {e}"))?;
+    let mut accepts = Vec::with_capacity(bound.len());
+    for (index, listener) in bound.into_iter().enumerate() {
+        accepts.push(
+            glommio::spawn_local_into(
+                server::accept_loop(listener, state.clone(), index),
+                requests,
+            )
+            .map_err(|e| anyhow::anyhow!("cannot start accepting connections: {e}"))?,
+        );
+    }
     let shares = |queue| {
         glommio::executor()
             .task_queue_stats(queue)
@@ -689,7 +708,9 @@ async fn shard_main(
     if let Some(metrics) = metrics {
         metrics.cancel().await;
     }
-    accept.await;
+    for accept in accepts {
+        accept.await;
+    }
     let drain = wait_until(|| state.open_connections.get() == 0);
     let limit = glommio::timer::sleep(Duration::from_millis(config.shutdown_timeout_ms));
     futures::future::select(Box::pin(drain), Box::pin(limit)).await;

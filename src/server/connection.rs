@@ -24,6 +24,7 @@ use super::produce_frame::{
 };
 use super::{handlers, versions, ServerState};
 use crate::config::limits::{CONNECTION_IN_FLIGHT_REQUESTS_MAX, REQUEST_FRAME_BYTES_MIN};
+use crate::config::Listener;
 use crate::security::SecurityProtocol;
 use crate::shard::messages::TopicPartition;
 
@@ -82,8 +83,9 @@ enum CloseReason {
     Authentication(&'static str),
 }
 
-/// Serves one connection until it closes.
-pub async fn serve(stream: TcpStream, state: Rc<ServerState>) {
+/// Serves one connection, accepted on listener `listener` (an index into
+/// the broker's listeners), until it closes.
+pub async fn serve(stream: TcpStream, state: Rc<ServerState>, listener: usize) {
     let peer_addr = stream.peer_addr().ok();
     let peer = peer_addr.map(|a| a.to_string()).unwrap_or_default();
     if let Err(e) = stream.set_nodelay(true) {
@@ -96,7 +98,8 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>) {
     );
     let writer_task = glommio::spawn_local(write_loop(fd, writer, rx));
     let config = &state.shard.config;
-    let mut authenticator = (config.security_protocol == SecurityProtocol::SaslPlaintext)
+    let endpoint = &config.listeners[listener];
+    let mut authenticator = (endpoint.security_protocol == SecurityProtocol::SaslPlaintext)
         .then(|| Authenticator::new(config.sasl_enabled_mechanisms.clone()));
     let reason = loop {
         let authenticating = authenticator.as_ref().is_some_and(|a| a.user().is_none());
@@ -126,7 +129,7 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>) {
             }
         }
         let handled = match frame {
-            Frame::Whole(frame) => handle_frame(frame, &state, peer_addr).await,
+            Frame::Whole(frame) => handle_frame(frame, &state, peer_addr, endpoint).await,
             Frame::Produce(produce) => Ok(handlers::produce::handle(
                 &state.shard,
                 produce.request,
@@ -331,6 +334,7 @@ async fn handle_frame(
     frame: Bytes,
     state: &Rc<ServerState>,
     peer: Option<std::net::SocketAddr>,
+    listener: &Listener,
 ) -> Result<Responder, CloseReason> {
     let api_key_raw = i16::from_be_bytes([frame[0], frame[1]]);
     let version = i16::from_be_bytes([frame[2], frame[3]]);
@@ -350,7 +354,7 @@ async fn handle_frame(
     let mut buf = frame;
     let header = RequestHeader::decode(&mut buf, api_key.request_header_version(version))
         .map_err(|_| CloseReason::BadHeader)?;
-    handlers::dispatch(state, api_key, header, buf, peer)
+    handlers::dispatch(state, api_key, header, buf, peer, listener)
         .await
         .map_err(CloseReason::Handler)
 }

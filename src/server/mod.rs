@@ -66,12 +66,13 @@ impl ServerState {
     }
 }
 
-/// Accepts connections until shutdown.
+/// Binds listener `index` of the broker's listeners on this shard.
 ///
 /// # Errors
 /// When the listener cannot be bound.
-pub fn bind(shard: &Shard) -> std::io::Result<TcpListener> {
-    TcpListener::bind(shard.config.listen).map_err(|e| std::io::Error::other(e.to_string()))
+pub fn bind(shard: &Shard, index: usize) -> std::io::Result<TcpListener> {
+    TcpListener::bind(shard.config.listeners[index].address)
+        .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
 /// Wait before the next accept after one failed.
@@ -79,10 +80,10 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(10);
 /// A run of failed accepts logs its first failure and one in this many.
 const ACCEPT_FAILURES_PER_LOG: u64 = 1000;
 
-/// Runs the accept loop until shutdown begins. The pending accept is only
-/// ever abandoned at shutdown: dropping an accept the kernel already
-/// completed would lose that connection.
-pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>) {
+/// Runs the accept loop of listener `index` until shutdown begins. The
+/// pending accept is only ever abandoned at shutdown: dropping an accept
+/// the kernel already completed would lose that connection.
+pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>, index: usize) {
     // Accepts failed in a row (out of file descriptors and the like).
     let mut failed_in_a_row = 0u64;
     loop {
@@ -120,7 +121,7 @@ pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>) {
         let state = state.clone();
         glommio::spawn_local(async move {
             state.open_connections.set(state.open_connections.get() + 1);
-            connection::serve(stream, state.clone()).await;
+            connection::serve(stream, state.clone(), index).await;
             state.open_connections.set(state.open_connections.get() - 1);
         })
         .detach();

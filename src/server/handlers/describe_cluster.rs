@@ -25,6 +25,7 @@ const ENDPOINT_TYPE_CONTROLLER: i8 = 2;
 /// Answers DescribeCluster.
 pub fn handle(
     shard: &Rc<Shard>,
+    listener: &crate::config::Listener,
     request: DescribeClusterRequest,
     version: i16,
     correlation_id: i32,
@@ -57,8 +58,8 @@ pub fn handle(
     let config = &shard.config;
     let mut broker = DescribeClusterBroker::default();
     broker.broker_id = BrokerId(config.node_id);
-    broker.host = str_bytes(&config.advertised_host);
-    broker.port = i32::from(config.advertised_port);
+    broker.host = str_bytes(&listener.advertised_host);
+    broker.port = i32::from(listener.advertised_port);
     broker.rack = None;
     broker.is_fenced = false;
     response.cluster_id = str_bytes(&shard.image().cluster_id);

@@ -24,11 +24,14 @@ const KEY_TYPE_TRANSACTION: i8 = 1;
 /// Answers FindCoordinator.
 pub async fn handle(
     shard: &Rc<Shard>,
+    listener: &crate::config::Listener,
     request: FindCoordinatorRequest,
     version: i16,
     correlation_id: i32,
 ) -> Responder {
     let shard = shard.clone();
+    let host = str_bytes(&listener.advertised_host);
+    let port = i32::from(listener.advertised_port);
     Box::pin(async move {
         let keys: Vec<StrBytes> = if version >= 4 {
             request.coordinator_keys.clone()
@@ -66,8 +69,8 @@ pub async fn handle(
                 c.error_code = error.map_or(0, |e| e.code());
                 if error.is_none() {
                     c.node_id = BrokerId(config.node_id);
-                    c.host = str_bytes(&config.advertised_host);
-                    c.port = i32::from(config.advertised_port);
+                    c.host = host.clone();
+                    c.port = port;
                 } else {
                     c.node_id = BrokerId(-1);
                     c.host = str_bytes("");

@@ -109,6 +109,7 @@ fn error_topic(
 /// Answers Metadata.
 pub async fn handle(
     shard: &Rc<Shard>,
+    listener: &crate::config::Listener,
     request: MetadataRequest,
     version: i16,
     correlation_id: i32,
@@ -175,8 +176,8 @@ pub async fn handle(
     let mut response = MetadataResponse::default();
     let mut broker = MetadataResponseBroker::default();
     broker.node_id = BrokerId(shard.config.node_id);
-    broker.host = str_bytes(&shard.config.advertised_host);
-    broker.port = i32::from(shard.config.advertised_port);
+    broker.host = str_bytes(&listener.advertised_host);
+    broker.port = i32::from(listener.advertised_port);
     broker.rack = None;
     response.brokers = vec![broker];
     if version >= 2 {

@@ -164,7 +164,8 @@ pub fn ready(response: Response) -> Responder {
 }
 
 /// Routes one request to its handler. `peer` is the client's address, for
-/// the group coordinator's `client_host`.
+/// the group coordinator's `client_host`; `listener` the listener it came
+/// in on, whose advertised address the client is given for this broker.
 ///
 /// # Errors
 /// A reason to close the connection (malformed body).
@@ -174,6 +175,7 @@ pub async fn dispatch(
     header: RequestHeader,
     mut body: Bytes,
     peer: Option<std::net::SocketAddr>,
+    listener: &crate::config::Listener,
 ) -> Result<Responder, &'static str> {
     let version = header.request_api_version;
     let correlation_id = header.correlation_id;
@@ -185,7 +187,14 @@ pub async fn dispatch(
             correlation_id,
         )),
         ApiKey::Metadata => {
-            metadata::handle(shard, decode(&mut body, version)?, version, correlation_id).await
+            metadata::handle(
+                shard,
+                listener,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         ApiKey::CreateTopics => {
             create_topics::handle(shard, decode(&mut body, version)?, version, correlation_id).await
@@ -251,11 +260,18 @@ pub async fn dispatch(
                 .await
         }
         ApiKey::FindCoordinator => {
-            find_coordinator::handle(shard, decode(&mut body, version)?, version, correlation_id)
-                .await
+            find_coordinator::handle(
+                shard,
+                listener,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         ApiKey::DescribeCluster => ready(describe_cluster::handle(
             shard,
+            listener,
             decode(&mut body, version)?,
             version,
             correlation_id,
