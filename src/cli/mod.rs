@@ -393,10 +393,18 @@ fn listener(listen: &str, advertised: Option<&String>) -> anyhow::Result<Listene
         .next()
         .with_context(|| format!("--listen {listen:?} resolves to nothing"))?;
     let advertised = match advertised {
-        Some(advertised) => crate::security::split_listener(advertised)
-            .map_err(|e| anyhow::anyhow!("--advertised-listen {advertised:?}: {e}"))?
-            .1
-            .to_string(),
+        Some(advertised) => {
+            let (protocol, address) = crate::security::split_listener(advertised)
+                .map_err(|e| anyhow::anyhow!("--advertised-listen {advertised:?}: {e}"))?;
+            if advertised.contains("://") && protocol != security_protocol {
+                bail!(
+                    "--advertised-listen {advertised:?} is {} but its --listen {listen:?} is {}",
+                    protocol.name(),
+                    security_protocol.name()
+                );
+            }
+            address.to_string()
+        }
         None => address.to_string(),
     };
     let (advertised_host, advertised_port) = advertised
@@ -453,12 +461,28 @@ impl ServeArgs {
         for (index, text) in self.listen.iter().enumerate() {
             listeners.push(listener(text, self.advertised_listen.get(index))?);
         }
-        if let Some(twice) = listeners
-            .iter()
-            .enumerate()
-            .find(|(i, l)| listeners[..*i].iter().any(|m| m.address == l.address))
-        {
-            bail!("--listen names {} twice", twice.1.address);
+        // As Kafka checks `listeners`: one listener per name (here, per
+        // protocol), and each on a port of its own, but for one IPv4 and one
+        // IPv6 listener sharing a port.
+        for (index, listener) in listeners.iter().enumerate() {
+            for earlier in &listeners[..index] {
+                if earlier.security_protocol == listener.security_protocol {
+                    bail!(
+                        "--listen gives {} twice; each listener needs a protocol of its own",
+                        listener.security_protocol.name()
+                    );
+                }
+                if earlier.address.port() == listener.address.port()
+                    && earlier.address.is_ipv4() == listener.address.is_ipv4()
+                {
+                    bail!(
+                        "--listen {} and {} share port {}; each listener must have a different port",
+                        earlier.address,
+                        listener.address,
+                        listener.address.port()
+                    );
+                }
+            }
         }
         let available = allowed_cpus();
         let cpus = match (&self.cpuset, self.cores) {
@@ -585,7 +609,8 @@ impl ServeArgs {
             log_flush_interval_messages: self.log_flush_interval_messages,
             log_flush_interval_ms: self.log_flush_interval_ms,
             log_flush_scheduler_interval_ms: self.log_flush_scheduler_interval_ms,
-            compression_type: self.compression_type.clone(),
+            // Trimmed, as Kafka parses a string config.
+            compression_type: self.compression_type.trim().to_string(),
             compression_gzip_level: self.compression_gzip_level,
             compression_lz4_level: self.compression_lz4_level,
             compression_zstd_level: self.compression_zstd_level,
@@ -664,6 +689,7 @@ impl ServeArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::security::SecurityProtocol;
 
     #[test]
     fn cpuset_lists_and_ranges_parse() {
@@ -717,6 +743,89 @@ mod tests {
         );
         assert!(serve_config(&["--sqpoll", "--sqpoll-cpu", "100000"]).is_err());
         assert!(serve_config(&["--sqpoll", "--sqpoll-idle-ms", "0"]).is_err());
+    }
+
+    /// Goal: listeners are checked as Kafka checks `listeners` and
+    /// `advertised.listeners`.
+    #[test]
+    fn listeners_need_their_own_protocol_and_port() {
+        let both = serve_config(&[
+            "--listen",
+            "127.0.0.1:9092",
+            "--listen",
+            "SASL_PLAINTEXT://127.0.0.1:9093",
+            "--advertised-listen",
+            "inside:9092",
+            "--advertised-listen",
+            "SASL_PLAINTEXT://outside:19093",
+        ])
+        .unwrap();
+        let shown: Vec<_> = both
+            .listeners
+            .iter()
+            .map(|l| {
+                (
+                    l.security_protocol,
+                    l.advertised_host.as_str(),
+                    l.advertised_port,
+                )
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                (SecurityProtocol::Plaintext, "inside", 9092),
+                (SecurityProtocol::SaslPlaintext, "outside", 19093)
+            ]
+        );
+        // The default is one PLAINTEXT listener; a given --listen replaces it.
+        assert_eq!(serve_config(&[]).unwrap().listeners.len(), 1);
+        assert_eq!(
+            serve_config(&["--listen", "SASL_PLAINTEXT://127.0.0.1:9093"])
+                .unwrap()
+                .listeners[0]
+                .security_protocol,
+            SecurityProtocol::SaslPlaintext
+        );
+        for bad in [
+            &[
+                "--listen",
+                "127.0.0.1:9092",
+                "--listen",
+                "PLAINTEXT://127.0.0.1:9093",
+            ][..],
+            &[
+                "--listen",
+                "127.0.0.1:9092",
+                "--listen",
+                "SASL_PLAINTEXT://0.0.0.0:9092",
+            ],
+            &[
+                "--listen",
+                "127.0.0.1:9092",
+                "--advertised-listen",
+                "SASL_PLAINTEXT://h:1",
+            ],
+            &[
+                "--listen",
+                "127.0.0.1:9092",
+                "--listen",
+                "SASL_PLAINTEXT://127.0.0.1:9093",
+                "--advertised-listen",
+                "h:1",
+            ],
+            &["--listen", "SSL://127.0.0.1:9092"],
+        ] {
+            assert!(serve_config(bad).is_err(), "{bad:?}");
+        }
+        // One IPv4 and one IPv6 listener may share a port.
+        assert!(serve_config(&[
+            "--listen",
+            "127.0.0.1:9092",
+            "--listen",
+            "SASL_PLAINTEXT://[::1]:9092"
+        ])
+        .is_ok());
     }
 
     #[test]

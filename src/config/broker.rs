@@ -75,8 +75,8 @@ pub struct BrokerConfig {
     /// `node.id`.
     pub node_id: i32,
     /// The listeners (`listeners`, `advertised.listeners`,
-    /// `listener.security.protocol.map`), at least one; the first is the
-    /// one named in the ready line.
+    /// `listener.security.protocol.map`), at least one, each of its own
+    /// protocol and port.
     pub listeners: Vec<Listener>,
     /// Mechanisms a SASL listener takes (`sasl.enabled.mechanisms`).
     pub sasl_enabled_mechanisms: Vec<crate::security::scram::ScramMechanism>,

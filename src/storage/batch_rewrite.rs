@@ -119,8 +119,13 @@ fn compress(
             let (_, finished) = encoder.finish();
             finished.map_err(|e| failed(&e))
         }
+        // In one call, so zstd knows the input's size and sizes its window
+        // and tables for the batch, not for the level alone (level 22
+        // would otherwise take some 770 MB for any batch).
         (4, Some(level)) => {
-            zstd::stream::copy_encode(records, out.writer(), level).map_err(|e| failed(&e))
+            let compressed = zstd::bulk::compress(records, level).map_err(|e| failed(&e))?;
+            out.extend_from_slice(&compressed);
+            Ok(())
         }
         (1, _) => <Gzip as Compressor<BytesMut>>::compress(out, put).map_err(|e| failed(&e)),
         (2, _) => <Snappy as Compressor<BytesMut>>::compress(out, put).map_err(|e| failed(&e)),
