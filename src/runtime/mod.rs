@@ -248,7 +248,7 @@ fn prepare_data_dir(
         metadata_log::append_at_startup(&meta_dir, std::slice::from_ref(&bootstrap))?;
         records.push(bootstrap);
     }
-    let added = scram_credentials_to_add(config, &records);
+    let added = scram_credentials_to_add(config, &records)?;
     if !added.is_empty() {
         metadata_log::append_at_startup(&meta_dir, &added)?;
         records.extend(added);
@@ -271,7 +271,7 @@ fn prepare_data_dir(
 fn scram_credentials_to_add(
     config: &BrokerConfig,
     records: &[MetadataRecord],
-) -> Vec<MetadataRecord> {
+) -> anyhow::Result<Vec<MetadataRecord>> {
     let mut mentioned: std::collections::HashSet<(&str, crate::security::scram::ScramMechanism)> =
         records
             .iter()
@@ -290,7 +290,8 @@ fn scram_credentials_to_add(
         if !mentioned.insert((add.user.as_str(), add.mechanism)) {
             continue;
         }
-        let salt = crate::security::scram::random_bytes(24);
+        let salt = crate::security::scram::random_bytes(24)
+            .map_err(|e| anyhow::anyhow!("no random salt for --add-scram: {e}"))?;
         let salted =
             add.mechanism
                 .salted_password(add.password.as_bytes(), &salt, add.iterations as u32);
@@ -302,7 +303,7 @@ fn scram_credentials_to_add(
         tracing::info!(user = %add.user, mechanism = add.mechanism.name(), "SCRAM credential added");
         added.push(record);
     }
-    added
+    Ok(added)
 }
 
 /// Raises the open-files soft limit to the hard limit: each partition holds

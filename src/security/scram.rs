@@ -393,19 +393,25 @@ fn decode_sasl_name(name: &str) -> Result<String, ScramFailure> {
 }
 
 /// `count` random bytes from the operating system.
-pub fn random_bytes(count: usize) -> Vec<u8> {
+///
+/// # Errors
+/// When the operating system gives none.
+pub fn random_bytes(count: usize) -> Result<Vec<u8>, getrandom::Error> {
     let mut bytes = vec![0u8; count];
-    getrandom::getrandom(&mut bytes).expect("the OS random source is available");
-    bytes
+    getrandom::getrandom(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// A fresh server nonce: 32 random alphanumeric characters.
-pub fn server_nonce() -> String {
+///
+/// # Errors
+/// When the operating system gives no random bytes.
+pub fn server_nonce() -> Result<String, getrandom::Error> {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    random_bytes(32)
+    Ok(random_bytes(32)?
         .into_iter()
         .map(|b| ALPHABET[usize::from(b) % ALPHABET.len()] as char)
-        .collect()
+        .collect())
 }
 
 #[cfg(test)]

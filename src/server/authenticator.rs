@@ -32,7 +32,7 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::Decodable;
 
-use super::connection::{Responder, Response};
+use super::connection::{frame_prefix, Responder, Response};
 use super::handlers::{self, encode_response, str_bytes};
 use super::versions;
 use crate::cluster::image::MetadataImage;
@@ -88,11 +88,10 @@ fn after_failure_delay(response: Response) -> Responder {
 fn illegal_state_answer(api_key: ApiKey, version: i16, correlation_id: i32) -> Option<Response> {
     let code = ErrorCode::IllegalSaslState.code();
     match api_key {
-        ApiKey::SaslHandshake => {
-            let mut response = SaslHandshakeResponse::default();
-            response.error_code = code;
-            Some(encode_response(api_key, version, correlation_id, &response))
-        }
+        ApiKey::SaslHandshake => Some(handlers::sasl::illegal_state_handshake(
+            version,
+            correlation_id,
+        )),
         ApiKey::ApiVersions => {
             let mut response = kafka_protocol::messages::ApiVersionsResponse::default();
             response.error_code = code;
@@ -131,9 +130,7 @@ impl Authenticator {
         if let State::Exchange { headers: false, .. } = self.state {
             return self.bare_token(&frame, image);
         }
-        let api_key_raw = i16::from_be_bytes([frame[0], frame[1]]);
-        let version = i16::from_be_bytes([frame[2], frame[3]]);
-        let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+        let (api_key_raw, version, correlation_id) = frame_prefix(&frame);
         let Ok(api_key) = ApiKey::try_from(api_key_raw) else {
             return Step::Close("not a Kafka request during SASL authentication");
         };
@@ -284,11 +281,16 @@ impl Authenticator {
                 .map(|(answer, user)| (answer, Some(user)))
         } else {
             *started = true;
-            server
-                .client_first(token, &server_nonce(), |user| {
-                    image
-                        .scram_credential(user, mechanism)
-                        .map(|credential| (**credential).clone())
+            // Without randomness from the OS the exchange fails as any
+            // other would (Kafka's SaslException), the broker serving on.
+            server_nonce()
+                .map_err(|_| ScramFailure::Invalid("no random bytes for a server nonce"))
+                .and_then(|nonce| {
+                    server.client_first(token, &nonce, |user| {
+                        image
+                            .scram_credential(user, mechanism)
+                            .map(|credential| (**credential).clone())
+                    })
                 })
                 .map(|answer| (answer, None))
         };

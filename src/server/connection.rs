@@ -330,15 +330,23 @@ fn io_reason(e: std::io::Error) -> CloseReason {
     }
 }
 
+/// A request frame's API key, version and correlation id, read before its
+/// header is decoded. Frames are at least `REQUEST_FRAME_BYTES_MIN` long.
+pub(super) fn frame_prefix(frame: &[u8]) -> (i16, i16, i32) {
+    (
+        i16::from_be_bytes([frame[0], frame[1]]),
+        i16::from_be_bytes([frame[2], frame[3]]),
+        i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]),
+    )
+}
+
 async fn handle_frame(
     frame: Bytes,
     state: &Rc<ServerState>,
     peer: Option<std::net::SocketAddr>,
     listener: &Listener,
 ) -> Result<Responder, CloseReason> {
-    let api_key_raw = i16::from_be_bytes([frame[0], frame[1]]);
-    let version = i16::from_be_bytes([frame[2], frame[3]]);
-    let correlation_id = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
+    let (api_key_raw, version, correlation_id) = frame_prefix(&frame);
     let Ok(api_key) = ApiKey::try_from(api_key_raw) else {
         return Err(CloseReason::UnknownApiKey(api_key_raw));
     };

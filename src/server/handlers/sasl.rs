@@ -18,6 +18,13 @@ use crate::server::connection::Response;
 
 /// Answers SaslHandshake.
 pub fn handshake(_request: SaslHandshakeRequest, version: i16, correlation_id: i32) -> Response {
+    illegal_state_handshake(version, correlation_id)
+}
+
+/// SaslHandshake refused with ILLEGAL_SASL_STATE and no mechanisms: after
+/// authentication or on a listener without SASL (here), and in the middle
+/// of an exchange (`server::authenticator`).
+pub fn illegal_state_handshake(version: i16, correlation_id: i32) -> Response {
     let mut response = SaslHandshakeResponse::default();
     response.error_code = ErrorCode::IllegalSaslState.code();
     encode_response(ApiKey::SaslHandshake, version, correlation_id, &response)
