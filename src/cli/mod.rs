@@ -47,6 +47,15 @@ pub struct ServeArgs {
     /// A SCRAM credential to create at start-up once: at the first start-up naming that user and mechanism (a credential changed or deleted since stays so), as `kafka-storage format --add-scram`: 'SCRAM-SHA-256=[name=alice,password=alice-secret]' (iterations=N optional, 4096 by default); repeat for more.
     #[arg(long)]
     pub add_scram: Vec<String>,
+    /// The authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer (or 'standard') checks every request against the ACLs kept in the metadata (created with kafka-acls or an admin client); empty (the default) allows everything and the ACL APIs answer SECURITY_DISABLED [authorizer.class.name].
+    #[arg(long, default_value = "")]
+    pub authorizer_class_name: String,
+    /// Principals the authorizer allows everything, ';'-separated, e.g. 'User:admin;User:ANONYMOUS' (PLAINTEXT clients are User:ANONYMOUS) [super.users].
+    #[arg(long, default_value = "")]
+    pub super_users: String,
+    /// Allow everyone on a resource no ACL applies to [allow.everyone.if.no.acl.found].
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    pub allow_everyone_if_no_acl_found: bool,
     /// Directory holding the partitions' logs and the metadata log [log.dirs].
     #[arg(long, default_value = "./data")]
     pub data_dir: PathBuf,
@@ -450,6 +459,19 @@ impl ServeArgs {
                     .map_err(|e| anyhow::anyhow!("--add-scram {text:?}: {e}"))
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
+        let authorizer = crate::security::acl::AuthorizerConfig {
+            enabled: match self.authorizer_class_name.trim() {
+                "" => false,
+                crate::security::acl::STANDARD_AUTHORIZER | "standard" => true,
+                other => bail!(
+                    "--authorizer-class-name {other:?}: the authorizer this broker has is {} (or 'standard')",
+                    crate::security::acl::STANDARD_AUTHORIZER
+                ),
+            },
+            super_users: crate::security::acl::parse_super_users(&self.super_users)
+                .map_err(|e| anyhow::anyhow!("--super-users: {e}"))?,
+            allow_everyone_if_no_acl_found: self.allow_everyone_if_no_acl_found,
+        };
         if !self.advertised_listen.is_empty() && self.advertised_listen.len() != self.listen.len() {
             bail!(
                 "--advertised-listen is given {} times for {} --listen; give one per listener, in the same order",
@@ -624,6 +646,7 @@ impl ServeArgs {
             listeners,
             sasl_enabled_mechanisms,
             add_scram,
+            authorizer,
             data_dir: self.data_dir,
             cpus,
             broker_defaults,

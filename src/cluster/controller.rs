@@ -15,6 +15,7 @@ use crate::config::limits::{
 };
 use crate::config::{ConfigAlteration, TopicConfigs};
 use crate::protocol::ErrorCode;
+use crate::security::acl::{Acl, AclFilter};
 use crate::security::scram::{ScramMechanism, ITERATIONS_MAX, ITERATIONS_MIN};
 use crate::shard::messages::{
     AdminOutcome, ControllerReply, ControllerRequest, CreatePartitionsSpec, CreateTopicOutcome,
@@ -58,6 +59,12 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
         } => ControllerReply::AlterUserScramCredentials(
             alter_scram_credentials(shard, deletions, upsertions).await,
         ),
+        ControllerRequest::CreateAcls { acls } => {
+            ControllerReply::CreateAcls(create_acls(shard, acls).await)
+        }
+        ControllerRequest::DeleteAcls { filters } => {
+            ControllerReply::DeleteAcls(delete_acls(shard, filters).await)
+        }
         ControllerRequest::AllocateProducerIds { count } => {
             assert!(count > 0);
             let first = shard.image().next_producer_id;
@@ -73,6 +80,90 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
             }
         }
     }
+}
+
+/// Most records one ACL request may write (Kafka's
+/// `QuorumController.MAX_RECORDS_PER_USER_OP`).
+const ACL_RECORDS_PER_REQUEST_MAX: usize = 10_000;
+
+/// CreateAcls, following Kafka's `AclControlManager`: an ACL equal to a
+/// stored one (or to an earlier one of the request) succeeds without a
+/// record; more than 10000 new ACLs fail the whole request.
+async fn create_acls(
+    shard: &Rc<Shard>,
+    acls: Vec<Acl>,
+) -> Result<(), (ErrorCode, Option<String>)> {
+    let image = shard.image();
+    let mut seen = HashSet::new();
+    let mut records = Vec::new();
+    for acl in acls {
+        if image.acls.find(&acl).is_some() || !seen.insert(acl.clone()) {
+            continue;
+        }
+        if records.len() >= ACL_RECORDS_PER_REQUEST_MAX {
+            return Err((
+                ErrorCode::PolicyViolation,
+                Some("Unable to perform excessively large batch operation.".into()),
+            ));
+        }
+        let mut id = Uuid::new_v4();
+        while image.acls.contains(&id) {
+            id = Uuid::new_v4();
+        }
+        records.push(MetadataRecord::AccessControlEntry { id, acl });
+    }
+    drop(image);
+    if records.is_empty() {
+        return Ok(());
+    }
+    commit(shard, records).await.map_err(|e| {
+        tracing::error!(error = %e, "cannot store ACLs");
+        (ErrorCode::UnknownServerError, None)
+    })
+}
+
+/// DeleteAcls, following Kafka's `AclControlManager`: every ACL a filter
+/// matches is deleted and listed under that filter (an ACL two filters
+/// match under both); more than 10000 matches fail the whole request.
+async fn delete_acls(
+    shard: &Rc<Shard>,
+    filters: Vec<AclFilter>,
+) -> Result<Vec<Vec<Acl>>, (ErrorCode, Option<String>)> {
+    let image = shard.image();
+    let mut removed: HashSet<Uuid> = HashSet::new();
+    let mut records = Vec::new();
+    let mut matched = Vec::with_capacity(filters.len());
+    let mut count = 0usize;
+    for filter in &filters {
+        let mut mine = Vec::new();
+        for (id, acl) in image.acls.iter() {
+            if !filter.matches(acl) {
+                continue;
+            }
+            if count >= ACL_RECORDS_PER_REQUEST_MAX {
+                return Err((
+                    ErrorCode::InvalidRequest,
+                    Some(format!(
+                        "Cannot remove more than {ACL_RECORDS_PER_REQUEST_MAX} acls in a single delete operation."
+                    )),
+                ));
+            }
+            count += 1;
+            if removed.insert(*id) {
+                records.push(MetadataRecord::RemoveAccessControlEntry { id: *id });
+            }
+            mine.push((**acl).clone());
+        }
+        matched.push(mine);
+    }
+    drop(image);
+    if !records.is_empty() {
+        commit(shard, records).await.map_err(|e| {
+            tracing::error!(error = %e, "cannot delete ACLs");
+            (ErrorCode::UnknownServerError, None)
+        })?;
+    }
+    Ok(matched)
 }
 
 /// Checks a user and mechanism of AlterUserScramCredentials as Kafka's

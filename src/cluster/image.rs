@@ -9,6 +9,7 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 
 use crate::config::TopicConfigs;
+use crate::security::acl::{Acl, AclSet};
 use crate::security::scram::{ScramCredential, ScramMechanism};
 use uuid::Uuid;
 
@@ -81,6 +82,18 @@ pub enum MetadataRecord {
         /// Mechanism.
         mechanism: ScramMechanism,
     },
+    /// An ACL was created (Kafka's AccessControlEntryRecord).
+    AccessControlEntry {
+        /// Its id.
+        id: Uuid,
+        /// The ACL.
+        acl: Acl,
+    },
+    /// An ACL was deleted (Kafka's RemoveAccessControlEntryRecord).
+    RemoveAccessControlEntry {
+        /// Its id.
+        id: Uuid,
+    },
 }
 
 /// A topic as the image knows it.
@@ -142,6 +155,8 @@ pub struct MetadataImage {
     pub next_producer_id: i64,
     /// SCRAM credentials by user, then mechanism.
     pub scram_credentials: BTreeMap<String, BTreeMap<ScramMechanism, Rc<ScramCredential>>>,
+    /// Every ACL (shared between images until one changes).
+    pub acls: Rc<AclSet>,
 }
 
 impl MetadataImage {
@@ -215,6 +230,12 @@ impl MetadataImage {
                         self.scram_credentials.remove(name);
                     }
                 }
+            }
+            MetadataRecord::AccessControlEntry { id, acl } => {
+                Rc::make_mut(&mut self.acls).insert(*id, acl.clone());
+            }
+            MetadataRecord::RemoveAccessControlEntry { id } => {
+                Rc::make_mut(&mut self.acls).remove(id);
             }
         }
     }

@@ -82,6 +82,9 @@ pub struct BrokerConfig {
     pub sasl_enabled_mechanisms: Vec<crate::security::scram::ScramMechanism>,
     /// SCRAM credentials created at start-up where missing (`--add-scram`).
     pub add_scram: Vec<crate::security::AddScram>,
+    /// The authorizer (`authorizer.class.name`, `super.users`,
+    /// `allow.everyone.if.no.acl.found`).
+    pub authorizer: crate::security::acl::AuthorizerConfig,
     /// `log.dirs` (one directory).
     pub data_dir: PathBuf,
     /// CPUs to run one shard each on.
@@ -259,6 +262,15 @@ impl BrokerConfig {
             "advertised.listeners" => Some(advertised),
             "log.dirs" => Some(self.data_dir.display().to_string()),
             "process.roles" => Some("broker,controller".into()),
+            "authorizer.class.name" if self.authorizer.enabled => {
+                Some(crate::security::acl::STANDARD_AUTHORIZER.into())
+            }
+            "super.users" if !self.authorizer.super_users.is_empty() => {
+                Some(self.authorizer.super_users.join(";"))
+            }
+            "allow.everyone.if.no.acl.found" if self.authorizer.allow_everyone_if_no_acl_found => {
+                Some("true".into())
+            }
             "auto.create.topics.enable" if !self.auto_create_topics_enable => Some("false".into()),
             "delete.topic.enable" if !self.delete_topic_enable => Some("false".into()),
             "socket.request.max.bytes" if self.socket_request_max_bytes != 104_857_600 => {

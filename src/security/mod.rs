@@ -1,7 +1,8 @@
 //! Authentication: SASL/SCRAM credentials and exchanges (`scram`), the
 //! listener's security protocol, and the `--add-scram` credentials given on
-//! the command line.
+//! the command line. Authorization: ACLs and the authorizer (`acl`).
 
+pub mod acl;
 pub mod scram;
 
 use scram::{ScramMechanism, ITERATIONS_MAX, ITERATIONS_MIN};

@@ -17,6 +17,7 @@ use glommio::net::TcpStream;
 use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::Decodable;
 
+use super::access::Access;
 use super::authenticator::{Authenticator, Step, SASL_RECEIVE_BYTES_MAX};
 use super::produce_frame::{
     read_produce_frame, DirectTargets, FrameError, ProduceFrame, ReadBuf, BULK_READ_BYTES,
@@ -101,6 +102,7 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>, listener: usize) {
     let endpoint = &config.listeners[listener];
     let mut authenticator = (endpoint.security_protocol == SecurityProtocol::SaslPlaintext)
         .then(|| Authenticator::new(config.sasl_enabled_mechanisms.clone()));
+    let mut caller: Option<crate::security::acl::Caller> = None;
     let reason = loop {
         let authenticating = authenticator.as_ref().is_some_and(|a| a.user().is_none());
         let frame = match read_frame(&mut reader, &state, authenticating).await {
@@ -128,10 +130,17 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>, listener: usize) {
                 None => continue,
             }
         }
+        // Who the client is, once it has authenticated (or at once on a
+        // PLAINTEXT listener).
+        let caller = caller.get_or_insert_with(|| {
+            Access::caller(authenticator.as_ref().and_then(|a| a.user()), peer_addr)
+        });
+        let access = Access::new(&state.shard, caller);
         let handled = match frame {
-            Frame::Whole(frame) => handle_frame(frame, &state, peer_addr, endpoint).await,
+            Frame::Whole(frame) => handle_frame(frame, &state, peer_addr, endpoint, access).await,
             Frame::Produce(produce) => Ok(handlers::produce::handle(
                 &state.shard,
+                &access,
                 produce.request,
                 produce.header.request_api_version,
                 produce.header.correlation_id,
@@ -345,6 +354,7 @@ async fn handle_frame(
     state: &Rc<ServerState>,
     peer: Option<std::net::SocketAddr>,
     listener: &Listener,
+    access: Access,
 ) -> Result<Responder, CloseReason> {
     let (api_key_raw, version, correlation_id) = frame_prefix(&frame);
     let Ok(api_key) = ApiKey::try_from(api_key_raw) else {
@@ -362,7 +372,7 @@ async fn handle_frame(
     let mut buf = frame;
     let header = RequestHeader::decode(&mut buf, api_key.request_header_version(version))
         .map_err(|_| CloseReason::BadHeader)?;
-    handlers::dispatch(state, api_key, header, buf, peer, listener)
+    handlers::dispatch(state, api_key, header, buf, peer, listener, &access)
         .await
         .map_err(CloseReason::Handler)
 }

@@ -2,6 +2,7 @@
 //! this core (SO_REUSEPORT spreads them), and runs one connection task per
 //! client. Values here live on the shard that accepted the connection.
 
+pub mod access;
 pub mod authenticator;
 pub mod connection;
 pub mod handlers;

@@ -189,6 +189,17 @@ pub enum ControllerRequest {
         /// In request order.
         upsertions: Vec<ScramUpsertion>,
     },
+    /// Create ACLs (CreateAcls), each already checked; one equal in every
+    /// field to a stored one is not stored twice.
+    CreateAcls {
+        /// The ACLs.
+        acls: Vec<crate::security::acl::Acl>,
+    },
+    /// Delete the ACLs each filter matches (DeleteAcls).
+    DeleteAcls {
+        /// Filters, in request order.
+        filters: Vec<crate::security::acl::AclFilter>,
+    },
 }
 
 /// One AlterUserScramCredentials upsertion, as the client sent it.
@@ -221,6 +232,10 @@ pub enum ControllerReply {
     CreatePartitions(Vec<AdminOutcome>),
     /// Per user: (user, error code, message).
     AlterUserScramCredentials(Vec<(String, i16, Option<String>)>),
+    /// Ok when every ACL is stored, else the error of the whole request.
+    CreateAcls(Result<(), (crate::protocol::ErrorCode, Option<String>)>),
+    /// Per filter, the ACLs it deleted; else the error of the whole request.
+    DeleteAcls(Result<Vec<Vec<crate::security::acl::Acl>>, (crate::protocol::ErrorCode, Option<String>)>),
 }
 
 /// A request for the group coordinator of one `__consumer_offsets` partition.

@@ -348,6 +348,8 @@ impl Shard {
                     }
                 }
                 MetadataRecord::Bootstrap { .. }
+                | MetadataRecord::AccessControlEntry { .. }
+                | MetadataRecord::RemoveAccessControlEntry { .. }
                 | MetadataRecord::ProducerIds { .. }
                 | MetadataRecord::UserScramCredential { .. }
                 | MetadataRecord::RemoveUserScramCredential { .. } => {}

@@ -24,6 +24,7 @@ const PRODUCER_FENCED_SINCE: i16 = 2;
 /// Answers AddOffsetsToTxn.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: AddOffsetsToTxnRequest,
     version: i16,
     correlation_id: i32,

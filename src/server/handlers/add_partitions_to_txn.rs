@@ -28,6 +28,7 @@ const PRODUCER_FENCED_SINCE: i16 = 2;
 /// Answers AddPartitionsToTxn.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: AddPartitionsToTxnRequest,
     version: i16,
     correlation_id: i32,

@@ -227,6 +227,7 @@ async fn alter(
 /// Answers IncrementalAlterConfigs.
 pub async fn handle_incremental(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: IncrementalAlterConfigsRequest,
     version: i16,
     correlation_id: i32,
@@ -280,6 +281,7 @@ pub async fn handle_incremental(
 /// listed.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: AlterConfigsRequest,
     version: i16,
     correlation_id: i32,

@@ -81,6 +81,7 @@ fn refusal(
 /// Answers AlterPartitionReassignments.
 pub fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: AlterPartitionReassignmentsRequest,
     version: i16,
     correlation_id: i32,

@@ -23,6 +23,7 @@ use crate::shard::Shard;
 /// Answers AlterUserScramCredentials.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: AlterUserScramCredentialsRequest,
     version: i16,
     correlation_id: i32,

@@ -23,6 +23,7 @@ use crate::shard::Shard;
 /// INVALID_REQUEST "Duplicate topic name.", as Kafka 4.1 answers.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: CreatePartitionsRequest,
     version: i16,
     correlation_id: i32,

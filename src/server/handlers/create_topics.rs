@@ -97,6 +97,7 @@ fn spec_of(
 /// Answers CreateTopics.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: CreateTopicsRequest,
     version: i16,
     correlation_id: i32,

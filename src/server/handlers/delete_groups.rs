@@ -18,6 +18,7 @@ use crate::shard::Shard;
 /// Answers DeleteGroups.
 pub fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: DeleteGroupsRequest,
     version: i16,
     correlation_id: i32,

@@ -32,6 +32,7 @@ use crate::shard::Shard;
 /// Answers DeleteRecords.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: DeleteRecordsRequest,
     version: i16,
     correlation_id: i32,

@@ -15,6 +15,7 @@ use crate::shard::Shard;
 /// Answers DeleteTopics.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: DeleteTopicsRequest,
     version: i16,
     correlation_id: i32,

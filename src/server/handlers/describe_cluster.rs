@@ -25,6 +25,7 @@ const ENDPOINT_TYPE_CONTROLLER: i8 = 2;
 /// Answers DescribeCluster.
 pub fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     listener: &crate::config::Listener,
     request: DescribeClusterRequest,
     version: i16,

@@ -21,6 +21,7 @@ const RESOURCE_BROKER_LOGGER: i8 = 8;
 /// Answers DescribeConfigs.
 pub fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: DescribeConfigsRequest,
     version: i16,
     correlation_id: i32,

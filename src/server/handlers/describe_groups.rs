@@ -84,6 +84,7 @@ pub fn to_wire(
 /// Answers DescribeGroups.
 pub fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: DescribeGroupsRequest,
     version: i16,
     correlation_id: i32,

@@ -44,6 +44,7 @@ fn space_of(dir: &PathBuf) -> (i64, i64) {
 /// Answers DescribeLogDirs.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: DescribeLogDirsRequest,
     version: i16,
     correlation_id: i32,

@@ -26,6 +26,7 @@ use crate::shard::Shard;
 /// Answers DescribeProducers.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: DescribeProducersRequest,
     version: i16,
     correlation_id: i32,

@@ -55,6 +55,7 @@ fn cursor_at(topic: &str, partition: i32) -> Cursor {
 /// Answers DescribeTopicPartitions.
 pub fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: DescribeTopicPartitionsRequest,
     version: i16,
     correlation_id: i32,

@@ -20,6 +20,7 @@ use crate::txn::{txn_partition_for, DescribedTxn, TxnCall, TxnReply, TXN_STATE_T
 /// Answers DescribeTransactions.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: DescribeTransactionsRequest,
     version: i16,
     correlation_id: i32,

@@ -23,6 +23,7 @@ use crate::shard::Shard;
 /// Answers DescribeUserScramCredentials.
 pub fn handle(
     shard: &Shard,
+    access: &crate::server::access::Access,
     request: DescribeUserScramCredentialsRequest,
     version: i16,
     correlation_id: i32,

@@ -28,6 +28,7 @@ const UNCLEAN: i8 = 1;
 /// Answers ElectLeaders.
 pub fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: ElectLeadersRequest,
     version: i16,
     correlation_id: i32,

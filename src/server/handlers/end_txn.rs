@@ -20,6 +20,7 @@ const PRODUCER_FENCED_SINCE: i16 = 2;
 /// Answers EndTxn.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: EndTxnRequest,
     version: i16,
     correlation_id: i32,

@@ -43,6 +43,7 @@ struct Entry {
 /// Answers Fetch.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: FetchRequest,
     version: i16,
     correlation_id: i32,

@@ -24,6 +24,7 @@ const KEY_TYPE_TRANSACTION: i8 = 1;
 /// Answers FindCoordinator.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     listener: &crate::config::Listener,
     request: FindCoordinatorRequest,
     version: i16,

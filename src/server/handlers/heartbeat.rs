@@ -30,6 +30,7 @@ pub fn to_coordinator(request: &HeartbeatRequest, version: i16) -> group::Heartb
 /// Answers Heartbeat.
 pub fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: HeartbeatRequest,
     version: i16,
     correlation_id: i32,

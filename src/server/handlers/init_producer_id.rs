@@ -22,6 +22,7 @@ const PRODUCER_FENCED_SINCE: i16 = 4;
 /// Answers InitProducerId.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: InitProducerIdRequest,
     version: i16,
     correlation_id: i32,

@@ -94,6 +94,7 @@ pub fn to_wire(response: group::JoinGroupResponse, version: i16) -> JoinGroupRes
 /// Answers JoinGroup.
 pub fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: JoinGroupRequest,
     version: i16,
     correlation_id: i32,

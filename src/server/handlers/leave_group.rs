@@ -72,6 +72,7 @@ pub fn to_wire(response: group::LeaveGroupResponse, version: i16) -> LeaveGroupR
 /// Answers LeaveGroup.
 pub fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: LeaveGroupRequest,
     version: i16,
     correlation_id: i32,

@@ -63,6 +63,7 @@ pub fn to_wire(
 /// Answers ListGroups.
 pub fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: ListGroupsRequest,
     version: i16,
     correlation_id: i32,

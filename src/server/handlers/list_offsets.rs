@@ -46,6 +46,7 @@ fn failed(error: ErrorCode) -> ListOffsetsResult {
 /// Answers ListOffsets.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: ListOffsetsRequest,
     version: i16,
     correlation_id: i32,

@@ -15,6 +15,7 @@ use crate::server::connection::Response;
 
 /// Answers ListPartitionReassignments.
 pub fn handle(
+    access: &crate::server::access::Access,
     _request: ListPartitionReassignmentsRequest,
     version: i16,
     correlation_id: i32,

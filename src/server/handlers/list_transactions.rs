@@ -19,6 +19,7 @@ use crate::txn::{ListFilter, TxnState};
 /// Answers ListTransactions.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: ListTransactionsRequest,
     version: i16,
     correlation_id: i32,

@@ -109,6 +109,7 @@ fn error_topic(
 /// Answers Metadata.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     listener: &crate::config::Listener,
     request: MetadataRequest,
     version: i16,

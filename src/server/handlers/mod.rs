@@ -176,6 +176,7 @@ pub async fn dispatch(
     mut body: Bytes,
     peer: Option<std::net::SocketAddr>,
     listener: &crate::config::Listener,
+    access: &super::access::Access,
 ) -> Result<Responder, &'static str> {
     let version = header.request_api_version;
     let correlation_id = header.correlation_id;
@@ -189,6 +190,7 @@ pub async fn dispatch(
         ApiKey::Metadata => {
             metadata::handle(
                 shard,
+                access,
                 listener,
                 decode(&mut body, version)?,
                 version,
@@ -197,21 +199,22 @@ pub async fn dispatch(
             .await
         }
         ApiKey::CreateTopics => {
-            create_topics::handle(shard, decode(&mut body, version)?, version, correlation_id).await
+            create_topics::handle(shard, access, decode(&mut body, version)?, version, correlation_id).await
         }
         ApiKey::DeleteTopics => {
-            delete_topics::handle(shard, decode(&mut body, version)?, version, correlation_id).await
+            delete_topics::handle(shard, access, decode(&mut body, version)?, version, correlation_id).await
         }
         ApiKey::CreatePartitions => {
-            create_partitions::handle(shard, decode(&mut body, version)?, version, correlation_id)
+            create_partitions::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
                 .await
         }
         ApiKey::AlterConfigs => {
-            alter_configs::handle(shard, decode(&mut body, version)?, version, correlation_id).await
+            alter_configs::handle(shard, access, decode(&mut body, version)?, version, correlation_id).await
         }
         ApiKey::IncrementalAlterConfigs => {
             alter_configs::handle_incremental(
                 shard,
+                access,
                 decode(&mut body, version)?,
                 version,
                 correlation_id,
@@ -221,18 +224,19 @@ pub async fn dispatch(
         // Produce never comes here: the connection reads it framing first
         // (`produce_frame.rs`) and calls `produce::handle` itself.
         ApiKey::Fetch => {
-            fetch::handle(shard, decode(&mut body, version)?, version, correlation_id).await
+            fetch::handle(shard, access, decode(&mut body, version)?, version, correlation_id).await
         }
         ApiKey::ListOffsets => {
-            list_offsets::handle(shard, decode(&mut body, version)?, version, correlation_id).await
+            list_offsets::handle(shard, access, decode(&mut body, version)?, version, correlation_id).await
         }
         ApiKey::InitProducerId => {
-            init_producer_id::handle(shard, decode(&mut body, version)?, version, correlation_id)
+            init_producer_id::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
                 .await
         }
         ApiKey::AddPartitionsToTxn => {
             add_partitions_to_txn::handle(
                 shard,
+                access,
                 decode(&mut body, version)?,
                 version,
                 correlation_id,
@@ -240,15 +244,16 @@ pub async fn dispatch(
             .await
         }
         ApiKey::AddOffsetsToTxn => {
-            add_offsets_to_txn::handle(shard, decode(&mut body, version)?, version, correlation_id)
+            add_offsets_to_txn::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
                 .await
         }
         ApiKey::EndTxn => {
-            end_txn::handle(shard, decode(&mut body, version)?, version, correlation_id).await
+            end_txn::handle(shard, access, decode(&mut body, version)?, version, correlation_id).await
         }
         ApiKey::DescribeTransactions => {
             describe_transactions::handle(
                 shard,
+                access,
                 decode(&mut body, version)?,
                 version,
                 correlation_id,
@@ -256,12 +261,13 @@ pub async fn dispatch(
             .await
         }
         ApiKey::ListTransactions => {
-            list_transactions::handle(shard, decode(&mut body, version)?, version, correlation_id)
+            list_transactions::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
                 .await
         }
         ApiKey::FindCoordinator => {
             find_coordinator::handle(
                 shard,
+                access,
                 listener,
                 decode(&mut body, version)?,
                 version,
@@ -271,6 +277,7 @@ pub async fn dispatch(
         }
         ApiKey::DescribeCluster => ready(describe_cluster::handle(
             shard,
+            access,
             listener,
             decode(&mut body, version)?,
             version,
@@ -278,6 +285,7 @@ pub async fn dispatch(
         )),
         ApiKey::DescribeTopicPartitions => ready(describe_topic_partitions::handle(
             shard,
+            access,
             decode(&mut body, version)?,
             version,
             correlation_id,
@@ -293,33 +301,35 @@ pub async fn dispatch(
             correlation_id,
         )),
         ApiKey::DescribeAcls => ready(acls::describe(
+            access,
             decode(&mut body, version)?,
             version,
             correlation_id,
-        )),
-        ApiKey::CreateAcls => ready(acls::create(
-            decode(&mut body, version)?,
-            version,
-            correlation_id,
-        )),
-        ApiKey::DeleteAcls => ready(acls::delete(
-            decode(&mut body, version)?,
-            version,
-            correlation_id,
-        )),
+        )?),
+        ApiKey::CreateAcls => {
+            acls::create(shard, access, decode(&mut body, version)?, version, correlation_id)
+                .await?
+        }
+        ApiKey::DeleteAcls => {
+            acls::delete(shard, access, decode(&mut body, version)?, version, correlation_id)
+                .await?
+        }
         ApiKey::AlterPartitionReassignments => ready(alter_partition_reassignments::handle(
             shard,
+            access,
             decode(&mut body, version)?,
             version,
             correlation_id,
         )),
         ApiKey::ListPartitionReassignments => ready(list_partition_reassignments::handle(
+            access,
             decode(&mut body, version)?,
             version,
             correlation_id,
         )),
         ApiKey::DescribeUserScramCredentials => ready(describe_user_scram_credentials::handle(
             shard,
+            access,
             decode(&mut body, version)?,
             version,
             correlation_id,
@@ -327,6 +337,7 @@ pub async fn dispatch(
         ApiKey::AlterUserScramCredentials => {
             alter_user_scram_credentials::handle(
                 shard,
+                access,
                 decode(&mut body, version)?,
                 version,
                 correlation_id,
@@ -335,18 +346,21 @@ pub async fn dispatch(
         }
         ApiKey::ElectLeaders => ready(elect_leaders::handle(
             shard,
+            access,
             decode(&mut body, version)?,
             version,
             correlation_id,
         )),
         ApiKey::DescribeConfigs => ready(describe_configs::handle(
             shard,
+            access,
             decode(&mut body, version)?,
             version,
             correlation_id,
         )),
         ApiKey::JoinGroup => join_group::handle(
             shard,
+            access,
             decode(&mut body, version)?,
             version,
             correlation_id,
@@ -356,50 +370,51 @@ pub async fn dispatch(
             },
         ),
         ApiKey::SyncGroup => {
-            sync_group::handle(shard, decode(&mut body, version)?, version, correlation_id)
+            sync_group::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
         }
         ApiKey::Heartbeat => {
-            heartbeat::handle(shard, decode(&mut body, version)?, version, correlation_id)
+            heartbeat::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
         }
         ApiKey::LeaveGroup => {
-            leave_group::handle(shard, decode(&mut body, version)?, version, correlation_id)
+            leave_group::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
         }
         ApiKey::OffsetCommit => {
-            offset_commit::handle(shard, decode(&mut body, version)?, version, correlation_id)
+            offset_commit::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
         }
         ApiKey::OffsetFetch => {
-            offset_fetch::handle(shard, decode(&mut body, version)?, version, correlation_id)
+            offset_fetch::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
         }
         ApiKey::ListGroups => {
-            list_groups::handle(shard, decode(&mut body, version)?, version, correlation_id)
+            list_groups::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
         }
         ApiKey::DescribeGroups => {
-            describe_groups::handle(shard, decode(&mut body, version)?, version, correlation_id)
+            describe_groups::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
         }
         ApiKey::DeleteGroups => {
-            delete_groups::handle(shard, decode(&mut body, version)?, version, correlation_id)
+            delete_groups::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
         }
         ApiKey::OffsetDelete => {
-            offset_delete::handle(shard, decode(&mut body, version)?, version, correlation_id)
+            offset_delete::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
         }
         ApiKey::TxnOffsetCommit => {
-            txn_offset_commit::handle(shard, decode(&mut body, version)?, version, correlation_id)
+            txn_offset_commit::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
         }
         ApiKey::WriteTxnMarkers => {
-            write_txn_markers::handle(shard, decode(&mut body, version)?, version, correlation_id)
+            write_txn_markers::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
                 .await
         }
         ApiKey::DescribeProducers => {
-            describe_producers::handle(shard, decode(&mut body, version)?, version, correlation_id)
+            describe_producers::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
                 .await
         }
         ApiKey::DescribeLogDirs => {
-            describe_log_dirs::handle(shard, decode(&mut body, version)?, version, correlation_id)
+            describe_log_dirs::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
                 .await
         }
         ApiKey::OffsetForLeaderEpoch => {
             offset_for_leader_epoch::handle(
                 shard,
+                access,
                 decode(&mut body, version)?,
                 version,
                 correlation_id,
@@ -407,7 +422,7 @@ pub async fn dispatch(
             .await
         }
         ApiKey::DeleteRecords => {
-            delete_records::handle(shard, decode(&mut body, version)?, version, correlation_id)
+            delete_records::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
                 .await
         }
         _ => return Err("API not served"),

@@ -160,6 +160,7 @@ pub fn to_wire(
 /// Answers OffsetCommit.
 pub fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: OffsetCommitRequest,
     version: i16,
     correlation_id: i32,

@@ -89,6 +89,7 @@ pub fn to_wire(
 /// Answers OffsetDelete.
 pub fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: OffsetDeleteRequest,
     version: i16,
     correlation_id: i32,

@@ -181,6 +181,7 @@ fn take_groups(reply: GroupReply) -> Result<Vec<group::OffsetFetchGroupResponse>
 /// Answers OffsetFetch.
 pub fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: OffsetFetchRequest,
     version: i16,
     correlation_id: i32,

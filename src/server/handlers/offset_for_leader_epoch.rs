@@ -35,6 +35,7 @@ fn failed(partition: i32, error: ErrorCode) -> EpochEndOffset {
 /// Answers OffsetForLeaderEpoch.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: OffsetForLeaderEpochRequest,
     version: i16,
     correlation_id: i32,

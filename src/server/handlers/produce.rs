@@ -243,6 +243,7 @@ fn produce_verification_error(error: ErrorCode, version: i16) -> ErrorCode {
 /// Answers Produce.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     mut request: ProduceRequest,
     version: i16,
     correlation_id: i32,

@@ -66,6 +66,7 @@ pub fn to_wire(response: group::SyncGroupResponse, version: i16) -> SyncGroupRes
 /// Answers SyncGroup.
 pub fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: SyncGroupRequest,
     version: i16,
     correlation_id: i32,

@@ -192,6 +192,7 @@ fn verification_error(error: ErrorCode, version: i16) -> ErrorCode {
 /// Answers TxnOffsetCommit.
 pub fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: TxnOffsetCommitRequest,
     version: i16,
     correlation_id: i32,

@@ -43,6 +43,7 @@ enum Slot {
 /// Answers WriteTxnMarkers.
 pub async fn handle(
     shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
     request: WriteTxnMarkersRequest,
     version: i16,
     correlation_id: i32,
