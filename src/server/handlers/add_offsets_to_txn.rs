@@ -2,6 +2,10 @@
 //! partition to the producer's transaction, so EndTxn writes a marker there
 //! and the offsets of TxnOffsetCommit become visible (or are dropped) with
 //! the transaction.
+//!
+//! Authorization, as in Kafka: WRITE on the transactional id, else
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED; then READ on the group, else
+//! GROUP_AUTHORIZATION_FAILED.
 
 use std::rc::Rc;
 
@@ -12,6 +16,7 @@ use super::txn_common::{txn_error_code, unit_reply_error};
 use crate::cluster::controller::OFFSETS_TOPIC;
 use crate::group::service::group_partition;
 use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::shard::messages::TopicPartition;
 use crate::shard::Shard;
@@ -30,10 +35,23 @@ pub async fn handle(
     correlation_id: i32,
 ) -> Responder {
     let shard = shard.clone();
+    let refusal = if !access.transactional_id(AclOperation::Write, &request.transactional_id) {
+        Some(ErrorCode::TransactionalIdAuthorizationFailed)
+    } else if !access.group(AclOperation::Read, &request.group_id) {
+        Some(ErrorCode::GroupAuthorizationFailed)
+    } else {
+        None
+    };
     Box::pin(async move {
-        let error = match group_partition(&shard, &request.group_id).await {
-            None => Some(ErrorCode::CoordinatorNotAvailable),
-            Some(partition) => {
+        let partition = match refusal {
+            Some(error) => Err(error),
+            None => group_partition(&shard, &request.group_id)
+                .await
+                .ok_or(ErrorCode::CoordinatorNotAvailable),
+        };
+        let error = match partition {
+            Err(error) => Some(error),
+            Ok(partition) => {
                 let transactional_id = request.transactional_id.to_string();
                 let call = TxnCall::AddPartitions {
                     transactional_id: transactional_id.clone(),

@@ -4,6 +4,13 @@
 //! OPERATION_NOT_ATTEMPTED, as Kafka answers; otherwise every partition
 //! gets the coordinator's one answer. Versions 4 and up are broker-to-broker
 //! (KIP-890) and not advertised.
+//!
+//! Authorization, as in Kafka: WRITE on the transactional id, else every
+//! partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED; WRITE on each topic
+//! (never granted for internal topics), else its partitions are
+//! TOPIC_AUTHORIZATION_FAILED, checked before existence and failing the
+//! request as an unknown partition does. Broker versions need
+//! CLUSTER_ACTION, else a top-level CLUSTER_AUTHORIZATION_FAILED.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -15,7 +22,9 @@ use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResp
 
 use super::encode_response;
 use super::txn_common::{txn_error_code, unit_reply_error};
+use crate::cluster::image::is_internal_topic;
 use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::shard::messages::TopicPartition;
 use crate::shard::Shard;
@@ -34,34 +43,58 @@ pub async fn handle(
     correlation_id: i32,
 ) -> Responder {
     let shard = shard.clone();
+    let access = access.clone();
     Box::pin(async move {
+        if version >= 4 && !access.cluster(AclOperation::ClusterAction) {
+            // Broker-to-broker only: refused as a whole.
+            let mut response = AddPartitionsToTxnResponse::default();
+            response.error_code = ErrorCode::ClusterAuthorizationFailed.code();
+            return encode_response(
+                ApiKey::AddPartitionsToTxn,
+                version,
+                correlation_id,
+                &response,
+            );
+        }
+        // Brokers' versions are not checked per transaction or topic.
+        let client = version < 4;
+        let transaction_refused = client
+            && !access
+                .transactional_id(AclOperation::Write, &request.v3_and_below_transactional_id);
         let image = shard.image();
-        let mut requested: Vec<(TopicPartition, bool)> = Vec::new();
+        // Each partition with the error that keeps it out, if any.
+        let mut requested: Vec<(TopicPartition, Option<ErrorCode>)> = Vec::new();
         for topic in &request.v3_and_below_topics {
             let known = image.topic(&topic.name);
+            let writable = !client
+                || (!is_internal_topic(&topic.name)
+                    && access.topic(AclOperation::Write, &topic.name));
             for &partition in &topic.partitions {
                 let exists = known.is_some_and(|t| {
                     usize::try_from(partition).is_ok_and(|p| p < t.partition_shards.len())
                 });
+                let error = if !writable {
+                    Some(ErrorCode::TopicAuthorizationFailed)
+                } else if !exists {
+                    Some(ErrorCode::UnknownTopicOrPartition)
+                } else {
+                    None
+                };
                 requested.push((
                     TopicPartition {
                         topic: topic.name.to_string(),
                         partition,
                     },
-                    exists,
+                    error,
                 ));
             }
         }
-        let codes: Vec<i16> = if requested.iter().any(|(_, exists)| !exists) {
+        let codes: Vec<i16> = if transaction_refused {
+            vec![ErrorCode::TransactionalIdAuthorizationFailed.code(); requested.len()]
+        } else if requested.iter().any(|(_, error)| error.is_some()) {
             requested
                 .iter()
-                .map(|(_, exists)| {
-                    if *exists {
-                        ErrorCode::OperationNotAttempted.code()
-                    } else {
-                        ErrorCode::UnknownTopicOrPartition.code()
-                    }
-                })
+                .map(|(_, error)| error.unwrap_or(ErrorCode::OperationNotAttempted).code())
                 .collect()
         } else {
             let transactional_id = request.v3_and_below_transactional_id.to_string();

@@ -18,6 +18,8 @@ use super::{encode_response, str_bytes};
 use crate::cluster::controller::CONTROLLER_SHARD;
 use crate::config::{ConfigAlteration, ConfigOp};
 use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
+use crate::server::access::Access;
 use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{
     AdminOutcome, ControllerReply, ControllerRequest, ShardReply, ShardRequest,
@@ -57,7 +59,13 @@ fn invalid_request(message: impl Into<String>) -> Plan {
 
 /// Kafka's checks before a resource's own (`ConfigAdminManager`), in its
 /// order, then the resource type's.
-fn plan(shard: &Shard, resource: &Resource, incremental: bool, duplicated: bool) -> Plan {
+fn plan(
+    shard: &Shard,
+    access: &Access,
+    resource: &Resource,
+    incremental: bool,
+    duplicated: bool,
+) -> Plan {
     if duplicated {
         return invalid_request("Each resource must appear at most once.");
     }
@@ -87,9 +95,23 @@ fn plan(shard: &Shard, resource: &Resource, incremental: bool, duplicated: bool)
             return invalid_request(format!("Unknown config operation {op} for : {name}"));
         }
     }
+    // ALTER_CONFIGS on the resource (the cluster for a broker), asked after
+    // the checks above and a broker's own, as Kafka's controller asks.
+    let refused = |error: ErrorCode| Plan::Answer((error.code(), Some(error.to_string())));
     match resource.resource_type {
+        resource_type::TOPIC if !access.topic(AclOperation::AlterConfigs, &resource.name) => {
+            refused(ErrorCode::TopicAuthorizationFailed)
+        }
         resource_type::TOPIC => Plan::Topic(alteration(&resource.changes, incremental)),
-        resource_type::BROKER => broker_plan(shard, resource),
+        resource_type::BROKER => match broker_plan(shard, resource) {
+            Plan::Answer((0, _)) if !access.cluster(AclOperation::AlterConfigs) => {
+                refused(ErrorCode::ClusterAuthorizationFailed)
+            }
+            plan => plan,
+        },
+        resource_type::BROKER_LOGGER if !access.cluster(AclOperation::AlterConfigs) => {
+            Plan::Answer((ErrorCode::ClusterAuthorizationFailed.code(), None))
+        }
         resource_type::BROKER_LOGGER => Plan::Answer((
             ErrorCode::InvalidConfig.code(),
             Some("Log levels of this broker cannot be changed at runtime.".into()),
@@ -158,6 +180,7 @@ fn broker_plan(shard: &Shard, resource: &Resource) -> Plan {
 /// (error code, message, resource type, resource name).
 async fn alter(
     shard: &Rc<Shard>,
+    access: &Access,
     resources: Vec<Resource>,
     incremental: bool,
     validate_only: bool,
@@ -172,7 +195,7 @@ async fn alter(
         .iter()
         .map(|r| {
             let duplicated = duplicates.contains(&(r.resource_type, r.name.clone()));
-            plan(shard, r, incremental, duplicated)
+            plan(shard, access, r, incremental, duplicated)
         })
         .collect();
     let topics: Vec<(String, ConfigAlteration)> = resources
@@ -227,7 +250,7 @@ async fn alter(
 /// Answers IncrementalAlterConfigs.
 pub async fn handle_incremental(
     shard: &Rc<Shard>,
-    access: &crate::server::access::Access,
+    access: &Access,
     request: IncrementalAlterConfigsRequest,
     version: i16,
     correlation_id: i32,
@@ -251,7 +274,7 @@ pub async fn handle_incremental(
                 .collect(),
         })
         .collect();
-    let answers = alter(shard, resources, true, request.validate_only).await;
+    let answers = alter(shard, access, resources, true, request.validate_only).await;
     Box::pin(async move {
         let mut response = IncrementalAlterConfigsResponse::default();
         response.responses = answers
@@ -281,7 +304,7 @@ pub async fn handle_incremental(
 /// listed.
 pub async fn handle(
     shard: &Rc<Shard>,
-    access: &crate::server::access::Access,
+    access: &Access,
     request: AlterConfigsRequest,
     version: i16,
     correlation_id: i32,
@@ -299,7 +322,7 @@ pub async fn handle(
                 .collect(),
         })
         .collect();
-    let answers = alter(shard, resources, false, request.validate_only).await;
+    let answers = alter(shard, access, resources, false, request.validate_only).await;
     Box::pin(async move {
         let mut response = AlterConfigsResponse::default();
         response.responses = answers

@@ -57,6 +57,24 @@ pub async fn handle(
             users.push(name.clone());
         }
     }
+    // ALTER on the cluster, else each user named is refused (in name
+    // order, as Kafka answers).
+    if !access.cluster(crate::security::acl::AclOperation::Alter) {
+        users.sort();
+        let message = crate::server::access::cluster_refusal(
+            ApiKey::AlterUserScramCredentials,
+            "ALTER",
+        );
+        let error = ErrorCode::ClusterAuthorizationFailed.code();
+        return super::ready(answer(
+            users
+                .into_iter()
+                .map(|user| (user, error, Some(message.clone())))
+                .collect(),
+            version,
+            correlation_id,
+        ));
+    }
     let call = shard
         .call(
             CONTROLLER_SHARD,
@@ -88,23 +106,31 @@ pub async fn handle(
                 })
                 .collect()
         });
-        let mut response = AlterUserScramCredentialsResponse::default();
-        response.results = results
-            .into_iter()
-            .map(|(user, error_code, message)| {
-                let mut result = AlterUserScramCredentialsResult::default();
-                result.user = str_bytes(&user);
-                result.error_code = error_code;
-                result.error_message = message.map(|m| str_bytes(&m));
-                result
-            })
-            .collect();
-        let response: Response = encode_response(
-            ApiKey::AlterUserScramCredentials,
-            version,
-            correlation_id,
-            &response,
-        );
-        response
+        answer(results, version, correlation_id)
     })
+}
+
+/// The response of per-user results (user, error code, message).
+fn answer(
+    results: Vec<(String, i16, Option<String>)>,
+    version: i16,
+    correlation_id: i32,
+) -> Response {
+    let mut response = AlterUserScramCredentialsResponse::default();
+    response.results = results
+        .into_iter()
+        .map(|(user, error_code, message)| {
+            let mut result = AlterUserScramCredentialsResult::default();
+            result.user = str_bytes(&user);
+            result.error_code = error_code;
+            result.error_message = message.map(|m| str_bytes(&m));
+            result
+        })
+        .collect();
+    encode_response(
+        ApiKey::AlterUserScramCredentials,
+        version,
+        correlation_id,
+        &response,
+    )
 }

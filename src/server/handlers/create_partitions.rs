@@ -1,5 +1,6 @@
 //! CreatePartitions (key 37, v0-v3): more partitions for existing topics,
-//! added by the controller (see `cluster::controller`).
+//! added by the controller (see `cluster::controller`). With an authorizer
+//! a topic takes ALTER.
 
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -12,6 +13,7 @@ use kafka_protocol::messages::{
 use super::{encode_response, str_bytes};
 use crate::cluster::controller::CONTROLLER_SHARD;
 use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
 use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{
     AdminOutcome, ControllerReply, ControllerRequest, CreatePartitionsSpec, ShardReply,
@@ -51,6 +53,14 @@ pub async fn handle(
                     )),
                 ));
             }
+            continue;
+        }
+        // ALTER on the topic, asked before it is looked for.
+        if !access.topic(AclOperation::Alter, &name) {
+            order.push((
+                name,
+                Some((ErrorCode::TopicAuthorizationFailed.code(), None)),
+            ));
             continue;
         }
         specs.push(CreatePartitionsSpec {

@@ -1,5 +1,7 @@
 //! CreateTopics (key 19): validated and committed by the controller; answers
-//! once every shard has the new partitions.
+//! once every shard has the new partitions. With an authorizer a topic takes
+//! CREATE on the cluster or on itself, and its configs are answered only
+//! with DESCRIBE_CONFIGS on it.
 
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -14,6 +16,7 @@ use crate::cluster::controller::CONTROLLER_SHARD;
 use crate::config::topic_config::describe_topic_configs;
 use crate::config::TopicConfigs;
 use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
 use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{
     ControllerReply, ControllerRequest, CreateTopicOutcome, CreateTopicSpec, ShardReply,
@@ -113,11 +116,22 @@ pub async fn handle(
         .map(|t| t.name.as_str())
         .filter(|name| !names.insert(*name))
         .collect();
+    // CREATE on the cluster allows every topic, else CREATE on each topic;
+    // a refused topic is not looked at further.
+    let may_create_any = access.cluster(AclOperation::Create);
     for (i, topic) in request.topics.iter().enumerate() {
         if duplicates.contains(topic.name.as_str()) {
             results[i] = Some(CreateTopicOutcome {
                 error_code: ErrorCode::InvalidRequest.code(),
                 error_message: Some("Duplicate topic name.".into()),
+                topic_id: uuid::Uuid::nil(),
+            });
+            continue;
+        }
+        if !may_create_any && !access.topic(AclOperation::Create, topic.name.as_str()) {
+            results[i] = Some(CreateTopicOutcome {
+                error_code: ErrorCode::TopicAuthorizationFailed.code(),
+                error_message: Some("Authorization failed.".into()),
                 topic_id: uuid::Uuid::nil(),
             });
             continue;
@@ -136,6 +150,12 @@ pub async fn handle(
             }
         }
     }
+    // Configs are answered only to callers that may DESCRIBE_CONFIGS.
+    let configs_visible: Vec<bool> = request
+        .topics
+        .iter()
+        .map(|t| access.topic(AclOperation::DescribeConfigs, t.name.as_str()))
+        .collect();
     let shard = shard.clone();
     let controller_call = if specs.is_empty() {
         None
@@ -181,8 +201,9 @@ pub async fn handle(
             .iter()
             .zip(results)
             .zip(specs_by_position(&positions, &specs, request.topics.len()))
-            .filter(|((topic, _), _)| answered.insert(topic.name.clone()))
-            .map(|((topic, outcome), spec)| {
+            .zip(configs_visible)
+            .filter(|(((topic, _), _), _)| answered.insert(topic.name.clone()))
+            .map(|(((topic, outcome), spec), configs_visible)| {
                 let outcome = outcome.expect("every topic has an outcome");
                 let mut r = CreatableTopicResult::default();
                 r.name = topic.name.clone();
@@ -191,7 +212,13 @@ pub async fn handle(
                 if version >= 7 {
                     r.topic_id = outcome.topic_id;
                 }
-                if outcome.error_code == 0 && version >= 5 {
+                if outcome.error_code == 0 && version >= 5 && !configs_visible {
+                    // Created, but its settings are not the caller's to see.
+                    r.num_partitions = -1;
+                    r.replication_factor = -1;
+                    r.configs = Some(Vec::new());
+                    r.topic_config_error_code = ErrorCode::TopicAuthorizationFailed.code();
+                } else if outcome.error_code == 0 && version >= 5 {
                     let spec = spec.expect("successful topics have a spec");
                     r.num_partitions = spec.num_partitions;
                     r.replication_factor = spec.replication_factor;

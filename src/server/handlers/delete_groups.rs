@@ -2,6 +2,10 @@
 //! offsets. The groups are split by their `__consumer_offsets` partition,
 //! each partition's coordinator is asked once (the answer waits until the
 //! tombstones are durable), and the results are put back in request order.
+//!
+//! Authorization, as in Kafka: DELETE on each group, else its result is
+//! GROUP_AUTHORIZATION_FAILED and its coordinator is not asked; the refused
+//! groups' results come first.
 
 use std::rc::Rc;
 
@@ -11,6 +15,8 @@ use kafka_protocol::messages::{ApiKey, DeleteGroupsRequest, DeleteGroupsResponse
 use super::encode_response;
 use super::groups::{call_by_partition, group_id, string, unexpected};
 use crate::group;
+use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::shard::messages::{GroupCall, GroupReply};
 use crate::shard::Shard;
@@ -24,8 +30,12 @@ pub fn handle(
     correlation_id: i32,
 ) -> Responder {
     let shard = shard.clone();
+    let (requested, refused): (Vec<String>, Vec<String>) = request
+        .groups_names
+        .iter()
+        .map(|g| string(g))
+        .partition(|g| access.group(AclOperation::Delete, g));
     Box::pin(async move {
-        let requested: Vec<String> = request.groups_names.iter().map(|g| string(g)).collect();
         let items = requested.iter().map(|g| (g.clone(), g.clone())).collect();
         let results = call_by_partition(
             &shard,
@@ -43,9 +53,11 @@ pub fn handle(
         )
         .await;
         let mut response = DeleteGroupsResponse::default();
-        response.results = requested
+        // Kafka lists the refused groups before the coordinator's results.
+        response.results = refused
             .iter()
-            .zip(results)
+            .map(|id| (id, Err(ErrorCode::GroupAuthorizationFailed)))
+            .chain(requested.iter().zip(results))
             .map(|(id, result)| {
                 let mut wire = DeletableGroupResult::default();
                 wire.group_id = group_id(id);

@@ -70,10 +70,15 @@ pub async fn handle(
     let mut groups: ShardGroups<(TopicPartition, i64)> = ShardGroups::new();
     for (name, partitions) in &topics {
         let image_topic = image.topic(name);
+        // DELETE on the topic, asked before it is looked for.
+        let deletable = access.topic(crate::security::acl::AclOperation::Delete, name);
         for &(index, offset) in partitions {
             let position = outcomes.len();
             let owner = image_topic.and_then(|t| shard.owner_of(t, index).map(|o| (t, o)));
             match owner {
+                _ if !deletable => {
+                    outcomes.push(Err(ErrorCode::TopicAuthorizationFailed.code()));
+                }
                 None => outcomes.push(Err(ErrorCode::UnknownTopicOrPartition.code())),
                 Some((topic, _)) if topic.is_internal() => {
                     outcomes.push(Err(ErrorCode::InvalidTopicException.code()));

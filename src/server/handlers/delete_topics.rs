@@ -1,4 +1,6 @@
-//! DeleteTopics (key 20): by name (v0-v5) or by name or id (v6+).
+//! DeleteTopics (key 20): by name (v0-v5) or by name or id (v6+). With an
+//! authorizer a topic takes DELETE (on it or on the cluster), and DESCRIBE to
+//! learn whether it exists.
 
 use std::rc::Rc;
 
@@ -8,6 +10,7 @@ use kafka_protocol::messages::{ApiKey, DeleteTopicsRequest, DeleteTopicsResponse
 use super::{encode_response, str_bytes};
 use crate::cluster::controller::CONTROLLER_SHARD;
 use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
 use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{ControllerReply, ControllerRequest, ShardReply, ShardRequest};
 use crate::shard::Shard;
@@ -42,6 +45,25 @@ pub async fn handle(
             .collect()
     };
     let disabled = !shard.config.delete_topic_enable;
+    // DELETE on the cluster allows every topic; else a named topic takes
+    // DESCRIBE (or it is refused whether it exists or not) and DELETE. A
+    // topic named by id keeps its name out of the answer without DESCRIBE.
+    let may_delete_any = access.cluster(AclOperation::Delete);
+    let wanted: Vec<(Option<String>, uuid::Uuid, Option<ErrorCode>)> = wanted
+        .into_iter()
+        .map(|(name, id, early)| match name {
+            Some(name) if early.is_none() && !may_delete_any => {
+                let describable = access.topic(AclOperation::Describe, &name);
+                let deletable = access.topic(AclOperation::Delete, &name);
+                let by_id = !id.is_nil();
+                let shown = (describable || !by_id).then_some(name);
+                let refused = (!describable || !deletable)
+                    .then_some(ErrorCode::TopicAuthorizationFailed);
+                (shown, id, refused)
+            }
+            name => (name, id, early),
+        })
+        .collect();
     let names: Vec<String> = wanted
         .iter()
         .filter(|w| w.2.is_none() && !disabled)
@@ -77,10 +99,11 @@ pub async fn handle(
                 if version >= 6 {
                     r.topic_id = requested_id;
                 }
-                let error = if let Some(e) = early {
-                    e.code()
-                } else if disabled {
+                // delete.topic.enable=false refuses the whole request first.
+                let error = if disabled {
                     ErrorCode::TopicDeletionDisabled.code()
+                } else if let Some(e) = early {
+                    e.code()
                 } else {
                     match outcomes.next() {
                         Some((code, id)) => {
@@ -93,7 +116,8 @@ pub async fn handle(
                     }
                 };
                 r.error_code = error;
-                r.error_message = None;
+                r.error_message = (error == ErrorCode::TopicAuthorizationFailed.code())
+                    .then(|| str_bytes("Topic authorization failed."));
                 r
             })
             .collect();

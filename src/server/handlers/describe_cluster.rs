@@ -11,7 +11,7 @@ use std::rc::Rc;
 use kafka_protocol::messages::describe_cluster_response::DescribeClusterBroker;
 use kafka_protocol::messages::{ApiKey, BrokerId, DescribeClusterRequest, DescribeClusterResponse};
 
-use super::authorized_operations::{AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS_ALL};
+use super::authorized_operations::AUTHORIZED_OPERATIONS_OMITTED;
 use super::{encode_response, str_bytes};
 use crate::protocol::ErrorCode;
 use crate::server::connection::Response;
@@ -67,7 +67,7 @@ pub fn handle(
     response.controller_id = BrokerId(config.node_id);
     response.brokers = vec![broker];
     if request.include_cluster_authorized_operations {
-        response.cluster_authorized_operations = CLUSTER_OPERATIONS_ALL;
+        response.cluster_authorized_operations = access.cluster_operations();
     }
     encode_response(ApiKey::DescribeCluster, version, correlation_id, &response)
 }

@@ -3,11 +3,15 @@
 //! partition, each partition's coordinator is asked once, and the answers are
 //! put back in request order.
 //!
-//! v3+ may ask for the authorized operations: without an authorizer every
-//! group operation is allowed (Kafka sets them only on groups described
-//! without error). v4+ carry the members' group instance ids. From v6 an
-//! unknown group is GROUP_ID_NOT_FOUND (the coordinator decides from the
-//! version) with Kafka's message.
+//! v3+ may ask for the authorized operations: those the caller may do on the
+//! group (Kafka sets them only on groups described without error). v4+
+//! carry the members' group instance ids. From v6 an unknown group is
+//! GROUP_ID_NOT_FOUND (the coordinator decides from the version) with
+//! Kafka's message.
+//!
+//! Authorization, as in Kafka: DESCRIBE on each group, else an entry with
+//! GROUP_AUTHORIZATION_FAILED and nothing else; those entries come first,
+//! then the described groups in request order.
 
 use std::rc::Rc;
 
@@ -22,17 +26,20 @@ use super::groups::{
 use super::str_bytes;
 use crate::group;
 use crate::protocol::ErrorCode;
+use crate::security::acl::{AclOperation, ResourceType};
 use crate::server::connection::Responder;
 use crate::shard::messages::{GroupCall, GroupReply};
 use crate::shard::Shard;
 
 /// The wire description of one group for `version`; `Err` when its
-/// coordinator could not answer.
+/// coordinator could not answer (or the caller may not describe it).
+/// `authorized_operations` is the group's bit field when the client asked
+/// for it.
 pub fn to_wire(
     requested: &str,
     described: Result<group::DescribedGroup, ErrorCode>,
     version: i16,
-    include_authorized_operations: bool,
+    authorized_operations: Option<i32>,
 ) -> DescribedGroup {
     let mut wire = DescribedGroup::default();
     match described {
@@ -72,12 +79,10 @@ pub fn to_wire(
             wire.group_id = group_id(requested);
         }
     }
-    wire.authorized_operations =
-        if version >= 3 && include_authorized_operations && wire.error_code == 0 {
-            GROUP_AUTHORIZED_OPERATIONS
-        } else {
-            AUTHORIZED_OPERATIONS_OMITTED
-        };
+    wire.authorized_operations = match authorized_operations {
+        Some(operations) if version >= 3 && wire.error_code == 0 => operations,
+        _ => AUTHORIZED_OPERATIONS_OMITTED,
+    };
     wire
 }
 
@@ -90,8 +95,13 @@ pub fn handle(
     correlation_id: i32,
 ) -> Responder {
     let shard = shard.clone();
+    let access = access.clone();
     Box::pin(async move {
-        let requested: Vec<String> = request.groups.iter().map(|g| string(g)).collect();
+        let (requested, refused): (Vec<String>, Vec<String>) = request
+            .groups
+            .iter()
+            .map(|g| string(g))
+            .partition(|g| access.group(AclOperation::Describe, g));
         let items = requested.iter().map(|g| (g.clone(), g.clone())).collect();
         let described = call_by_partition(
             &shard,
@@ -107,11 +117,23 @@ pub fn handle(
             },
         )
         .await;
+        // Only what ringbroker offers on groups (no group configs).
+        let operations = |id: &str| {
+            request
+                .include_authorized_operations
+                .then(|| access.operations(ResourceType::Group, id) & GROUP_AUTHORIZED_OPERATIONS)
+        };
         let mut response = DescribeGroupsResponse::default();
-        response.groups = requested
+        // Kafka lists the refused groups before the coordinator's answers.
+        response.groups = refused
             .iter()
-            .zip(described)
-            .map(|(id, d)| to_wire(id, d, version, request.include_authorized_operations))
+            .map(|id| to_wire(id, Err(ErrorCode::GroupAuthorizationFailed), version, None))
+            .chain(
+                requested
+                    .iter()
+                    .zip(described)
+                    .map(|(id, d)| to_wire(id, d, version, operations(id))),
+            )
             .collect();
         encode_response(ApiKey::DescribeGroups, version, correlation_id, &response)
     })
@@ -147,8 +169,18 @@ mod tests {
         for version in 0..=6 {
             let mut response = DescribeGroupsResponse::default();
             response.groups = vec![
-                to_wire("g", Ok(stable()), version, true),
-                to_wire("h", Err(ErrorCode::NotCoordinator), version, true),
+                to_wire(
+                    "g",
+                    Ok(stable()),
+                    version,
+                    Some(GROUP_AUTHORIZED_OPERATIONS),
+                ),
+                to_wire(
+                    "h",
+                    Err(ErrorCode::NotCoordinator),
+                    version,
+                    Some(GROUP_AUTHORIZED_OPERATIONS),
+                ),
             ];
             let mut buf = BytesMut::new();
             response.encode(&mut buf, version).expect("encodes");
@@ -182,8 +214,26 @@ mod tests {
         missing.error = Some(ErrorCode::GroupIdNotFound);
         missing.group_state = "Dead".into();
         missing.members.clear();
-        let wire = to_wire("gone", Ok(missing), 6, false);
+        let wire = to_wire("gone", Ok(missing), 6, None);
         assert_eq!(wire.error_message.as_deref(), Some("Group gone not found."));
+        assert_eq!(wire.authorized_operations, i32::MIN);
+    }
+
+    #[test]
+    fn a_refused_group_has_only_its_id_and_error() {
+        let wire = to_wire(
+            "g",
+            Err(ErrorCode::GroupAuthorizationFailed),
+            5,
+            Some(GROUP_AUTHORIZED_OPERATIONS),
+        );
+        assert_eq!(wire.error_code, 30);
+        assert_eq!(wire.group_id.as_str(), "g");
+        assert_eq!(wire.group_state.as_str(), "");
+        assert_eq!(wire.protocol_type.as_str(), "");
+        assert_eq!(wire.protocol_data.as_str(), "");
+        assert!(wire.members.is_empty());
+        assert_eq!(wire.error_message, None);
         assert_eq!(wire.authorized_operations, i32::MIN);
     }
 }

@@ -49,6 +49,17 @@ pub async fn handle(
     version: i16,
     correlation_id: i32,
 ) -> Responder {
+    // DESCRIBE on the cluster, else refused whole (v3+ has the field).
+    if !access.cluster(crate::security::acl::AclOperation::Describe) {
+        let mut response = DescribeLogDirsResponse::default();
+        response.error_code = ErrorCode::ClusterAuthorizationFailed.code();
+        return super::ready(super::encode_response(
+            ApiKey::DescribeLogDirs,
+            version,
+            correlation_id,
+            &response,
+        ));
+    }
     let wanted: Option<HashSet<TopicPartition>> = request.topics.as_ref().map(|topics| {
         topics
             .iter()

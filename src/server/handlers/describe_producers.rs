@@ -16,7 +16,7 @@ use kafka_protocol::messages::{
     ApiKey, DescribeProducersRequest, DescribeProducersResponse, ProducerId,
 };
 
-use super::{encode_response, ShardGroups};
+use super::{encode_response, str_bytes, ShardGroups};
 use crate::partition::ProducerDescription;
 use crate::protocol::ErrorCode;
 use crate::server::connection::Responder;
@@ -39,9 +39,12 @@ pub async fn handle(
     for topic in &request.topics {
         let name = topic.name.to_string();
         let image_topic = image.topic(&name);
+        // READ on the topic, asked before it is looked for.
+        let readable = access.topic(crate::security::acl::AclOperation::Read, &name);
         for &index in &topic.partition_indexes {
             let position = outcomes.len();
             match image_topic.and_then(|t| shard.owner_of(t, index)) {
+                _ if !readable => outcomes.push(Err(ErrorCode::TopicAuthorizationFailed.code())),
                 None => outcomes.push(Err(ErrorCode::UnknownTopicOrPartition.code())),
                 Some(owner) => {
                     outcomes.push(Err(ErrorCode::NotLeaderOrFollower.code()));
@@ -90,7 +93,13 @@ pub async fn handle(
                             })
                             .collect();
                     }
-                    Some(Err(error_code)) => partition.error_code = error_code,
+                    Some(Err(error_code)) => {
+                        partition.error_code = error_code;
+                        if error_code == ErrorCode::TopicAuthorizationFailed.code() {
+                            partition.error_message =
+                                Some(str_bytes(&ErrorCode::TopicAuthorizationFailed.to_string()));
+                        }
+                    }
                     None => partition.error_code = ErrorCode::UnknownServerError.code(),
                 }
                 topic_response.partitions.push(partition);

@@ -1,5 +1,10 @@
 //! DescribeTransactions (key 65, v0): the state of each transactional id,
 //! from its coordinator. Before `__transaction_state` exists no id is known.
+//!
+//! Authorization, as in Kafka: DESCRIBE on each transactional id, else an
+//! entry with TRANSACTIONAL_ID_AUTHORIZATION_FAILED and nothing else, its
+//! coordinator not asked; topics the caller may not DESCRIBE are left out
+//! of every state.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -11,6 +16,7 @@ use kafka_protocol::messages::{
 
 use super::{encode_response, str_bytes};
 use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::shard::Shard;
 use crate::txn::records::group_by_topic;
@@ -26,11 +32,16 @@ pub async fn handle(
     correlation_id: i32,
 ) -> Responder {
     let shard = shard.clone();
+    let access = access.clone();
     Box::pin(async move {
         let ids: Vec<String> = request
             .transactional_ids
             .iter()
             .map(|id| id.to_string())
+            .collect();
+        let refused: Vec<bool> = ids
+            .iter()
+            .map(|id| !access.transactional_id(AclOperation::Describe, id))
             .collect();
         let partitions = shard
             .image()
@@ -38,7 +49,7 @@ pub async fn handle(
             .map(|t| t.partition_shards.len() as i32);
         let mut by_partition: BTreeMap<i32, Vec<usize>> = BTreeMap::new();
         if let Some(count) = partitions {
-            for (i, id) in ids.iter().enumerate() {
+            for (i, id) in ids.iter().enumerate().filter(|&(i, _)| !refused[i]) {
                 by_partition
                     .entry(txn_partition_for(id, count))
                     .or_default()
@@ -75,6 +86,13 @@ pub async fn handle(
         for (i, id) in ids.iter().enumerate() {
             let mut state = TransactionState::default();
             state.transactional_id = str_bytes(id).into();
+            if refused[i] {
+                // Kafka's refusal entry: the id and the error, the other
+                // fields their defaults.
+                state.error_code = ErrorCode::TransactionalIdAuthorizationFailed.code();
+                response.transaction_states.push(state);
+                continue;
+            }
             state.error_code = errors[i];
             state.transaction_state = str_bytes("");
             state.producer_id = ProducerId(-1);
@@ -89,6 +107,7 @@ pub async fn handle(
                 let set = d.partitions.iter().cloned().collect();
                 state.topics = group_by_topic(&set)
                     .into_iter()
+                    .filter(|(topic, _)| access.topic(AclOperation::Describe, topic))
                     .map(|(topic, partitions)| {
                         let mut data = TopicData::default();
                         data.topic = str_bytes(&topic).into();

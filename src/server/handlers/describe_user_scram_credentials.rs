@@ -29,6 +29,29 @@ pub fn handle(
     correlation_id: i32,
 ) -> Response {
     let image = shard.image();
+    // DESCRIBE on the cluster, else the request and each user named are
+    // refused (Kafka leaves the user out of those results).
+    if !access.cluster(crate::security::acl::AclOperation::Describe) {
+        let error = ErrorCode::ClusterAuthorizationFailed.code();
+        let mut response = DescribeUserScramCredentialsResponse::default();
+        response.error_code = error;
+        response.results = request
+            .users
+            .unwrap_or_default()
+            .iter()
+            .map(|_| {
+                let mut result = DescribeUserScramCredentialsResult::default();
+                result.error_code = error;
+                result
+            })
+            .collect();
+        return encode_response(
+            ApiKey::DescribeUserScramCredentials,
+            version,
+            correlation_id,
+            &response,
+        );
+    }
     // (user, named more than once), first mention first.
     let mut users: Vec<(String, bool)> = Vec::new();
     match request.users.filter(|users| !users.is_empty()) {

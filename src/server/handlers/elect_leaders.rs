@@ -41,6 +41,38 @@ pub fn handle(
     let unknown_type = !matches!(election_type, PREFERRED | UNCLEAN);
     let image = shard.image();
     let mut response = ElectLeadersResponse::default();
+    // ALTER on the cluster, else the request and every partition named are
+    // refused.
+    if !access.cluster(crate::security::acl::AclOperation::Alter) {
+        let error = ErrorCode::ClusterAuthorizationFailed.code();
+        let message = str_bytes(&crate::server::access::cluster_refusal(
+            ApiKey::ElectLeaders,
+            "ALTER",
+        ));
+        response.error_code = error;
+        response.replica_election_results = request
+            .topic_partitions
+            .unwrap_or_default()
+            .into_iter()
+            .map(|wanted| {
+                let mut result = ReplicaElectionResult::default();
+                result.partition_result = wanted
+                    .partitions
+                    .iter()
+                    .map(|&partition| {
+                        let mut answer = PartitionResult::default();
+                        answer.partition_id = partition;
+                        answer.error_code = error;
+                        answer.error_message = Some(message.clone());
+                        answer
+                    })
+                    .collect();
+                result.topic = wanted.topic;
+                result
+            })
+            .collect();
+        return encode_response(ApiKey::ElectLeaders, version, correlation_id, &response);
+    }
     if unknown_type {
         response.error_code = ErrorCode::InvalidRequest.code();
     }

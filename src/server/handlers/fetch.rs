@@ -25,6 +25,7 @@ use kafka_protocol::messages::{
 
 use super::{encode_response, encode_response_pieces, str_bytes, ShardGroups};
 use crate::cluster::image::check_current_leader_epoch;
+use crate::security::acl::AclOperation;
 use crate::protocol::ErrorCode;
 use crate::server::connection::Responder;
 use crate::server::pieces::{RecordSlots, RECORDS_MARKER_BYTES};
@@ -49,6 +50,7 @@ pub async fn handle(
     correlation_id: i32,
 ) -> Responder {
     let shard = shard.clone();
+    let access = access.clone();
     Box::pin(async move {
         if request.session_id != 0 {
             let mut response = FetchResponse::default();
@@ -76,9 +78,21 @@ pub async fn handle(
                 .map(|t| t.name.clone())
                 .or_else(|| (version < 13).then(|| fetch_topic.topic.to_string()));
             topics.push((name.clone(), fetch_topic.topic_id));
+            // A replica (replica id >= 0) needs CLUSTER_ACTION, a consumer
+            // READ on the topic, asked before the topic is looked for (an
+            // unknown topic id excepted), as Kafka does.
+            let follower = request.replica_id.0 >= 0 || request.replica_state.replica_id.0 >= 0;
+            let readable = if follower {
+                access.cluster(AclOperation::ClusterAction)
+            } else {
+                name.as_ref()
+                    .is_some_and(|n| access.topic(AclOperation::Read, n))
+            };
             for partition in &fetch_topic.partitions {
                 let owner = topic.and_then(|t| shard.owner_of(t, partition.partition));
                 let early_error = match (topic, owner) {
+                    (None, _) if version >= 13 => Some(unknown),
+                    _ if !readable => Some(ErrorCode::TopicAuthorizationFailed),
                     (None, _) => Some(unknown),
                     (Some(_), None) => Some(ErrorCode::UnknownTopicOrPartition),
                     // Fetch takes any negative epoch for "no check" (Kafka's

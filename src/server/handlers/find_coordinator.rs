@@ -3,6 +3,12 @@
 //! internal detail the router hides. The first group lookup creates the
 //! `__consumer_offsets` topic and the first transactional lookup
 //! `__transaction_state`, as Kafka does.
+//!
+//! Authorization, as in Kafka: DESCRIBE on the group or transactional id
+//! named, else GROUP_AUTHORIZATION_FAILED or
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED for that key with no node (v0-v3
+//! with the error's message); a refused key does not create the internal
+//! topic.
 
 use std::rc::Rc;
 
@@ -14,6 +20,8 @@ use super::encode_response;
 use super::str_bytes;
 use crate::cluster::controller::{ensure_offsets_topic, ensure_txn_state_topic};
 use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
+use crate::server::access::Access;
 use crate::server::connection::Responder;
 use crate::shard::Shard;
 
@@ -21,10 +29,33 @@ use crate::shard::Shard;
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
 
+/// The error for a key the caller may not DESCRIBE, if refused.
+fn refusal(access: &Access, key_type: i8, key: &str) -> Option<ErrorCode> {
+    match key_type {
+        KEY_TYPE_GROUP if !access.group(AclOperation::Describe, key) => {
+            Some(ErrorCode::GroupAuthorizationFailed)
+        }
+        KEY_TYPE_TRANSACTION if !access.transactional_id(AclOperation::Describe, key) => {
+            Some(ErrorCode::TransactionalIdAuthorizationFailed)
+        }
+        _ => None,
+    }
+}
+
+/// Kafka's default message of a refusal (`Errors.message()`), which v0-v3
+/// answers carry.
+fn refusal_message(error: ErrorCode) -> &'static str {
+    match error {
+        ErrorCode::GroupAuthorizationFailed => "Group authorization failed.",
+        ErrorCode::TransactionalIdAuthorizationFailed => "Transactional Id authorization failed.",
+        _ => "",
+    }
+}
+
 /// Answers FindCoordinator.
 pub async fn handle(
     shard: &Rc<Shard>,
-    access: &crate::server::access::Access,
+    access: &Access,
     listener: &crate::config::Listener,
     request: FindCoordinatorRequest,
     version: i16,
@@ -33,13 +64,21 @@ pub async fn handle(
     let shard = shard.clone();
     let host = str_bytes(&listener.advertised_host);
     let port = i32::from(listener.advertised_port);
+    let keys: Vec<StrBytes> = if version >= 4 {
+        request.coordinator_keys.clone()
+    } else {
+        vec![request.key.clone()]
+    };
+    let refusals: Vec<Option<ErrorCode>> = keys
+        .iter()
+        .map(|key| refusal(access, request.key_type, key))
+        .collect();
+    // Kafka creates the internal topic only when looking up a key the
+    // caller may describe.
+    let all_refused = !refusals.is_empty() && refusals.iter().all(Option::is_some);
     Box::pin(async move {
-        let keys: Vec<StrBytes> = if version >= 4 {
-            request.coordinator_keys.clone()
-        } else {
-            vec![request.key.clone()]
-        };
         let (error, message): (Option<ErrorCode>, Option<String>) = match request.key_type {
+            _ if all_refused => (None, None),
             KEY_TYPE_GROUP => match ensure_offsets_topic(&shard).await {
                 Ok(()) => (None, None),
                 Err(e) => (
@@ -62,11 +101,23 @@ pub async fn handle(
         let config = &shard.config;
         let coordinators: Vec<Coordinator> = keys
             .into_iter()
-            .map(|key| {
+            .zip(refusals)
+            .map(|(key, refused)| {
                 // An empty group or transactional id has a coordinator
                 // like any other, as in Kafka 4.1.
                 let mut c = Coordinator::default();
                 c.key = key;
+                if let Some(refused) = refused {
+                    c.error_code = refused.code();
+                    c.node_id = BrokerId(-1);
+                    c.host = str_bytes("");
+                    c.port = -1;
+                    // Only the single-key answer has Kafka's message.
+                    if version < 4 {
+                        c.error_message = Some(str_bytes(refusal_message(refused)));
+                    }
+                    return c;
+                }
                 c.error_code = error.map_or(0, |e| e.code());
                 if error.is_none() {
                     c.node_id = BrokerId(config.node_id);
@@ -95,4 +146,21 @@ pub async fn handle(
         }
         encode_response(ApiKey::FindCoordinator, version, correlation_id, &response)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_carry_kafkas_messages() {
+        assert_eq!(
+            refusal_message(ErrorCode::GroupAuthorizationFailed),
+            "Group authorization failed."
+        );
+        assert_eq!(
+            refusal_message(ErrorCode::TransactionalIdAuthorizationFailed),
+            "Transactional Id authorization failed."
+        );
+    }
 }

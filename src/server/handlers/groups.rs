@@ -37,9 +37,10 @@ const ACL_READ: u32 = 3;
 const ACL_DELETE: u32 = 6;
 const ACL_DESCRIBE: u32 = 8;
 
-/// The bit field of every operation on a group: without an authorizer Kafka
-/// allows all of them. ringbroker has no group configs, so DESCRIBE_CONFIGS
-/// and ALTER_CONFIGS are not offered.
+/// The bit field of every operation ringbroker offers on a group, the most
+/// DescribeGroups reports (masking what the authorizer allows). ringbroker
+/// has no group configs, so DESCRIBE_CONFIGS and ALTER_CONFIGS are not
+/// offered.
 pub const GROUP_AUTHORIZED_OPERATIONS: i32 =
     ((1u32 << ACL_READ) | (1u32 << ACL_DELETE) | (1u32 << ACL_DESCRIBE)) as i32;
 

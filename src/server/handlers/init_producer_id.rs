@@ -3,6 +3,10 @@
 //! (Kafka bumps epochs only for transactional ids). With one: the
 //! transaction coordinator of the id answers (new id, epoch bump, fencing
 //! of an older producer and abort of its open transaction, KIP-360 retries).
+//!
+//! Authorization, as in Kafka: with a transactional id WRITE on it, else
+//! TRANSACTIONAL_ID_AUTHORIZATION_FAILED; without one IDEMPOTENT_WRITE on
+//! the cluster or WRITE on some topic, else CLUSTER_AUTHORIZATION_FAILED.
 
 use std::rc::Rc;
 
@@ -11,6 +15,7 @@ use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResp
 use super::encode_response;
 use super::txn_common::txn_error_code;
 use crate::protocol::ErrorCode;
+use crate::security::acl::{AclOperation, ResourceType};
 use crate::server::connection::Responder;
 use crate::shard::Shard;
 use crate::txn::service::call_txn;
@@ -28,17 +33,32 @@ pub async fn handle(
     correlation_id: i32,
 ) -> Responder {
     let shard = shard.clone();
+    // Before any other check, as in Kafka (an empty id is authorized too).
+    let refusal = match &request.transactional_id {
+        Some(id) if !access.transactional_id(AclOperation::Write, id) => {
+            Some(ErrorCode::TransactionalIdAuthorizationFailed)
+        }
+        Some(_) => None,
+        None if access.cluster(AclOperation::IdempotentWrite)
+            || access.any_of_type(AclOperation::Write, ResourceType::Topic) =>
+        {
+            None
+        }
+        None => Some(ErrorCode::ClusterAuthorizationFailed),
+    };
     Box::pin(async move {
-        let outcome = match request.transactional_id.as_ref().map(|id| id.as_str()) {
-            None => match shard.next_producer_id().await {
+        let id = request.transactional_id.as_ref().map(|id| id.as_str());
+        let outcome = match (refusal, id) {
+            (Some(error), _) => Err(error),
+            (None, None) => match shard.next_producer_id().await {
                 Ok(id) => Ok((id, 0)),
                 Err(e) => {
                     tracing::warn!(error = %e, "InitProducerId failed");
                     Err(ErrorCode::CoordinatorNotAvailable)
                 }
             },
-            Some("") => Err(ErrorCode::InvalidRequest),
-            Some(transactional_id) => {
+            (None, Some("")) => Err(ErrorCode::InvalidRequest),
+            (None, Some(transactional_id)) => {
                 let max_timeout_ms = shard.config.txns.transaction_max_timeout_ms;
                 let timeout_ms = request.transaction_timeout_ms;
                 if timeout_ms <= 0 || timeout_ms > max_timeout_ms {

@@ -6,6 +6,10 @@
 //! membership, v7+ the protocol type in the answer (where `protocol_name`
 //! may be null; older versions get ""), v9 `skip_assignment`. The v8+
 //! `reason` is only informational and is ignored.
+//!
+//! Authorization (Kafka's `KafkaApis`): READ on the group, else
+//! GROUP_AUTHORIZATION_FAILED with generation -1 and empty member id and
+//! leader, without asking the coordinator.
 
 use std::rc::Rc;
 
@@ -17,6 +21,8 @@ use super::groups::{opt_str_bytes, opt_string, string, unexpected, Client};
 use super::str_bytes;
 use crate::group;
 use crate::group::service::call_group;
+use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::shard::messages::{GroupCall, GroupReply};
 use crate::shard::Shard;
@@ -101,14 +107,24 @@ pub fn handle(
     client: Client,
 ) -> Responder {
     let shard = shard.clone();
+    let authorized = access.group(AclOperation::Read, &request.group_id);
     Box::pin(async move {
         let call = to_coordinator(&request, version, client);
         let group_id = call.group_id.clone();
         let member_id = call.member_id.clone();
-        let response = match call_group(&shard, &group_id, GroupCall::JoinGroup(call)).await {
-            GroupReply::JoinGroup(response) => response,
-            GroupReply::Unavailable(error) => group::JoinGroupResponse::error(error, &member_id),
-            other => group::JoinGroupResponse::error(unexpected("JoinGroup", &other), &member_id),
+        let response = if !authorized {
+            // Kafka's `JoinGroupRequest.getErrorResponse`: no member id.
+            group::JoinGroupResponse::error(ErrorCode::GroupAuthorizationFailed, "")
+        } else {
+            match call_group(&shard, &group_id, GroupCall::JoinGroup(call)).await {
+                GroupReply::JoinGroup(response) => response,
+                GroupReply::Unavailable(error) => {
+                    group::JoinGroupResponse::error(error, &member_id)
+                }
+                other => {
+                    group::JoinGroupResponse::error(unexpected("JoinGroup", &other), &member_id)
+                }
+            }
         };
         encode_response(
             ApiKey::JoinGroup,
@@ -126,7 +142,6 @@ mod tests {
     use kafka_protocol::protocol::{Decodable, Encodable};
 
     use super::*;
-    use crate::protocol::ErrorCode;
 
     fn client() -> Client {
         Client {

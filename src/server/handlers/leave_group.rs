@@ -6,6 +6,9 @@
 //! `LeaveGroupResponse` constructor). v3+ name several members (by member id,
 //! or an admin by group instance id) and answer per member. The v5 per-member
 //! `reason` is only informational and is ignored.
+//!
+//! Authorization (Kafka's `KafkaApis`): READ on the group, else
+//! GROUP_AUTHORIZATION_FAILED with no member results.
 
 use std::rc::Rc;
 
@@ -17,6 +20,8 @@ use super::groups::{opt_str_bytes, opt_string, string, unexpected};
 use super::str_bytes;
 use crate::group;
 use crate::group::service::call_group;
+use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::shard::messages::{GroupCall, GroupReply};
 use crate::shard::Shard;
@@ -78,19 +83,22 @@ pub fn handle(
     correlation_id: i32,
 ) -> Responder {
     let shard = shard.clone();
+    let authorized = access.group(AclOperation::Read, &request.group_id);
     Box::pin(async move {
         let call = to_coordinator(&request, version);
         let group_id = call.group_id.clone();
-        let response = match call_group(&shard, &group_id, GroupCall::LeaveGroup(call)).await {
-            GroupReply::LeaveGroup(response) => response,
-            GroupReply::Unavailable(error) => group::LeaveGroupResponse {
-                error: Some(error),
-                members: Vec::new(),
-            },
-            other => group::LeaveGroupResponse {
-                error: Some(unexpected("LeaveGroup", &other)),
-                members: Vec::new(),
-            },
+        let failed = |error: ErrorCode| group::LeaveGroupResponse {
+            error: Some(error),
+            members: Vec::new(),
+        };
+        let response = if !authorized {
+            failed(ErrorCode::GroupAuthorizationFailed)
+        } else {
+            match call_group(&shard, &group_id, GroupCall::LeaveGroup(call)).await {
+                GroupReply::LeaveGroup(response) => response,
+                GroupReply::Unavailable(error) => failed(error),
+                other => failed(unexpected("LeaveGroup", &other)),
+            }
         };
         encode_response(
             ApiKey::LeaveGroup,
@@ -106,7 +114,6 @@ mod tests {
     use kafka_protocol::messages::leave_group_request::MemberIdentity;
 
     use super::*;
-    use crate::protocol::ErrorCode;
 
     #[test]
     fn old_versions_carry_one_member_and_one_error() {

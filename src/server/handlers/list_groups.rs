@@ -1,5 +1,8 @@
 //! ListGroups (key 16), v0-v5: every group of every coordinator on this
 //! node, filtered by state (v4+) and type (v5+), answered at once.
+//!
+//! Authorization, as in Kafka: a caller that may DESCRIBE the cluster sees
+//! every group, any other only the groups it may DESCRIBE (never an error).
 
 use std::rc::Rc;
 
@@ -11,6 +14,7 @@ use super::groups::{group_id, string};
 use super::str_bytes;
 use crate::group;
 use crate::group::service::list_all_groups;
+use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::shard::Shard;
 
@@ -69,8 +73,16 @@ pub fn handle(
     correlation_id: i32,
 ) -> Responder {
     let shard = shard.clone();
+    let access = access.clone();
     Box::pin(async move {
-        let listed = list_all_groups(&shard, to_coordinator(&request, version)).await;
+        let mut listed = list_all_groups(&shard, to_coordinator(&request, version)).await;
+        if !access.cluster(AclOperation::Describe) {
+            if let Ok(listed) = &mut listed {
+                listed
+                    .groups
+                    .retain(|g| access.group(AclOperation::Describe, &g.group_id));
+            }
+        }
         encode_response(
             ApiKey::ListGroups,
             version,

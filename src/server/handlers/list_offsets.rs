@@ -12,6 +12,7 @@ use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
 
 use super::{encode_response, ShardGroups};
 use crate::cluster::image::check_current_leader_epoch;
+use crate::security::acl::AclOperation;
 use crate::protocol::ErrorCode;
 use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{
@@ -52,6 +53,7 @@ pub async fn handle(
     correlation_id: i32,
 ) -> Responder {
     let shard = shard.clone();
+    let access = access.clone();
     Box::pin(async move {
         let image = shard.image();
         let mut results: Vec<Vec<(i32, ListOffsetsResult)>> = Vec::new();
@@ -61,11 +63,17 @@ pub async fn handle(
         for (ti, topic) in request.topics.iter().enumerate() {
             let name = topic.name.to_string();
             let image_topic = image.topic(&name);
+            // DESCRIBE, asked before the topic is looked for.
+            let describable = access.topic(AclOperation::Describe, &name);
             let mut partitions = Vec::new();
             for (pi, partition) in topic.partitions.iter().enumerate() {
                 let index = partition.partition_index;
                 if !seen.insert((name.clone(), index)) {
                     partitions.push((index, failed(ErrorCode::InvalidRequest)));
+                    continue;
+                }
+                if !describable {
+                    partitions.push((index, failed(ErrorCode::TopicAuthorizationFailed)));
                     continue;
                 }
                 let owner = image_topic.and_then(|t| shard.owner_of(t, index));

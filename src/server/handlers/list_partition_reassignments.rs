@@ -22,6 +22,14 @@ pub fn handle(
 ) -> Response {
     let mut response = ListPartitionReassignmentsResponse::default();
     response.error_message = None;
+    // DESCRIBE on the cluster.
+    if !access.cluster(crate::security::acl::AclOperation::Describe) {
+        response.error_code = crate::protocol::ErrorCode::ClusterAuthorizationFailed.code();
+        response.error_message = Some(super::str_bytes(&crate::server::access::cluster_refusal(
+            ApiKey::ListPartitionReassignments,
+            "DESCRIBE",
+        )));
+    }
     encode_response(
         ApiKey::ListPartitionReassignments,
         version,

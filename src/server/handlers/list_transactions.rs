@@ -2,6 +2,9 @@
 //! coordinator on this node, filtered by state, producer id and (v1,
 //! KIP-994) how long the transaction has been running. Unknown state names
 //! are echoed in `unknown_state_filters`, as Kafka does.
+//!
+//! Authorization, as in Kafka: only the transactional ids the caller may
+//! DESCRIBE are listed (never an error).
 
 use std::rc::Rc;
 
@@ -11,6 +14,7 @@ use kafka_protocol::messages::{
 };
 
 use super::{encode_response, str_bytes};
+use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::shard::Shard;
 use crate::txn::service::list_all;
@@ -25,6 +29,7 @@ pub async fn handle(
     correlation_id: i32,
 ) -> Responder {
     let shard = shard.clone();
+    let access = access.clone();
     Box::pin(async move {
         let mut response = ListTransactionsResponse::default();
         let mut states = Vec::new();
@@ -47,6 +52,9 @@ pub async fn handle(
         if !nothing_can_match {
             match list_all(&shard, filter).await {
                 Ok(mut listed) => {
+                    listed.retain(|t| {
+                        access.transactional_id(AclOperation::Describe, &t.transactional_id)
+                    });
                     listed.sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
                     response.transaction_states = listed
                         .into_iter()

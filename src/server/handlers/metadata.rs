@@ -1,6 +1,8 @@
 //! Metadata (key 3): brokers, the controller, and topics with their
 //! partitions. Unknown topics are created when the client allows it and
-//! `auto.create.topics.enable` is on, as Kafka does.
+//! `auto.create.topics.enable` is on, as Kafka does. With an authorizer, a
+//! topic takes DESCRIBE to be seen (left out of "every topic", refused by
+//! name) and CREATE (cluster or topic) to be created.
 
 use std::rc::Rc;
 
@@ -9,14 +11,14 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::{ApiKey, BrokerId, MetadataRequest, MetadataResponse, TopicName};
 
-use super::authorized_operations::{
-    AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS_ALL, TOPIC_OPERATIONS_ALL,
-};
+use super::authorized_operations::AUTHORIZED_OPERATIONS_OMITTED;
 use super::{encode_response, ready, str_bytes};
 use crate::cluster::controller::{validate_topic_name, CONTROLLER_SHARD};
 use crate::cluster::image::{is_internal_topic, LEADER_EPOCH};
 use crate::cluster::{MetadataImage, TopicImage};
 use crate::protocol::ErrorCode;
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::server::access::Access;
 use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{
     ControllerReply, ControllerRequest, CreateTopicSpec, ShardReply, ShardRequest,
@@ -57,6 +59,7 @@ pub async fn auto_create(shard: &Rc<Shard>, names: Vec<String>) {
 
 fn describe_topic(
     shard: &Shard,
+    access: &Access,
     topic: &TopicImage,
     version: i16,
     include_operations: bool,
@@ -85,7 +88,7 @@ fn describe_topic(
         })
         .collect();
     t.topic_authorized_operations = if include_operations && version >= 8 {
-        TOPIC_OPERATIONS_ALL
+        access.operations(ResourceType::Topic, &topic.name)
     } else {
         AUTHORIZED_OPERATIONS_OMITTED
     };
@@ -109,7 +112,7 @@ fn error_topic(
 /// Answers Metadata.
 pub async fn handle(
     shard: &Rc<Shard>,
-    access: &crate::server::access::Access,
+    access: &Access,
     listener: &crate::config::Listener,
     request: MetadataRequest,
     version: i16,
@@ -126,7 +129,15 @@ pub async fn handle(
     let include_topic_operations = request.include_topic_authorized_operations;
     let requested = request.topics.unwrap_or_default();
 
-    if !all_topics && allow_auto_create && shard.config.auto_create_topics_enable {
+    // Topics the caller may DESCRIBE; without that a named topic is
+    // TOPIC_AUTHORIZATION_FAILED whether it exists or not, as Kafka answers.
+    let describable = |name: &str| access.topic(AclOperation::Describe, name);
+    // Creating a topic takes CREATE on the cluster or on the topic.
+    let may_create_any = access.cluster(AclOperation::Create);
+    let creatable = |name: &str| may_create_any || access.topic(AclOperation::Create, name);
+    let auto_create_on =
+        !all_topics && allow_auto_create && shard.config.auto_create_topics_enable;
+    if auto_create_on {
         let image = shard.image();
         let mut missing: Vec<String> = requested
             .iter()
@@ -134,7 +145,11 @@ pub async fn handle(
             // Internal topics are created by their coordinators with their
             // own settings, never by a client's metadata request.
             .filter(|n| {
-                image.topic(n).is_none() && validate_topic_name(n).is_ok() && !is_internal_topic(n)
+                image.topic(n).is_none()
+                    && validate_topic_name(n).is_ok()
+                    && !is_internal_topic(n)
+                    && describable(n)
+                    && creatable(n)
             })
             .collect();
         missing.sort();
@@ -144,17 +159,37 @@ pub async fn handle(
 
     let image: Rc<MetadataImage> = shard.image();
     let topics = if all_topics {
+        // Topics the caller may not DESCRIBE are left out.
         image
             .topics
             .values()
-            .map(|t| describe_topic(shard, t, version, include_topic_operations))
+            .filter(|t| describable(&t.name))
+            .map(|t| describe_topic(shard, access, t, version, include_topic_operations))
             .collect()
     } else {
         requested
             .iter()
             .map(|wanted| match &wanted.name {
+                Some(name) if !describable(name) => error_topic(
+                    Some(name),
+                    uuid::Uuid::nil(),
+                    ErrorCode::TopicAuthorizationFailed,
+                ),
                 Some(name) => match image.topic(name) {
-                    Some(t) => describe_topic(shard, t, version, include_topic_operations),
+                    Some(t) => describe_topic(shard, access, t, version, include_topic_operations),
+                    None if auto_create_on
+                        && !is_internal_topic(name)
+                        && validate_topic_name(name).is_ok()
+                        && !creatable(name) =>
+                    {
+                        let mut t = error_topic(
+                            Some(name),
+                            uuid::Uuid::nil(),
+                            ErrorCode::TopicAuthorizationFailed,
+                        );
+                        t.is_internal = version >= 1 && is_internal_topic(name);
+                        t
+                    }
                     None if validate_topic_name(name).is_err() => error_topic(
                         Some(name),
                         uuid::Uuid::nil(),
@@ -167,7 +202,14 @@ pub async fn handle(
                     ),
                 },
                 None => match image.topic_by_id(&wanted.topic_id) {
-                    Some(t) => describe_topic(shard, t, version, include_topic_operations),
+                    // Topic ids are not secret: the id is answered, the
+                    // name is not.
+                    Some(t) if !describable(&t.name) => error_topic(
+                        None,
+                        wanted.topic_id,
+                        ErrorCode::TopicAuthorizationFailed,
+                    ),
+                    Some(t) => describe_topic(shard, access, t, version, include_topic_operations),
                     None => error_topic(None, wanted.topic_id, ErrorCode::UnknownTopicId),
                 },
             })
@@ -190,7 +232,7 @@ pub async fn handle(
     response.topics = topics;
     response.cluster_authorized_operations =
         if request.include_cluster_authorized_operations && (8..=10).contains(&version) {
-            CLUSTER_OPERATIONS_ALL
+            access.cluster_operations()
         } else {
             AUTHORIZED_OPERATIONS_OMITTED
         };

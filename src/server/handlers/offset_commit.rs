@@ -11,6 +11,10 @@
 //! v2-v4 carry `retention_time_ms`, v6+ `committed_leader_epoch`, v7+
 //! `group_instance_id`; v9+ get GROUP_ID_NOT_FOUND for a generation-checked
 //! commit to an unknown group (the coordinator decides from the version).
+//!
+//! Authorization, as in Kafka: READ on the group, else every requested
+//! partition is GROUP_AUTHORIZATION_FAILED; then READ on each topic, else its
+//! partitions are TOPIC_AUTHORIZATION_FAILED, whether the topic exists or not.
 
 use std::rc::Rc;
 
@@ -24,16 +28,19 @@ use super::groups::{opt_string, partition_exists, string, topic_exists, unexpect
 use crate::group;
 use crate::group::service::call_group;
 use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::shard::messages::{GroupCall, GroupReply};
 use crate::shard::Shard;
 
 /// The coordinator's request for a wire request of `version`, keeping only
-/// the partitions `exists` accepts; the others are added to `errors` as
+/// the partitions of topics `readable` accepts that `exists` accepts; the
+/// others are added to `errors` as TOPIC_AUTHORIZATION_FAILED or
 /// UNKNOWN_TOPIC_OR_PARTITION.
 pub fn to_coordinator(
     request: &OffsetCommitRequest,
     version: i16,
+    readable: impl Fn(&str) -> bool,
     topic_exists: impl Fn(&str) -> bool,
     partition_exists: impl Fn(&str, i32) -> bool,
     errors: &mut TopicErrors,
@@ -42,6 +49,18 @@ pub fn to_coordinator(
     let mut topics = Vec::new();
     for topic in &request.topics {
         let name = string(&topic.name);
+        // Authorized before existence, so a refused caller cannot learn
+        // which topics exist.
+        if !readable(&name) {
+            for partition in &topic.partitions {
+                errors.add(
+                    &name,
+                    partition.partition_index,
+                    ErrorCode::TopicAuthorizationFailed.code(),
+                );
+            }
+            continue;
+        }
         if !topic_exists(&name) {
             for partition in &topic.partitions {
                 errors.add(&name, partition.partition_index, unknown);
@@ -132,6 +151,33 @@ pub fn merge_coordinator_errors(errors: &mut TopicErrors, response: group::Offse
     }
 }
 
+/// The wire answer when the whole request is refused: `error` on every
+/// requested partition, topics as the request lists them (Kafka's
+/// `OffsetCommitRequest.getErrorResponse`).
+pub fn refused(request: &OffsetCommitRequest, error: ErrorCode) -> OffsetCommitResponse {
+    let mut wire = OffsetCommitResponse::default();
+    wire.topics = request
+        .topics
+        .iter()
+        .map(|t| {
+            let mut topic = OffsetCommitResponseTopic::default();
+            topic.name = t.name.clone();
+            topic.partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let mut partition = OffsetCommitResponsePartition::default();
+                    partition.partition_index = p.partition_index;
+                    partition.error_code = error.code();
+                    partition
+                })
+                .collect();
+            topic
+        })
+        .collect();
+    wire
+}
+
 /// The wire answer: the handler's own partition errors merged with the
 /// coordinator's answer.
 pub fn to_wire(
@@ -166,11 +212,17 @@ pub fn handle(
     correlation_id: i32,
 ) -> Responder {
     let shard = shard.clone();
+    let access = access.clone();
     Box::pin(async move {
+        if !access.group(AclOperation::Read, &request.group_id) {
+            let answer = refused(&request, ErrorCode::GroupAuthorizationFailed);
+            return encode_response(ApiKey::OffsetCommit, version, correlation_id, &answer);
+        }
         let mut errors = TopicErrors::default();
         let call = to_coordinator(
             &request,
             version,
+            |topic| access.topic(AclOperation::Read, topic),
             |topic| topic_exists(&shard, topic),
             |topic, partition| partition_exists(&shard, topic, partition),
             &mut errors,
@@ -238,6 +290,7 @@ mod tests {
         let call = to_coordinator(
             &request(),
             6,
+            |_| true,
             |t| t == "known",
             |t, p| t == "known" && p < 2,
             &mut errors,
@@ -278,10 +331,54 @@ mod tests {
     #[test]
     fn old_versions_pass_the_retention_time_and_no_epoch() {
         let mut errors = TopicErrors::default();
-        let call = to_coordinator(&request(), 2, |_| true, |_, _| true, &mut errors);
+        let call = to_coordinator(&request(), 2, |_| true, |_| true, |_, _| true, &mut errors);
         assert_eq!(call.retention_time_ms, 60_000);
         assert_eq!(call.topics[0].partitions[0].committed_leader_epoch, -1);
         assert_eq!(call.topics.len(), 2);
         assert!(errors.topics.is_empty());
+    }
+
+    #[test]
+    fn unreadable_topics_are_refused_before_existence_is_checked() {
+        let mut errors = TopicErrors::default();
+        let call = to_coordinator(
+            &request(),
+            6,
+            |t| t == "known",
+            |t| t == "known",
+            |_, _| true,
+            &mut errors,
+        );
+        assert_eq!(call.topics.len(), 1);
+        assert_eq!(
+            errors.topics,
+            vec![(
+                "missing".to_string(),
+                vec![(0, ErrorCode::TopicAuthorizationFailed.code())]
+            )]
+        );
+    }
+
+    #[test]
+    fn a_refused_group_refuses_every_requested_partition() {
+        let wire = refused(&request(), ErrorCode::GroupAuthorizationFailed);
+        let flat: Vec<(String, i32, i16)> = wire
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(|p| (t.name.to_string(), p.partition_index, p.error_code))
+            })
+            .collect();
+        let code = ErrorCode::GroupAuthorizationFailed.code();
+        assert_eq!(
+            flat,
+            vec![
+                ("known".to_string(), 0, code),
+                ("known".to_string(), 7, code),
+                ("missing".to_string(), 0, code),
+            ]
+        );
     }
 }

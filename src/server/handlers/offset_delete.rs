@@ -7,6 +7,11 @@
 //! go to the coordinator (which is always asked, so group errors show). A
 //! group-level error from the coordinator replaces the whole answer (Kafka's
 //! `OffsetDeleteResponse.Builder.merge`).
+//!
+//! Authorization, as in Kafka: DELETE on the group, else a top-level
+//! GROUP_AUTHORIZATION_FAILED alone; then READ on each topic, else its
+//! partitions are TOPIC_AUTHORIZATION_FAILED, whether the topic exists or
+//! not.
 
 use std::rc::Rc;
 
@@ -20,14 +25,17 @@ use super::groups::{string, topic_exists, unexpected, TopicErrors};
 use crate::group;
 use crate::group::service::call_group;
 use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::shard::messages::{GroupCall, GroupReply};
 use crate::shard::Shard;
 
-/// The coordinator's request, keeping only topics `exists` accepts; the
-/// others' partitions are added to `errors` as UNKNOWN_TOPIC_OR_PARTITION.
+/// The coordinator's request, keeping only topics `readable` and `exists`
+/// accept; the others' partitions are added to `errors` as
+/// TOPIC_AUTHORIZATION_FAILED (checked first) or UNKNOWN_TOPIC_OR_PARTITION.
 pub fn to_coordinator(
     request: &OffsetDeleteRequest,
+    readable: impl Fn(&str) -> bool,
     exists: impl Fn(&str) -> bool,
     errors: &mut TopicErrors,
 ) -> group::OffsetDeleteRequest {
@@ -36,15 +44,19 @@ pub fn to_coordinator(
         let name = string(&topic.name);
         let partition_indexes: Vec<i32> =
             topic.partitions.iter().map(|p| p.partition_index).collect();
-        if exists(&name) {
+        let error = if !readable(&name) {
+            ErrorCode::TopicAuthorizationFailed
+        } else if !exists(&name) {
+            ErrorCode::UnknownTopicOrPartition
+        } else {
             topics.push(group::OffsetFetchTopic {
                 name,
                 partition_indexes,
             });
-        } else {
-            for index in partition_indexes {
-                errors.add(&name, index, ErrorCode::UnknownTopicOrPartition.code());
-            }
+            continue;
+        };
+        for index in partition_indexes {
+            errors.add(&name, index, error.code());
         }
     }
     group::OffsetDeleteRequest {
@@ -95,18 +107,28 @@ pub fn handle(
     correlation_id: i32,
 ) -> Responder {
     let shard = shard.clone();
+    let access = access.clone();
     Box::pin(async move {
         let mut errors = TopicErrors::default();
-        let call = to_coordinator(&request, |t| topic_exists(&shard, t), &mut errors);
-        let group_id = call.group_id.clone();
         let failed = |error: ErrorCode| group::OffsetDeleteResponse {
             error: Some(error),
             topics: Vec::new(),
         };
-        let response = match call_group(&shard, &group_id, GroupCall::OffsetDelete(call)).await {
-            GroupReply::OffsetDelete(response) => response,
-            GroupReply::Unavailable(error) => failed(error),
-            other => failed(unexpected("OffsetDelete", &other)),
+        let response = if !access.group(AclOperation::Delete, &request.group_id) {
+            failed(ErrorCode::GroupAuthorizationFailed)
+        } else {
+            let call = to_coordinator(
+                &request,
+                |t| access.topic(AclOperation::Read, t),
+                |t| topic_exists(&shard, t),
+                &mut errors,
+            );
+            let group_id = call.group_id.clone();
+            match call_group(&shard, &group_id, GroupCall::OffsetDelete(call)).await {
+                GroupReply::OffsetDelete(response) => response,
+                GroupReply::Unavailable(error) => failed(error),
+                other => failed(unexpected("OffsetDelete", &other)),
+            }
         };
         encode_response(
             ApiKey::OffsetDelete,
@@ -139,7 +161,7 @@ mod tests {
             request.topics.push(topic);
         }
         let mut errors = TopicErrors::default();
-        let call = to_coordinator(&request, |t| t == "known", &mut errors);
+        let call = to_coordinator(&request, |_| true, |t| t == "known", &mut errors);
         assert_eq!(call.topics.len(), 1);
         let ok = to_wire(
             errors.clone(),
@@ -167,5 +189,22 @@ mod tests {
         );
         assert_eq!(failed.error_code, ErrorCode::GroupIdNotFound.code());
         assert!(failed.topics.is_empty());
+        let mut errors = TopicErrors::default();
+        let call = to_coordinator(&request, |t| t == "known", |_| false, &mut errors);
+        assert!(call.topics.is_empty());
+        assert_eq!(
+            errors.topics,
+            vec![
+                (
+                    "known".to_string(),
+                    vec![(0, ErrorCode::UnknownTopicOrPartition.code())]
+                ),
+                (
+                    "missing".to_string(),
+                    vec![(0, ErrorCode::TopicAuthorizationFailed.code())]
+                ),
+            ],
+            "an unreadable topic is refused whether it exists or not"
+        );
     }
 }

@@ -13,6 +13,13 @@
 //! UNSTABLE_OFFSET_COMMIT at partition level (offset -1), and the client
 //! retries. The v9 member id and epoch (checked only for KIP-848 groups) are
 //! ignored.
+//!
+//! Authorization, as in Kafka: DESCRIBE on each group, else that group is
+//! answered GROUP_AUTHORIZATION_FAILED (as a coordinator's group error) and
+//! its coordinator is not asked. Named topics the caller may not DESCRIBE
+//! are not asked about and are answered TOPIC_AUTHORIZATION_FAILED (offset
+//! -1) after the coordinator's topics, whether they exist or not; from an
+//! all-topics answer they are silently left out.
 
 use std::rc::Rc;
 
@@ -28,6 +35,8 @@ use super::str_bytes;
 use crate::group;
 use crate::group::service::call_group;
 use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
+use crate::server::access::Access;
 use crate::server::connection::Responder;
 use crate::shard::messages::{GroupCall, GroupReply};
 use crate::shard::Shard;
@@ -75,6 +84,62 @@ fn failed(wanted: &group::OffsetFetchGroup, error: ErrorCode) -> group::OffsetFe
         error: Some(error),
         topics: Vec::new(),
     }
+}
+
+/// A group's request split by what the caller may DESCRIBE: the group with
+/// only the `describable` topics, to ask the coordinator, and the refused
+/// topics. An all-topics request (topics null) is not split: its answer is
+/// filtered instead (see [`with_topic_refusals`]).
+pub fn split_topics(
+    wanted: &group::OffsetFetchGroup,
+    describable: impl Fn(&str) -> bool,
+) -> (group::OffsetFetchGroup, Vec<group::OffsetFetchTopic>) {
+    let Some(topics) = &wanted.topics else {
+        return (wanted.clone(), Vec::new());
+    };
+    let (allowed, refused) = topics.iter().cloned().partition(|t| describable(&t.name));
+    let asked = group::OffsetFetchGroup {
+        group_id: wanted.group_id.clone(),
+        topics: Some(allowed),
+    };
+    (asked, refused)
+}
+
+/// The coordinator's answer for `asked` with the topics the caller may not
+/// see dealt with, as Kafka's `fetchOffsetsForGroup` and
+/// `fetchAllOffsetsForGroup` do: the `refused` topics appended with
+/// TOPIC_AUTHORIZATION_FAILED, or for an all-topics request the topics not
+/// `describable` removed. A group-level error is answered as it is.
+pub fn with_topic_refusals(
+    asked: &group::OffsetFetchGroup,
+    mut answer: group::OffsetFetchGroupResponse,
+    refused: Vec<group::OffsetFetchTopic>,
+    describable: impl Fn(&str) -> bool,
+) -> group::OffsetFetchGroupResponse {
+    if answer.error.is_some() {
+        return answer;
+    }
+    if asked.topics.is_none() {
+        answer.topics.retain(|t| describable(&t.name));
+        return answer;
+    }
+    answer.topics.extend(refused.into_iter().map(|t| {
+        group::OffsetFetchTopicResponse {
+            name: t.name,
+            partitions: t
+                .partition_indexes
+                .into_iter()
+                .map(|partition_index| group::OffsetFetchPartitionResponse {
+                    partition_index,
+                    committed_offset: -1,
+                    committed_leader_epoch: -1,
+                    metadata: String::new(),
+                    error: Some(ErrorCode::TopicAuthorizationFailed),
+                })
+                .collect(),
+        }
+    }));
+    answer
 }
 
 /// v1-v7 answer for the one group.
@@ -178,22 +243,37 @@ fn take_groups(reply: GroupReply) -> Result<Vec<group::OffsetFetchGroupResponse>
     }
 }
 
+/// True when the caller may DESCRIBE the group, which it must to fetch its
+/// offsets.
+fn may_describe(access: &Access, wanted: &group::OffsetFetchGroup) -> bool {
+    access.group(AclOperation::Describe, &wanted.group_id)
+}
+
 /// Answers OffsetFetch.
 pub fn handle(
     shard: &Rc<Shard>,
-    access: &crate::server::access::Access,
+    access: &Access,
     request: OffsetFetchRequest,
     version: i16,
     correlation_id: i32,
 ) -> Responder {
     let shard = shard.clone();
+    let access = access.clone();
     Box::pin(async move {
         let wanted = to_coordinator(&request, version);
         let require_stable = version >= 7 && request.require_stable;
+        let describable = |topic: &str| access.topic(AclOperation::Describe, topic);
         let response = if version >= 8 {
-            let items = wanted
+            // Per group: None when refused, else what to ask and the
+            // refused topics.
+            let plans: Vec<_> = wanted
                 .iter()
-                .map(|g| (g.group_id.clone(), g.clone()))
+                .map(|g| may_describe(&access, g).then(|| split_topics(g, describable)))
+                .collect();
+            let items = plans
+                .iter()
+                .flatten()
+                .map(|(asked, _)| (asked.group_id.clone(), asked.clone()))
                 .collect();
             let answers = call_by_partition(
                 &shard,
@@ -207,11 +287,24 @@ pub fn handle(
                 take_groups,
             )
             .await;
+            let mut answers = answers.into_iter();
             let mut response = OffsetFetchResponse::default();
             response.groups = wanted
                 .iter()
-                .zip(answers)
-                .map(|(g, answer)| to_wire_group(answer.unwrap_or_else(|e| failed(g, e))))
+                .zip(plans)
+                .map(|(g, plan)| {
+                    let answer = match (plan, answers.next()) {
+                        (None, _) => failed(g, ErrorCode::GroupAuthorizationFailed),
+                        (Some((asked, refused)), Some(answer)) => match answer {
+                            Ok(answer) => with_topic_refusals(&asked, answer, refused, describable),
+                            Err(error) => failed(&asked, error),
+                        },
+                        (Some((asked, _)), None) => {
+                            failed(&asked, ErrorCode::CoordinatorNotAvailable)
+                        }
+                    };
+                    to_wire_group(answer)
+                })
                 .collect();
             response
         } else {
@@ -223,16 +316,29 @@ pub fn handle(
                     &OffsetFetchResponse::default(),
                 );
             };
+            if !may_describe(&access, &one) {
+                let refused = failed(&one, ErrorCode::GroupAuthorizationFailed);
+                return encode_response(
+                    ApiKey::OffsetFetch,
+                    version,
+                    correlation_id,
+                    &to_wire_single(&one, refused, version),
+                );
+            }
+            let (asked, refused) = split_topics(&one, describable);
             let call = GroupCall::OffsetFetch(group::OffsetFetchRequest {
-                groups: vec![one.clone()],
+                groups: vec![asked.clone()],
                 require_stable,
             });
-            let answer = match take_groups(call_group(&shard, &one.group_id, call).await) {
+            let answer = match take_groups(call_group(&shard, &asked.group_id, call).await) {
                 Ok(groups) if groups.len() == 1 => groups.into_iter().next().expect("one group"),
-                Ok(_) => failed(&one, ErrorCode::CoordinatorNotAvailable),
-                Err(error) => failed(&one, error),
+                Ok(_) => failed(&asked, ErrorCode::CoordinatorNotAvailable),
+                Err(error) => failed(&asked, error),
             };
-            to_wire_single(&one, answer, version)
+            // A coordinator's group error names only the topics it was asked
+            // about (v1), as in Kafka.
+            let answer = with_topic_refusals(&asked, answer, refused, describable);
+            to_wire_single(&asked, answer, version)
         };
         encode_response(ApiKey::OffsetFetch, version, correlation_id, &response)
     })
@@ -334,6 +440,48 @@ mod tests {
                 ErrorCode::CoordinatorLoadInProgress.code()
             );
         }
+    }
+
+    #[test]
+    fn refused_topics_are_answered_after_the_coordinators() {
+        let mut wanted = wanted();
+        if let Some(topics) = wanted.topics.as_mut() {
+            topics.push(group::OffsetFetchTopic {
+                name: "secret".into(),
+                partition_indexes: vec![4],
+            });
+        }
+        let (asked, refused) = split_topics(&wanted, |t| t == "t");
+        assert_eq!(asked.topics.as_ref().map(Vec::len), Some(1));
+        assert_eq!(refused.len(), 1);
+        let answer = with_topic_refusals(&asked, answer(), refused.clone(), |t| t == "t");
+        assert_eq!(answer.topics.len(), 2);
+        assert_eq!(answer.topics[1].name, "secret");
+        let partition = &answer.topics[1].partitions[0];
+        assert_eq!(partition.partition_index, 4);
+        assert_eq!(partition.committed_offset, -1);
+        assert_eq!(partition.error, Some(ErrorCode::TopicAuthorizationFailed));
+        // A group error is answered as it is, with only the asked topics.
+        let error = failed(&asked, ErrorCode::NotCoordinator);
+        let answer = with_topic_refusals(&asked, error, refused, |t| t == "t");
+        assert!(answer.topics.is_empty());
+        let v1 = to_wire_single(&asked, answer, 1);
+        assert_eq!(v1.topics.len(), 1);
+        assert_eq!(v1.topics[0].name.as_str(), "t");
+    }
+
+    #[test]
+    fn an_all_topics_answer_leaves_out_what_may_not_be_described() {
+        let all = group::OffsetFetchGroup {
+            group_id: "g".into(),
+            topics: None,
+        };
+        let (asked, refused) = split_topics(&all, |_| false);
+        assert_eq!(asked.topics, None);
+        assert!(refused.is_empty());
+        let answer = with_topic_refusals(&asked, answer(), refused, |t| t != "t");
+        assert!(answer.topics.is_empty());
+        assert_eq!(answer.error, None);
     }
 
     #[test]

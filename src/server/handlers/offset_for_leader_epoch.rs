@@ -45,8 +45,13 @@ pub async fn handle(
     // (topic position, partition position) of each item sent to a shard.
     let mut sent = Vec::new();
     let mut groups: ShardGroups<(TopicPartition, i32)> = ShardGroups::new();
+    // CLUSTER_ACTION (a replica's right) allows every topic, else DESCRIBE
+    // on each, asked before the topic is looked for.
+    let replica = access.cluster(crate::security::acl::AclOperation::ClusterAction);
     for (ti, topic) in request.topics.iter().enumerate() {
         let name = topic.topic.to_string();
+        let describable =
+            replica || access.topic(crate::security::acl::AclOperation::Describe, &name);
         let image_topic = image.topic(&name);
         let mut result = OffsetForLeaderTopicResult::default();
         result.topic = topic.topic.clone();
@@ -57,6 +62,9 @@ pub async fn handle(
                 owner,
                 check_current_leader_epoch(partition.current_leader_epoch),
             ) {
+                _ if !describable => result
+                    .partitions
+                    .push(failed(index, ErrorCode::TopicAuthorizationFailed)),
                 (None, _) => result
                     .partitions
                     .push(failed(index, ErrorCode::UnknownTopicOrPartition)),

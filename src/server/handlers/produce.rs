@@ -24,6 +24,7 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Topic
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
 
 use super::{encode_response, str_bytes, ShardGroups};
+use crate::security::acl::AclOperation;
 use crate::protocol::record_batch::{validate_batch, BatchError, BatchHeader, BatchIter};
 use crate::protocol::ErrorCode;
 use crate::server::connection::{Responder, Response};
@@ -261,6 +262,8 @@ pub async fn handle(
     for (ti, topic_data) in request.topic_data.iter_mut().enumerate() {
         let name = topic_data.name.to_string();
         let topic = image.topic(&name);
+        // WRITE is asked before the topic is looked for, as Kafka does.
+        let writable = access.topic(AclOperation::Write, &name);
         let max_message_bytes = topic.map_or(shard.config.broker_defaults.message_max_bytes, |t| {
             t.configs.max_message_bytes(&shard.config.broker_defaults)
         });
@@ -272,6 +275,10 @@ pub async fn handle(
             };
             if !acks_valid {
                 partitions.push(refuse(ErrorCode::InvalidRequiredAcks, None));
+                continue;
+            }
+            if !writable {
+                partitions.push(refuse(ErrorCode::TopicAuthorizationFailed, None));
                 continue;
             }
             let Some(topic) = topic else {
@@ -353,11 +360,13 @@ pub async fn handle(
     let has_transactional = validated
         .iter()
         .any(|(_, _, item)| item.header.is_transactional());
+    let may_write_transaction = |id: &String| access.transactional_id(AclOperation::Write, id);
     let refused = match (&transactional_id, has_transactional) {
         (_, false) => Vec::new(),
         // Kafka authorizes transactional records by the request's
-        // transactional id, and refuses the whole request without one.
-        (None, true) => {
+        // transactional id (WRITE), and refuses the whole request without
+        // one.
+        (id, true) if !id.as_ref().is_some_and(may_write_transaction) => {
             for result in results.iter_mut().flatten() {
                 result.1 =
                     ProduceResult::error(ErrorCode::TransactionalIdAuthorizationFailed.code());
@@ -366,6 +375,7 @@ pub async fn handle(
             validated.clear();
             Vec::new()
         }
+        (None, true) => Vec::new(),
         (Some(id), true) => verify_transactional(shard, id, &validated, version).await,
     };
     let mut groups: ShardGroups<ProduceItem> = ShardGroups::new();

@@ -5,6 +5,9 @@
 //! From v5 the request must name the protocol type and name; Kafka's
 //! `KafkaApis` answers INCONSISTENT_GROUP_PROTOCOL without asking the
 //! coordinator when either is null, and so does this handler.
+//!
+//! Authorization, after that check as in Kafka: READ on the group, else
+//! GROUP_AUTHORIZATION_FAILED with an empty assignment.
 
 use std::rc::Rc;
 
@@ -15,6 +18,7 @@ use super::groups::{opt_str_bytes, opt_string, string, unexpected};
 use crate::group;
 use crate::group::service::call_group;
 use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::shard::messages::{GroupCall, GroupReply};
 use crate::shard::Shard;
@@ -72,11 +76,14 @@ pub fn handle(
     correlation_id: i32,
 ) -> Responder {
     let shard = shard.clone();
+    let authorized = access.group(AclOperation::Read, &request.group_id);
     Box::pin(async move {
         let response = if version >= 5
             && (request.protocol_type.is_none() || request.protocol_name.is_none())
         {
             group::SyncGroupResponse::error(ErrorCode::InconsistentGroupProtocol)
+        } else if !authorized {
+            group::SyncGroupResponse::error(ErrorCode::GroupAuthorizationFailed)
         } else {
             let call = to_coordinator(&request, version);
             let group_id = call.group_id.clone();

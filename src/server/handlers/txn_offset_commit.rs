@@ -13,6 +13,12 @@
 //! COORDINATOR_NOT_AVAILABLE) go on every partition it was asked about: the
 //! response has no top-level error.
 //!
+//! Authorization, as in Kafka: WRITE on the transactional id, else every
+//! requested partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED; READ on
+//! the group, else GROUP_AUTHORIZATION_FAILED likewise; then READ on each
+//! topic, else its partitions are TOPIC_AUTHORIZATION_FAILED, whether the
+//! topic exists or not.
+//!
 //! Before the coordinator writes, the transaction coordinator is asked
 //! whether the producer's transaction is open with the group's offsets
 //! partition in it (KIP-890 part 1, Kafka's default
@@ -45,17 +51,20 @@ use crate::cluster::controller::OFFSETS_TOPIC;
 use crate::group;
 use crate::group::service::{call_group, group_partition};
 use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::shard::messages::{GroupCall, GroupReply, TopicPartition};
 use crate::shard::Shard;
 use crate::txn::service;
 
 /// The coordinator's request for a wire request of `version`, keeping only
-/// the partitions `exists` accepts; the others are added to `errors` as
+/// the partitions of topics `readable` accepts that `exists` accepts; the
+/// others are added to `errors` as TOPIC_AUTHORIZATION_FAILED or
 /// UNKNOWN_TOPIC_OR_PARTITION.
 pub fn to_coordinator(
     request: &TxnOffsetCommitRequest,
     version: i16,
+    readable: impl Fn(&str) -> bool,
     topic_exists: impl Fn(&str) -> bool,
     partition_exists: impl Fn(&str, i32) -> bool,
     errors: &mut TopicErrors,
@@ -64,6 +73,17 @@ pub fn to_coordinator(
     let mut topics = Vec::new();
     for topic in &request.topics {
         let name = string(&topic.name);
+        // Authorized before existence, as in Kafka.
+        if !readable(&name) {
+            for partition in &topic.partitions {
+                errors.add(
+                    &name,
+                    partition.partition_index,
+                    ErrorCode::TopicAuthorizationFailed.code(),
+                );
+            }
+            continue;
+        }
         if !topic_exists(&name) {
             for partition in &topic.partitions {
                 errors.add(&name, partition.partition_index, unknown);
@@ -119,6 +139,33 @@ fn partitions_of(
         let partitions = t.partitions.iter().map(|p| p.partition_index).collect();
         (&t.name, partitions)
     })
+}
+
+/// The wire answer when the whole request is refused: `error` on every
+/// requested partition, topics as the request lists them (Kafka's
+/// `TxnOffsetCommitRequest.getErrorResponse`).
+pub fn refused(request: &TxnOffsetCommitRequest, error: ErrorCode) -> TxnOffsetCommitResponse {
+    let mut wire = TxnOffsetCommitResponse::default();
+    wire.topics = request
+        .topics
+        .iter()
+        .map(|t| {
+            let mut topic = TxnOffsetCommitResponseTopic::default();
+            topic.name = t.name.clone();
+            topic.partitions = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    let mut partition = TxnOffsetCommitResponsePartition::default();
+                    partition.partition_index = p.partition_index;
+                    partition.error_code = error.code();
+                    partition
+                })
+                .collect();
+            topic
+        })
+        .collect();
+    wire
 }
 
 /// The wire answer: the handler's own partition errors merged with the
@@ -198,11 +245,24 @@ pub fn handle(
     correlation_id: i32,
 ) -> Responder {
     let shard = shard.clone();
+    let access = access.clone();
     Box::pin(async move {
+        let refusal = if !access.transactional_id(AclOperation::Write, &request.transactional_id) {
+            Some(ErrorCode::TransactionalIdAuthorizationFailed)
+        } else if !access.group(AclOperation::Read, &request.group_id) {
+            Some(ErrorCode::GroupAuthorizationFailed)
+        } else {
+            None
+        };
+        if let Some(error) = refusal {
+            let answer = refused(&request, error);
+            return encode_response(ApiKey::TxnOffsetCommit, version, correlation_id, &answer);
+        }
         let mut errors = TopicErrors::default();
         let call = to_coordinator(
             &request,
             version,
+            |topic| access.topic(AclOperation::Read, topic),
             |topic| topic_exists(&shard, topic),
             |topic, partition| partition_exists(&shard, topic, partition),
             &mut errors,
@@ -282,6 +342,7 @@ mod tests {
         let call = to_coordinator(
             &request(),
             3,
+            |_| true,
             |t| t == "known",
             |t, p| t == "known" && p < 2,
             &mut errors,
@@ -331,13 +392,56 @@ mod tests {
     fn old_versions_have_no_member_and_v0_v1_no_leader_epoch() {
         for version in 0..=2 {
             let mut errors = TopicErrors::default();
-            let call = to_coordinator(&request(), version, |_| true, |_, _| true, &mut errors);
+            let call = to_coordinator(
+                &request(),
+                version,
+                |_| true,
+                |_| true,
+                |_, _| true,
+                &mut errors,
+            );
             assert_eq!(call.generation_id, -1);
             assert_eq!(call.member_id, "");
             assert_eq!(call.group_instance_id, None);
             let epoch = call.topics[0].partitions[0].committed_leader_epoch;
             assert_eq!(epoch, if version >= 2 { 4 } else { -1 });
         }
+    }
+
+    /// A topic the caller may not read is refused whether it exists or
+    /// not; a refused transactional id or group refuses every partition.
+    #[test]
+    fn refusals_name_every_refused_partition() {
+        let mut errors = TopicErrors::default();
+        let call = to_coordinator(
+            &request(),
+            3,
+            |t| t == "known",
+            |_| false,
+            |_, _| false,
+            &mut errors,
+        );
+        assert!(call.topics.is_empty());
+        let unknown = ErrorCode::UnknownTopicOrPartition.code();
+        let refused_topic = ErrorCode::TopicAuthorizationFailed.code();
+        assert_eq!(
+            errors.topics,
+            vec![
+                ("known".to_string(), vec![(0, unknown), (7, unknown)]),
+                ("missing".to_string(), vec![(0, refused_topic)]),
+            ]
+        );
+        let wire = refused(&request(), ErrorCode::TransactionalIdAuthorizationFailed);
+        let codes: Vec<(i32, i16)> = wire
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(|p| (p.partition_index, p.error_code))
+            })
+            .collect();
+        assert_eq!(codes, vec![(0, 53), (7, 53), (0, 53)]);
     }
 
     /// Every served version's answer encodes and decodes back.

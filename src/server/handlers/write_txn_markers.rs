@@ -11,6 +11,9 @@
 //! the producer's epoch on the partition, TRANSACTION_COORDINATOR_FENCED for
 //! one from an older coordinator, KAFKA_STORAGE_ERROR when the log failed.
 //! Runs on the connection's shard.
+//!
+//! Authorization, as in Kafka: ALTER or CLUSTER_ACTION on the cluster, else
+//! every partition is CLUSTER_AUTHORIZATION_FAILED and nothing is written.
 
 use std::rc::Rc;
 
@@ -22,6 +25,7 @@ use kafka_protocol::messages::{ApiKey, WriteTxnMarkersRequest, WriteTxnMarkersRe
 
 use super::encode_response;
 use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::shard::messages::{ShardReply, ShardRequest, TopicPartition, TxnMarkerWrite};
 use crate::shard::Shard;
@@ -48,6 +52,8 @@ pub async fn handle(
     version: i16,
     correlation_id: i32,
 ) -> Responder {
+    let authorized =
+        access.cluster(AclOperation::Alter) || access.cluster(AclOperation::ClusterAction);
     let image = shard.image();
     // Per shard: the markers it writes, in request order.
     let mut per_shard: std::collections::BTreeMap<usize, Vec<TxnMarkerWrite>> =
@@ -64,6 +70,10 @@ pub async fn handle(
             let image_topic = image.topic(&name);
             let mut topic_slots = Vec::with_capacity(topic.partition_indexes.len());
             for &index in &topic.partition_indexes {
+                if !authorized {
+                    topic_slots.push(Slot::Early(ErrorCode::ClusterAuthorizationFailed));
+                    continue;
+                }
                 let Some(owner) = image_topic.and_then(|t| shard.owner_of(t, index)) else {
                     topic_slots.push(Slot::Early(ErrorCode::UnknownTopicOrPartition));
                     continue;
