@@ -7,6 +7,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::config::BrokerConfig;
+use crate::protocol::ErrorCode;
 use crate::security::acl::{
     AclOperation, AclSet, Caller, ResourceType, ANONYMOUS, CLUSTER_NAME,
 };
@@ -143,4 +144,16 @@ impl Access {
 /// we name the API.
 pub fn cluster_refusal(api: kafka_protocol::messages::ApiKey, operation: &str) -> String {
     format!("Request {api:?} needs {operation} permission.")
+}
+
+/// Kafka's own message of an authorization error (`Errors.message()`), as
+/// answered where Kafka copies it into a response.
+pub fn refusal_message(error: ErrorCode) -> &'static str {
+    match error {
+        ErrorCode::TopicAuthorizationFailed => "Topic authorization failed.",
+        ErrorCode::GroupAuthorizationFailed => "Group authorization failed.",
+        ErrorCode::ClusterAuthorizationFailed => "Cluster authorization failed.",
+        ErrorCode::TransactionalIdAuthorizationFailed => "Transactional Id authorization failed.",
+        _ => "",
+    }
 }

@@ -193,7 +193,11 @@ pub async fn create(
             .map(|(code, message)| {
                 let mut result = AclCreationResult::default();
                 result.error_code = code;
-                result.error_message = message.as_deref().map(str_bytes);
+                // Kafka answers a creation done with an empty message.
+                result.error_message = match (code, message) {
+                    (0, None) => Some(str_bytes("")),
+                    (_, message) => message.as_deref().map(str_bytes),
+                };
                 result
             })
             .collect();
@@ -309,12 +313,14 @@ pub async fn delete(
             .into_iter()
             .map(|result| {
                 let mut out = DeleteAclsFilterResult::default();
+                out.error_message = None;
                 match result {
                     Ok(acls) => {
                         out.matching_acls = acls
                             .into_iter()
                             .map(|acl| {
                                 let mut m = DeleteAclsMatchingAcl::default();
+                                m.error_message = None;
                                 m.resource_type = acl.resource_type.code();
                                 m.resource_name = str_bytes(&acl.resource_name);
                                 m.pattern_type = acl.pattern_type.code();

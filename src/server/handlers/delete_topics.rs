@@ -10,6 +10,7 @@ use kafka_protocol::messages::{ApiKey, DeleteTopicsRequest, DeleteTopicsResponse
 use super::{encode_response, str_bytes};
 use crate::cluster::controller::CONTROLLER_SHARD;
 use crate::protocol::ErrorCode;
+use crate::server::access::refusal_message;
 use crate::security::acl::AclOperation;
 use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{ControllerReply, ControllerRequest, ShardReply, ShardRequest};
@@ -117,7 +118,7 @@ pub async fn handle(
                 };
                 r.error_code = error;
                 r.error_message = (error == ErrorCode::TopicAuthorizationFailed.code())
-                    .then(|| str_bytes("Topic authorization failed."));
+                    .then(|| str_bytes(refusal_message(ErrorCode::TopicAuthorizationFailed)));
                 r
             })
             .collect();

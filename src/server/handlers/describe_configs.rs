@@ -10,6 +10,7 @@ use super::{encode_response, str_bytes};
 use crate::config::broker_config_table::describe_broker_configs;
 use crate::config::topic_config::describe_topic_configs;
 use crate::protocol::ErrorCode;
+use crate::server::access::refusal_message;
 use crate::security::acl::AclOperation;
 use crate::server::connection::Response;
 use crate::shard::Shard;
@@ -53,13 +54,13 @@ pub fn handle(
             match resource.resource_type {
                 RESOURCE_TOPIC if !access.topic(AclOperation::DescribeConfigs, &name) => {
                     let error = ErrorCode::TopicAuthorizationFailed;
-                    fail(error, error.to_string())
+                    fail(error, refusal_message(error).to_string())
                 }
                 RESOURCE_BROKER | RESOURCE_BROKER_LOGGER
                     if !access.cluster(AclOperation::DescribeConfigs) =>
                 {
                     let error = ErrorCode::ClusterAuthorizationFailed;
-                    fail(error, error.to_string())
+                    fail(error, refusal_message(error).to_string())
                 }
                 RESOURCE_TOPIC => match image.topic(&name) {
                     Some(topic) => {

@@ -19,6 +19,7 @@ use kafka_protocol::messages::{
 use super::{encode_response, str_bytes, ShardGroups};
 use crate::partition::ProducerDescription;
 use crate::protocol::ErrorCode;
+use crate::server::access::refusal_message;
 use crate::server::connection::Responder;
 use crate::shard::messages::{ShardReply, ShardRequest, TopicPartition};
 use crate::shard::Shard;
@@ -97,7 +98,9 @@ pub async fn handle(
                         partition.error_code = error_code;
                         if error_code == ErrorCode::TopicAuthorizationFailed.code() {
                             partition.error_message =
-                                Some(str_bytes(&ErrorCode::TopicAuthorizationFailed.to_string()));
+                                Some(str_bytes(refusal_message(
+                                    ErrorCode::TopicAuthorizationFailed,
+                                )));
                         }
                     }
                     None => partition.error_code = ErrorCode::UnknownServerError.code(),

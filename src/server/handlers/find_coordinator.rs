@@ -20,6 +20,7 @@ use super::encode_response;
 use super::str_bytes;
 use crate::cluster::controller::{ensure_offsets_topic, ensure_txn_state_topic};
 use crate::protocol::ErrorCode;
+use crate::server::access::refusal_message;
 use crate::security::acl::AclOperation;
 use crate::server::access::Access;
 use crate::server::connection::Responder;
@@ -39,16 +40,6 @@ fn refusal(access: &Access, key_type: i8, key: &str) -> Option<ErrorCode> {
             Some(ErrorCode::TransactionalIdAuthorizationFailed)
         }
         _ => None,
-    }
-}
-
-/// Kafka's default message of a refusal (`Errors.message()`), which v0-v3
-/// answers carry.
-fn refusal_message(error: ErrorCode) -> &'static str {
-    match error {
-        ErrorCode::GroupAuthorizationFailed => "Group authorization failed.",
-        ErrorCode::TransactionalIdAuthorizationFailed => "Transactional Id authorization failed.",
-        _ => "",
     }
 }
 
