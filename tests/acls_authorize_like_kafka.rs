@@ -24,7 +24,9 @@ use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::delete_acls_request::DeleteAclsFilter;
-use kafka_protocol::messages::delete_records_request::{DeleteRecordsPartition, DeleteRecordsTopic};
+use kafka_protocol::messages::delete_records_request::{
+    DeleteRecordsPartition, DeleteRecordsTopic,
+};
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
@@ -44,14 +46,13 @@ use kafka_protocol::messages::{
     DeleteAclsResponse, DeleteRecordsRequest, DeleteRecordsResponse, DeleteTopicsRequest,
     DeleteTopicsResponse, DescribeAclsRequest, DescribeAclsResponse, DescribeClusterRequest,
     DescribeClusterResponse, DescribeConfigsRequest, DescribeConfigsResponse,
-    DescribeGroupsRequest, DescribeGroupsResponse, DescribeLogDirsRequest,
-    DescribeLogDirsResponse, DescribeProducersRequest, DescribeProducersResponse, FetchRequest,
-    FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId,
-    InitProducerIdRequest, InitProducerIdResponse, JoinGroupRequest, JoinGroupResponse,
-    ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
-    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
-    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, ProduceRequest, ProduceResponse,
-    TopicName,
+    DescribeGroupsRequest, DescribeGroupsResponse, DescribeLogDirsRequest, DescribeLogDirsResponse,
+    DescribeProducersRequest, DescribeProducersResponse, FetchRequest, FetchResponse,
+    FindCoordinatorRequest, FindCoordinatorResponse, GroupId, InitProducerIdRequest,
+    InitProducerIdResponse, JoinGroupRequest, JoinGroupResponse, ListOffsetsRequest,
+    ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetCommitRequest,
+    OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse, ProduceRequest, ProduceResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -132,10 +133,22 @@ fn describe_acls(
             let mut acls: Vec<_> = r
                 .acls
                 .into_iter()
-                .map(|a| (a.principal.to_string(), a.host.to_string(), a.operation, a.permission_type))
+                .map(|a| {
+                    (
+                        a.principal.to_string(),
+                        a.host.to_string(),
+                        a.operation,
+                        a.permission_type,
+                    )
+                })
                 .collect();
             acls.sort();
-            (r.resource_type, r.resource_name.to_string(), r.pattern_type, acls)
+            (
+                r.resource_type,
+                r.resource_name.to_string(),
+                r.pattern_type,
+                acls,
+            )
         })
         .collect();
     resources.sort();
@@ -149,7 +162,10 @@ fn bootstrap_or_broker() -> (String, Option<Broker>) {
     let broker = Broker::start(
         BrokerOptions::default()
             .auto_create_topics_enable(false)
-            .arg("--authorizer-class-name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+            .arg(
+                "--authorizer-class-name",
+                "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            )
             .arg("--allow-everyone-if-no-acl-found", "true"),
     );
     (broker.bootstrap(), Some(broker))
@@ -215,10 +231,23 @@ fn acl_apis_check_and_answer_as_kafka() {
         ),
         vec![(-1, None), (-1, None)]
     );
-    assert_eq!(create_acls(&mut client, &[(2, "x", 2, U, "*", 3, 3)]), vec![(-1, None)]);
+    assert_eq!(
+        create_acls(&mut client, &[(2, "x", 2, U, "*", 3, 3)]),
+        vec![(-1, None)]
+    );
 
-    let prefixed = (2, "wire-".to_string(), 4, vec![(U.to_string(), "10.0.0.1".to_string(), 4, 2)]);
-    let literal = (2, "wire-t".to_string(), 3, vec![(U.to_string(), "*".to_string(), 3, 3)]);
+    let prefixed = (
+        2,
+        "wire-".to_string(),
+        4,
+        vec![(U.to_string(), "10.0.0.1".to_string(), 4, 2)],
+    );
+    let literal = (
+        2,
+        "wire-t".to_string(),
+        3,
+        vec![(U.to_string(), "*".to_string(), 3, 3)],
+    );
     assert_eq!(
         describe_acls(&mut client, (1, None, 1, Some(U), None, 1, 1)),
         (0, vec![prefixed.clone(), literal.clone()])
@@ -233,7 +262,10 @@ fn acl_apis_check_and_answer_as_kafka() {
         (0, vec![literal.clone()])
     );
     // A resource type Kafka does not define matches nothing.
-    assert_eq!(describe_acls(&mut client, (9, None, 1, None, None, 1, 1)), (0, vec![]));
+    assert_eq!(
+        describe_acls(&mut client, (9, None, 1, None, None, 1, 1)),
+        (0, vec![])
+    );
 
     let mut request = DeleteAclsRequest::default();
     request.filters = [
@@ -256,7 +288,9 @@ fn acl_apis_check_and_answer_as_kafka() {
     })
     .collect();
     let deleted: DeleteAclsResponse = client.request(ApiKey::DeleteAcls, 3, &request);
-    let summary: Vec<(i16, Option<String>, Vec<(String, i8)>)> = deleted
+    // (error code, message, the deleted ACLs' (name, pattern type)).
+    type Summary = (i16, Option<String>, Vec<(String, i8)>);
+    let summary: Vec<Summary> = deleted
         .filter_results
         .iter()
         .map(|r| {
@@ -269,20 +303,35 @@ fn acl_apis_check_and_answer_as_kafka() {
                 })
                 .collect();
             names.sort();
-            (r.error_code, r.error_message.as_ref().map(|m| m.to_string()), names)
+            (
+                r.error_code,
+                r.error_message.as_ref().map(|m| m.to_string()),
+                names,
+            )
         })
         .collect();
     assert_eq!(
         summary,
         vec![
             (0, None, vec![("wire-".to_string(), 4)]),
-            (INVALID_REQUEST, Some("Unknown patternFilter.".into()), vec![]),
+            (
+                INVALID_REQUEST,
+                Some("Unknown patternFilter.".into()),
+                vec![]
+            ),
             (INVALID_REQUEST, Some("Unknown entryFilter.".into()), vec![]),
             // Listed again under a second filter that matches it.
-            (0, None, vec![("wire-".to_string(), 4), ("wire-t".to_string(), 3)]),
+            (
+                0,
+                None,
+                vec![("wire-".to_string(), 4), ("wire-t".to_string(), 3)]
+            ),
         ]
     );
-    assert_eq!(describe_acls(&mut client, (1, None, 1, Some(U), None, 1, 1)), (0, vec![]));
+    assert_eq!(
+        describe_acls(&mut client, (1, None, 1, Some(U), None, 1, 1)),
+        (0, vec![])
+    );
 
     // An UNKNOWN (0) code closes the connection without an answer.
     let mut creation = CreateAclsRequest::default();
@@ -297,7 +346,12 @@ fn acl_apis_check_and_answer_as_kafka() {
     creation.creations = vec![unknown];
     let mut doomed = RawClient::connect(&bootstrap);
     doomed
-        .write_raw(&common::wire::encode_request(ApiKey::CreateAcls, 3, 1, &creation))
+        .write_raw(&common::wire::encode_request(
+            ApiKey::CreateAcls,
+            3,
+            1,
+            &creation,
+        ))
         .unwrap();
     assert!(matches!(
         doomed.outcome_within(std::time::Duration::from_secs(10)),
@@ -345,7 +399,10 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
     assert_eq!(
         create_acls(
             &mut client,
-            &[(2, "acl-secret", 3, BOB, "*", 3, 3), (3, "g-secret", 3, BOB, "*", 3, 3)]
+            &[
+                (2, "acl-secret", 3, BOB, "*", 3, 3),
+                (3, "g-secret", 3, BOB, "*", 3, 3)
+            ]
         ),
         vec![(0, Some(String::new())), (0, Some(String::new()))]
     );
@@ -360,7 +417,10 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
     // acl-open (none applies); a named topic it may not DESCRIBE is refused
     // without its id, and left out of every topic.
     assert_eq!(
-        metadata_codes(&mut client, Some(&["acl-secret", "acl-open", "acl-missing"])),
+        metadata_codes(
+            &mut client,
+            Some(&["acl-secret", "acl-open", "acl-missing"])
+        ),
         vec![
             ("acl-missing".into(), UNKNOWN_TOPIC_OR_PARTITION, true),
             ("acl-open".into(), 0, false),
@@ -380,7 +440,11 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
         .map(|name| {
             let mut partition = PartitionProduceData::default();
             partition.index = 0;
-            partition.records = Some(encode_batch(&[plain_record(0, None, Bytes::from_static(b"v"))]));
+            partition.records = Some(encode_batch(&[plain_record(
+                0,
+                None,
+                Bytes::from_static(b"v"),
+            )]));
             let mut topic = TopicProduceData::default();
             topic.name = TopicName(s(name));
             topic.partition_data = vec![partition];
@@ -396,7 +460,10 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
     codes.sort();
     assert_eq!(
         codes,
-        vec![("acl-open".into(), 0), ("acl-secret".into(), TOPIC_AUTHORIZATION_FAILED)]
+        vec![
+            ("acl-open".into(), 0),
+            ("acl-secret".into(), TOPIC_AUTHORIZATION_FAILED)
+        ]
     );
 
     let mut fetch = FetchRequest::default();
@@ -411,7 +478,10 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
     ft.partitions = vec![fp];
     fetch.topics = vec![ft];
     let fetched: FetchResponse = client.request(ApiKey::Fetch, 12, &fetch);
-    assert_eq!(fetched.responses[0].partitions[0].error_code, TOPIC_AUTHORIZATION_FAILED);
+    assert_eq!(
+        fetched.responses[0].partitions[0].error_code,
+        TOPIC_AUTHORIZATION_FAILED
+    );
 
     let mut list = ListOffsetsRequest::default();
     list.replica_id = kafka_protocol::messages::BrokerId(-1);
@@ -423,7 +493,10 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
     lt.partitions = vec![lp];
     list.topics = vec![lt];
     let listed: ListOffsetsResponse = client.request(ApiKey::ListOffsets, 7, &list);
-    assert_eq!(listed.topics[0].partitions[0].error_code, TOPIC_AUTHORIZATION_FAILED);
+    assert_eq!(
+        listed.topics[0].partitions[0].error_code,
+        TOPIC_AUTHORIZATION_FAILED
+    );
 
     let mut describe = DescribeConfigsRequest::default();
     let mut resource = DescribeConfigsResource::default();
@@ -434,9 +507,15 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
     assert_eq!(
         (
             described.results[0].error_code,
-            described.results[0].error_message.as_ref().map(|m| m.to_string())
+            described.results[0]
+                .error_message
+                .as_ref()
+                .map(|m| m.to_string())
         ),
-        (TOPIC_AUTHORIZATION_FAILED, Some("Topic authorization failed.".into()))
+        (
+            TOPIC_AUTHORIZATION_FAILED,
+            Some("Topic authorization failed.".into())
+        )
     );
 
     let mut more = CreatePartitionsRequest::default();
@@ -458,7 +537,10 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
     records.topics = vec![rt];
     records.timeout_ms = 10_000;
     let trimmed: DeleteRecordsResponse = client.request(ApiKey::DeleteRecords, 2, &records);
-    assert_eq!(trimmed.topics[0].partitions[0].error_code, TOPIC_AUTHORIZATION_FAILED);
+    assert_eq!(
+        trimmed.topics[0].partitions[0].error_code,
+        TOPIC_AUTHORIZATION_FAILED
+    );
 
     let mut epochs = OffsetForLeaderEpochRequest::default();
     epochs.replica_id = kafka_protocol::messages::BrokerId(-1);
@@ -472,7 +554,8 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
     epochs.topics = vec![et];
     // CLUSTER_ACTION (no ACL applies to the cluster yet) lets a client ask
     // of every topic, as a replica does, DESCRIBE or not.
-    let ends: OffsetForLeaderEpochResponse = client.request(ApiKey::OffsetForLeaderEpoch, 4, &epochs);
+    let ends: OffsetForLeaderEpochResponse =
+        client.request(ApiKey::OffsetForLeaderEpoch, 4, &epochs);
     assert_eq!(ends.topics[0].partitions[0].error_code, 0);
 
     let mut producers = DescribeProducersRequest::default();
@@ -480,11 +563,18 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
     pt.name = TopicName(s("acl-secret"));
     pt.partition_indexes = vec![0];
     producers.topics = vec![pt];
-    let described: DescribeProducersResponse = client.request(ApiKey::DescribeProducers, 0, &producers);
+    let described: DescribeProducersResponse =
+        client.request(ApiKey::DescribeProducers, 0, &producers);
     let partition = &described.topics[0].partitions[0];
     assert_eq!(
-        (partition.error_code, partition.error_message.as_ref().map(|m| m.to_string())),
-        (TOPIC_AUTHORIZATION_FAILED, Some("Topic authorization failed.".into()))
+        (
+            partition.error_code,
+            partition.error_message.as_ref().map(|m| m.to_string())
+        ),
+        (
+            TOPIC_AUTHORIZATION_FAILED,
+            Some("Topic authorization failed.".into())
+        )
     );
 
     // Groups: ANONYMOUS lost g-secret.
@@ -493,7 +583,10 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
     find.coordinator_keys = vec![s("g-secret")];
     let found: FindCoordinatorResponse = client.request(ApiKey::FindCoordinator, 4, &find);
     assert_eq!(
-        (found.coordinators[0].error_code, found.coordinators[0].node_id.0),
+        (
+            found.coordinators[0].error_code,
+            found.coordinators[0].node_id.0
+        ),
         (GROUP_AUTHORIZATION_FAILED, -1)
     );
     let mut join = JoinGroupRequest::default();
@@ -502,7 +595,10 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
     join.rebalance_timeout_ms = 10_000;
     join.protocol_type = s("consumer");
     let joined: JoinGroupResponse = client.request(ApiKey::JoinGroup, 5, &join);
-    assert_eq!((joined.error_code, joined.generation_id), (GROUP_AUTHORIZATION_FAILED, -1));
+    assert_eq!(
+        (joined.error_code, joined.generation_id),
+        (GROUP_AUTHORIZATION_FAILED, -1)
+    );
     let mut commit = OffsetCommitRequest::default();
     commit.group_id = GroupId(s("g-secret"));
     commit.generation_id_or_member_epoch = -1;
@@ -514,7 +610,10 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
     ct.partitions = vec![cp];
     commit.topics = vec![ct];
     let committed: OffsetCommitResponse = client.request(ApiKey::OffsetCommit, 8, &commit);
-    assert_eq!(committed.topics[0].partitions[0].error_code, GROUP_AUTHORIZATION_FAILED);
+    assert_eq!(
+        committed.topics[0].partitions[0].error_code,
+        GROUP_AUTHORIZATION_FAILED
+    );
     let mut fetch_offsets = OffsetFetchRequest::default();
     fetch_offsets.group_id = GroupId(s("g-secret"));
     fetch_offsets.topics = None;
@@ -546,13 +645,22 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
         describe_acls(&mut client, (1, None, 1, None, None, 1, 1)).0,
         CLUSTER_AUTHORIZATION_FAILED
     );
-    let dirs: DescribeLogDirsResponse =
-        client.request(ApiKey::DescribeLogDirs, 4, &DescribeLogDirsRequest::default());
+    let dirs: DescribeLogDirsResponse = client.request(
+        ApiKey::DescribeLogDirs,
+        4,
+        &DescribeLogDirsRequest::default(),
+    );
     assert_eq!(dirs.error_code, CLUSTER_AUTHORIZATION_FAILED);
     let mut cluster = DescribeClusterRequest::default();
     cluster.include_cluster_authorized_operations = true;
     let described: DescribeClusterResponse = client.request(ApiKey::DescribeCluster, 1, &cluster);
-    assert_eq!((described.error_code, described.cluster_authorized_operations), (0, 0));
+    assert_eq!(
+        (
+            described.error_code,
+            described.cluster_authorized_operations
+        ),
+        (0, 0)
+    );
     // DELETE on the cluster is gone too, and acl-secret never had it.
     let mut delete = DeleteTopicsRequest::default();
     let mut dt = DeleteTopicState::default();
@@ -563,9 +671,15 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
     assert_eq!(
         (
             deleted.responses[0].error_code,
-            deleted.responses[0].error_message.as_ref().map(|m| m.to_string())
+            deleted.responses[0]
+                .error_message
+                .as_ref()
+                .map(|m| m.to_string())
         ),
-        (TOPIC_AUTHORIZATION_FAILED, Some("Topic authorization failed.".into()))
+        (
+            TOPIC_AUTHORIZATION_FAILED,
+            Some("Topic authorization failed.".into())
+        )
     );
 
     // CREATE on a topic no ACL applies to is still everyone's.

@@ -89,10 +89,7 @@ const ACL_RECORDS_PER_REQUEST_MAX: usize = 10_000;
 /// CreateAcls, following Kafka's `AclControlManager`: an ACL equal to a
 /// stored one (or to an earlier one of the request) succeeds without a
 /// record; more than 10000 new ACLs fail the whole request.
-async fn create_acls(
-    shard: &Rc<Shard>,
-    acls: Vec<Acl>,
-) -> Result<(), (ErrorCode, Option<String>)> {
+async fn create_acls(shard: &Rc<Shard>, acls: Vec<Acl>) -> Result<(), (ErrorCode, Option<String>)> {
     let image = shard.image();
     let mut seen = HashSet::new();
     let mut records = Vec::new();

@@ -311,8 +311,11 @@ impl AclFilter {
         type_matches
             && pattern_matches
             && name_matches
-            && self.principal.as_ref().is_none_or(|p| *p == acl.principal)
-            && self.host.as_ref().is_none_or(|h| *h == acl.host)
+            && self
+                .principal
+                .as_ref()
+                .map_or(true, |p| *p == acl.principal)
+            && self.host.as_ref().map_or(true, |h| *h == acl.host)
             && (self.operation == AclOperation::Any || self.operation == acl.operation)
             && (self.permission == AclPermission::Any || self.permission == acl.permission)
     }
@@ -324,15 +327,18 @@ impl AclFilter {
     }
 }
 
+/// ACLs by (resource type, name or prefix).
+type AclIndex = HashMap<(ResourceType, String), Vec<(Uuid, Rc<Acl>)>>;
+
 /// Every ACL, by id, with indexes for authorization (literal names, `*` and
 /// prefixes by resource type).
 #[derive(Debug, Clone, Default)]
 pub struct AclSet {
     by_id: BTreeMap<Uuid, Rc<Acl>>,
     /// (type, literal name) -> ACLs, `*` included under its name.
-    literal: HashMap<(ResourceType, String), Vec<(Uuid, Rc<Acl>)>>,
+    literal: AclIndex,
     /// (type, prefix) -> ACLs.
-    prefixed: HashMap<(ResourceType, String), Vec<(Uuid, Rc<Acl>)>>,
+    prefixed: AclIndex,
 }
 
 impl AclSet {
@@ -365,7 +371,7 @@ impl AclSet {
         self.by_id.contains_key(id)
     }
 
-    fn index(&self, pattern: PatternType) -> Option<&HashMap<(ResourceType, String), Vec<(Uuid, Rc<Acl>)>>> {
+    fn index(&self, pattern: PatternType) -> Option<&AclIndex> {
         match pattern {
             PatternType::Literal => Some(&self.literal),
             PatternType::Prefixed => Some(&self.prefixed),
@@ -431,7 +437,10 @@ impl AclSet {
             })
             .into_iter()
             .flatten();
-        literal.chain(prefixes).chain(wildcard).map(|(_, acl)| &**acl)
+        literal
+            .chain(prefixes)
+            .chain(wildcard)
+            .map(|(_, acl)| &**acl)
     }
 }
 
@@ -500,7 +509,8 @@ impl AuthorizerConfig {
         let mut allowed = false;
         for acl in acls.applying(resource_type, name) {
             any_applies = true;
-            if !principal_matches(acl, caller) || !(acl.host == WILDCARD || *acl.host == *caller.host)
+            if !principal_matches(acl, caller)
+                || !(acl.host == WILDCARD || *acl.host == *caller.host)
             {
                 continue;
             }
@@ -560,7 +570,7 @@ impl AuthorizerConfig {
             }
         }
         allowed.into_iter().any(|(name, pattern)| {
-            !(pattern == PatternType::Literal && denied_literal.contains(name))
+            (pattern != PatternType::Literal || !denied_literal.contains(name))
                 && !name
                     .char_indices()
                     .any(|(i, c)| denied_prefix.contains(&name[..i + c.len_utf8()]))
@@ -571,7 +581,6 @@ impl AuthorizerConfig {
     pub fn is_super_user(&self, caller: &Caller) -> bool {
         self.super_users.iter().any(|u| **u == *caller.principal)
     }
-
 }
 
 fn principal_matches(acl: &Acl, caller: &Caller) -> bool {
@@ -599,7 +608,14 @@ pub fn java_host_address(ip: std::net::IpAddr) -> String {
 mod tests {
     use super::*;
 
-    fn acl(rt: ResourceType, name: &str, pattern: PatternType, principal: &str, op: AclOperation, perm: AclPermission) -> Acl {
+    fn acl(
+        rt: ResourceType,
+        name: &str,
+        pattern: PatternType,
+        principal: &str,
+        op: AclOperation,
+        perm: AclPermission,
+    ) -> Acl {
         Acl {
             resource_type: rt,
             resource_name: name.into(),
@@ -642,30 +658,60 @@ mod tests {
             ..on()
         };
         assert!(everyone.authorize(&acls, &alice, Read, Topic, "t"));
-        acls.insert(Uuid::new_v4(), acl(Topic, "app-", Prefixed, "User:alice", Read, Allow));
+        acls.insert(
+            Uuid::new_v4(),
+            acl(Topic, "app-", Prefixed, "User:alice", Read, Allow),
+        );
         assert!(config.authorize(&acls, &alice, Read, Topic, "app-1"));
-        assert!(config.authorize(&acls, &alice, Describe, Topic, "app-1"), "READ implies DESCRIBE");
+        assert!(
+            config.authorize(&acls, &alice, Describe, Topic, "app-1"),
+            "READ implies DESCRIBE"
+        );
         assert!(!config.authorize(&acls, &alice, Write, Topic, "app-1"));
         assert!(!config.authorize(&acls, &alice, Read, Topic, "ap"));
         // An ACL of someone else on the resource takes away the default.
         assert!(!everyone.authorize(&acls, &caller("User:bob"), Read, Topic, "app-1"));
         assert!(everyone.authorize(&acls, &caller("User:bob"), Read, Topic, "other"));
-        acls.insert(Uuid::new_v4(), acl(Topic, "*", Literal, "User:*", Read, Deny));
-        assert!(!config.authorize(&acls, &alice, Read, Topic, "app-1"), "DENY wins");
-        assert!(config.authorize(&acls, &alice, Describe, Topic, "app-1"), "DENY READ leaves DESCRIBE");
-        let id = acls.find(&acl(Topic, "*", Literal, "User:*", Read, Deny)).unwrap();
+        acls.insert(
+            Uuid::new_v4(),
+            acl(Topic, "*", Literal, "User:*", Read, Deny),
+        );
+        assert!(
+            !config.authorize(&acls, &alice, Read, Topic, "app-1"),
+            "DENY wins"
+        );
+        assert!(
+            config.authorize(&acls, &alice, Describe, Topic, "app-1"),
+            "DENY READ leaves DESCRIBE"
+        );
+        let id = acls
+            .find(&acl(Topic, "*", Literal, "User:*", Read, Deny))
+            .unwrap();
         acls.remove(&id);
         assert!(config.authorize(&acls, &alice, Read, Topic, "app-1"));
         assert!(config.authorize_any(&acls, &alice, Read, Topic));
         assert!(!config.authorize_any(&acls, &alice, Write, Topic));
-        acls.insert(Uuid::new_v4(), acl(Topic, "app", Prefixed, "User:alice", All, Deny));
-        assert!(!config.authorize_any(&acls, &alice, Read, Topic), "the allowed prefix is denied");
+        acls.insert(
+            Uuid::new_v4(),
+            acl(Topic, "app", Prefixed, "User:alice", All, Deny),
+        );
+        assert!(
+            !config.authorize_any(&acls, &alice, Read, Topic),
+            "the allowed prefix is denied"
+        );
     }
 
     #[test]
     fn filters_match_as_kafka() {
         use PatternType::*;
-        let stored = acl(ResourceType::Topic, "app-", Prefixed, "User:a", AclOperation::Read, AclPermission::Allow);
+        let stored = acl(
+            ResourceType::Topic,
+            "app-",
+            Prefixed,
+            "User:a",
+            AclOperation::Read,
+            AclPermission::Allow,
+        );
         let mut filter = AclFilter {
             resource_type: ResourceType::Any,
             resource_name: Some("app-1".into()),

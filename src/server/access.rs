@@ -8,9 +8,7 @@ use std::sync::Arc;
 
 use crate::config::BrokerConfig;
 use crate::protocol::ErrorCode;
-use crate::security::acl::{
-    AclOperation, AclSet, Caller, ResourceType, ANONYMOUS, CLUSTER_NAME,
-};
+use crate::security::acl::{AclOperation, AclSet, Caller, ResourceType, ANONYMOUS, CLUSTER_NAME};
 use crate::shard::Shard;
 
 /// One request's caller and the ACLs it is judged by. Cheap to clone.
@@ -75,10 +73,13 @@ impl Access {
     /// May the caller do `operation` on the resource?
     pub fn allows(&self, operation: AclOperation, resource_type: ResourceType, name: &str) -> bool {
         self.all
-            || self
-                .config
-            .authorizer
-            .authorize(&self.acls, &self.caller, operation, resource_type, name)
+            || self.config.authorizer.authorize(
+                &self.acls,
+                &self.caller,
+                operation,
+                resource_type,
+                name,
+            )
     }
 
     /// May the caller do `operation` on topic `name`?
@@ -105,10 +106,12 @@ impl Access {
     /// `authorizeByResourceType`)?
     pub fn any_of_type(&self, operation: AclOperation, resource_type: ResourceType) -> bool {
         self.all
-            || self
-                .config
-            .authorizer
-            .authorize_any(&self.acls, &self.caller, operation, resource_type)
+            || self.config.authorizer.authorize_any(
+                &self.acls,
+                &self.caller,
+                operation,
+                resource_type,
+            )
     }
 
     /// The authorized-operations bit field of a resource: every operation

@@ -235,7 +235,9 @@ pub enum ControllerReply {
     /// Ok when every ACL is stored, else the error of the whole request.
     CreateAcls(Result<(), (crate::protocol::ErrorCode, Option<String>)>),
     /// Per filter, the ACLs it deleted; else the error of the whole request.
-    DeleteAcls(Result<Vec<Vec<crate::security::acl::Acl>>, (crate::protocol::ErrorCode, Option<String>)>),
+    DeleteAcls(
+        Result<Vec<Vec<crate::security::acl::Acl>>, (crate::protocol::ErrorCode, Option<String>)>,
+    ),
 }
 
 /// A request for the group coordinator of one `__consumer_offsets` partition.

@@ -9,7 +9,9 @@
 use std::rc::Rc;
 
 use kafka_protocol::messages::create_acls_response::AclCreationResult;
-use kafka_protocol::messages::delete_acls_response::{DeleteAclsFilterResult, DeleteAclsMatchingAcl};
+use kafka_protocol::messages::delete_acls_response::{
+    DeleteAclsFilterResult, DeleteAclsMatchingAcl,
+};
 use kafka_protocol::messages::describe_acls_response::{AclDescription, DescribeAclsResource};
 use kafka_protocol::messages::{
     ApiKey, CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
@@ -26,6 +28,9 @@ use crate::server::access::{cluster_refusal, Access};
 use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{ControllerReply, ControllerRequest, ShardReply, ShardRequest};
 use crate::shard::Shard;
+
+/// One DeleteAcls filter's answer: the ACLs deleted, or (code, message).
+type FilterResult = Result<Vec<Acl>, (i16, Option<String>)>;
 
 /// Kafka's message for each creation and deletion filter.
 const NO_AUTHORIZER: &str = "No Authorizer is configured.";
@@ -307,7 +312,7 @@ pub async fn delete(
         return Err(UNKNOWN_ELEMENT);
     }
     let count = request.filters.len();
-    let answer = move |results: Vec<Result<Vec<Acl>, (i16, Option<String>)>>| {
+    let answer = move |results: Vec<FilterResult>| {
         let mut response = DeleteAclsResponse::default();
         response.filter_results = results
             .into_iter()
@@ -361,7 +366,7 @@ pub async fn delete(
     }
     // Filters Kafka refuses one by one (codes it does not define); the
     // others go to the controller.
-    let mut results: Vec<Result<Vec<Acl>, (i16, Option<String>)>> = Vec::with_capacity(count);
+    let mut results: Vec<FilterResult> = Vec::with_capacity(count);
     let mut valid = Vec::new();
     let mut valid_at = Vec::new();
     for f in &request.filters {

@@ -18,8 +18,8 @@ use super::{encode_response, str_bytes};
 use crate::cluster::controller::CONTROLLER_SHARD;
 use crate::config::{ConfigAlteration, ConfigOp};
 use crate::protocol::ErrorCode;
-use crate::server::access::refusal_message;
 use crate::security::acl::AclOperation;
+use crate::server::access::refusal_message;
 use crate::server::access::Access;
 use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{
@@ -98,7 +98,8 @@ fn plan(
     }
     // ALTER_CONFIGS on the resource (the cluster for a broker), asked after
     // the checks above and a broker's own, as Kafka's controller asks.
-    let refused = |error: ErrorCode| Plan::Answer((error.code(), Some(refusal_message(error).to_string())));
+    let refused =
+        |error: ErrorCode| Plan::Answer((error.code(), Some(refusal_message(error).to_string())));
     match resource.resource_type {
         resource_type::TOPIC if !access.topic(AclOperation::AlterConfigs, &resource.name) => {
             refused(ErrorCode::TopicAuthorizationFailed)

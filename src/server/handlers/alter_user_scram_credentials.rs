@@ -61,10 +61,8 @@ pub async fn handle(
     // order, as Kafka answers).
     if !access.cluster(crate::security::acl::AclOperation::Alter) {
         users.sort();
-        let message = crate::server::access::cluster_refusal(
-            ApiKey::AlterUserScramCredentials,
-            "ALTER",
-        );
+        let message =
+            crate::server::access::cluster_refusal(ApiKey::AlterUserScramCredentials, "ALTER");
         let error = ErrorCode::ClusterAuthorizationFailed.code();
         return super::ready(answer(
             users

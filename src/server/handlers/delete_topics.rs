@@ -10,8 +10,8 @@ use kafka_protocol::messages::{ApiKey, DeleteTopicsRequest, DeleteTopicsResponse
 use super::{encode_response, str_bytes};
 use crate::cluster::controller::CONTROLLER_SHARD;
 use crate::protocol::ErrorCode;
-use crate::server::access::refusal_message;
 use crate::security::acl::AclOperation;
+use crate::server::access::refusal_message;
 use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{ControllerReply, ControllerRequest, ShardReply, ShardRequest};
 use crate::shard::Shard;
@@ -58,8 +58,8 @@ pub async fn handle(
                 let deletable = access.topic(AclOperation::Delete, &name);
                 let by_id = !id.is_nil();
                 let shown = (describable || !by_id).then_some(name);
-                let refused = (!describable || !deletable)
-                    .then_some(ErrorCode::TopicAuthorizationFailed);
+                let refused =
+                    (!describable || !deletable).then_some(ErrorCode::TopicAuthorizationFailed);
                 (shown, id, refused)
             }
             name => (name, id, early),

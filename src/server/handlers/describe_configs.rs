@@ -10,8 +10,8 @@ use super::{encode_response, str_bytes};
 use crate::config::broker_config_table::describe_broker_configs;
 use crate::config::topic_config::describe_topic_configs;
 use crate::protocol::ErrorCode;
-use crate::server::access::refusal_message;
 use crate::security::acl::AclOperation;
+use crate::server::access::refusal_message;
 use crate::server::connection::Response;
 use crate::shard::Shard;
 

@@ -97,10 +97,9 @@ pub async fn handle(
                     Some(Err(error_code)) => {
                         partition.error_code = error_code;
                         if error_code == ErrorCode::TopicAuthorizationFailed.code() {
-                            partition.error_message =
-                                Some(str_bytes(refusal_message(
-                                    ErrorCode::TopicAuthorizationFailed,
-                                )));
+                            partition.error_message = Some(str_bytes(refusal_message(
+                                ErrorCode::TopicAuthorizationFailed,
+                            )));
                         }
                     }
                     None => partition.error_code = ErrorCode::UnknownServerError.code(),

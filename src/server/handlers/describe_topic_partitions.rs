@@ -24,12 +24,12 @@ use kafka_protocol::messages::{
 };
 
 use super::authorized_operations::AUTHORIZED_OPERATIONS_OMITTED;
-use crate::security::acl::{AclOperation, ResourceType};
 use super::{encode_response, str_bytes};
 use crate::cluster::controller::validate_topic_name;
 use crate::cluster::image::{is_internal_topic, LEADER_EPOCH};
 use crate::config::limits::DESCRIBE_TOPIC_PARTITIONS_MAX;
 use crate::protocol::ErrorCode;
+use crate::security::acl::{AclOperation, ResourceType};
 use crate::server::connection::Response;
 use crate::shard::Shard;
 

@@ -25,8 +25,8 @@ use kafka_protocol::messages::{
 
 use super::{encode_response, encode_response_pieces, str_bytes, ShardGroups};
 use crate::cluster::image::check_current_leader_epoch;
-use crate::security::acl::AclOperation;
 use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::server::pieces::{RecordSlots, RECORDS_MARKER_BYTES};
 use crate::shard::messages::{FetchItem, FetchResult, ShardReply, ShardRequest, TopicPartition};

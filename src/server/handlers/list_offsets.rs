@@ -12,8 +12,8 @@ use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse};
 
 use super::{encode_response, ShardGroups};
 use crate::cluster::image::check_current_leader_epoch;
-use crate::security::acl::AclOperation;
 use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
 use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{
     ListOffsetsItem, ListOffsetsResult, ShardReply, ShardRequest, TopicPartition,

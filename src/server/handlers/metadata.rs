@@ -135,8 +135,7 @@ pub async fn handle(
     // Creating a topic takes CREATE on the cluster or on the topic.
     let may_create_any = access.cluster(AclOperation::Create);
     let creatable = |name: &str| may_create_any || access.topic(AclOperation::Create, name);
-    let auto_create_on =
-        !all_topics && allow_auto_create && shard.config.auto_create_topics_enable;
+    let auto_create_on = !all_topics && allow_auto_create && shard.config.auto_create_topics_enable;
     if auto_create_on {
         let image = shard.image();
         let mut missing: Vec<String> = requested
@@ -204,11 +203,9 @@ pub async fn handle(
                 None => match image.topic_by_id(&wanted.topic_id) {
                     // Topic ids are not secret: the id is answered, the
                     // name is not.
-                    Some(t) if !describable(&t.name) => error_topic(
-                        None,
-                        wanted.topic_id,
-                        ErrorCode::TopicAuthorizationFailed,
-                    ),
+                    Some(t) if !describable(&t.name) => {
+                        error_topic(None, wanted.topic_id, ErrorCode::TopicAuthorizationFailed)
+                    }
                     Some(t) => describe_topic(shard, access, t, version, include_topic_operations),
                     None => error_topic(None, wanted.topic_id, ErrorCode::UnknownTopicId),
                 },

@@ -199,17 +199,44 @@ pub async fn dispatch(
             .await
         }
         ApiKey::CreateTopics => {
-            create_topics::handle(shard, access, decode(&mut body, version)?, version, correlation_id).await
+            create_topics::handle(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         ApiKey::DeleteTopics => {
-            delete_topics::handle(shard, access, decode(&mut body, version)?, version, correlation_id).await
+            delete_topics::handle(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         ApiKey::CreatePartitions => {
-            create_partitions::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
-                .await
+            create_partitions::handle(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         ApiKey::AlterConfigs => {
-            alter_configs::handle(shard, access, decode(&mut body, version)?, version, correlation_id).await
+            alter_configs::handle(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         ApiKey::IncrementalAlterConfigs => {
             alter_configs::handle_incremental(
@@ -224,14 +251,34 @@ pub async fn dispatch(
         // Produce never comes here: the connection reads it framing first
         // (`produce_frame.rs`) and calls `produce::handle` itself.
         ApiKey::Fetch => {
-            fetch::handle(shard, access, decode(&mut body, version)?, version, correlation_id).await
+            fetch::handle(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         ApiKey::ListOffsets => {
-            list_offsets::handle(shard, access, decode(&mut body, version)?, version, correlation_id).await
+            list_offsets::handle(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         ApiKey::InitProducerId => {
-            init_producer_id::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
-                .await
+            init_producer_id::handle(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         ApiKey::AddPartitionsToTxn => {
             add_partitions_to_txn::handle(
@@ -244,11 +291,24 @@ pub async fn dispatch(
             .await
         }
         ApiKey::AddOffsetsToTxn => {
-            add_offsets_to_txn::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
-                .await
+            add_offsets_to_txn::handle(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         ApiKey::EndTxn => {
-            end_txn::handle(shard, access, decode(&mut body, version)?, version, correlation_id).await
+            end_txn::handle(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         ApiKey::DescribeTransactions => {
             describe_transactions::handle(
@@ -261,8 +321,14 @@ pub async fn dispatch(
             .await
         }
         ApiKey::ListTransactions => {
-            list_transactions::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
-                .await
+            list_transactions::handle(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         ApiKey::FindCoordinator => {
             find_coordinator::handle(
@@ -307,12 +373,24 @@ pub async fn dispatch(
             correlation_id,
         )?),
         ApiKey::CreateAcls => {
-            acls::create(shard, access, decode(&mut body, version)?, version, correlation_id)
-                .await?
+            acls::create(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await?
         }
         ApiKey::DeleteAcls => {
-            acls::delete(shard, access, decode(&mut body, version)?, version, correlation_id)
-                .await?
+            acls::delete(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await?
         }
         ApiKey::AlterPartitionReassignments => ready(alter_partition_reassignments::handle(
             shard,
@@ -369,47 +447,105 @@ pub async fn dispatch(
                 client_host: groups::client_host(peer),
             },
         ),
-        ApiKey::SyncGroup => {
-            sync_group::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
-        }
-        ApiKey::Heartbeat => {
-            heartbeat::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
-        }
-        ApiKey::LeaveGroup => {
-            leave_group::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
-        }
-        ApiKey::OffsetCommit => {
-            offset_commit::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
-        }
-        ApiKey::OffsetFetch => {
-            offset_fetch::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
-        }
-        ApiKey::ListGroups => {
-            list_groups::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
-        }
-        ApiKey::DescribeGroups => {
-            describe_groups::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
-        }
-        ApiKey::DeleteGroups => {
-            delete_groups::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
-        }
-        ApiKey::OffsetDelete => {
-            offset_delete::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
-        }
-        ApiKey::TxnOffsetCommit => {
-            txn_offset_commit::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
-        }
+        ApiKey::SyncGroup => sync_group::handle(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        ),
+        ApiKey::Heartbeat => heartbeat::handle(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        ),
+        ApiKey::LeaveGroup => leave_group::handle(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        ),
+        ApiKey::OffsetCommit => offset_commit::handle(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        ),
+        ApiKey::OffsetFetch => offset_fetch::handle(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        ),
+        ApiKey::ListGroups => list_groups::handle(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        ),
+        ApiKey::DescribeGroups => describe_groups::handle(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        ),
+        ApiKey::DeleteGroups => delete_groups::handle(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        ),
+        ApiKey::OffsetDelete => offset_delete::handle(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        ),
+        ApiKey::TxnOffsetCommit => txn_offset_commit::handle(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        ),
         ApiKey::WriteTxnMarkers => {
-            write_txn_markers::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
-                .await
+            write_txn_markers::handle(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         ApiKey::DescribeProducers => {
-            describe_producers::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
-                .await
+            describe_producers::handle(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         ApiKey::DescribeLogDirs => {
-            describe_log_dirs::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
-                .await
+            describe_log_dirs::handle(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         ApiKey::OffsetForLeaderEpoch => {
             offset_for_leader_epoch::handle(
@@ -422,8 +558,14 @@ pub async fn dispatch(
             .await
         }
         ApiKey::DeleteRecords => {
-            delete_records::handle(shard, access, decode(&mut body, version)?, version, correlation_id)
-                .await
+            delete_records::handle(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
         }
         _ => return Err("API not served"),
     })

@@ -24,9 +24,9 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Topic
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
 
 use super::{encode_response, str_bytes, ShardGroups};
-use crate::security::acl::AclOperation;
 use crate::protocol::record_batch::{validate_batch, BatchError, BatchHeader, BatchIter};
 use crate::protocol::ErrorCode;
+use crate::security::acl::AclOperation;
 use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{
     ProduceItem, ProduceResult, ShardReply, ShardRequest, TopicPartition,
