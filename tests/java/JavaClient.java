@@ -56,6 +56,7 @@ public class JavaClient {
             case "admin" -> adminCalls(bootstrap, topic);
             case "validate" -> validatePositions(bootstrap, topic);
             case "scram" -> scram(bootstrap, topic);
+            case "acls" -> acls(bootstrap, topic);
             default -> throw new IllegalArgumentException("unknown mode " + mode);
         }
     }
@@ -280,6 +281,114 @@ public class JavaClient {
         }
         System.out.printf("{\"described\": \"%s\", \"read\": %d, \"refused\": \"%s\", \"after_delete\": \"%s\"}%n",
                 described, read, refused.replace("\"", "'"), afterDelete.replace("\"", "'"));
+    }
+
+    /** The simple name of `e`'s first cause that is a Kafka exception. */
+    static String kafkaCause(Throwable e) {
+        Throwable cause = e;
+        while (cause.getCause() != null && !(cause instanceof org.apache.kafka.common.KafkaException)) {
+            cause = cause.getCause();
+        }
+        return cause.getClass().getSimpleName();
+    }
+
+    /** "ok" when `action` runs, else the Kafka exception it failed with. */
+    static String outcome(java.util.concurrent.Callable<?> action) {
+        try {
+            action.call();
+            return "ok";
+        } catch (Exception e) {
+            return kafkaCause(e);
+        }
+    }
+
+    /**
+     * ACLs as kafka-acls --add/--list manages them (the admin client logged
+     * in as JAVA_CLIENT_SASL says, a super user) deciding what alice
+     * (SCRAM-SHA-256, alice-secret) may do with the Java client: its
+     * idempotent producer needs WRITE on some topic, its transactional
+     * producer WRITE on the transactional id, its consumer READ on the
+     * group; each is refused with Kafka's exception before the ACL exists.
+     */
+    static void acls(String bootstrap, String topic) throws Exception {
+        Map<String, Object> adminConfig = withSasl(Map.of("bootstrap.servers", bootstrap));
+        Map<String, Object> alice = withScram(Map.of("bootstrap.servers", bootstrap), "SCRAM-SHA-256", "alice", "alice-secret");
+        String txnId = "txn-" + topic;
+        String group = "group-" + topic;
+        var aliceAcl = (java.util.function.BiFunction<org.apache.kafka.common.resource.ResourcePattern,
+                org.apache.kafka.common.acl.AclOperation, org.apache.kafka.common.acl.AclBinding>) (pattern, op) ->
+                new org.apache.kafka.common.acl.AclBinding(pattern, new org.apache.kafka.common.acl.AccessControlEntry(
+                        "User:alice", "*", op, org.apache.kafka.common.acl.AclPermissionType.ALLOW));
+        var topicPattern = new org.apache.kafka.common.resource.ResourcePattern(
+                org.apache.kafka.common.resource.ResourceType.TOPIC, topic, org.apache.kafka.common.resource.PatternType.LITERAL);
+        var txnPattern = new org.apache.kafka.common.resource.ResourcePattern(
+                org.apache.kafka.common.resource.ResourceType.TRANSACTIONAL_ID, txnId, org.apache.kafka.common.resource.PatternType.LITERAL);
+        var groupPattern = new org.apache.kafka.common.resource.ResourcePattern(
+                org.apache.kafka.common.resource.ResourceType.GROUP, group, org.apache.kafka.common.resource.PatternType.LITERAL);
+        Map<String, Object> quick = new HashMap<>(alice);
+        quick.put("max.block.ms", "10000");
+        quick.put("delivery.timeout.ms", "10000");
+        quick.put("request.timeout.ms", "5000");
+        java.util.concurrent.Callable<Object> idempotent = () -> {
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(quick, new StringSerializer(), new StringSerializer())) {
+                return producer.send(new ProducerRecord<>(topic, 0, "k", "v")).get();
+            }
+        };
+        Map<String, Object> transactional = new HashMap<>(quick);
+        transactional.put("transactional.id", txnId);
+        java.util.concurrent.Callable<Object> transaction = () -> {
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(transactional, new StringSerializer(), new StringSerializer())) {
+                producer.initTransactions();
+                producer.beginTransaction();
+                producer.send(new ProducerRecord<>(topic, 0, "t", "committed")).get();
+                producer.commitTransaction();
+                return null;
+            }
+        };
+        Map<String, Object> consumerConfig = new HashMap<>(alice);
+        consumerConfig.put("group.id", group);
+        consumerConfig.put("auto.offset.reset", "earliest");
+        consumerConfig.put("default.api.timeout.ms", "10000");
+        java.util.concurrent.Callable<Object> consume = () -> {
+            try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(consumerConfig, new StringDeserializer(), new StringDeserializer())) {
+                consumer.subscribe(List.of(topic));
+                long deadline = System.currentTimeMillis() + 20000;
+                while (System.currentTimeMillis() < deadline) {
+                    if (!consumer.poll(Duration.ofMillis(200)).isEmpty()) {
+                        consumer.commitSync();
+                        return null;
+                    }
+                }
+                throw new IllegalStateException("nothing read");
+            }
+        };
+        Map<String, String> seen = new java.util.LinkedHashMap<>();
+        try (Admin admin = Admin.create(adminConfig)) {
+            seen.put("idempotent_before", outcome(idempotent));
+            admin.createAcls(List.of(aliceAcl.apply(topicPattern, org.apache.kafka.common.acl.AclOperation.WRITE))).all().get();
+            seen.put("idempotent_after", outcome(idempotent));
+            seen.put("transaction_before", outcome(transaction));
+            admin.createAcls(List.of(aliceAcl.apply(txnPattern, org.apache.kafka.common.acl.AclOperation.WRITE))).all().get();
+            seen.put("transaction_after", outcome(transaction));
+            admin.createAcls(List.of(aliceAcl.apply(topicPattern, org.apache.kafka.common.acl.AclOperation.READ))).all().get();
+            seen.put("consume_before", outcome(consume));
+            admin.createAcls(List.of(aliceAcl.apply(groupPattern, org.apache.kafka.common.acl.AclOperation.READ))).all().get();
+            seen.put("consume_after", outcome(consume));
+            var listed = admin.describeAcls(new org.apache.kafka.common.acl.AclBindingFilter(
+                    new org.apache.kafka.common.resource.ResourcePatternFilter(
+                            org.apache.kafka.common.resource.ResourceType.ANY, null, org.apache.kafka.common.resource.PatternType.ANY),
+                    new org.apache.kafka.common.acl.AccessControlEntryFilter("User:alice", null,
+                            org.apache.kafka.common.acl.AclOperation.ANY, org.apache.kafka.common.acl.AclPermissionType.ANY)))
+                    .values().get();
+            seen.put("listed", listed.stream()
+                    .filter(b -> b.pattern().name().endsWith(topic))
+                    .map(b -> b.pattern().resourceType() + ":" + b.entry().operation())
+                    .sorted()
+                    .collect(Collectors.joining(",")));
+        }
+        System.out.println(seen.entrySet().stream()
+                .map(e -> "\"" + e.getKey() + "\": \"" + e.getValue() + "\"")
+                .collect(Collectors.joining(", ", "{", "}")));
     }
 
     /** The producer's defaults: acks=all and idempotence on. */

@@ -5,7 +5,9 @@ administrator manages ACLs with librdkafka's AdminClient (createAcls,
 describeAcls, deleteAcls) as with `kafka-acls`, and those ACLs decide what
 a logged-in user may do: librdkafka and kafka-python producers, consumers
 and consumer groups get exactly the errors Kafka gives them, and get in as
-soon as an ACL lets them; ACLs survive a restart.
+soon as an ACL lets them; the Java client's idempotent and transactional
+producers and its consumer group need the ACLs Kafka asks for; ACLs
+survive a restart.
 
 Method: one broker for this module with a SASL_PLAINTEXT listener,
 `--super-users User:admin` and SCRAM users admin and alice. The scenario
@@ -33,6 +35,7 @@ from kafka import KafkaConsumer
 from kafka.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
 
 from conftest import Broker, serve
+from test_java_client import classpath, run_java  # noqa: F401 (classpath is a fixture)
 
 ADMIN = ("admin", "admin-secret")
 ALICE = ("alice", "alice-secret")
@@ -262,3 +265,20 @@ def test_kafka_python_group_needs_its_acls_which_survive_a_restart(acl_broker):
         consumer.commit()
     finally:
         consumer.close()
+
+
+def test_java_clients_need_the_acls_kafka_asks_for(classpath, acl_broker, topic):  # noqa: F811
+    # Recorded from Kafka 4.1.1 with the same users and super.users: the
+    # idempotent producer is refused on its topic, the transactional one on
+    # its transactional id, the consumer on its group, each until its ACL
+    # is added with the Java admin client (as kafka-acls --add does).
+    result = run_java(classpath, "acls", acl_broker, topic, env={"JAVA_CLIENT_SASL": "SCRAM-SHA-256:admin:admin-secret"})
+    assert result == {
+        "idempotent_before": "TopicAuthorizationException",
+        "idempotent_after": "ok",
+        "transaction_before": "TransactionalIdAuthorizationException",
+        "transaction_after": "ok",
+        "consume_before": "GroupAuthorizationException",
+        "consume_after": "ok",
+        "listed": "GROUP:READ,TOPIC:READ,TOPIC:WRITE,TRANSACTIONAL_ID:WRITE",
+    }
