@@ -64,6 +64,7 @@ const GROUP_AUTHORIZATION_FAILED: i16 = 30;
 const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const INVALID_REQUEST: i16 = 42;
+const INVALID_TOPIC_EXCEPTION: i16 = 17;
 
 fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_string())
@@ -623,6 +624,34 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
     groups.groups = vec![GroupId(s("g-secret"))];
     let described: DescribeGroupsResponse = client.request(ApiKey::DescribeGroups, 5, &groups);
     assert_eq!(described.groups[0].error_code, GROUP_AUTHORIZATION_FAILED);
+
+    // An internal topic takes no client's records, whatever its ACLs allow
+    // (WRITE here, since none applies): only Kafka's own admin client id
+    // may append there.
+    let mut find = FindCoordinatorRequest::default();
+    find.key_type = 0;
+    find.coordinator_keys = vec![s("g-open")];
+    let found: FindCoordinatorResponse = client.request(ApiKey::FindCoordinator, 4, &find);
+    assert_eq!(found.coordinators[0].error_code, 0);
+    let mut internal = ProduceRequest::default();
+    internal.acks = 1;
+    internal.timeout_ms = 10_000;
+    let mut partition = PartitionProduceData::default();
+    partition.index = 0;
+    partition.records = Some(encode_batch(&[plain_record(
+        0,
+        None,
+        Bytes::from_static(b"forged"),
+    )]));
+    let mut topic = TopicProduceData::default();
+    topic.name = TopicName(s("__consumer_offsets"));
+    topic.partition_data = vec![partition];
+    internal.topic_data = vec![topic];
+    let refused: ProduceResponse = client.request(ApiKey::Produce, 9, &internal);
+    assert_eq!(
+        refused.responses[0].partition_responses[0].error_code,
+        INVALID_TOPIC_EXCEPTION
+    );
 
     // The cluster: an ACL on it (ALTER for bob; CLUSTER_ACTION for
     // ANONYMOUS, which Kafka's own controller connection needs) takes the

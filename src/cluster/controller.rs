@@ -130,14 +130,15 @@ async fn delete_acls(
     let mut removed: HashSet<Uuid> = HashSet::new();
     let mut records = Vec::new();
     let mut matched = Vec::with_capacity(filters.len());
-    let mut count = 0usize;
     for filter in &filters {
         let mut mine = Vec::new();
         for (id, acl) in image.acls.iter() {
             if !filter.matches(acl) {
                 continue;
             }
-            if count >= ACL_RECORDS_PER_REQUEST_MAX {
+            // Counted in distinct removals, checked at every match, as
+            // Kafka's AclControlManager does.
+            if records.len() >= ACL_RECORDS_PER_REQUEST_MAX {
                 return Err((
                     ErrorCode::InvalidRequest,
                     Some(format!(
@@ -145,7 +146,6 @@ async fn delete_acls(
                     )),
                 ));
             }
-            count += 1;
             if removed.insert(*id) {
                 records.push(MetadataRecord::RemoveAccessControlEntry { id: *id });
             }

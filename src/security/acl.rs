@@ -327,17 +327,26 @@ impl AclFilter {
     }
 }
 
-/// ACLs by (resource type, name or prefix).
-type AclIndex = HashMap<(ResourceType, String), Vec<(Uuid, Rc<Acl>)>>;
+/// The ACLs of one resource type and pattern type, by name (or prefix).
+#[derive(Debug, Clone, Default)]
+struct Names {
+    by_name: HashMap<String, Vec<(Uuid, Rc<Acl>)>>,
+    /// Bytes of the longest name, so a prefix walk stops there.
+    longest: usize,
+}
+
+/// ACLs by resource type, then name or prefix: looked up by `&str`, so an
+/// authorization allocates nothing.
+type AclIndex = HashMap<ResourceType, Names>;
 
 /// Every ACL, by id, with indexes for authorization (literal names, `*` and
 /// prefixes by resource type).
 #[derive(Debug, Clone, Default)]
 pub struct AclSet {
     by_id: BTreeMap<Uuid, Rc<Acl>>,
-    /// (type, literal name) -> ACLs, `*` included under its name.
+    /// Literal names, `*` included under its name.
     literal: AclIndex,
-    /// (type, prefix) -> ACLs.
+    /// Prefixes.
     prefixed: AclIndex,
 }
 
@@ -359,8 +368,15 @@ impl AclSet {
 
     /// The id of an ACL equal to `acl` in every field.
     pub fn find(&self, acl: &Acl) -> Option<Uuid> {
-        self.index(acl.pattern_type)
-            .and_then(|index| index.get(&(acl.resource_type, acl.resource_name.clone())))?
+        let index = match acl.pattern_type {
+            PatternType::Literal => &self.literal,
+            PatternType::Prefixed => &self.prefixed,
+            _ => return None,
+        };
+        index
+            .get(&acl.resource_type)?
+            .by_name
+            .get(acl.resource_name.as_str())?
             .iter()
             .find(|(_, a)| **a == *acl)
             .map(|(id, _)| *id)
@@ -371,23 +387,26 @@ impl AclSet {
         self.by_id.contains_key(id)
     }
 
-    fn index(&self, pattern: PatternType) -> Option<&AclIndex> {
+    fn index_mut(&mut self, pattern: PatternType) -> &mut AclIndex {
         match pattern {
-            PatternType::Literal => Some(&self.literal),
-            PatternType::Prefixed => Some(&self.prefixed),
-            _ => None,
+            PatternType::Prefixed => &mut self.prefixed,
+            _ => &mut self.literal,
         }
     }
 
     /// Adds an ACL (replay of an AccessControlEntry record).
     pub fn insert(&mut self, id: Uuid, acl: Acl) {
         let acl = Rc::new(acl);
-        let key = (acl.resource_type, acl.resource_name.clone());
-        let index = match acl.pattern_type {
-            PatternType::Prefixed => &mut self.prefixed,
-            _ => &mut self.literal,
-        };
-        index.entry(key).or_default().push((id, acl.clone()));
+        let names = self
+            .index_mut(acl.pattern_type)
+            .entry(acl.resource_type)
+            .or_default();
+        names.longest = names.longest.max(acl.resource_name.len());
+        names
+            .by_name
+            .entry(acl.resource_name.clone())
+            .or_default()
+            .push((id, acl.clone()));
         self.by_id.insert(id, acl);
     }
 
@@ -396,43 +415,49 @@ impl AclSet {
         let Some(acl) = self.by_id.remove(id) else {
             return;
         };
-        let key = (acl.resource_type, acl.resource_name.clone());
-        let index = match acl.pattern_type {
-            PatternType::Prefixed => &mut self.prefixed,
-            _ => &mut self.literal,
+        let index = self.index_mut(acl.pattern_type);
+        let Some(names) = index.get_mut(&acl.resource_type) else {
+            return;
         };
-        if let Some(list) = index.get_mut(&key) {
+        if let Some(list) = names.by_name.get_mut(acl.resource_name.as_str()) {
             list.retain(|(other, _)| other != id);
             if list.is_empty() {
-                index.remove(&key);
+                names.by_name.remove(acl.resource_name.as_str());
+                if acl.resource_name.len() == names.longest {
+                    names.longest = names.by_name.keys().map(String::len).max().unwrap_or(0);
+                }
             }
+        }
+        if names.by_name.is_empty() {
+            index.remove(&acl.resource_type);
         }
     }
 
     /// The ACLs that apply to a resource: its literal name, the literal `*`
-    /// and every prefix of the name.
+    /// and every stored prefix of the name.
     fn applying<'a>(
         &'a self,
         resource_type: ResourceType,
         name: &'a str,
     ) -> impl Iterator<Item = &'a Acl> + 'a {
-        let literal = self
-            .literal
-            .get(&(resource_type, name.to_string()))
+        let literals = self.literal.get(&resource_type);
+        let literal = literals
+            .and_then(|l| l.by_name.get(name))
             .into_iter()
             .flatten();
-        let wildcard = (name != WILDCARD)
-            .then(|| self.literal.get(&(resource_type, WILDCARD.to_string())))
-            .flatten()
+        let wildcard = literals
+            .filter(|_| name != WILDCARD)
+            .and_then(|l| l.by_name.get(WILDCARD))
             .into_iter()
             .flatten();
-        let prefixes = (!self.prefixed.is_empty())
-            .then(|| {
+        let prefixes = self
+            .prefixed
+            .get(&resource_type)
+            .map(|names| {
                 name.char_indices()
-                    .map(|(i, c)| &name[..i + c.len_utf8()])
-                    .filter_map(move |prefix| {
-                        self.prefixed.get(&(resource_type, prefix.to_string()))
-                    })
+                    .map(|(i, c)| i + c.len_utf8())
+                    .take_while(move |&end| end <= names.longest)
+                    .filter_map(move |end| names.by_name.get(&name[..end]))
                     .flatten()
             })
             .into_iter()
@@ -543,6 +568,8 @@ impl AuthorizerConfig {
         let mut denied_literal = std::collections::HashSet::new();
         let mut denied_prefix = std::collections::HashSet::new();
         let mut allowed: Vec<(&str, PatternType)> = Vec::new();
+        // A wildcard ALLOW counts only once every DENY has been seen.
+        let mut wildcard_allowed = false;
         for (_, acl) in acls.iter() {
             if acl.resource_type != resource_type
                 || !principal_matches(acl, caller)
@@ -562,19 +589,20 @@ impl AuthorizerConfig {
                         denied_prefix.insert(acl.resource_name.as_str());
                     }
                 }
-                (AclPermission::Allow, true) => return true,
+                (AclPermission::Allow, true) => wildcard_allowed = true,
                 (AclPermission::Allow, false) => {
                     allowed.push((acl.resource_name.as_str(), acl.pattern_type))
                 }
                 _ => {}
             }
         }
-        allowed.into_iter().any(|(name, pattern)| {
-            (pattern != PatternType::Literal || !denied_literal.contains(name))
-                && !name
-                    .char_indices()
-                    .any(|(i, c)| denied_prefix.contains(&name[..i + c.len_utf8()]))
-        })
+        wildcard_allowed
+            || allowed.into_iter().any(|(name, pattern)| {
+                (pattern != PatternType::Literal || !denied_literal.contains(name))
+                    && !name
+                        .char_indices()
+                        .any(|(i, c)| denied_prefix.contains(&name[..i + c.len_utf8()]))
+            })
     }
 
     /// True when the caller is one of `super.users` (compared as written).
@@ -699,6 +727,46 @@ mod tests {
             !config.authorize_any(&acls, &alice, Read, Topic),
             "the allowed prefix is denied"
         );
+    }
+
+    #[test]
+    fn a_wildcard_deny_wins_over_a_wildcard_allow_whatever_their_order() {
+        use AclOperation::*;
+        use AclPermission::*;
+        use PatternType::*;
+        use ResourceType::*;
+        let allow = acl(Topic, "*", Literal, "User:alice", Write, Allow);
+        let deny = acl(Topic, "*", Literal, "User:*", Write, Deny);
+        // Ids decide the order the ACLs are seen in: both orders.
+        for (first, second) in [(&allow, &deny), (&deny, &allow)] {
+            let mut acls = AclSet::default();
+            acls.insert(Uuid::from_u128(1), first.clone());
+            acls.insert(Uuid::from_u128(2), second.clone());
+            assert!(!on().authorize_any(&acls, &caller("User:alice"), Write, Topic));
+        }
+    }
+
+    #[test]
+    fn prefixes_are_found_and_forgotten() {
+        use AclOperation::*;
+        use AclPermission::*;
+        use PatternType::*;
+        use ResourceType::*;
+        let mut acls = AclSet::default();
+        let short = acl(Group, "g", Prefixed, "User:alice", Read, Allow);
+        let long = acl(Group, "g-long-", Prefixed, "User:alice", Describe, Allow);
+        acls.insert(Uuid::from_u128(1), short.clone());
+        acls.insert(Uuid::from_u128(2), long.clone());
+        let alice = caller("User:alice");
+        let name = format!("g-long-{}", "x".repeat(100_000));
+        assert_eq!(acls.applying(Group, &name).count(), 2);
+        assert!(on().authorize(&acls, &alice, Read, Group, &name));
+        acls.remove(&Uuid::from_u128(1));
+        assert_eq!(acls.applying(Group, &name).count(), 1);
+        assert!(!on().authorize(&acls, &alice, Read, Group, &name));
+        acls.remove(&Uuid::from_u128(2));
+        assert_eq!(acls.applying(Group, &name).count(), 0);
+        assert!(acls.is_empty() && acls.prefixed.is_empty());
     }
 
     #[test]

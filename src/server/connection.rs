@@ -141,6 +141,7 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>, listener: usize) {
             Frame::Produce(produce) => Ok(handlers::produce::handle(
                 &state.shard,
                 &access,
+                handlers::produce::internal_topics_allowed(&produce.header),
                 produce.request,
                 produce.header.request_api_version,
                 produce.header.correlation_id,

@@ -57,9 +57,17 @@ pub async fn handle(
                 let describable = access.topic(AclOperation::Describe, &name);
                 let deletable = access.topic(AclOperation::Delete, &name);
                 let by_id = !id.is_nil();
+                let exists = image.topic(&name).is_some();
                 let shown = (describable || !by_id).then_some(name);
-                let refused =
-                    (!describable || !deletable).then_some(ErrorCode::TopicAuthorizationFailed);
+                // Described but not deletable: a missing topic is said to
+                // be missing, as Kafka's controller answers.
+                let refused = if !describable {
+                    Some(ErrorCode::TopicAuthorizationFailed)
+                } else if !deletable && !exists {
+                    Some(ErrorCode::UnknownTopicOrPartition)
+                } else {
+                    (!deletable).then_some(ErrorCode::TopicAuthorizationFailed)
+                };
                 (shown, id, refused)
             }
             name => (name, id, early),

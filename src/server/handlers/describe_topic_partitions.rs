@@ -111,12 +111,9 @@ pub fn handle(
         .response_partition_limit
         .clamp(1, DESCRIBE_TOPIC_PARTITIONS_MAX);
     for name in names {
-        if remaining == 0 {
-            response.next_cursor = Some(cursor_at(&name, 0));
-            break;
-        }
-        // DESCRIBE, asked before the topic is looked for: left out of every
-        // topic, refused at the end when named.
+        // DESCRIBE, asked before the topic is looked for (and before the
+        // budget, so a cursor never names a topic the caller may not see):
+        // left out of every topic, refused at the end when named.
         if !access.topic(AclOperation::Describe, &name) {
             if !every_topic {
                 denied.push(topic_entry(
@@ -126,6 +123,10 @@ pub fn handle(
                 ));
             }
             continue;
+        }
+        if remaining == 0 {
+            response.next_cursor = Some(cursor_at(&name, 0));
+            break;
         }
         let operations = access.operations(ResourceType::Topic, &name);
         let Some(topic) = image.topic(&name) else {

@@ -241,10 +241,18 @@ fn produce_verification_error(error: ErrorCode, version: i16) -> ErrorCode {
     }
 }
 
+/// True when the request may append to internal topics: only Kafka's
+/// admin client id may (`internalTopicsAllowed` in Kafka's produce path);
+/// everyone else gets INVALID_TOPIC_EXCEPTION, whatever their ACLs.
+pub fn internal_topics_allowed(header: &kafka_protocol::messages::RequestHeader) -> bool {
+    header.client_id.as_deref() == Some("__admin_client")
+}
+
 /// Answers Produce.
 pub async fn handle(
     shard: &Rc<Shard>,
     access: &crate::server::access::Access,
+    internal_topics_allowed: bool,
     mut request: ProduceRequest,
     version: i16,
     correlation_id: i32,
@@ -289,6 +297,10 @@ pub async fn handle(
                 partitions.push(refuse(ErrorCode::UnknownTopicOrPartition, None));
                 continue;
             };
+            if topic.is_internal() && !internal_topics_allowed {
+                partitions.push(refuse(ErrorCode::InvalidTopicException, None));
+                continue;
+            }
             let compacted = topic
                 .configs
                 .cleanup_policy_compact(&shard.config.broker_defaults);
