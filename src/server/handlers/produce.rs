@@ -241,6 +241,12 @@ fn produce_verification_error(error: ErrorCode, version: i16) -> ErrorCode {
     }
 }
 
+/// True when the first batch of `records` is a v2 batch with the
+/// transactional attribute (bit 4 of the attributes at byte 21).
+fn first_batch_is_transactional(records: &[u8]) -> bool {
+    records.len() >= 23 && records[16] == 2 && records[22] & 0x10 != 0
+}
+
 /// True when the request may append to internal topics: only Kafka's
 /// admin client id may (`internalTopicsAllowed` in Kafka's produce path);
 /// everyone else gets INVALID_TOPIC_EXCEPTION, whatever their ACLs.
@@ -258,6 +264,18 @@ pub async fn handle(
     correlation_id: i32,
 ) -> Responder {
     let acks = request.acks;
+    // Whether any partition's records say they are transactional, read
+    // before validation as Kafka's `hasTransactionalRecords` reads them: the
+    // transactional id is authorized for the whole request.
+    let claims_transactional = request
+        .topic_data
+        .iter()
+        .flat_map(|t| &t.partition_data)
+        .any(|p| {
+            p.records
+                .as_deref()
+                .is_some_and(first_batch_is_transactional)
+        });
     let image = shard.image();
     // Results in request order: (topic position, partition position).
     let mut results: Vec<Vec<(i32, ProduceResult, Option<String>)>> =
@@ -373,7 +391,7 @@ pub async fn handle(
         .iter()
         .any(|(_, _, item)| item.header.is_transactional());
     let may_write_transaction = |id: &String| access.transactional_id(AclOperation::Write, id);
-    let refused = match (&transactional_id, has_transactional) {
+    let refused = match (&transactional_id, has_transactional || claims_transactional) {
         (_, false) => Vec::new(),
         // Kafka authorizes transactional records by the request's
         // transactional id (WRITE), and refuses the whole request without
@@ -388,6 +406,7 @@ pub async fn handle(
             Vec::new()
         }
         (None, true) => Vec::new(),
+        (Some(_), true) if !has_transactional => Vec::new(),
         (Some(id), true) => verify_transactional(shard, id, &validated, version).await,
     };
     let mut groups: ShardGroups<ProduceItem> = ShardGroups::new();
