@@ -20,6 +20,9 @@
 mod common;
 
 use bytes::Bytes;
+use kafka_protocol::messages::alter_partition_reassignments_request::{
+    ReassignablePartition, ReassignableTopic,
+};
 use kafka_protocol::messages::create_acls_request::AclCreation;
 use kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -30,6 +33,7 @@ use kafka_protocol::messages::delete_records_request::{
 use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_producers_request::TopicRequest;
+use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
@@ -41,14 +45,15 @@ use kafka_protocol::messages::offset_for_leader_epoch_request::{
 };
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, CreateAclsRequest, CreateAclsResponse, CreatePartitionsRequest,
-    CreatePartitionsResponse, CreateTopicsRequest, CreateTopicsResponse, DeleteAclsRequest,
-    DeleteAclsResponse, DeleteRecordsRequest, DeleteRecordsResponse, DeleteTopicsRequest,
-    DeleteTopicsResponse, DescribeAclsRequest, DescribeAclsResponse, DescribeClusterRequest,
-    DescribeClusterResponse, DescribeConfigsRequest, DescribeConfigsResponse,
-    DescribeGroupsRequest, DescribeGroupsResponse, DescribeLogDirsRequest, DescribeLogDirsResponse,
-    DescribeProducersRequest, DescribeProducersResponse, FetchRequest, FetchResponse,
-    FindCoordinatorRequest, FindCoordinatorResponse, GroupId, InitProducerIdRequest,
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, ApiKey,
+    CreateAclsRequest, CreateAclsResponse, CreatePartitionsRequest, CreatePartitionsResponse,
+    CreateTopicsRequest, CreateTopicsResponse, DeleteAclsRequest, DeleteAclsResponse,
+    DeleteRecordsRequest, DeleteRecordsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+    DescribeAclsRequest, DescribeAclsResponse, DescribeClusterRequest, DescribeClusterResponse,
+    DescribeConfigsRequest, DescribeConfigsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
+    DescribeLogDirsRequest, DescribeLogDirsResponse, DescribeProducersRequest,
+    DescribeProducersResponse, ElectLeadersRequest, ElectLeadersResponse, FetchRequest,
+    FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId, InitProducerIdRequest,
     InitProducerIdResponse, JoinGroupRequest, JoinGroupResponse, ListOffsetsRequest,
     ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetCommitRequest,
     OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, OffsetForLeaderEpochRequest,
@@ -711,6 +716,40 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
         )
     );
 
+    // ALTER on the cluster refuses the request and each partition named.
+    let mut elect = ElectLeadersRequest::default();
+    elect.election_type = 0;
+    elect.timeout_ms = 10_000;
+    let mut wanted = TopicPartitions::default();
+    wanted.topic = TopicName(s("acl-open"));
+    wanted.partitions = vec![0];
+    elect.topic_partitions = Some(vec![wanted]);
+    let elected: ElectLeadersResponse = client.request(ApiKey::ElectLeaders, 2, &elect);
+    assert_eq!(
+        (
+            elected.error_code,
+            elected.replica_election_results[0].partition_result[0].error_code
+        ),
+        (CLUSTER_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED)
+    );
+    let mut reassign = AlterPartitionReassignmentsRequest::default();
+    reassign.timeout_ms = 10_000;
+    let mut moved = ReassignablePartition::default();
+    moved.partition_index = 0;
+    moved.replicas = None;
+    let mut topic = ReassignableTopic::default();
+    topic.name = TopicName(s("acl-open"));
+    topic.partitions = vec![moved];
+    reassign.topics = vec![topic];
+    let reassigned: AlterPartitionReassignmentsResponse =
+        client.request(ApiKey::AlterPartitionReassignments, 0, &reassign);
+    assert_eq!(
+        (
+            reassigned.error_code,
+            reassigned.responses[0].partitions[0].error_code
+        ),
+        (CLUSTER_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED)
+    );
     // CREATE on a topic no ACL applies to is still everyone's.
     assert_eq!(create_topic(&mut client, "acl-new"), 0);
     // Idempotence: IDEMPOTENT_WRITE on the cluster is gone, WRITE on some

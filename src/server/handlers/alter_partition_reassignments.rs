@@ -93,45 +93,20 @@ pub fn handle(
         response.allow_replication_factor_change = request.allow_replication_factor_change;
     }
     // ALTER on the cluster, else the request and every partition of it are
-    // refused.
-    if !access.cluster(crate::security::acl::AclOperation::Alter) {
-        let error = ErrorCode::ClusterAuthorizationFailed.code();
-        let message = str_bytes(&crate::server::access::cluster_refusal(
+    // refused with Kafka's message.
+    let denied = (!access.cluster(crate::security::acl::AclOperation::Alter)).then(|| {
+        str_bytes(&crate::server::access::cluster_refusal(
             ApiKey::AlterPartitionReassignments,
             "ALTER",
-        ));
-        response.error_code = error;
-        response.error_message = Some(message.clone());
-        response.responses = request
-            .topics
-            .iter()
-            .map(|topic| {
-                let mut answer = ReassignableTopicResponse::default();
-                answer.name = topic.name.clone();
-                answer.partitions = topic
-                    .partitions
-                    .iter()
-                    .map(|partition| {
-                        let mut result = ReassignablePartitionResponse::default();
-                        result.partition_index = partition.partition_index;
-                        result.error_code = error;
-                        result.error_message = Some(message.clone());
-                        result
-                    })
-                    .collect();
-                answer
-            })
-            .collect();
-        return encode_response(
-            ApiKey::AlterPartitionReassignments,
-            version,
-            correlation_id,
-            &response,
-        );
-    }
+        ))
+    });
     // Kafka 4.1 answers a request naming no topic with an empty message,
     // others with none.
     response.error_message = request.topics.is_empty().then(|| str_bytes(""));
+    if let Some(message) = &denied {
+        response.error_code = ErrorCode::ClusterAuthorizationFailed.code();
+        response.error_message = Some(message.clone());
+    }
     response.responses = request
         .topics
         .iter()
@@ -154,6 +129,11 @@ pub fn handle(
                     let mut result = ReassignablePartitionResponse::default();
                     result.partition_index = partition.partition_index;
                     result.error_message = None;
+                    if let Some(message) = &denied {
+                        result.error_code = ErrorCode::ClusterAuthorizationFailed.code();
+                        result.error_message = Some(message.clone());
+                        return result;
+                    }
                     let refused = match image_topic {
                         None => Some((ErrorCode::UnknownTopicOrPartition, None)),
                         Some(existing) => refusal(
