@@ -263,10 +263,26 @@ impl Shard {
     /// Applies new metadata records: updates the image, creates the logs of
     /// new partitions this shard owns and deletes those of deleted topics.
     async fn apply(self: &Rc<Self>, records: Vec<MetadataRecord>) {
-        for record in records {
+        let is_acl = |record: &MetadataRecord| {
+            matches!(
+                record,
+                MetadataRecord::AccessControlEntry { .. }
+                    | MetadataRecord::RemoveAccessControlEntry { .. }
+            )
+        };
+        let mut records = records.into_iter().peekable();
+        while let Some(record) = records.next() {
             let before = self.image();
             let mut image = (*before).clone();
             image.apply(&record);
+            // ACL records change nothing but the image: a run of them goes
+            // into one copy, so a request of n ACLs copies the ACL set once,
+            // not n times.
+            if is_acl(&record) {
+                while let Some(next) = records.next_if(|r| is_acl(r)) {
+                    image.apply(&next);
+                }
+            }
             *self.image.borrow_mut() = Rc::new(image);
             match &record {
                 MetadataRecord::CreateTopic { name, .. } => {
