@@ -24,6 +24,7 @@ pub const WILDCARD: &str = "*";
 
 /// Kafka's resource types (the protocol's int8 codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[repr(i8)]
 pub enum ResourceType {
     /// Code 0, or any code Kafka does not define.
     Unknown,
@@ -58,18 +59,9 @@ impl ResourceType {
         }
     }
 
-    /// The protocol code.
+    /// The protocol code: the variant's discriminant.
     pub fn code(self) -> i8 {
-        match self {
-            Self::Unknown => 0,
-            Self::Any => 1,
-            Self::Topic => 2,
-            Self::Group => 3,
-            Self::Cluster => 4,
-            Self::TransactionalId => 5,
-            Self::DelegationToken => 6,
-            Self::User => 7,
-        }
+        self as i8
     }
 
     /// The operations Kafka reports in authorized-operation bit fields for
@@ -107,6 +99,7 @@ impl ResourceType {
 
 /// How an ACL's resource name applies (the protocol's int8 codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[repr(i8)]
 pub enum PatternType {
     /// Code 0, or any code Kafka does not define.
     Unknown,
@@ -132,21 +125,16 @@ impl PatternType {
         }
     }
 
-    /// The protocol code.
+    /// The protocol code: the variant's discriminant.
     pub fn code(self) -> i8 {
-        match self {
-            Self::Unknown => 0,
-            Self::Any => 1,
-            Self::Match => 2,
-            Self::Literal => 3,
-            Self::Prefixed => 4,
-        }
+        self as i8
     }
 }
 
 /// Kafka's ACL operations (the protocol's int8 codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[allow(missing_docs)]
+#[repr(i8)]
 pub enum AclOperation {
     Unknown,
     Any,
@@ -197,11 +185,7 @@ impl AclOperation {
     /// The protocol code (also the operation's bit in authorized-operation
     /// fields).
     pub fn code(self) -> i8 {
-        Self::ALL_CODES
-            .iter()
-            .position(|&op| op == self)
-            .and_then(|p| i8::try_from(p).ok())
-            .unwrap_or(0)
+        self as i8
     }
 
     /// True when an ALLOW ACL for `self` allows `action`: the same
@@ -216,8 +200,17 @@ impl AclOperation {
     }
 }
 
+/// Kafka's authorized-operations bit field of `operations`: bit n is the
+/// operation of code n.
+pub fn operation_bits<'a>(operations: impl IntoIterator<Item = &'a AclOperation>) -> i32 {
+    operations
+        .into_iter()
+        .fold(0, |bits, op| bits | (1 << op.code()))
+}
+
 /// ALLOW or DENY (the protocol's int8 codes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[repr(i8)]
 pub enum AclPermission {
     /// Code 0, or any code Kafka does not define.
     Unknown,
@@ -240,14 +233,9 @@ impl AclPermission {
         }
     }
 
-    /// The protocol code.
+    /// The protocol code: the variant's discriminant.
     pub fn code(self) -> i8 {
-        match self {
-            Self::Unknown => 0,
-            Self::Any => 1,
-            Self::Deny => 2,
-            Self::Allow => 3,
-        }
+        self as i8
     }
 }
 
@@ -534,9 +522,7 @@ impl AuthorizerConfig {
         let mut allowed = false;
         for acl in acls.applying(resource_type, name) {
             any_applies = true;
-            if !principal_matches(acl, caller)
-                || !(acl.host == WILDCARD || *acl.host == *caller.host)
-            {
+            if !applies_to(acl, caller) {
                 continue;
             }
             match acl.permission {
@@ -572,8 +558,7 @@ impl AuthorizerConfig {
         let mut wildcard_allowed = false;
         for (_, acl) in acls.iter() {
             if acl.resource_type != resource_type
-                || !principal_matches(acl, caller)
-                || !(acl.host == WILDCARD || *acl.host == *caller.host)
+                || !applies_to(acl, caller)
                 || !(acl.operation == operation || acl.operation == AclOperation::All)
             {
                 continue;
@@ -611,8 +596,10 @@ impl AuthorizerConfig {
     }
 }
 
-fn principal_matches(acl: &Acl, caller: &Caller) -> bool {
-    acl.principal == WILDCARD_PRINCIPAL || *acl.principal == *caller.principal
+/// True when `acl` names the caller (or `User:*`) and its host (or `*`).
+fn applies_to(acl: &Acl, caller: &Caller) -> bool {
+    (acl.principal == WILDCARD_PRINCIPAL || *acl.principal == *caller.principal)
+        && (acl.host == WILDCARD || *acl.host == *caller.host)
 }
 
 /// Java's `InetAddress.getHostAddress` text for an address (IPv6 in full,
@@ -767,6 +754,47 @@ mod tests {
         acls.remove(&Uuid::from_u128(2));
         assert_eq!(acls.applying(Group, &name).count(), 0);
         assert!(acls.is_empty() && acls.prefixed.is_empty());
+    }
+
+    #[test]
+    fn codes_are_kafkas() {
+        for code in 0..=7 {
+            assert_eq!(ResourceType::from_code(code).code(), code);
+        }
+        for code in 0..=4 {
+            assert_eq!(PatternType::from_code(code).code(), code);
+        }
+        for code in 0..=15 {
+            assert_eq!(AclOperation::from_code(code).code(), code);
+        }
+        for code in 0..=3 {
+            assert_eq!(AclPermission::from_code(code).code(), code);
+        }
+        assert_eq!(ResourceType::from_code(8), ResourceType::Unknown);
+        assert_eq!(AclOperation::from_code(16), AclOperation::Unknown);
+        assert_eq!(
+            (
+                ResourceType::Cluster.code(),
+                PatternType::Prefixed.code(),
+                AclOperation::Describe.code(),
+                AclOperation::IdempotentWrite.code(),
+                AclPermission::Allow.code()
+            ),
+            (4, 4, 8, 12, 3)
+        );
+    }
+
+    #[test]
+    fn every_operation_of_a_type_is_kafkas_bit_field() {
+        // As Kafka 4.1 answers without an authorizer.
+        assert_eq!(
+            operation_bits(ResourceType::Cluster.supported_operations()),
+            8096
+        );
+        assert_eq!(
+            operation_bits(ResourceType::Topic.supported_operations()),
+            3576
+        );
     }
 
     #[test]

@@ -4,36 +4,34 @@
 //! allowed. Handlers ask before they act, as Kafka's `AuthHelper` does.
 
 use std::rc::Rc;
-use std::sync::Arc;
 
-use crate::config::BrokerConfig;
 use crate::protocol::ErrorCode;
-use crate::security::acl::{AclOperation, AclSet, Caller, ResourceType, ANONYMOUS, CLUSTER_NAME};
+use crate::security::acl::{
+    AclOperation, AclSet, AuthorizerConfig, Caller, ResourceType, ANONYMOUS, CLUSTER_NAME,
+};
 use crate::shard::Shard;
 
-/// One request's caller and the ACLs it is judged by. Cheap to clone.
+/// One request's caller and the ACLs it is judged by. Cheap to clone, and
+/// made of this shard's values only.
 #[derive(Clone)]
 pub struct Access {
     caller: Caller,
-    config: Arc<BrokerConfig>,
+    authorizer: Rc<AuthorizerConfig>,
     acls: Rc<AclSet>,
-    /// Allowed everything whatever the ACLs say.
-    all: bool,
 }
 
 impl Access {
     /// The caller of a request on `shard`, judged by the ACLs now in its
-    /// image.
+    /// image (none are read without an authorizer).
     pub fn new(shard: &Shard, caller: &Caller) -> Self {
         Access {
             caller: caller.clone(),
-            config: shard.config.clone(),
-            acls: if shard.config.authorizer.enabled {
+            authorizer: shard.authorizer.clone(),
+            acls: if shard.authorizer.enabled {
                 shard.image().acls.clone()
             } else {
                 Rc::default()
             },
-            all: !shard.config.authorizer.enabled,
         }
     }
 
@@ -51,35 +49,16 @@ impl Access {
         }
     }
 
-    /// Everything allowed, for requests the broker makes of itself and for
-    /// unit tests.
-    pub fn everything(shard: &Shard) -> Self {
-        Access {
-            caller: Caller {
-                principal: ANONYMOUS.into(),
-                host: "".into(),
-            },
-            config: shard.config.clone(),
-            acls: Rc::default(),
-            all: true,
-        }
-    }
-
     /// True when an authorizer is configured.
     pub fn enabled(&self) -> bool {
-        self.config.authorizer.enabled
+        self.authorizer.enabled
     }
 
-    /// May the caller do `operation` on the resource?
+    /// May the caller do `operation` on the resource? (Always, without an
+    /// authorizer.)
     pub fn allows(&self, operation: AclOperation, resource_type: ResourceType, name: &str) -> bool {
-        self.all
-            || self.config.authorizer.authorize(
-                &self.acls,
-                &self.caller,
-                operation,
-                resource_type,
-                name,
-            )
+        self.authorizer
+            .authorize(&self.acls, &self.caller, operation, resource_type, name)
     }
 
     /// May the caller do `operation` on topic `name`?
@@ -105,23 +84,36 @@ impl Access {
     /// May the caller do `operation` on some resource of the type (Kafka's
     /// `authorizeByResourceType`)?
     pub fn any_of_type(&self, operation: AclOperation, resource_type: ResourceType) -> bool {
-        self.all
-            || self.config.authorizer.authorize_any(
-                &self.acls,
-                &self.caller,
-                operation,
-                resource_type,
-            )
+        self.authorizer
+            .authorize_any(&self.acls, &self.caller, operation, resource_type)
+    }
+
+    /// The refusal of a request that writes offsets in a transaction
+    /// (AddOffsetsToTxn, TxnOffsetCommit): WRITE on the transactional id,
+    /// then READ on the group, asked in Kafka's order.
+    pub fn transaction_offsets_refusal(
+        &self,
+        transactional_id: &str,
+        group: &str,
+    ) -> Option<ErrorCode> {
+        if !self.transactional_id(AclOperation::Write, transactional_id) {
+            Some(ErrorCode::TransactionalIdAuthorizationFailed)
+        } else if !self.group(AclOperation::Read, group) {
+            Some(ErrorCode::GroupAuthorizationFailed)
+        } else {
+            None
+        }
     }
 
     /// The authorized-operations bit field of a resource: every operation
     /// of its type without an authorizer.
     pub fn operations(&self, resource_type: ResourceType, name: &str) -> i32 {
-        resource_type
-            .supported_operations()
-            .iter()
-            .filter(|&&op| self.allows(op, resource_type, name))
-            .fold(0, |bits, op| bits | (1 << op.code()))
+        crate::security::acl::operation_bits(
+            resource_type
+                .supported_operations()
+                .iter()
+                .filter(|&&op| self.allows(op, resource_type, name)),
+        )
     }
 
     /// The cluster's authorized-operations bit field as Metadata and

@@ -56,6 +56,9 @@ pub struct Shard {
     pub nr_shards: usize,
     /// Broker settings.
     pub config: Arc<BrokerConfig>,
+    /// This shard's own copy of the authorizer settings, so a request's
+    /// `Access` shares nothing with other cores.
+    pub authorizer: Rc<crate::security::acl::AuthorizerConfig>,
     image: RefCell<Rc<MetadataImage>>,
     partitions: RefCell<HashMap<TopicPartition, Rc<Partition>>>,
     /// This shard's end of the mesh.
@@ -135,6 +138,7 @@ impl Shard {
         Rc::new(Shard {
             id,
             nr_shards,
+            authorizer: Rc::new(config.authorizer.clone()),
             config,
             image: RefCell::new(Rc::new(MetadataImage::default())),
             partitions: RefCell::new(HashMap::new()),

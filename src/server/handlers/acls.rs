@@ -138,6 +138,21 @@ pub fn describe(
     ))
 }
 
+/// Why a whole CreateAcls or DeleteAcls is refused: no authorizer
+/// (SECURITY_DISABLED), or no ALTER on the cluster.
+fn refused_whole(access: &Access, api: ApiKey) -> Option<(ErrorCode, String)> {
+    if !access.enabled() {
+        Some((ErrorCode::SecurityDisabled, NO_AUTHORIZER.to_string()))
+    } else if !access.cluster(AclOperation::Alter) {
+        Some((
+            ErrorCode::ClusterAuthorizationFailed,
+            cluster_refusal(api, "ALTER"),
+        ))
+    } else {
+        None
+    }
+}
+
 /// Checks one creation as Kafka's `AclApis` and `AclControlManager` do;
 /// Err is the INVALID_REQUEST message.
 fn checked_acl(acl: &Acl) -> Result<(), String> {
@@ -209,17 +224,8 @@ pub async fn create(
         encode_response(ApiKey::CreateAcls, version, correlation_id, &response)
     };
     let all = |code: ErrorCode, message: Option<String>| vec![(code.code(), message); count];
-    if !access.enabled() {
-        return Ok(ready(answer(all(
-            ErrorCode::SecurityDisabled,
-            Some(NO_AUTHORIZER.into()),
-        ))));
-    }
-    if !access.cluster(AclOperation::Alter) {
-        return Ok(ready(answer(all(
-            ErrorCode::ClusterAuthorizationFailed,
-            Some(cluster_refusal(ApiKey::CreateAcls, "ALTER")),
-        ))));
+    if let Some((code, message)) = refused_whole(access, ApiKey::CreateAcls) {
+        return Ok(ready(answer(all(code, Some(message)))));
     }
     let acls: Vec<Acl> = request
         .creations
@@ -352,17 +358,8 @@ pub async fn delete(
             .map(|_| Err((code.code(), message.clone())))
             .collect::<Vec<_>>()
     };
-    if !access.enabled() {
-        return Ok(ready(answer(all(
-            ErrorCode::SecurityDisabled,
-            Some(NO_AUTHORIZER.into()),
-        ))));
-    }
-    if !access.cluster(AclOperation::Alter) {
-        return Ok(ready(answer(all(
-            ErrorCode::ClusterAuthorizationFailed,
-            Some(cluster_refusal(ApiKey::DeleteAcls, "ALTER")),
-        ))));
+    if let Some((code, message)) = refused_whole(access, ApiKey::DeleteAcls) {
+        return Ok(ready(answer(all(code, Some(message)))));
     }
     // Filters Kafka refuses one by one (codes it does not define); the
     // others go to the controller.

@@ -16,7 +16,6 @@ use super::txn_common::{txn_error_code, unit_reply_error};
 use crate::cluster::controller::OFFSETS_TOPIC;
 use crate::group::service::group_partition;
 use crate::protocol::ErrorCode;
-use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::shard::messages::TopicPartition;
 use crate::shard::Shard;
@@ -35,13 +34,7 @@ pub async fn handle(
     correlation_id: i32,
 ) -> Responder {
     let shard = shard.clone();
-    let refusal = if !access.transactional_id(AclOperation::Write, &request.transactional_id) {
-        Some(ErrorCode::TransactionalIdAuthorizationFailed)
-    } else if !access.group(AclOperation::Read, &request.group_id) {
-        Some(ErrorCode::GroupAuthorizationFailed)
-    } else {
-        None
-    };
+    let refusal = access.transaction_offsets_refusal(&request.transactional_id, &request.group_id);
     Box::pin(async move {
         let partition = match refusal {
             Some(error) => Err(error),

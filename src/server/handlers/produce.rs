@@ -24,7 +24,9 @@ use kafka_protocol::messages::produce_response::{PartitionProduceResponse, Topic
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
 
 use super::{encode_response, str_bytes, ShardGroups};
-use crate::protocol::record_batch::{validate_batch, BatchError, BatchHeader, BatchIter};
+use crate::protocol::record_batch::{
+    parse_header, validate_batch, BatchError, BatchHeader, BatchIter,
+};
 use crate::protocol::ErrorCode;
 use crate::security::acl::AclOperation;
 use crate::server::connection::{Responder, Response};
@@ -241,12 +243,6 @@ fn produce_verification_error(error: ErrorCode, version: i16) -> ErrorCode {
     }
 }
 
-/// True when the first batch of `records` is a v2 batch with the
-/// transactional attribute (bit 4 of the attributes at byte 21).
-fn first_batch_is_transactional(records: &[u8]) -> bool {
-    records.len() >= 23 && records[16] == 2 && records[22] & 0x10 != 0
-}
-
 /// True when the request may append to internal topics: only Kafka's
 /// admin client id may (`internalTopicsAllowed` in Kafka's produce path);
 /// everyone else gets INVALID_TOPIC_EXCEPTION, whatever their ACLs.
@@ -274,7 +270,7 @@ pub async fn handle(
         .any(|p| {
             p.records
                 .as_deref()
-                .is_some_and(first_batch_is_transactional)
+                .is_some_and(|r| parse_header(r).is_ok_and(|h| h.is_transactional()))
         });
     let image = shard.image();
     // Results in request order: (topic position, partition position).
@@ -390,13 +386,16 @@ pub async fn handle(
     let has_transactional = validated
         .iter()
         .any(|(_, _, item)| item.header.is_transactional());
-    let may_write_transaction = |id: &String| access.transactional_id(AclOperation::Write, id);
-    let refused = match (&transactional_id, has_transactional || claims_transactional) {
-        (_, false) => Vec::new(),
-        // Kafka authorizes transactional records by the request's
-        // transactional id (WRITE), and refuses the whole request without
-        // one.
-        (id, true) if !id.as_ref().is_some_and(may_write_transaction) => {
+    // Kafka authorizes transactional records by the request's transactional
+    // id (WRITE), and refuses the whole request without one. (Batches that
+    // passed validation were read by the same header parser, so
+    // `has_transactional` implies `claims_transactional`.)
+    let authorized_id = transactional_id
+        .as_ref()
+        .filter(|id| access.transactional_id(AclOperation::Write, id));
+    let refused = match authorized_id {
+        _ if !claims_transactional => Vec::new(),
+        None => {
             for result in results.iter_mut().flatten() {
                 result.1 =
                     ProduceResult::error(ErrorCode::TransactionalIdAuthorizationFailed.code());
@@ -405,9 +404,8 @@ pub async fn handle(
             validated.clear();
             Vec::new()
         }
-        (None, true) => Vec::new(),
-        (Some(_), true) if !has_transactional => Vec::new(),
-        (Some(id), true) => verify_transactional(shard, id, &validated, version).await,
+        Some(id) if has_transactional => verify_transactional(shard, id, &validated, version).await,
+        Some(_) => Vec::new(),
     };
     let mut groups: ShardGroups<ProduceItem> = ShardGroups::new();
     for (owner, position, item) in validated {

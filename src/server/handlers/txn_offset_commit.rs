@@ -247,13 +247,8 @@ pub fn handle(
     let shard = shard.clone();
     let access = access.clone();
     Box::pin(async move {
-        let refusal = if !access.transactional_id(AclOperation::Write, &request.transactional_id) {
-            Some(ErrorCode::TransactionalIdAuthorizationFailed)
-        } else if !access.group(AclOperation::Read, &request.group_id) {
-            Some(ErrorCode::GroupAuthorizationFailed)
-        } else {
-            None
-        };
+        let refusal =
+            access.transaction_offsets_refusal(&request.transactional_id, &request.group_id);
         if let Some(error) = refusal {
             let answer = refused(&request, error);
             return encode_response(ApiKey::TxnOffsetCommit, version, correlation_id, &answer);
