@@ -11,6 +11,7 @@ pub mod group;
 pub mod metrics;
 pub mod partition;
 pub mod protocol;
+pub mod quota;
 pub mod runtime;
 pub mod security;
 pub mod server;

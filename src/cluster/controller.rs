@@ -15,6 +15,7 @@ use crate::config::limits::{
 };
 use crate::config::{ConfigAlteration, TopicConfigs};
 use crate::protocol::ErrorCode;
+use crate::quota::{self, QuotaKey, QuotaValue, RequestedEntity};
 use crate::security::acl::{Acl, AclFilter};
 use crate::security::scram::{ScramMechanism, ITERATIONS_MAX, ITERATIONS_MIN};
 use crate::shard::messages::{
@@ -65,6 +66,12 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
         ControllerRequest::DeleteAcls { filters } => {
             ControllerReply::DeleteAcls(delete_acls(shard, filters).await)
         }
+        ControllerRequest::AlterClientQuotas {
+            entries,
+            validate_only,
+        } => ControllerReply::AlterClientQuotas(
+            alter_client_quotas(shard, entries, validate_only).await,
+        ),
         ControllerRequest::AllocateProducerIds { count } => {
             assert!(count > 0);
             let first = shard.image().next_producer_id;
@@ -118,6 +125,101 @@ async fn create_acls(shard: &Rc<Shard>, acls: Vec<Acl>) -> Result<(), (ErrorCode
         (ErrorCode::UnknownServerError, None)
     })
 }
+
+/// AlterClientQuotas, following Kafka's `ClientQuotaControlManager`: one
+/// result per distinct entity, in the order first named. An entity named
+/// twice, or with a key named twice, gets "Ignoring duplicate entity"
+/// (its first alteration still applies, as in Kafka). Each entity is
+/// checked whole and changes nothing when any of its operations is
+/// refused; removing a key the entity lacks (or one Kafka does not know)
+/// succeeds without a record, as does setting a key to its value.
+async fn alter_client_quotas(
+    shard: &Rc<Shard>,
+    entries: Vec<(RequestedEntity, Vec<(String, Option<f64>)>)>,
+    validate_only: bool,
+) -> Result<Vec<(RequestedEntity, Option<String>)>, (ErrorCode, String)> {
+    let image = shard.image();
+    let mut results: Vec<(RequestedEntity, Option<String>)> = Vec::new();
+    let mut records = Vec::new();
+    for (requested, ops) in entries {
+        let duplicate_key = ops
+            .iter()
+            .enumerate()
+            .any(|(i, (key, _))| ops[..i].iter().any(|(k, _)| k == key));
+        if let Some(result) = results
+            .iter_mut()
+            .find(|(entity, _)| quota::same_entity(entity, &requested))
+        {
+            result.1 = Some(format!(
+                "Ignoring duplicate entity {}",
+                quota::entity_text(&requested)
+            ));
+            continue;
+        }
+        if duplicate_key {
+            let message = format!(
+                "Ignoring duplicate entity {}",
+                quota::entity_text(&requested)
+            );
+            results.push((requested, Some(message)));
+            continue;
+        }
+        let checked = quota::check_entity(&requested).and_then(|entity| {
+            let mut mine = Vec::new();
+            for (key, value) in ops {
+                let change = match value {
+                    // A removal is not checked: a key the entity lacks is
+                    // no change.
+                    None => QuotaKey::parse(&key)
+                        .filter(|k| image.client_quotas.get(&entity, *k).is_some())
+                        .map(|k| (k, None)),
+                    Some(value) => {
+                        let parsed = quota::check_value(&entity, &key, value)?;
+                        let current = image.client_quotas.get(&entity, parsed);
+                        (current.map(QuotaValue) != Some(QuotaValue(value)))
+                            .then_some((parsed, Some(QuotaValue(value))))
+                    }
+                };
+                if let Some((key, value)) = change {
+                    mine.push(MetadataRecord::ClientQuota {
+                        entity: entity.clone(),
+                        key,
+                        value,
+                    });
+                }
+            }
+            Ok(mine)
+        });
+        match checked {
+            Ok(mine) => {
+                records.extend(mine);
+                results.push((requested, None));
+            }
+            Err(message) => results.push((requested, Some(message))),
+        }
+    }
+    drop(image);
+    if records.len() > QUOTA_RECORDS_PER_REQUEST_MAX {
+        return Err((
+            ErrorCode::PolicyViolation,
+            "Request parameters do not satisfy the configured policy.".into(),
+        ));
+    }
+    if !validate_only && !records.is_empty() {
+        commit(shard, records).await.map_err(|e| {
+            tracing::error!(error = %e, "cannot store client quotas");
+            (
+                ErrorCode::UnknownServerError,
+                "Unexpected server error.".to_string(),
+            )
+        })?;
+    }
+    Ok(results)
+}
+
+/// Most records one AlterClientQuotas may write (Kafka's
+/// `QuorumController.MAX_RECORDS_PER_USER_OP`).
+const QUOTA_RECORDS_PER_REQUEST_MAX: usize = 10_000;
 
 /// DeleteAcls, following Kafka's `AclControlManager`: every ACL a filter
 /// matches is deleted and listed under that filter (an ACL two filters

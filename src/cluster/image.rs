@@ -9,6 +9,7 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 
 use crate::config::TopicConfigs;
+use crate::quota::{ClientQuotas, QuotaEntity, QuotaKey, QuotaValue};
 use crate::security::acl::{Acl, AclSet};
 use crate::security::scram::{ScramCredential, ScramMechanism};
 use uuid::Uuid;
@@ -94,6 +95,16 @@ pub enum MetadataRecord {
         /// Its id.
         id: Uuid,
     },
+    /// One key of a client quota entity was set or removed (Kafka's
+    /// ClientQuotaRecord).
+    ClientQuota {
+        /// The entity.
+        entity: QuotaEntity,
+        /// The key.
+        key: QuotaKey,
+        /// The new value; None removes the key.
+        value: Option<QuotaValue>,
+    },
 }
 
 /// A topic as the image knows it.
@@ -157,6 +168,8 @@ pub struct MetadataImage {
     pub scram_credentials: BTreeMap<String, BTreeMap<ScramMechanism, Rc<ScramCredential>>>,
     /// Every ACL (shared between images until one changes).
     pub acls: Rc<AclSet>,
+    /// Every client quota (shared between images until one changes).
+    pub client_quotas: Rc<ClientQuotas>,
 }
 
 impl MetadataImage {
@@ -236,6 +249,9 @@ impl MetadataImage {
             }
             MetadataRecord::RemoveAccessControlEntry { id } => {
                 Rc::make_mut(&mut self.acls).remove(id);
+            }
+            MetadataRecord::ClientQuota { entity, key, value } => {
+                Rc::make_mut(&mut self.client_quotas).apply(entity, *key, value.map(|v| v.0));
             }
         }
     }

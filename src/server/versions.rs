@@ -269,6 +269,18 @@ pub const API_RANGES: &[ApiRange] = &[
         max: 0,
         served_min: 0,
     },
+    ApiRange {
+        key: ApiKey::DescribeClientQuotas,
+        advertised_min: 0,
+        max: 1,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::AlterClientQuotas,
+        advertised_min: 0,
+        max: 1,
+        served_min: 0,
+    },
     // Without an authorizer these answer SECURITY_DISABLED, as Kafka does.
     ApiRange {
         key: ApiKey::DescribeAcls,

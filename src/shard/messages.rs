@@ -200,6 +200,14 @@ pub enum ControllerRequest {
         /// Filters, in request order.
         filters: Vec<crate::security::acl::AclFilter>,
     },
+    /// Set and remove client quotas (AlterClientQuotas).
+    AlterClientQuotas {
+        /// Each entity as named, with its (key, value to set or None to
+        /// remove), in request order.
+        entries: Vec<(crate::quota::RequestedEntity, Vec<(String, Option<f64>)>)>,
+        /// Check without changing.
+        validate_only: bool,
+    },
 }
 
 /// One AlterUserScramCredentials upsertion, as the client sent it.
@@ -237,6 +245,15 @@ pub enum ControllerReply {
     /// Per filter, the ACLs it deleted; else the error of the whole request.
     DeleteAcls(
         Result<Vec<Vec<crate::security::acl::Acl>>, (crate::protocol::ErrorCode, Option<String>)>,
+    ),
+    /// Per distinct entity, in the order first named: the entity and
+    /// INVALID_REQUEST's message when refused; else the error of the whole
+    /// request.
+    AlterClientQuotas(
+        Result<
+            Vec<(crate::quota::RequestedEntity, Option<String>)>,
+            (crate::protocol::ErrorCode, String),
+        >,
     ),
 }
 
@@ -389,6 +406,18 @@ pub enum ShardRequest {
     EpochEndOffsets(Vec<(TopicPartition, i32)>),
     /// This shard's counters.
     Metrics,
+    /// Record `value` on a client quota sensor this shard owns and answer
+    /// the throttle time (`quota::sensors`).
+    RecordQuota {
+        /// The sensor.
+        sensor: crate::quota::SensorId,
+        /// Bytes (or other units of the quota) to record.
+        value: f64,
+        /// The quota that applies.
+        quota: f64,
+        /// Take the value back when it is throttled (a fetch).
+        unrecord_if_throttled: bool,
+    },
     /// For the group coordinator of `__consumer_offsets` partition `partition`.
     Group {
         /// Offsets partition (ignored by ListGroups).
@@ -419,6 +448,8 @@ pub enum ShardReply {
     Txn(crate::txn::TxnReply),
     /// Counters.
     Metrics(crate::metrics::ShardMetrics),
+    /// A client quota's throttle time, in ms.
+    Throttle(u64),
     /// Per marker, per partition (the request's shape): Kafka error code,
     /// 0 when written. UNKNOWN_TOPIC_OR_PARTITION for a partition that no
     /// longer exists; INVALID_PRODUCER_EPOCH when the partition has seen a

@@ -76,6 +76,8 @@ pub struct Shard {
     /// Transaction coordinators of the transaction state partitions this
     /// shard owns.
     pub txns: TxnShard,
+    /// The client quota sensors this shard owns.
+    pub quota_sensors: crate::quota::sensors::SensorTable,
 }
 
 /// What one partition of a fetch may read.
@@ -150,6 +152,7 @@ impl Shard {
             producer_ids: Cell::new((0, 0)),
             groups: GroupShard::default(),
             txns: TxnShard::default(),
+            quota_sensors: Default::default(),
         })
     }
 
@@ -267,11 +270,12 @@ impl Shard {
     /// Applies new metadata records: updates the image, creates the logs of
     /// new partitions this shard owns and deletes those of deleted topics.
     async fn apply(self: &Rc<Self>, records: Vec<MetadataRecord>) {
-        let is_acl = |record: &MetadataRecord| {
+        let image_only = |record: &MetadataRecord| {
             matches!(
                 record,
                 MetadataRecord::AccessControlEntry { .. }
                     | MetadataRecord::RemoveAccessControlEntry { .. }
+                    | MetadataRecord::ClientQuota { .. }
             )
         };
         let mut records = records.into_iter().peekable();
@@ -279,11 +283,11 @@ impl Shard {
             let before = self.image();
             let mut image = (*before).clone();
             image.apply(&record);
-            // ACL records change nothing but the image: a run of them goes
-            // into one copy, so a request of n ACLs copies the ACL set once,
-            // not n times.
-            if is_acl(&record) {
-                while let Some(next) = records.next_if(|r| is_acl(r)) {
+            // ACL and quota records change nothing but the image: a run of
+            // them goes into one copy, so a request of n ACLs copies the ACL
+            // set once, not n times.
+            if image_only(&record) {
+                while let Some(next) = records.next_if(|r| image_only(r)) {
                     image.apply(&next);
                 }
             }
@@ -370,6 +374,7 @@ impl Shard {
                 MetadataRecord::Bootstrap { .. }
                 | MetadataRecord::AccessControlEntry { .. }
                 | MetadataRecord::RemoveAccessControlEntry { .. }
+                | MetadataRecord::ClientQuota { .. }
                 | MetadataRecord::ProducerIds { .. }
                 | MetadataRecord::UserScramCredential { .. }
                 | MetadataRecord::RemoveUserScramCredential { .. } => {}
@@ -492,6 +497,17 @@ impl Shard {
                 async { ShardReply::Applied }.boxed_local()
             }
             ShardRequest::Group { partition, call } => self.groups_submit(partition, call),
+            ShardRequest::RecordQuota {
+                sensor,
+                value,
+                quota,
+                unrecord_if_throttled,
+            } => {
+                let throttle =
+                    self.quota_sensors
+                        .record(sensor, value, quota, unrecord_if_throttled);
+                async move { ShardReply::Throttle(throttle) }.boxed_local()
+            }
             ShardRequest::Metrics => {
                 let metrics = crate::metrics::collect(&self);
                 async move { ShardReply::Metrics(metrics) }.boxed_local()

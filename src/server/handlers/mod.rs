@@ -11,6 +11,7 @@ pub mod alter_partition_reassignments;
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
 pub mod authorized_operations;
+pub mod client_quotas;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
@@ -414,6 +415,23 @@ pub async fn dispatch(
         )),
         ApiKey::AlterUserScramCredentials => {
             alter_user_scram_credentials::handle(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
+        }
+        ApiKey::DescribeClientQuotas => ready(client_quotas::describe(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
+        ApiKey::AlterClientQuotas => {
+            client_quotas::alter(
                 shard,
                 access,
                 decode(&mut body, version)?,

@@ -1,0 +1,331 @@
+//! Measured rates and throttle times, as Kafka's metrics library computes
+//! them (`SampledStat`, `Rate`, `QuotaUtils.throttleTime`).
+//!
+//! Clients that share a quota share one sensor, and connections of one
+//! client may sit on any core. So each sensor lives on one shard, chosen by
+//! a hash of its id; the connection's shard sends it what to record (a
+//! message, or a direct call when it is the owner) and gets the throttle
+//! time back. Nothing here is shared between cores.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::rc::Rc;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use super::{QuotaKey, SensorId};
+use crate::shard::messages::{ShardReply, ShardRequest};
+use crate::shard::Shard;
+
+/// Kafka's `quota.window.num` default: samples a rate is measured over.
+pub const WINDOW_SAMPLES: u64 = 11;
+/// Kafka's `quota.window.size.seconds` default, in ms.
+pub const WINDOW_MS: u64 = 1000;
+/// Kafka forgets a sensor idle this long (`ClientQuotaManager.InactiveSensorExpirationTimeSeconds`).
+const SENSOR_IDLE_EXPIRY_MS: u64 = 3_600_000;
+/// Most sensors one shard keeps; past it the idlest are forgotten (Kafka
+/// has no bound; a client choosing a new client id per request would
+/// otherwise grow this map without end).
+const SENSORS_PER_SHARD_MAX: usize = 100_000;
+
+/// Milliseconds on a clock every core shares (monotonic, from the first
+/// call in the process).
+pub fn now_ms() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis() as u64
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    value: f64,
+    start_ms: u64,
+    last_event_ms: u64,
+}
+
+impl Sample {
+    fn new(now: u64) -> Self {
+        Sample {
+            value: 0.0,
+            start_ms: now,
+            last_event_ms: now,
+        }
+    }
+}
+
+/// A rate per second over `WINDOW_SAMPLES` windows of `WINDOW_MS`, as
+/// Kafka's `Rate` of a `WindowedSum`: samples start when the first value
+/// after the last one completed arrives; a rate's window is never taken as
+/// shorter than `WINDOW_SAMPLES - 1` windows, so one large value on an idle
+/// sensor is spread over ten seconds.
+#[derive(Debug, Clone, Default)]
+pub struct Rate {
+    /// At most `WINDOW_SAMPLES + 1` (Kafka keeps one overlapping sample).
+    samples: Vec<Sample>,
+    current: usize,
+}
+
+impl Rate {
+    /// Adds `value` at `now`.
+    pub fn record(&mut self, value: f64, now: u64) {
+        if self.samples.is_empty() {
+            self.samples.push(Sample::new(now));
+        }
+        if now.saturating_sub(self.samples[self.current].start_ms) >= WINDOW_MS {
+            self.current = (self.current + 1) % (WINDOW_SAMPLES as usize + 1);
+            if self.current >= self.samples.len() {
+                self.samples.push(Sample::new(now));
+            } else {
+                self.samples[self.current] = Sample::new(now);
+            }
+        }
+        let sample = &mut self.samples[self.current];
+        sample.value += value;
+        sample.last_event_ms = now;
+    }
+
+    fn purge(&mut self, now: u64) {
+        for sample in &mut self.samples {
+            if now.saturating_sub(sample.last_event_ms) >= WINDOW_SAMPLES * WINDOW_MS {
+                *sample = Sample::new(now);
+            }
+        }
+    }
+
+    /// The span the rate is measured over at `now`, in ms (Kafka's
+    /// `Rate.windowSize`).
+    pub fn window_ms(&mut self, now: u64) -> u64 {
+        self.purge(now);
+        let oldest = self.samples.iter().map(|s| s.start_ms).min().unwrap_or(now);
+        let mut elapsed = now.saturating_sub(oldest);
+        let full = elapsed / WINDOW_MS;
+        if full < WINDOW_SAMPLES - 1 {
+            elapsed += (WINDOW_SAMPLES - 1 - full) * WINDOW_MS;
+        }
+        elapsed.max(1)
+    }
+
+    /// The rate per second at `now`.
+    pub fn measure(&mut self, now: u64) -> f64 {
+        let window = self.window_ms(now);
+        let total: f64 = self.samples.iter().map(|s| s.value).sum();
+        total / (window as f64 / 1000.0)
+    }
+
+    /// Records `value` and returns the throttle Kafka's `ClientQuotaManager`
+    /// answers: 0 within `quota`, else `(rate - quota) / quota * window`,
+    /// rounded, without bound.
+    pub fn record_and_throttle(&mut self, value: f64, quota: f64, now: u64) -> u64 {
+        self.record(value, now);
+        let rate = self.measure(now);
+        if rate <= quota {
+            return 0;
+        }
+        let throttle = (rate - quota) / quota * self.window_ms(now) as f64;
+        // NaN (a NaN quota) gives 0, as Java's cast does.
+        throttle.round() as u64
+    }
+}
+
+/// The sensors one shard owns.
+#[derive(Default)]
+pub struct SensorTable {
+    sensors: RefCell<HashMap<SensorId, (Rate, u64)>>,
+}
+
+impl SensorTable {
+    /// Records `value` on `sensor`, whose quota is `quota`, and returns the
+    /// throttle in ms. With `unrecord_if_throttled` (a fetch, whose
+    /// throttled response carries no data) a throttled value is taken back.
+    pub fn record(
+        &self,
+        sensor: SensorId,
+        value: f64,
+        quota: f64,
+        unrecord_if_throttled: bool,
+    ) -> u64 {
+        let now = now_ms();
+        let mut sensors = self.sensors.borrow_mut();
+        if sensors.len() >= SENSORS_PER_SHARD_MAX && !sensors.contains_key(&sensor) {
+            sensors.retain(|_, (_, last)| now.saturating_sub(*last) < SENSOR_IDLE_EXPIRY_MS);
+            if sensors.len() >= SENSORS_PER_SHARD_MAX {
+                if let Some(idlest) = sensors
+                    .iter()
+                    .min_by_key(|(_, (_, last))| *last)
+                    .map(|(id, _)| id.clone())
+                {
+                    sensors.remove(&idlest);
+                }
+            }
+        }
+        let (rate, last) = sensors
+            .entry(sensor)
+            .or_insert_with(|| (Rate::default(), now));
+        if now.saturating_sub(*last) >= SENSOR_IDLE_EXPIRY_MS {
+            *rate = Rate::default();
+        }
+        *last = now;
+        let throttle = rate.record_and_throttle(value, quota, now);
+        if throttle > 0 && unrecord_if_throttled {
+            rate.record(-value, now);
+        }
+        throttle
+    }
+
+    /// Number of sensors held.
+    pub fn len(&self) -> usize {
+        self.sensors.borrow().len()
+    }
+
+    /// True when no sensor is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The shard that owns `sensor`.
+pub fn owner(sensor: &SensorId, nr_shards: usize) -> usize {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    sensor.key.hash(&mut hasher);
+    sensor.user.hash(&mut hasher);
+    sensor.client_id.hash(&mut hasher);
+    (hasher.finish() % nr_shards as u64) as usize
+}
+
+/// What a connection knows for quotas: its user (the principal's name) and
+/// until when it stays muted after a throttled response.
+#[derive(Clone)]
+pub struct Client {
+    user: Rc<str>,
+    muted_until: Rc<Cell<Option<Instant>>>,
+}
+
+impl Client {
+    /// The client of a connection whose principal's name is `user`
+    /// (`ANONYMOUS` on a PLAINTEXT listener).
+    pub fn new(user: &str) -> Self {
+        Client {
+            user: user.into(),
+            muted_until: Rc::default(),
+        }
+    }
+
+    /// The quota of `key` for a request with client id `client_id`, if
+    /// one applies.
+    pub fn quota(&self, shard: &Shard, key: QuotaKey, client_id: &str) -> Option<(SensorId, f64)> {
+        let image = shard.image();
+        image.client_quotas.resolve(key, &self.user, client_id)
+    }
+
+    /// Records `value` against the quota of `key` that applies to a
+    /// request with `client_id` and returns the throttle time in ms (0
+    /// when no quota applies, without any work). A throttle mutes the
+    /// connection: it reads no further request until the time has passed.
+    pub async fn charge(
+        &self,
+        shard: &Rc<Shard>,
+        key: QuotaKey,
+        client_id: &str,
+        value: f64,
+        unrecord_if_throttled: bool,
+    ) -> u64 {
+        let Some((sensor, quota)) = self.quota(shard, key, client_id) else {
+            return 0;
+        };
+        let target = owner(&sensor, shard.nr_shards);
+        let throttle = if target == shard.id {
+            shard
+                .quota_sensors
+                .record(sensor, value, quota, unrecord_if_throttled)
+        } else {
+            let request = ShardRequest::RecordQuota {
+                sensor,
+                value,
+                quota,
+                unrecord_if_throttled,
+            };
+            match shard.call(target, request).await {
+                Ok(reply) => match reply.await {
+                    Ok(ShardReply::Throttle(ms)) => ms,
+                    _ => 0,
+                },
+                Err(_) => 0,
+            }
+        };
+        self.mute_for(throttle);
+        throttle
+    }
+
+    /// Reads no request for `ms` from now (a later end is kept).
+    pub fn mute_for(&self, ms: u64) {
+        if ms == 0 {
+            return;
+        }
+        let until = Instant::now() + Duration::from_millis(ms);
+        if self.muted_until.get().map_or(true, |t| t < until) {
+            self.muted_until.set(Some(until));
+        }
+    }
+
+    /// Waits out a throttle before the next request is read.
+    pub async fn wait_unmuted(&self) {
+        if let Some(until) = self.muted_until.take() {
+            let now = Instant::now();
+            if until > now {
+                glommio::timer::sleep(until - now).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Goal: a rate is measured over at least ten windows, as Kafka's, so
+    /// the throttle of one large value on an idle sensor is Kafka's.
+    #[test]
+    fn a_first_value_is_spread_over_ten_windows() {
+        let mut rate = Rate::default();
+        // 15 MB at 1 MB/s on an idle sensor: 1.5 MB/s over 10 s, 5 s of
+        // throttle (Kafka's own example).
+        assert_eq!(rate.record_and_throttle(15e6, 1e6, 0), 5000);
+        let mut rate = Rate::default();
+        assert_eq!(rate.record_and_throttle(10e6, 1e6, 0), 0);
+        assert_eq!(rate.record_and_throttle(1.0, 1e6, 0), 0);
+        assert_eq!(rate.record_and_throttle(1e6, 1e6, 0), 1000);
+    }
+
+    /// Goal: samples roll over and age out as Kafka's do.
+    #[test]
+    fn samples_roll_and_expire() {
+        let mut rate = Rate::default();
+        for second in 0..30 {
+            rate.record(1000.0, second * 1000);
+        }
+        // Twelve samples kept; the rate settles at 1000/s.
+        let measured = rate.measure(29_500);
+        assert!((measured - 1000.0).abs() < 100.0, "{measured}");
+        // Idle past 11 windows: everything is forgotten.
+        assert_eq!(rate.measure(29_000 + 11_000), 0.0);
+        assert_eq!(rate.window_ms(100_000), 10_000);
+    }
+
+    /// Goal: a fetch's throttled bytes are taken back; a quota's sensors
+    /// are found on a fixed shard.
+    #[test]
+    fn throttled_fetch_bytes_are_taken_back() {
+        let table = SensorTable::default();
+        let sensor = SensorId {
+            key: QuotaKey::ConsumerByteRate,
+            user: "".into(),
+            client_id: "c".into(),
+        };
+        assert_eq!(table.record(sensor.clone(), 5000.0, 1000.0, true), 0);
+        assert!(table.record(sensor.clone(), 10_000.0, 1000.0, true) > 0);
+        // The refused 10 000 bytes were taken back: 5000 more still fit.
+        assert_eq!(table.record(sensor.clone(), 5000.0, 1000.0, true), 0);
+        assert_eq!(table.len(), 1);
+        assert_eq!(owner(&sensor, 2), owner(&sensor.clone(), 2));
+    }
+}

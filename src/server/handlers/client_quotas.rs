@@ -1,0 +1,244 @@
+//! DescribeClientQuotas (key 48, v0-1) from this shard's image, and
+//! AlterClientQuotas (key 49, v0-1) through the controller (see
+//! `cluster::controller::alter_client_quotas` and `quota` for Kafka's
+//! rules). Describing takes DESCRIBE_CONFIGS on the cluster, altering
+//! ALTER_CONFIGS, as in Kafka.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::alter_client_quotas_response::{
+    EntityData as AlteredEntity, EntryData as AlteredEntry,
+};
+use kafka_protocol::messages::describe_client_quotas_response::{EntityData, EntryData, ValueData};
+use kafka_protocol::messages::{
+    AlterClientQuotasRequest, AlterClientQuotasResponse, ApiKey, DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
+};
+
+use super::{encode_response, str_bytes};
+use crate::cluster::controller::CONTROLLER_SHARD;
+use crate::protocol::ErrorCode;
+use crate::quota::{requested_entity, Filter, RequestedEntity};
+use crate::security::acl::AclOperation;
+use crate::server::access::Access;
+use crate::server::connection::{Responder, Response};
+use crate::shard::messages::{ControllerReply, ControllerRequest, ShardReply, ShardRequest};
+use crate::shard::Shard;
+
+/// Answers DescribeClientQuotas.
+pub fn describe(
+    shard: &Shard,
+    access: &Access,
+    request: DescribeClientQuotasRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Response {
+    let mut response = DescribeClientQuotasResponse::default();
+    let components: Vec<(String, i8, Option<String>)> = request
+        .components
+        .iter()
+        .map(|c| {
+            (
+                c.entity_type.to_string(),
+                c.match_type,
+                c._match.as_ref().map(|m| m.to_string()),
+            )
+        })
+        .collect();
+    let filter = if access.cluster(AclOperation::DescribeConfigs) {
+        Filter::parse(&components, request.strict).map_err(|(code, message)| (code, Some(message)))
+    } else {
+        // Kafka answers its default message, which it leaves out.
+        Err((ErrorCode::ClusterAuthorizationFailed, None))
+    };
+    match filter {
+        Err((code, message)) => {
+            response.error_code = code.code();
+            response.error_message = message.map(|m| str_bytes(&m));
+            response.entries = None;
+        }
+        Ok(filter) => {
+            // Kafka's generated default: an empty message, not null.
+            response.error_message = Some(str_bytes(""));
+            let image = shard.image();
+            response.entries = Some(
+                image
+                    .client_quotas
+                    .iter()
+                    .filter(|(entity, _)| filter.matches(entity))
+                    .map(|(entity, keys)| {
+                        let mut entry = EntryData::default();
+                        entry.entity = entity
+                            .components()
+                            .map(|(kind, name)| {
+                                let mut data = EntityData::default();
+                                data.entity_type = str_bytes(kind.name());
+                                data.entity_name = name.as_wire().map(str_bytes);
+                                data
+                            })
+                            .collect();
+                        entry.values = keys
+                            .iter()
+                            .map(|(key, value)| {
+                                let mut data = ValueData::default();
+                                data.key = str_bytes(key.name());
+                                data.value = *value;
+                                data
+                            })
+                            .collect();
+                        entry
+                    })
+                    .collect(),
+            );
+        }
+    }
+    encode_response(
+        ApiKey::DescribeClientQuotas,
+        version,
+        correlation_id,
+        &response,
+    )
+}
+
+/// Answers AlterClientQuotas.
+pub async fn alter(
+    shard: &Rc<Shard>,
+    access: &Access,
+    request: AlterClientQuotasRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Responder {
+    // Each entry's entity as the request named it, for answers that echo
+    // the request.
+    let sent: Vec<Vec<(String, Option<String>)>> = request
+        .entries
+        .iter()
+        .map(|e| {
+            e.entity
+                .iter()
+                .map(|c| {
+                    (
+                        c.entity_type.to_string(),
+                        c.entity_name.as_ref().map(|n| n.to_string()),
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    if !access.cluster(AclOperation::AlterConfigs) {
+        let error = ErrorCode::ClusterAuthorizationFailed;
+        return super::ready(whole_refusal(
+            &sent,
+            error,
+            "Cluster authorization failed.",
+            version,
+            correlation_id,
+        ));
+    }
+    let entries: Vec<(RequestedEntity, Vec<(String, Option<f64>)>)> = request
+        .entries
+        .iter()
+        .zip(&sent)
+        .map(|(entry, components)| {
+            let entity =
+                requested_entity(components.iter().map(|(k, n)| (k.as_str(), n.as_deref())));
+            let ops = entry
+                .ops
+                .iter()
+                .map(|op| (op.key.to_string(), (!op.remove).then_some(op.value)))
+                .collect();
+            (entity, ops)
+        })
+        .collect();
+    let call = shard
+        .call(
+            CONTROLLER_SHARD,
+            ShardRequest::Controller(ControllerRequest::AlterClientQuotas {
+                entries,
+                validate_only: request.validate_only,
+            }),
+        )
+        .await;
+    Box::pin(async move {
+        let reply = match call {
+            Ok(completion) => completion.await.ok(),
+            Err(_) => None,
+        };
+        match reply {
+            Some(ShardReply::Controller(ControllerReply::AlterClientQuotas(Ok(results)))) => {
+                let mut response = AlterClientQuotasResponse::default();
+                response.entries = results
+                    .into_iter()
+                    .map(|(entity, refusal)| {
+                        let mut entry = AlteredEntry::default();
+                        if let Some(message) = refusal {
+                            entry.error_code = ErrorCode::InvalidRequest.code();
+                            entry.error_message = Some(str_bytes(&message));
+                        } else {
+                            entry.error_message = None;
+                        }
+                        entry.entity = altered_entity(&entity);
+                        entry
+                    })
+                    .collect();
+                encode_response(
+                    ApiKey::AlterClientQuotas,
+                    version,
+                    correlation_id,
+                    &response,
+                )
+            }
+            Some(ShardReply::Controller(ControllerReply::AlterClientQuotas(Err((
+                code,
+                message,
+            ))))) => whole_refusal(&sent, code, &message, version, correlation_id),
+            _ => whole_refusal(
+                &sent,
+                ErrorCode::RequestTimedOut,
+                "the controller did not answer",
+                version,
+                correlation_id,
+            ),
+        }
+    })
+}
+
+fn altered_entity(components: &[(String, Option<String>)]) -> Vec<AlteredEntity> {
+    components
+        .iter()
+        .map(|(kind, name)| {
+            let mut data = AlteredEntity::default();
+            data.entity_type = str_bytes(kind);
+            data.entity_name = name.as_deref().map(str_bytes);
+            data
+        })
+        .collect()
+}
+
+/// Every entry of the request, its entity as sent, refused with `code` and
+/// `message` (Kafka's answer to an error of the whole request).
+fn whole_refusal(
+    sent: &[Vec<(String, Option<String>)>],
+    code: ErrorCode,
+    message: &str,
+    version: i16,
+    correlation_id: i32,
+) -> Response {
+    let mut response = AlterClientQuotasResponse::default();
+    response.entries = sent
+        .iter()
+        .map(|components| {
+            let mut entry = AlteredEntry::default();
+            entry.error_code = code.code();
+            entry.error_message = Some(str_bytes(message));
+            entry.entity = altered_entity(components);
+            entry
+        })
+        .collect();
+    encode_response(
+        ApiKey::AlterClientQuotas,
+        version,
+        correlation_id,
+        &response,
+    )
+}
