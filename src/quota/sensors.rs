@@ -14,6 +14,8 @@ use std::rc::Rc;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use kafka_protocol::protocol::StrBytes;
+
 use super::{QuotaKey, SensorId};
 use crate::shard::messages::{ShardReply, ShardRequest};
 use crate::shard::Shard;
@@ -210,26 +212,47 @@ impl Client {
         }
     }
 
-    /// The quota of `key` for a request with client id `client_id`, if
-    /// one applies.
-    pub fn quota(&self, shard: &Shard, key: QuotaKey, client_id: &str) -> Option<(SensorId, f64)> {
+    /// This client for one request, whose header gave `client_id` (null
+    /// counts as empty).
+    pub fn for_request(&self, client_id: Option<&StrBytes>) -> RequestClient {
+        RequestClient {
+            client: self.clone(),
+            client_id: client_id.cloned(),
+        }
+    }
+}
+
+/// A connection's client for one request: whose quotas apply to it.
+#[derive(Clone)]
+pub struct RequestClient {
+    client: Client,
+    /// Shares the request header's bytes (no copy per request).
+    client_id: Option<StrBytes>,
+}
+
+impl RequestClient {
+    /// The quota of `key` that applies to this request, if any.
+    pub fn quota(&self, shard: &Shard, key: QuotaKey) -> Option<(SensorId, f64)> {
         let image = shard.image();
-        image.client_quotas.resolve(key, &self.user, client_id)
+        image.client_quotas.resolve(
+            key,
+            &self.client.user,
+            self.client_id.as_deref().unwrap_or(""),
+        )
     }
 
-    /// Records `value` against the quota of `key` that applies to a
-    /// request with `client_id` and returns the throttle time in ms (0
-    /// when no quota applies, without any work). A throttle mutes the
-    /// connection: it reads no further request until the time has passed.
+    /// Records `value` against the quota of `key` that applies to this
+    /// request and returns the throttle time in ms (0, without any work,
+    /// when no quota applies). A throttle mutes the connection: it reads
+    /// no further request until the time has passed.
     pub async fn charge(
         &self,
         shard: &Rc<Shard>,
         key: QuotaKey,
-        client_id: &str,
         value: f64,
         unrecord_if_throttled: bool,
     ) -> u64 {
-        let Some((sensor, quota)) = self.quota(shard, key, client_id) else {
+        let Some((sensor, quota)) = self.quota(shard, key) else {
             return 0;
         };
         let target = owner(&sensor, shard.nr_shards);
@@ -252,10 +275,12 @@ impl Client {
                 Err(_) => 0,
             }
         };
-        self.mute_for(throttle);
+        self.client.mute_for(throttle);
         throttle
     }
+}
 
+impl Client {
     /// Reads no request for `ms` from now (a later end is kept).
     pub fn mute_for(&self, ms: u64) {
         if ms == 0 {

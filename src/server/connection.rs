@@ -26,6 +26,7 @@ use super::produce_frame::{
 use super::{handlers, versions, ServerState};
 use crate::config::limits::{CONNECTION_IN_FLIGHT_REQUESTS_MAX, REQUEST_FRAME_BYTES_MIN};
 use crate::config::Listener;
+use crate::quota::sensors::Client;
 use crate::security::SecurityProtocol;
 use crate::shard::messages::TopicPartition;
 
@@ -103,12 +104,21 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>, listener: usize) {
     let mut authenticator = (endpoint.security_protocol == SecurityProtocol::SaslPlaintext)
         .then(|| Authenticator::new(config.sasl_enabled_mechanisms.clone()));
     let mut caller: Option<crate::security::acl::Caller> = None;
+    let mut quota_client: Option<Client> = None;
     let reason = loop {
         let authenticating = authenticator.as_ref().is_some_and(|a| a.user().is_none());
+        // A throttled client's next request is not read until its throttle
+        // time has passed (KIP-219), nor handled if it was being read.
+        if let Some(client) = &quota_client {
+            client.wait_unmuted().await;
+        }
         let frame = match read_frame(&mut reader, &state, authenticating).await {
             Ok(frame) => frame,
             Err(reason) => break reason,
         };
+        if let Some(client) = &quota_client {
+            client.wait_unmuted().await;
+        }
         if let (true, Some(auth)) = (authenticating, &mut authenticator) {
             // Every frame is read whole before authentication (no produce
             // framing); anything else closes, never reaching a handler.
@@ -136,11 +146,24 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>, listener: usize) {
             Access::caller(authenticator.as_ref().and_then(|a| a.user()), peer_addr)
         });
         let access = Access::new(&state.shard, caller);
+        // Quotas know a client by its principal's name.
+        let client = quota_client.get_or_insert_with(|| {
+            Client::new(
+                authenticator
+                    .as_ref()
+                    .and_then(|a| a.user())
+                    .unwrap_or("ANONYMOUS"),
+            )
+        });
         let handled = match frame {
-            Frame::Whole(frame) => handle_frame(frame, &state, peer_addr, endpoint, access).await,
+            Frame::Whole(frame) => {
+                handle_frame(frame, &state, peer_addr, endpoint, access, client).await
+            }
             Frame::Produce(produce) => Ok(handlers::produce::handle(
                 &state.shard,
                 &access,
+                client.for_request(produce.header.client_id.as_ref()),
+                produce.frame_bytes,
                 handlers::produce::internal_topics_allowed(&produce.header),
                 produce.request,
                 produce.header.request_api_version,
@@ -356,6 +379,7 @@ async fn handle_frame(
     peer: Option<std::net::SocketAddr>,
     listener: &Listener,
     access: Access,
+    client: &Client,
 ) -> Result<Responder, CloseReason> {
     let (api_key_raw, version, correlation_id) = frame_prefix(&frame);
     let Ok(api_key) = ApiKey::try_from(api_key_raw) else {
@@ -373,7 +397,8 @@ async fn handle_frame(
     let mut buf = frame;
     let header = RequestHeader::decode(&mut buf, api_key.request_header_version(version))
         .map_err(|_| CloseReason::BadHeader)?;
-    handlers::dispatch(state, api_key, header, buf, peer, listener, &access)
+    let client = client.for_request(header.client_id.as_ref());
+    handlers::dispatch(state, api_key, header, buf, peer, listener, &access, client)
         .await
         .map_err(CloseReason::Handler)
 }

@@ -229,6 +229,9 @@ pub struct ProduceFrame {
     pub header: RequestHeader,
     /// The body; each partition's `records` is a buffer of its own.
     pub request: ProduceRequest,
+    /// Header and body bytes (the frame without its size), which a
+    /// producer quota counts.
+    pub frame_bytes: usize,
 }
 
 /// Where a partition's records may be received into the memory its log
@@ -312,7 +315,11 @@ pub async fn read_produce_frame<R: AsyncRead + Unpin>(
         request.unknown_tagged_fields = framing.tagged_fields().await?;
     }
     framing.skip_rest().await?;
-    Ok(ProduceFrame { header, request })
+    Ok(ProduceFrame {
+        header,
+        request,
+        frame_bytes,
+    })
 }
 
 /// The frame's bytes not yet parsed: `buf` read from the socket, `unread`

@@ -22,10 +22,13 @@ use kafka_protocol::messages::fetch_response::{
 use kafka_protocol::messages::{
     ApiKey, BrokerId, FetchRequest, FetchResponse, ProducerId, TopicName,
 };
+use kafka_protocol::protocol::Encodable;
 
 use super::{encode_response, encode_response_pieces, str_bytes, ShardGroups};
 use crate::cluster::image::check_current_leader_epoch;
 use crate::protocol::ErrorCode;
+use crate::quota::sensors::{RequestClient, WINDOW_MS, WINDOW_SAMPLES};
+use crate::quota::QuotaKey;
 use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::server::pieces::{RecordSlots, RECORDS_MARKER_BYTES};
@@ -45,6 +48,7 @@ struct Entry {
 pub async fn handle(
     shard: &Rc<Shard>,
     access: &crate::server::access::Access,
+    client: RequestClient,
     request: FetchRequest,
     version: i16,
     correlation_id: i32,
@@ -58,6 +62,7 @@ pub async fn handle(
             response.session_id = 0;
             return encode_response(ApiKey::Fetch, version, correlation_id, &response);
         }
+        let follower = request.replica_id.0 >= 0 || request.replica_state.replica_id.0 >= 0;
         let image = shard.image();
         // (name, id) per requested topic, in request order.
         let mut topics: Vec<(Option<String>, uuid::Uuid)> =
@@ -81,7 +86,6 @@ pub async fn handle(
             // A replica (replica id >= 0) needs CLUSTER_ACTION, a consumer
             // READ on the topic, asked before the topic is looked for (an
             // unknown topic id excepted), as Kafka does.
-            let follower = request.replica_id.0 >= 0 || request.replica_state.replica_id.0 >= 0;
             let readable = if follower {
                 access.cluster(AclOperation::ClusterAction)
             } else {
@@ -116,12 +120,24 @@ pub async fn handle(
         // One response carries at most RECORDS_MARKER_BYTES of record data
         // by reference (KIP-74 lets a broker return less than asked); file
         // ranges beyond that could not be sent at all.
-        let max_bytes = if version >= 3 {
+        let mut max_bytes = if version >= 3 {
             request.max_bytes.max(0) as usize
         } else {
             usize::MAX
         }
         .min(RECORDS_MARKER_BYTES);
+        // A consumer under a byte-rate quota is given at most what the
+        // quota allows over its whole window, as Kafka does; replicas are
+        // not under client quotas.
+        let quota = (!follower)
+            .then(|| client.quota(&shard, QuotaKey::ConsumerByteRate))
+            .flatten();
+        if let Some((_, quota)) = &quota {
+            let window_bytes = quota * ((WINDOW_SAMPLES - 1) * WINDOW_MS) as f64 / 1000.0;
+            if window_bytes < max_bytes as f64 {
+                max_bytes = window_bytes as usize;
+            }
+        }
         let min_bytes = request.min_bytes.max(0) as usize;
         let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
         let deadline = Instant::now() + max_wait;
@@ -211,6 +227,20 @@ pub async fn handle(
         response.error_code = 0;
         response.session_id = 0;
         response.responses = response_topics;
+        if quota.is_some() {
+            // Kafka counts the response's size (`FetchResponse.sizeOf`);
+            // when that throttles, the bytes are taken back and the answer
+            // is empty, carrying only the throttle time.
+            let size = 4 + Encodable::compute_size(&response, version).unwrap_or(0);
+            let throttle_ms = client
+                .charge(&shard, QuotaKey::ConsumerByteRate, size as f64, true)
+                .await;
+            if throttle_ms > 0 {
+                let mut throttled = FetchResponse::default();
+                throttled.throttle_time_ms = i32::try_from(throttle_ms).unwrap_or(i32::MAX);
+                return encode_response(ApiKey::Fetch, version, correlation_id, &throttled);
+            }
+        }
         encode_response_pieces(ApiKey::Fetch, version, correlation_id, &response, slots)
     })
 }

@@ -178,6 +178,7 @@ pub async fn dispatch(
     peer: Option<std::net::SocketAddr>,
     listener: &crate::config::Listener,
     access: &super::access::Access,
+    client: crate::quota::sensors::RequestClient,
 ) -> Result<Responder, &'static str> {
     let version = header.request_api_version;
     let correlation_id = header.correlation_id;
@@ -255,6 +256,7 @@ pub async fn dispatch(
             fetch::handle(
                 shard,
                 access,
+                client,
                 decode(&mut body, version)?,
                 version,
                 correlation_id,

@@ -28,6 +28,8 @@ use crate::protocol::record_batch::{
     parse_header, validate_batch, BatchError, BatchHeader, BatchIter,
 };
 use crate::protocol::ErrorCode;
+use crate::quota::sensors::RequestClient;
+use crate::quota::QuotaKey;
 use crate::security::acl::AclOperation;
 use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{
@@ -254,11 +256,20 @@ pub fn internal_topics_allowed(header: &kafka_protocol::messages::RequestHeader)
 pub async fn handle(
     shard: &Rc<Shard>,
     access: &crate::server::access::Access,
+    client: RequestClient,
+    frame_bytes: usize,
     internal_topics_allowed: bool,
     mut request: ProduceRequest,
     version: i16,
     correlation_id: i32,
 ) -> Responder {
+    // The producer quota counts the request as it arrives (Kafka counts
+    // it as it answers, but reads no next request before then; here later
+    // requests are read while this one is handled, so a throttle must be
+    // known before the next is read). acks=0 is counted too.
+    let throttle_ms = client
+        .charge(shard, QuotaKey::ProducerByteRate, frame_bytes as f64, false)
+        .await;
     let acks = request.acks;
     // Whether any partition's records say they are transactional, read
     // before validation as Kafka's `hasTransactionalRecords` reads them: the
@@ -473,6 +484,7 @@ pub async fn handle(
             };
         }
         let mut response = ProduceResponse::default();
+        response.throttle_time_ms = i32::try_from(throttle_ms).unwrap_or(i32::MAX);
         response.responses = topic_names
             .into_iter()
             .zip(results)
