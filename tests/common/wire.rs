@@ -38,6 +38,7 @@ pub enum Outcome {
 pub struct RawClient {
     pub stream: TcpStream,
     next_correlation_id: i32,
+    client_id: &'static str,
 }
 
 impl RawClient {
@@ -54,6 +55,15 @@ impl RawClient {
         RawClient {
             stream,
             next_correlation_id: 1,
+            client_id: CLIENT_ID,
+        }
+    }
+
+    /// A client whose requests carry `client_id`.
+    pub fn connect_as(bootstrap: &str, client_id: &'static str) -> RawClient {
+        RawClient {
+            client_id,
+            ..RawClient::connect(bootstrap)
         }
     }
 
@@ -93,7 +103,7 @@ impl RawClient {
         body: &Req,
     ) -> Resp {
         let correlation_id = self.next_correlation_id();
-        let frame = encode_request(api_key, version, correlation_id, body);
+        let frame = encode_request_as(api_key, version, correlation_id, body, self.client_id);
         self.write_raw(&frame)
             .unwrap_or_else(|error| panic!("send {api_key:?} v{version}: {error}"));
         let response = self
@@ -173,11 +183,22 @@ pub fn encode_request<Req: Encodable>(
     correlation_id: i32,
     body: &Req,
 ) -> Vec<u8> {
+    encode_request_as(api_key, version, correlation_id, body, CLIENT_ID)
+}
+
+/// [`encode_request`] with the header's client id `client_id`.
+pub fn encode_request_as<Req: Encodable>(
+    api_key: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    body: &Req,
+    client_id: &'static str,
+) -> Vec<u8> {
     let header = RequestHeader::default()
         .with_request_api_key(api_key as i16)
         .with_request_api_version(version)
         .with_correlation_id(correlation_id)
-        .with_client_id(Some(StrBytes::from_static_str(CLIENT_ID)));
+        .with_client_id(Some(StrBytes::from_static_str(client_id)));
     let mut payload = BytesMut::new();
     header
         .encode(&mut payload, api_key.request_header_version(version))
