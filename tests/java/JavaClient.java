@@ -57,6 +57,7 @@ public class JavaClient {
             case "validate" -> validatePositions(bootstrap, topic);
             case "scram" -> scram(bootstrap, topic);
             case "acls" -> acls(bootstrap, topic);
+            case "quotas" -> quotas(bootstrap, topic);
             default -> throw new IllegalArgumentException("unknown mode " + mode);
         }
     }
@@ -389,6 +390,108 @@ public class JavaClient {
         System.out.println(seen.entrySet().stream()
                 .map(e -> "\"" + e.getKey() + "\": \"" + e.getValue() + "\"")
                 .collect(Collectors.joining(", ", "{", "}")));
+    }
+
+    /**
+     * Client quotas as kafka-configs --entity-type clients/users sets and
+     * describes them (Admin.alterClientQuotas / describeClientQuotas), then
+     * a producer and a consumer under byte-rate quotas: every record acked
+     * and read back in order, throttled as the client's own metrics show.
+     */
+    static void quotas(String bootstrap, String topic) throws Exception {
+        Map<String, String> seen = new java.util.TreeMap<>();
+        String producerId = "java-quota-p-" + topic;
+        String consumerId = "java-quota-c-" + topic;
+        var producerEntity = new org.apache.kafka.common.quota.ClientQuotaEntity(Map.of("client-id", producerId));
+        var consumerEntity = new org.apache.kafka.common.quota.ClientQuotaEntity(Map.of("client-id", consumerId));
+        // The default client id's quota, below every named client id's.
+        Map<String, String> defaultClient = new HashMap<>();
+        defaultClient.put("client-id", null);
+        var defaultClientEntity = new org.apache.kafka.common.quota.ClientQuotaEntity(defaultClient);
+        var op = (java.util.function.BiFunction<String, Double, org.apache.kafka.common.quota.ClientQuotaAlteration.Op>)
+                org.apache.kafka.common.quota.ClientQuotaAlteration.Op::new;
+        var describeAll = org.apache.kafka.common.quota.ClientQuotaFilter.all();
+        int rate = 100_000;
+        try (Admin admin = Admin.create(withSasl(Map.of("bootstrap.servers", bootstrap)))) {
+            admin.alterClientQuotas(List.of(
+                    new org.apache.kafka.common.quota.ClientQuotaAlteration(producerEntity, List.of(op.apply("producer_byte_rate", (double) rate))),
+                    new org.apache.kafka.common.quota.ClientQuotaAlteration(consumerEntity, List.of(op.apply("consumer_byte_rate", (double) rate))),
+                    new org.apache.kafka.common.quota.ClientQuotaAlteration(defaultClientEntity, List.of(op.apply("producer_byte_rate", 1e12)))
+            )).all().get();
+            seen.put("fractional", outcome(() -> admin.alterClientQuotas(List.of(
+                    new org.apache.kafka.common.quota.ClientQuotaAlteration(producerEntity, List.of(op.apply("producer_byte_rate", 1.5)))
+            )).all().get()));
+            Thread.sleep(1000);
+            var clients = admin.describeClientQuotas(org.apache.kafka.common.quota.ClientQuotaFilter.contains(List.of(
+                    org.apache.kafka.common.quota.ClientQuotaFilterComponent.ofEntityType("client-id")))).entities().get();
+            seen.put("clients", clients.entrySet().stream()
+                    .filter(e -> e.getKey().entries().get("client-id") != null && e.getKey().entries().get("client-id").endsWith(topic))
+                    .map(e -> e.getKey().entries().get("client-id").replace(topic, "T") + "=" + new java.util.TreeMap<>(e.getValue()))
+                    .sorted().collect(Collectors.joining(";")));
+            var defaults = admin.describeClientQuotas(org.apache.kafka.common.quota.ClientQuotaFilter.containsOnly(List.of(
+                    org.apache.kafka.common.quota.ClientQuotaFilterComponent.ofDefaultEntity("client-id")))).entities().get();
+            seen.put("default_client", defaults.toString());
+        }
+        int records = 1500;
+        long start = System.nanoTime();
+        Map<String, Object> producerConfig = new HashMap<>(Map.of("bootstrap.servers", bootstrap, "client.id", producerId,
+                "linger.ms", "5"));
+        String value = "v".repeat(1000);
+        int acked = 0;
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerConfig, new StringSerializer(), new StringSerializer())) {
+            List<java.util.concurrent.Future<RecordMetadata>> sends = new ArrayList<>();
+            for (int i = 0; i < records; i++) {
+                sends.add(producer.send(new ProducerRecord<>(topic, 0, Integer.toString(i), value)));
+            }
+            for (var send : sends) {
+                send.get();
+                acked++;
+            }
+            seen.put("produce_throttled", Boolean.toString(metric(producer.metrics(), "produce-throttle-time-max") > 0));
+        }
+        seen.put("acked", Integer.toString(acked));
+        seen.put("produce_at_least_5s", Boolean.toString(System.nanoTime() - start >= 5_000_000_000L));
+        start = System.nanoTime();
+        Map<String, Object> consumerConfig = new HashMap<>(Map.of("bootstrap.servers", bootstrap, "client.id", consumerId,
+                "auto.offset.reset", "earliest", "enable.auto.commit", "false"));
+        int read = 0;
+        boolean inOrder = true;
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(consumerConfig, new StringDeserializer(), new StringDeserializer())) {
+            consumer.assign(List.of(new TopicPartition(topic, 0)));
+            consumer.seekToBeginning(List.of(new TopicPartition(topic, 0)));
+            long deadline = System.currentTimeMillis() + 90_000;
+            while (read < records && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(500))) {
+                    inOrder &= record.offset() == read && record.key().equals(Integer.toString(read));
+                    read++;
+                }
+            }
+            seen.put("fetch_throttled", Boolean.toString(metric(consumer.metrics(), "fetch-throttle-time-max") > 0));
+        }
+        seen.put("read", Integer.toString(read));
+        seen.put("in_order", Boolean.toString(inOrder));
+        seen.put("consume_at_least_5s", Boolean.toString(System.nanoTime() - start >= 5_000_000_000L));
+        try (Admin admin = Admin.create(withSasl(Map.of("bootstrap.servers", bootstrap)))) {
+            admin.alterClientQuotas(List.of(
+                    new org.apache.kafka.common.quota.ClientQuotaAlteration(producerEntity, List.of(op.apply("producer_byte_rate", null))),
+                    new org.apache.kafka.common.quota.ClientQuotaAlteration(consumerEntity, List.of(op.apply("consumer_byte_rate", null))),
+                    new org.apache.kafka.common.quota.ClientQuotaAlteration(defaultClientEntity, List.of(op.apply("producer_byte_rate", null)))
+            )).all().get();
+            Thread.sleep(1000);
+            seen.put("left", Long.toString(admin.describeClientQuotas(describeAll).entities().get().keySet().stream()
+                    .filter(e -> e.equals(producerEntity) || e.equals(consumerEntity) || e.equals(defaultClientEntity)).count()));
+        }
+        System.out.println(seen.entrySet().stream()
+                .map(e -> "\"" + e.getKey() + "\": \"" + e.getValue().replace("\"", "'") + "\"")
+                .collect(Collectors.joining(", ", "{", "}")));
+    }
+
+    /** The largest value of the client metric called `name`. */
+    static double metric(Map<org.apache.kafka.common.MetricName, ? extends org.apache.kafka.common.Metric> metrics, String name) {
+        return metrics.entrySet().stream()
+                .filter(e -> e.getKey().name().equals(name))
+                .mapToDouble(e -> e.getValue().metricValue() instanceof Double d && !d.isNaN() ? d : 0.0)
+                .max().orElse(0.0);
     }
 
     /** The producer's defaults: acks=all and idempotence on. */
