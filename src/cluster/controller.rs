@@ -15,6 +15,7 @@ use crate::config::limits::{
 };
 use crate::config::{ConfigAlteration, TopicConfigs};
 use crate::protocol::ErrorCode;
+use crate::quota::sensors::MutationCharge;
 use crate::quota::{self, QuotaKey, QuotaValue, RequestedEntity};
 use crate::security::acl::{Acl, AclFilter};
 use crate::security::scram::{ScramMechanism, ITERATIONS_MAX, ITERATIONS_MIN};
@@ -38,9 +39,16 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
         ControllerRequest::CreateTopics {
             topics,
             validate_only,
-        } => ControllerReply::CreateTopics(create_topics(shard, topics, validate_only).await),
-        ControllerRequest::DeleteTopics { names } => {
-            ControllerReply::DeleteTopics(delete_topics(shard, names).await)
+            quota,
+        } => {
+            let mut charge = MutationCharge::new(&shard.mutation_buckets, quota);
+            let outcomes = create_topics(shard, topics, validate_only, &mut charge).await;
+            ControllerReply::CreateTopics(outcomes, charge.throttle_ms())
+        }
+        ControllerRequest::DeleteTopics { names, quota } => {
+            let mut charge = MutationCharge::new(&shard.mutation_buckets, quota);
+            let outcomes = delete_topics(shard, names, &mut charge).await;
+            ControllerReply::DeleteTopics(outcomes, charge.throttle_ms())
         }
         ControllerRequest::AlterTopicConfigs {
             topics,
@@ -51,8 +59,11 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
         ControllerRequest::CreatePartitions {
             topics,
             validate_only,
+            quota,
         } => {
-            ControllerReply::CreatePartitions(create_partitions(shard, topics, validate_only).await)
+            let mut charge = MutationCharge::new(&shard.mutation_buckets, quota);
+            let outcomes = create_partitions(shard, topics, validate_only, &mut charge).await;
+            ControllerReply::CreatePartitions(outcomes, charge.throttle_ms())
         }
         ControllerRequest::AlterUserScramCredentials {
             deletions,
@@ -490,10 +501,15 @@ fn over_budget(shard: &Shard, wanted: i64, held: u64, budget: u64) -> AdminOutco
     )
 }
 
+/// The answer to a topic the controller mutation quota refuses (Kafka
+/// leaves the message out).
+const THROTTLED: (i16, Option<String>) = (ErrorCode::ThrottlingQuotaExceeded.code(), None);
+
 async fn create_topics(
     shard: &Rc<Shard>,
     topics: Vec<CreateTopicSpec>,
     validate_only: bool,
+    charge: &mut MutationCharge<'_>,
 ) -> Vec<CreateTopicOutcome> {
     let requested: i64 = topics
         .iter()
@@ -604,6 +620,15 @@ async fn create_topics(
                     continue;
                 }
             };
+        // Counted once every check passed, validate_only too, as Kafka.
+        if !charge.record(spec.num_partitions as usize) {
+            outcomes.push(CreateTopicOutcome {
+                error_code: THROTTLED.0,
+                error_message: THROTTLED.1,
+                topic_id: Uuid::nil(),
+            });
+            continue;
+        }
         let topic_id = Uuid::new_v4();
         let record = MetadataRecord::CreateTopic {
             name: spec.name.clone(),
@@ -737,6 +762,7 @@ async fn create_partitions(
     shard: &Rc<Shard>,
     topics: Vec<CreatePartitionsSpec>,
     validate_only: bool,
+    charge: &mut MutationCharge<'_>,
 ) -> Vec<AdminOutcome> {
     let budget = partitions_within_open_files(
         shard.config.open_files_max,
@@ -803,6 +829,10 @@ async fn create_partitions(
                 continue;
             }
         }
+        if !charge.record(added as usize) {
+            outcomes.push(THROTTLED);
+            continue;
+        }
         let record = MetadataRecord::CreatePartitions {
             name: spec.name.clone(),
             topic_id: topic.topic_id,
@@ -825,7 +855,11 @@ async fn create_partitions(
     outcomes
 }
 
-async fn delete_topics(shard: &Rc<Shard>, names: Vec<String>) -> Vec<(i16, Uuid)> {
+async fn delete_topics(
+    shard: &Rc<Shard>,
+    names: Vec<String>,
+    charge: &mut MutationCharge<'_>,
+) -> Vec<(i16, Uuid)> {
     let image = shard.image();
     let mut results = Vec::with_capacity(names.len());
     let mut records = Vec::new();
@@ -833,6 +867,10 @@ async fn delete_topics(shard: &Rc<Shard>, names: Vec<String>) -> Vec<(i16, Uuid)
     for name in names {
         match image.topic(&name) {
             Some(topic) if seen.insert(name.clone()) => {
+                if !charge.record(topic.partition_shards.len()) {
+                    results.push((THROTTLED.0, Uuid::nil()));
+                    continue;
+                }
                 records.push(MetadataRecord::DeleteTopic {
                     name: name.clone(),
                     topic_id: topic.topic_id,
@@ -911,24 +949,28 @@ async fn ensure_internal_topic(
         ],
     };
     let request = ShardRequest::Controller(ControllerRequest::CreateTopics {
+        quota: None,
         topics: vec![spec],
         validate_only: false,
     });
     let reply = shard.call(CONTROLLER_SHARD, request).await?.await?;
     match reply {
-        ShardReply::Controller(ControllerReply::CreateTopics(outcomes)) => match outcomes.first() {
-            Some(o)
-                if o.error_code == 0 || o.error_code == ErrorCode::TopicAlreadyExists.code() =>
-            {
-                Ok(())
+        ShardReply::Controller(ControllerReply::CreateTopics(outcomes, _)) => {
+            match outcomes.first() {
+                Some(o)
+                    if o.error_code == 0
+                        || o.error_code == ErrorCode::TopicAlreadyExists.code() =>
+                {
+                    Ok(())
+                }
+                Some(o) => anyhow::bail!(
+                    "cannot create {name}: error {} {:?}",
+                    o.error_code,
+                    o.error_message
+                ),
+                None => anyhow::bail!("cannot create {name}: no answer"),
             }
-            Some(o) => anyhow::bail!(
-                "cannot create {name}: error {} {:?}",
-                o.error_code,
-                o.error_message
-            ),
-            None => anyhow::bail!("cannot create {name}: no answer"),
-        },
+        }
         other => anyhow::bail!("cannot create {name}: unexpected reply {other:?}"),
     }
 }

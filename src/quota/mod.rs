@@ -238,7 +238,9 @@ impl QuotaKey {
     pub fn enforced(self) -> bool {
         matches!(
             self,
-            QuotaKey::ProducerByteRate | QuotaKey::ConsumerByteRate
+            QuotaKey::ProducerByteRate
+                | QuotaKey::ConsumerByteRate
+                | QuotaKey::ControllerMutationRate
         )
     }
 

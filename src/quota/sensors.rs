@@ -241,6 +241,24 @@ impl RequestClient {
         )
     }
 
+    /// The controller mutation quota that applies to this request, for
+    /// the controller to apply, strictly or not.
+    pub fn mutation_quota(&self, shard: &Shard, strict: bool) -> Option<MutationQuota> {
+        let (sensor, rate) = self.quota(shard, QuotaKey::ControllerMutationRate)?;
+        Some(MutationQuota {
+            sensor,
+            rate,
+            strict,
+        })
+    }
+
+    /// Mutes the connection for a throttle the controller asked for and
+    /// returns it for the response's `throttle_time_ms`.
+    pub fn throttle(&self, ms: u64) -> i32 {
+        self.client.mute_for(ms);
+        i32::try_from(ms).unwrap_or(i32::MAX)
+    }
+
     /// Records `value` against the quota of `key` that applies to this
     /// request and returns the throttle time in ms (0, without any work,
     /// when no quota applies). A throttle mutes the connection: it reads
@@ -303,6 +321,118 @@ impl Client {
     }
 }
 
+/// A request's `controller_mutation_rate` quota, as the controller is
+/// asked to apply it: the sensor, its rate (partitions a second) and
+/// whether a topic past it is refused (strict: CreateTopics v6+,
+/// DeleteTopics v5+, CreatePartitions v3+) or only throttled.
+#[derive(Debug, Clone)]
+pub struct MutationQuota {
+    /// The sensor.
+    pub sensor: SensorId,
+    /// Partitions a second.
+    pub rate: f64,
+    /// Refuse what comes past it (else only throttle).
+    pub strict: bool,
+}
+
+/// Kafka's `TokenBucket`: `rate` tokens a second, at most a burst of
+/// `WINDOW_SAMPLES` windows' worth; a use may drive it below zero.
+#[derive(Debug, Clone, Copy)]
+struct TokenBucket {
+    tokens: f64,
+    last_ms: u64,
+}
+
+impl TokenBucket {
+    fn refill(&mut self, rate: f64, now: u64) {
+        let burst = (WINDOW_SAMPLES * WINDOW_MS) as f64 / 1000.0 * rate;
+        let elapsed = now.saturating_sub(self.last_ms) as f64 / 1000.0;
+        self.tokens = burst.min(self.tokens + rate * elapsed);
+        self.last_ms = now;
+    }
+}
+
+/// The controller's token buckets (on the controller's shard only).
+#[derive(Default)]
+pub struct MutationBuckets {
+    buckets: RefCell<HashMap<SensorId, TokenBucket>>,
+}
+
+impl MutationBuckets {
+    /// Counts `permits` partitions against `quota` and answers whether they
+    /// may go ahead, and the throttle time a violation asks for (0 when
+    /// none), as Kafka's Strict/PermissiveControllerMutationQuota: strict
+    /// refuses once the bucket is below zero (checked before counting, so
+    /// one large request may take it far below); permissive always counts.
+    fn record(&self, quota: &MutationQuota, permits: f64, now: u64) -> (bool, u64) {
+        let mut buckets = self.buckets.borrow_mut();
+        if buckets.len() >= SENSORS_PER_SHARD_MAX && !buckets.contains_key(&quota.sensor) {
+            // A bucket idle long enough to be full again is as good as new.
+            let full_after = WINDOW_SAMPLES * WINDOW_MS;
+            buckets.retain(|_, b| now.saturating_sub(b.last_ms) < full_after);
+            if buckets.len() >= SENSORS_PER_SHARD_MAX {
+                return (true, 0);
+            }
+        }
+        // A new bucket starts full (Kafka's starts empty at time 0, which
+        // its first refill fills).
+        let bucket = buckets.entry(quota.sensor.clone()).or_insert(TokenBucket {
+            tokens: f64::INFINITY,
+            last_ms: now,
+        });
+        bucket.refill(quota.rate, now);
+        let throttle = |tokens: f64| (-tokens / quota.rate * 1000.0).round().max(0.0) as u64;
+        if quota.strict && bucket.tokens < 0.0 {
+            return (false, throttle(bucket.tokens));
+        }
+        bucket.tokens -= permits;
+        // Strict counts without checking: only a refusal throttles.
+        let violated = !quota.strict && bucket.tokens < 0.0;
+        (true, if violated { throttle(bucket.tokens) } else { 0 })
+    }
+}
+
+/// One request's use of its controller mutation quota.
+pub struct MutationCharge<'a> {
+    buckets: &'a MutationBuckets,
+    quota: Option<MutationQuota>,
+    /// (throttle, when) of the last violation.
+    last_violation: Option<(u64, u64)>,
+}
+
+impl<'a> MutationCharge<'a> {
+    /// The charge of a request under `quota` (None: no quota applies).
+    pub fn new(buckets: &'a MutationBuckets, quota: Option<MutationQuota>) -> Self {
+        MutationCharge {
+            buckets,
+            quota,
+            last_violation: None,
+        }
+    }
+
+    /// Counts `partitions` created or deleted. False: refused (strict and
+    /// over the quota: THROTTLING_QUOTA_EXCEEDED), nothing counted.
+    pub fn record(&mut self, partitions: usize) -> bool {
+        let Some(quota) = &self.quota else {
+            return true;
+        };
+        let now = now_ms();
+        let (allowed, throttle) = self.buckets.record(quota, partitions as f64, now);
+        if throttle > 0 {
+            self.last_violation = Some((throttle, now));
+        }
+        allowed
+    }
+
+    /// The throttle time the response carries: the last violation's, less
+    /// the time since it (Kafka's `ControllerMutationQuota.throttleTime`).
+    pub fn throttle_ms(&self) -> u64 {
+        self.last_violation.map_or(0, |(throttle, at)| {
+            throttle.saturating_sub(now_ms().saturating_sub(at))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,6 +464,35 @@ mod tests {
         // Idle past 11 windows: everything is forgotten.
         assert_eq!(rate.measure(29_000 + 11_000), 0.0);
         assert_eq!(rate.window_ms(100_000), 10_000);
+    }
+
+    /// Goal: the mutation quota is Kafka's token bucket: a burst of eleven
+    /// seconds' worth, strict requests refused once below zero, permissive
+    /// ones counted and throttled.
+    #[test]
+    fn mutation_quotas_are_token_buckets() {
+        let buckets = MutationBuckets::default();
+        let quota = |strict| MutationQuota {
+            sensor: SensorId {
+                key: QuotaKey::ControllerMutationRate,
+                user: "".into(),
+                client_id: "c".into(),
+            },
+            rate: 2.0,
+            strict,
+        };
+        // 22 tokens: one request of 30 is allowed (checked before, without
+        // a throttle), and leaves the bucket at -8: the next is refused,
+        // with a throttle of 4 s.
+        assert_eq!(buckets.record(&quota(true), 30.0, 0), (true, 0));
+        assert_eq!(buckets.record(&quota(true), 1.0, 0), (false, 4000));
+        // Two seconds refill 4 tokens: -4, still refused, 2 s.
+        assert_eq!(buckets.record(&quota(true), 1.0, 2000), (false, 2000));
+        // Permissive requests are counted anyway.
+        assert_eq!(buckets.record(&quota(false), 2.0, 2000), (true, 3000));
+        assert_eq!(buckets.record(&quota(true), 1.0, 5000), (true, 0));
+        let mut charge = MutationCharge::new(&buckets, None);
+        assert!(charge.record(1000) && charge.throttle_ms() == 0);
     }
 
     /// Goal: a fetch's throttled bytes are taken back; a quota's sensors

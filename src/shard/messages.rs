@@ -157,11 +157,15 @@ pub enum ControllerRequest {
         topics: Vec<CreateTopicSpec>,
         /// Check without creating.
         validate_only: bool,
+        /// The caller's controller mutation quota, if one applies.
+        quota: Option<crate::quota::sensors::MutationQuota>,
     },
     /// Delete topics by name.
     DeleteTopics {
         /// Names.
         names: Vec<String>,
+        /// The caller's controller mutation quota, if one applies.
+        quota: Option<crate::quota::sensors::MutationQuota>,
     },
     /// Alter topics' config overrides (validate only when asked).
     AlterTopicConfigs {
@@ -176,6 +180,8 @@ pub enum ControllerRequest {
         topics: Vec<CreatePartitionsSpec>,
         /// Check without adding.
         validate_only: bool,
+        /// The caller's controller mutation quota, if one applies.
+        quota: Option<crate::quota::sensors::MutationQuota>,
     },
     /// Hand out a block of `count` producer ids.
     AllocateProducerIds {
@@ -228,16 +234,18 @@ pub struct ScramUpsertion {
 /// Answers of the controller.
 #[derive(Debug)]
 pub enum ControllerReply {
-    /// Per topic, in request order.
-    CreateTopics(Vec<CreateTopicOutcome>),
-    /// Per topic, in request order: (error code, topic id or nil).
-    DeleteTopics(Vec<(i16, uuid::Uuid)>),
+    /// Per topic, in request order; the controller mutation quota's
+    /// throttle time in ms.
+    CreateTopics(Vec<CreateTopicOutcome>, u64),
+    /// Per topic, in request order: (error code, topic id or nil); the
+    /// throttle time.
+    DeleteTopics(Vec<(i16, uuid::Uuid)>, u64),
     /// The first id of the block, or None when it could not be made durable.
     ProducerIds(Option<i64>),
     /// Per topic, in request order.
     AlterTopicConfigs(Vec<AdminOutcome>),
-    /// Per topic, in request order.
-    CreatePartitions(Vec<AdminOutcome>),
+    /// Per topic, in request order; the throttle time.
+    CreatePartitions(Vec<AdminOutcome>, u64),
     /// Per user: (user, error code, message).
     AlterUserScramCredentials(Vec<(String, i16, Option<String>)>),
     /// Ok when every ACL is stored, else the error of the whole request.

@@ -78,6 +78,8 @@ pub struct Shard {
     pub txns: TxnShard,
     /// The client quota sensors this shard owns.
     pub quota_sensors: crate::quota::sensors::SensorTable,
+    /// The controller mutation quotas' token buckets (shard 0 only).
+    pub mutation_buckets: crate::quota::sensors::MutationBuckets,
 }
 
 /// What one partition of a fetch may read.
@@ -153,6 +155,7 @@ impl Shard {
             groups: GroupShard::default(),
             txns: TxnShard::default(),
             quota_sensors: Default::default(),
+            mutation_buckets: Default::default(),
         })
     }
 

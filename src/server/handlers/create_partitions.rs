@@ -26,6 +26,7 @@ use crate::shard::Shard;
 pub async fn handle(
     shard: &Rc<Shard>,
     access: &crate::server::access::Access,
+    client: crate::quota::sensors::RequestClient,
     request: CreatePartitionsRequest,
     version: i16,
     correlation_id: i32,
@@ -81,6 +82,8 @@ pub async fn handle(
         let request = ControllerRequest::CreatePartitions {
             topics: specs,
             validate_only: request.validate_only,
+            // Refused past the quota from v3 on, only throttled before.
+            quota: client.mutation_quota(shard, version >= 3),
         };
         Some(
             shard
@@ -89,15 +92,19 @@ pub async fn handle(
         )
     };
     Box::pin(async move {
-        let outcomes = match call {
+        let (outcomes, throttle_ms) = match call {
             Some(Ok(completion)) => match completion.await {
-                Ok(ShardReply::Controller(ControllerReply::CreatePartitions(outcomes))) => outcomes,
-                _ => Vec::new(),
+                Ok(ShardReply::Controller(ControllerReply::CreatePartitions(
+                    outcomes,
+                    throttle_ms,
+                ))) => (outcomes, throttle_ms),
+                _ => (Vec::new(), 0),
             },
-            _ => Vec::new(),
+            _ => (Vec::new(), 0),
         };
         let mut outcomes = outcomes.into_iter();
         let mut response = CreatePartitionsResponse::default();
+        response.throttle_time_ms = client.throttle(throttle_ms);
         response.results = order
             .into_iter()
             .map(|(name, early)| {

@@ -101,6 +101,7 @@ fn spec_of(
 pub async fn handle(
     shard: &Rc<Shard>,
     access: &crate::server::access::Access,
+    client: crate::quota::sensors::RequestClient,
     request: CreateTopicsRequest,
     version: i16,
     correlation_id: i32,
@@ -166,16 +167,24 @@ pub async fn handle(
                 ShardRequest::Controller(ControllerRequest::CreateTopics {
                     topics: specs.clone(),
                     validate_only: request.validate_only,
+                    // Refused past the quota from v6 on, only throttled
+                    // before.
+                    quota: client.mutation_quota(&shard, version >= 6),
                 }),
             )
             .await;
         Some(call)
     };
     Box::pin(async move {
+        let mut throttle = 0;
         if let Some(call) = controller_call {
             let outcomes = match call {
                 Ok(completion) => match completion.await {
-                    Ok(ShardReply::Controller(ControllerReply::CreateTopics(outcomes))) => {
+                    Ok(ShardReply::Controller(ControllerReply::CreateTopics(
+                        outcomes,
+                        throttle_ms,
+                    ))) => {
+                        throttle = client.throttle(throttle_ms);
                         Some(outcomes)
                     }
                     _ => None,
@@ -195,6 +204,7 @@ pub async fn handle(
         }
         let image = shard.image();
         let mut response = CreateTopicsResponse::default();
+        response.throttle_time_ms = throttle;
         let mut answered = HashSet::new();
         response.topics = request
             .topics

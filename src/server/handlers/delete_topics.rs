@@ -20,6 +20,7 @@ use crate::shard::Shard;
 pub async fn handle(
     shard: &Rc<Shard>,
     access: &crate::server::access::Access,
+    client: crate::quota::sensors::RequestClient,
     request: DeleteTopicsRequest,
     version: i16,
     correlation_id: i32,
@@ -85,21 +86,30 @@ pub async fn handle(
             shard
                 .call(
                     CONTROLLER_SHARD,
-                    ShardRequest::Controller(ControllerRequest::DeleteTopics { names }),
+                    ShardRequest::Controller(ControllerRequest::DeleteTopics {
+                        names,
+                        // Refused past the quota from v5 on, only throttled
+                        // before.
+                        quota: client.mutation_quota(shard, version >= 5),
+                    }),
                 )
                 .await,
         )
     };
     Box::pin(async move {
-        let mut outcomes = match call {
+        let (outcomes, throttle_ms) = match call {
             Some(Ok(completion)) => match completion.await {
-                Ok(ShardReply::Controller(ControllerReply::DeleteTopics(outcomes))) => outcomes,
-                _ => Vec::new(),
+                Ok(ShardReply::Controller(ControllerReply::DeleteTopics(
+                    outcomes,
+                    throttle_ms,
+                ))) => (outcomes, throttle_ms),
+                _ => (Vec::new(), 0),
             },
-            _ => Vec::new(),
-        }
-        .into_iter();
+            _ => (Vec::new(), 0),
+        };
+        let mut outcomes = outcomes.into_iter();
         let mut response = DeleteTopicsResponse::default();
+        response.throttle_time_ms = client.throttle(throttle_ms);
         response.responses = wanted
             .into_iter()
             .map(|(name, requested_id, early)| {

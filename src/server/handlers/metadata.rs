@@ -26,7 +26,11 @@ use crate::shard::messages::{
 use crate::shard::Shard;
 
 /// Creates `names` through the controller; returns when every shard knows them.
-pub async fn auto_create(shard: &Rc<Shard>, names: Vec<String>) {
+pub async fn auto_create(
+    shard: &Rc<Shard>,
+    client: &crate::quota::sensors::RequestClient,
+    names: Vec<String>,
+) {
     if names.is_empty() {
         return;
     }
@@ -43,10 +47,12 @@ pub async fn auto_create(shard: &Rc<Shard>, names: Vec<String>) {
     let request = ShardRequest::Controller(ControllerRequest::CreateTopics {
         topics,
         validate_only: false,
+        // Counted, never refused, as Kafka's auto-creation.
+        quota: client.mutation_quota(shard, false),
     });
     match shard.call(CONTROLLER_SHARD, request).await {
         Ok(completion) => match completion.await {
-            Ok(ShardReply::Controller(ControllerReply::CreateTopics(outcomes))) => {
+            Ok(ShardReply::Controller(ControllerReply::CreateTopics(outcomes, _))) => {
                 for o in outcomes.iter().filter(|o| o.error_code != 0) {
                     tracing::debug!(error_code = o.error_code, message = ?o.error_message, "auto-create refused");
                 }
@@ -113,6 +119,7 @@ fn error_topic(
 pub async fn handle(
     shard: &Rc<Shard>,
     access: &Access,
+    client: crate::quota::sensors::RequestClient,
     listener: &crate::config::Listener,
     request: MetadataRequest,
     version: i16,
@@ -153,7 +160,7 @@ pub async fn handle(
             .collect();
         missing.sort();
         missing.dedup();
-        auto_create(shard, missing).await;
+        auto_create(shard, &client, missing).await;
     }
 
     let image: Rc<MetadataImage> = shard.image();

@@ -193,6 +193,7 @@ pub async fn dispatch(
             metadata::handle(
                 shard,
                 access,
+                client,
                 listener,
                 decode(&mut body, version)?,
                 version,
@@ -204,6 +205,7 @@ pub async fn dispatch(
             create_topics::handle(
                 shard,
                 access,
+                client,
                 decode(&mut body, version)?,
                 version,
                 correlation_id,
@@ -214,6 +216,7 @@ pub async fn dispatch(
             delete_topics::handle(
                 shard,
                 access,
+                client,
                 decode(&mut body, version)?,
                 version,
                 correlation_id,
@@ -224,6 +227,7 @@ pub async fn dispatch(
             create_partitions::handle(
                 shard,
                 access,
+                client,
                 decode(&mut body, version)?,
                 version,
                 correlation_id,
