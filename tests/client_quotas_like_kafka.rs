@@ -665,3 +665,130 @@ fn quota_apis_need_the_cluster_config_rights() {
     );
     assert_eq!(describe(&mut client, &[], false), (31, None, None));
 }
+
+/// CreateTopics of `names` with `partitions` each, as `client` sends it at
+/// `version`: (throttle, [(name, error, message)]).
+#[allow(clippy::type_complexity)]
+fn create_topics_at(
+    client: &mut RawClient,
+    version: i16,
+    names: &[String],
+    partitions: i32,
+    validate_only: bool,
+) -> (i32, Vec<(String, i16, Option<String>)>) {
+    let mut request = CreateTopicsRequest::default();
+    request.topics = names
+        .iter()
+        .map(|name| {
+            let mut topic = CreatableTopic::default();
+            topic.name = TopicName(s(name));
+            topic.num_partitions = partitions;
+            topic.replication_factor = 1;
+            topic
+        })
+        .collect();
+    request.timeout_ms = 10_000;
+    request.validate_only = validate_only;
+    let response: CreateTopicsResponse = client.request(ApiKey::CreateTopics, version, &request);
+    (
+        response.throttle_time_ms,
+        response
+            .topics
+            .into_iter()
+            .map(|t| {
+                (
+                    t.name.to_string(),
+                    t.error_code,
+                    t.error_message.map(|m| m.to_string()),
+                )
+            })
+            .collect(),
+    )
+}
+
+/// Goal: `controller_mutation_rate` is Kafka's token bucket of partitions:
+/// strict requests (CreateTopics v6+, DeleteTopics v5+) are refused topic
+/// by topic with THROTTLING_QUOTA_EXCEEDED once it is below zero and carry
+/// the throttle (the connection muted for it); older versions are counted
+/// and throttled, never refused; validate_only counts too.
+#[test]
+fn controller_mutation_rate_refuses_and_throttles_as_kafka() {
+    const THROTTLED: i16 = 89;
+    let (bootstrap, _broker) = bootstrap_or_broker();
+    let mut admin = RawClient::connect(&bootstrap);
+    let run = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    let name = |n: u32| format!("mutation-{n}-{run}");
+    let entity: Entity = vec![("client-id", Some("rb-quota-mutations"))];
+    assert_eq!(
+        alter(
+            &mut admin,
+            &[(
+                entity.clone(),
+                vec![("controller_mutation_rate", 1.0, false)]
+            )],
+            false
+        ),
+        vec![ok(&entity)]
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let mut client = RawClient::connect_as(&bootstrap, "rb-quota-mutations");
+    // 11 tokens: 10 and 10 partitions pass (each checked before it is
+    // counted), leaving -9: the third is refused, 9 s of throttle.
+    let (throttle, topics) =
+        create_topics_at(&mut client, 7, &[name(1), name(2), name(3)], 10, false);
+    let answered = Instant::now();
+    assert_eq!(
+        topics,
+        vec![
+            (name(1), 0, None),
+            (name(2), 0, None),
+            (name(3), THROTTLED, None)
+        ]
+    );
+    assert!((8000..=9000).contains(&throttle), "{throttle}");
+    // Muted until then; by then the bucket is back to 0: one partition
+    // passes (to -1), without a throttle (strict never throttles a pass).
+    let (throttle, topics) = create_topics_at(&mut client, 7, &[name(4)], 1, false);
+    assert!(answered.elapsed() >= Duration::from_millis(8000));
+    assert_eq!((throttle, topics), (0, vec![(name(4), 0, None)]));
+    // v5 is permissive: three more pass, throttled about 4 s.
+    let (throttle, topics) = create_topics_at(&mut client, 5, &[name(5)], 3, false);
+    assert_eq!(topics, vec![(name(5), 0, None)]);
+    assert!((3000..=4000).contains(&throttle), "{throttle}");
+    // After the mute (about 0 again), validate_only counts two.
+    let (throttle, topics) = create_topics_at(&mut client, 7, &[name(6)], 2, true);
+    assert_eq!((throttle, topics), (0, vec![(name(6), 0, None)]));
+    let mut request = kafka_protocol::messages::DeleteTopicsRequest::default();
+    request.topics = [name(1), name(2)]
+        .into_iter()
+        .map(|n| {
+            let mut t =
+                kafka_protocol::messages::delete_topics_request::DeleteTopicState::default();
+            t.name = Some(TopicName(s(&n)));
+            t
+        })
+        .collect();
+    request.timeout_ms = 10_000;
+    let response: kafka_protocol::messages::DeleteTopicsResponse =
+        client.request(ApiKey::DeleteTopics, 6, &request);
+    assert!(
+        (1000..=2000).contains(&response.throttle_time_ms),
+        "{}",
+        response.throttle_time_ms
+    );
+    assert!(response.responses.iter().all(|r| r.error_code == THROTTLED));
+    assert_eq!(
+        alter(
+            &mut admin,
+            &[(
+                entity.clone(),
+                vec![("controller_mutation_rate", 0.0, true)]
+            )],
+            false
+        ),
+        vec![ok(&entity)]
+    );
+}
