@@ -792,3 +792,64 @@ fn controller_mutation_rate_refuses_and_throttles_as_kafka() {
         vec![ok(&entity)]
     );
 }
+
+/// Goal: past an IP's `connection_creation_rate` a new connection is held
+/// unread and closed, uncounted, as Kafka's `ConnectionQuotas` does, while
+/// connections already open go on; an idle IP may open ten seconds' worth
+/// at once (the rate's window).
+#[test]
+fn connection_creation_rate_closes_connections_past_it() {
+    let (bootstrap, _broker) = bootstrap_or_broker();
+    let mut admin = RawClient::connect(&bootstrap);
+    // The default IP's quota applies to 127.0.0.1.
+    let entity: Entity = vec![("ip", None)];
+    assert_eq!(
+        alter(
+            &mut admin,
+            &[(
+                entity.clone(),
+                vec![("connection_creation_rate", 2.0, false)]
+            )],
+            false
+        ),
+        vec![ok(&entity)]
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    // 2 a second over ten seconds: 20 are served, the rest closed.
+    let sockets: Vec<std::net::TcpStream> = (0..25)
+        .map(|_| std::net::TcpStream::connect(&bootstrap).unwrap())
+        .collect();
+    let mut served = 0;
+    for mut socket in sockets {
+        use std::io::{Read, Write};
+        socket
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        // ApiVersions v0, no client id.
+        let request = [0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 1, 0, 0];
+        let answered = socket.write_all(&request).is_ok() && {
+            let mut size = [0u8; 4];
+            socket.read_exact(&mut size).is_ok()
+        };
+        served += usize::from(answered);
+    }
+    assert_eq!(served, 20);
+    // The open connection is not affected.
+    assert_eq!(
+        alter(
+            &mut admin,
+            &[(
+                entity.clone(),
+                vec![("connection_creation_rate", 0.0, true)]
+            )],
+            false
+        ),
+        vec![ok(&entity)]
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let _: ApiVersionsResponse = RawClient::connect(&bootstrap).request(
+        ApiKey::ApiVersions,
+        3,
+        &ApiVersionsRequest::default(),
+    );
+}

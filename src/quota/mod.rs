@@ -241,6 +241,7 @@ impl QuotaKey {
             QuotaKey::ProducerByteRate
                 | QuotaKey::ConsumerByteRate
                 | QuotaKey::ControllerMutationRate
+                | QuotaKey::ConnectionCreationRate
         )
     }
 
@@ -375,16 +376,24 @@ impl ClientQuotas {
             })
     }
 
-    /// The `connection_creation_rate` of connections from `ip`: its own, else
-    /// the default IP's.
-    pub fn connection_rate(&self, ip: &str) -> Option<f64> {
+    /// The `connection_creation_rate` of connections from `ip`: its own
+    /// (named by any spelling of the address), else the default IP's.
+    pub fn connection_rate(&self, ip: IpAddr) -> Option<f64> {
         let key = QuotaKey::ConnectionCreationRate;
-        let entity = |name| QuotaEntity {
-            ip: Some(name),
-            ..QuotaEntity::default()
-        };
-        self.get(&entity(EntityName::Named(ip.to_string())), key)
-            .or_else(|| self.get(&entity(EntityName::Default), key))
+        let mut default = None;
+        for (entity, keys) in &self.entities {
+            let (Some(name), Some(rate)) = (&entity.ip, keys.get(&key)) else {
+                continue;
+            };
+            match name {
+                EntityName::Named(named) if named.parse::<IpAddr>() == Ok(ip) => {
+                    return Some(*rate)
+                }
+                EntityName::Named(_) => {}
+                EntityName::Default => default = Some(*rate),
+            }
+        }
+        default
     }
 }
 
@@ -397,7 +406,7 @@ pub struct SensorId {
     pub key: QuotaKey,
     /// The `user` tag.
     pub user: String,
-    /// The `client-id` tag.
+    /// The `client-id` tag (for a connection rate, the client's address).
     pub client_id: String,
 }
 

@@ -194,6 +194,55 @@ pub fn owner(sensor: &SensorId, nr_shards: usize) -> usize {
     (hasher.finish() % nr_shards as u64) as usize
 }
 
+/// Records `value` on `sensor` on the shard that owns it (directly when
+/// that is this shard) and returns the throttle time in ms; 0 when the
+/// owner cannot be reached.
+async fn record_on_owner(
+    shard: &Rc<Shard>,
+    sensor: SensorId,
+    value: f64,
+    quota: f64,
+    unrecord_if_throttled: bool,
+) -> u64 {
+    let target = owner(&sensor, shard.nr_shards);
+    if target == shard.id {
+        return shard
+            .quota_sensors
+            .record(sensor, value, quota, unrecord_if_throttled);
+    }
+    let request = ShardRequest::RecordQuota {
+        sensor,
+        value,
+        quota,
+        unrecord_if_throttled,
+    };
+    match shard.call(target, request).await {
+        Ok(reply) => match reply.await {
+            Ok(ShardReply::Throttle(ms)) => ms,
+            _ => 0,
+        },
+        Err(_) => 0,
+    }
+}
+
+/// How long a new connection from `ip` must be held before it is closed
+/// unread, as Kafka's `ConnectionQuotas` does past the IP's
+/// `connection_creation_rate`: 0 to serve it. A refused connection is not
+/// counted; the throttle is at most one window.
+pub async fn connection_throttle(shard: &Rc<Shard>, ip: std::net::IpAddr) -> u64 {
+    let Some(rate) = shard.image().client_quotas.connection_rate(ip) else {
+        return 0;
+    };
+    let sensor = SensorId {
+        key: QuotaKey::ConnectionCreationRate,
+        user: String::new(),
+        client_id: ip.to_string(),
+    };
+    record_on_owner(shard, sensor, 1.0, rate, true)
+        .await
+        .min(WINDOW_MS)
+}
+
 /// What a connection knows for quotas: its user (the principal's name) and
 /// until when it stays muted after a throttled response.
 #[derive(Clone)]
@@ -273,26 +322,7 @@ impl RequestClient {
         let Some((sensor, quota)) = self.quota(shard, key) else {
             return 0;
         };
-        let target = owner(&sensor, shard.nr_shards);
-        let throttle = if target == shard.id {
-            shard
-                .quota_sensors
-                .record(sensor, value, quota, unrecord_if_throttled)
-        } else {
-            let request = ShardRequest::RecordQuota {
-                sensor,
-                value,
-                quota,
-                unrecord_if_throttled,
-            };
-            match shard.call(target, request).await {
-                Ok(reply) => match reply.await {
-                    Ok(ShardReply::Throttle(ms)) => ms,
-                    _ => 0,
-                },
-                Err(_) => 0,
-            }
-        };
+        let throttle = record_on_owner(shard, sensor, value, quota, unrecord_if_throttled).await;
         self.client.mute_for(throttle);
         throttle
     }

@@ -121,6 +121,17 @@ pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>, index: u
         };
         let state = state.clone();
         glommio::spawn_local(async move {
+            // Past its IP's connection_creation_rate a connection is held
+            // unread for the throttle time, then closed, as in Kafka.
+            if let Ok(peer) = stream.peer_addr() {
+                let throttle =
+                    crate::quota::sensors::connection_throttle(&state.shard, peer.ip()).await;
+                if throttle > 0 {
+                    tracing::debug!(%peer, throttle, "connection_creation_rate exceeded; closing");
+                    glommio::timer::sleep(std::time::Duration::from_millis(throttle)).await;
+                    return;
+                }
+            }
             state.open_connections.set(state.open_connections.get() + 1);
             connection::serve(stream, state.clone(), index).await;
             state.open_connections.set(state.open_connections.get() - 1);
