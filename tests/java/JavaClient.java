@@ -471,7 +471,34 @@ public class JavaClient {
         seen.put("read", Integer.toString(read));
         seen.put("in_order", Boolean.toString(inOrder));
         seen.put("consume_at_least_5s", Boolean.toString(System.nanoTime() - start >= 5_000_000_000L));
+        // An admin client under controller_mutation_rate: 1 partition a
+        // second, a burst of 11. Told not to retry, the topic past the
+        // quota fails; by default the client waits out the throttle and
+        // retries, and every topic is created.
+        String adminId = "java-quota-admin-" + topic;
+        var adminEntity = new org.apache.kafka.common.quota.ClientQuotaEntity(Map.of("client-id", adminId));
         try (Admin admin = Admin.create(withSasl(Map.of("bootstrap.servers", bootstrap)))) {
+            admin.alterClientQuotas(List.of(new org.apache.kafka.common.quota.ClientQuotaAlteration(
+                    adminEntity, List.of(op.apply("controller_mutation_rate", 1.0))))).all().get();
+        }
+        Thread.sleep(1000);
+        try (Admin limited = Admin.create(withSasl(Map.of("bootstrap.servers", bootstrap, "client.id", adminId)))) {
+            var created = limited.createTopics(List.of(
+                    new NewTopic(topic + "-m1", 10, (short) 1), new NewTopic(topic + "-m2", 10, (short) 1),
+                    new NewTopic(topic + "-m3", 10, (short) 1)),
+                    new org.apache.kafka.clients.admin.CreateTopicsOptions().retryOnQuotaViolation(false)).values();
+            seen.put("no_retry", List.of("-m1", "-m2", "-m3").stream()
+                    .map(suffix -> outcome(() -> created.get(topic + suffix).get()))
+                    .collect(Collectors.joining(",")));
+        }
+        start = System.nanoTime();
+        try (Admin limited = Admin.create(withSasl(Map.of("bootstrap.servers", bootstrap, "client.id", adminId)))) {
+            limited.createTopics(List.of(new NewTopic(topic + "-m3", 2, (short) 1))).all().get();
+            seen.put("retried_after_throttle", Boolean.toString(System.nanoTime() - start >= 5_000_000_000L));
+        }
+        try (Admin admin = Admin.create(withSasl(Map.of("bootstrap.servers", bootstrap)))) {
+            admin.alterClientQuotas(List.of(new org.apache.kafka.common.quota.ClientQuotaAlteration(
+                    adminEntity, List.of(op.apply("controller_mutation_rate", null))))).all().get();
             admin.alterClientQuotas(List.of(
                     new org.apache.kafka.common.quota.ClientQuotaAlteration(producerEntity, List.of(op.apply("producer_byte_rate", null))),
                     new org.apache.kafka.common.quota.ClientQuotaAlteration(consumerEntity, List.of(op.apply("consumer_byte_rate", null))),

@@ -5,7 +5,9 @@ Java Admin's alterClientQuotas / describeClientQuotas) hold producers and
 consumers to their byte rates, as Kafka does: every record is still
 acknowledged and read back in order, the clients see the throttle (the
 Java client's throttle-time metrics, librdkafka's throttle callback), and
-one client's connections on different cores share one quota.
+one client's connections on different cores share one quota. An admin
+client under `controller_mutation_rate` gets THROTTLING_QUOTA_EXCEEDED for
+the topic past it, or, by default, waits out the throttle and retries.
 
 Method: a two-core broker for this module. The Java scenario printed the
 same answers against Kafka 4.1.1 (KRaft, single node); librdkafka took
@@ -90,6 +92,8 @@ def test_java_admin_sets_quotas_that_throttle_java_producers_and_consumers(class
         "in_order": "true",
         "fetch_throttled": "true",
         "consume_at_least_5s": "true",
+        "no_retry": "ok,ok,ThrottlingQuotaExceededException",
+        "retried_after_throttle": "true",
         "left": "0",
     }
 
