@@ -46,6 +46,16 @@ fn bootstrap_or_broker() -> (String, Option<Broker>) {
     (broker.bootstrap(), Some(broker))
 }
 
+/// Entity components as answered: (type, name or None for the default).
+type Components = Vec<(String, Option<String>)>;
+/// One AlterClientQuotas answer: (error, message, entity).
+type Answer = (i16, Option<String>, Components);
+/// One DescribeClientQuotas entry: entity and sorted (key, value).
+type DescribedEntry = (Components, Vec<(String, f64)>);
+/// A DescribeClientQuotas filter that Kafka refuses: components, error,
+/// message.
+type FilterRefusal<'a> = (Vec<(&'a str, i8, Option<&'a str>)>, i16, &'a str);
+
 /// An entity: (type, name or None for the default).
 type Entity<'a> = Vec<(&'a str, Option<&'a str>)>;
 /// An operation: (key, value, remove).
@@ -53,12 +63,11 @@ type Op<'a> = (&'a str, f64, bool);
 
 /// AlterClientQuotas v1: per entity answered, (error, message, entity),
 /// sorted.
-#[allow(clippy::type_complexity)]
 fn alter(
     client: &mut RawClient,
     entries: &[(Entity, Vec<Op>)],
     validate_only: bool,
-) -> Vec<(i16, Option<String>, Vec<(String, Option<String>)>)> {
+) -> Vec<Answer> {
     let mut request = AlterClientQuotasRequest::default();
     request.validate_only = validate_only;
     request.entries = entries
@@ -114,11 +123,7 @@ fn alter(
 
 /// What DescribeClientQuotas answers: error, message, and the entries
 /// (entity, sorted values) sorted, None when null.
-type Described = (
-    i16,
-    Option<String>,
-    Option<Vec<(Vec<(String, Option<String>)>, Vec<(String, f64)>)>>,
-);
+type Described = (i16, Option<String>, Option<Vec<DescribedEntry>>);
 
 fn describe(
     client: &mut RawClient,
@@ -172,18 +177,15 @@ fn describe(
     )
 }
 
-fn ok(entity: &[(&str, Option<&str>)]) -> (i16, Option<String>, Vec<(String, Option<String>)>) {
+fn ok(entity: &[(&str, Option<&str>)]) -> Answer {
     (0, None, owned(entity))
 }
 
-fn refused(
-    message: &str,
-    entity: &[(&str, Option<&str>)],
-) -> (i16, Option<String>, Vec<(String, Option<String>)>) {
+fn refused(message: &str, entity: &[(&str, Option<&str>)]) -> Answer {
     (INVALID_REQUEST, Some(message.to_string()), owned(entity))
 }
 
-fn owned(entity: &[(&str, Option<&str>)]) -> Vec<(String, Option<String>)> {
+fn owned(entity: &[(&str, Option<&str>)]) -> Components {
     entity
         .iter()
         .map(|(k, n)| (k.to_string(), n.map(str::to_string)))
@@ -353,7 +355,7 @@ fn client_quota_apis_check_store_and_filter_as_kafka() {
 
     // Filters.
     let found = |entries: Vec<_>| (0, Some(String::new()), Some(entries));
-    let sorted = |mut entries: Vec<(Vec<(String, Option<String>)>, Vec<(String, f64)>)>| {
+    let sorted = |mut entries: Vec<DescribedEntry>| {
         entries.sort_by(|a, b| format!("{:?}", a.0).cmp(&format!("{:?}", b.0)));
         entries
     };
@@ -378,7 +380,7 @@ fn client_quota_apis_check_store_and_filter_as_kafka() {
         ),
         found(vec![bob_values])
     );
-    let refusals: Vec<(Vec<(&str, i8, Option<&str>)>, i16, &str)> = vec![
+    let refusals: Vec<FilterRefusal> = vec![
         (vec![("user", 0, None)], INVALID_REQUEST, "Request specified MATCH_TYPE_EXACT, but set match string to null."),
         (vec![("user", 1, Some("x"))], INVALID_REQUEST, "Request specified MATCH_TYPE_DEFAULT, but also specified a match string."),
         (vec![("user", 2, Some("x"))], INVALID_REQUEST, "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string."),

@@ -16,7 +16,9 @@ use crate::config::limits::{
 use crate::config::{ConfigAlteration, TopicConfigs};
 use crate::protocol::ErrorCode;
 use crate::quota::sensors::MutationCharge;
-use crate::quota::{self, QuotaKey, QuotaValue, RequestedEntity};
+use crate::quota::{
+    self, QuotaAlteration, QuotaAlterationResults, QuotaKey, QuotaValue, RequestedEntity,
+};
 use crate::security::acl::{Acl, AclFilter};
 use crate::security::scram::{ScramMechanism, ITERATIONS_MAX, ITERATIONS_MIN};
 use crate::shard::messages::{
@@ -146,9 +148,9 @@ async fn create_acls(shard: &Rc<Shard>, acls: Vec<Acl>) -> Result<(), (ErrorCode
 /// succeeds without a record, as does setting a key to its value.
 async fn alter_client_quotas(
     shard: &Rc<Shard>,
-    entries: Vec<(RequestedEntity, Vec<(String, Option<f64>)>)>,
+    entries: Vec<QuotaAlteration>,
     validate_only: bool,
-) -> Result<Vec<(RequestedEntity, Option<String>)>, (ErrorCode, String)> {
+) -> QuotaAlterationResults {
     let image = shard.image();
     let mut results: Vec<(RequestedEntity, Option<String>)> = Vec::new();
     let mut records = Vec::new();

@@ -134,6 +134,16 @@ impl QuotaEntity {
 /// request conversion), in the order Kafka's `HashMap` lists them.
 pub type RequestedEntity = Vec<(String, Option<String>)>;
 
+/// One entry of an AlterClientQuotas: the entity, and each key with the
+/// value to set (None: remove it), in request order.
+pub type QuotaAlteration = (RequestedEntity, Vec<(String, Option<f64>)>);
+
+/// What AlterClientQuotas answers: per distinct entity, in the order first
+/// named, the entity and INVALID_REQUEST's message when refused; else the
+/// error of the whole request.
+pub type QuotaAlterationResults =
+    Result<Vec<(RequestedEntity, Option<String>)>, (crate::protocol::ErrorCode, String)>;
+
 /// Collapses a request's components into a [`RequestedEntity`].
 pub fn requested_entity<'a>(
     components: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,

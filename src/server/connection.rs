@@ -159,17 +159,10 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>, listener: usize) {
             Frame::Whole(frame) => {
                 handle_frame(frame, &state, peer_addr, endpoint, access, client).await
             }
-            Frame::Produce(produce) => Ok(handlers::produce::handle(
-                &state.shard,
-                &access,
-                client.for_request(produce.header.client_id.as_ref()),
-                produce.frame_bytes,
-                handlers::produce::internal_topics_allowed(&produce.header),
-                produce.request,
-                produce.header.request_api_version,
-                produce.header.correlation_id,
-            )
-            .await),
+            Frame::Produce(produce) => {
+                let client = client.for_request(produce.header.client_id.as_ref());
+                Ok(handlers::produce::handle(&state.shard, &access, client, produce).await)
+            }
         };
         match handled {
             Ok(responder) => {

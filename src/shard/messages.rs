@@ -210,7 +210,7 @@ pub enum ControllerRequest {
     AlterClientQuotas {
         /// Each entity as named, with its (key, value to set or None to
         /// remove), in request order.
-        entries: Vec<(crate::quota::RequestedEntity, Vec<(String, Option<f64>)>)>,
+        entries: Vec<crate::quota::QuotaAlteration>,
         /// Check without changing.
         validate_only: bool,
     },
@@ -257,12 +257,7 @@ pub enum ControllerReply {
     /// Per distinct entity, in the order first named: the entity and
     /// INVALID_REQUEST's message when refused; else the error of the whole
     /// request.
-    AlterClientQuotas(
-        Result<
-            Vec<(crate::quota::RequestedEntity, Option<String>)>,
-            (crate::protocol::ErrorCode, String),
-        >,
-    ),
+    AlterClientQuotas(crate::quota::QuotaAlterationResults),
 }
 
 /// A request for the group coordinator of one `__consumer_offsets` partition.

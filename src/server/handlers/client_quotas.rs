@@ -18,7 +18,7 @@ use kafka_protocol::messages::{
 use super::{encode_response, str_bytes};
 use crate::cluster::controller::CONTROLLER_SHARD;
 use crate::protocol::ErrorCode;
-use crate::quota::{requested_entity, Filter, RequestedEntity};
+use crate::quota::{requested_entity, Filter, QuotaAlteration};
 use crate::security::acl::AclOperation;
 use crate::server::access::Access;
 use crate::server::connection::{Responder, Response};
@@ -135,7 +135,7 @@ pub async fn alter(
             correlation_id,
         ));
     }
-    let entries: Vec<(RequestedEntity, Vec<(String, Option<f64>)>)> = request
+    let entries: Vec<QuotaAlteration> = request
         .entries
         .iter()
         .zip(&sent)
@@ -166,26 +166,16 @@ pub async fn alter(
         };
         match reply {
             Some(ShardReply::Controller(ControllerReply::AlterClientQuotas(Ok(results)))) => {
-                let mut response = AlterClientQuotasResponse::default();
-                response.entries = results
-                    .into_iter()
-                    .map(|(entity, refusal)| {
-                        let mut entry = AlteredEntry::default();
-                        if let Some(message) = refusal {
-                            entry.error_code = ErrorCode::InvalidRequest.code();
-                            entry.error_message = Some(str_bytes(&message));
-                        } else {
-                            entry.error_message = None;
-                        }
-                        entry.entity = altered_entity(&entity);
-                        entry
-                    })
-                    .collect();
-                encode_response(
-                    ApiKey::AlterClientQuotas,
+                answer(
+                    results.iter().map(|(entity, refusal)| {
+                        let code = match refusal {
+                            Some(_) => ErrorCode::InvalidRequest.code(),
+                            None => 0,
+                        };
+                        (code, refusal.as_deref(), &entity[..])
+                    }),
                     version,
                     correlation_id,
-                    &response,
                 )
             }
             Some(ShardReply::Controller(ControllerReply::AlterClientQuotas(Err((
@@ -203,16 +193,36 @@ pub async fn alter(
     })
 }
 
-fn altered_entity(components: &[(String, Option<String>)]) -> Vec<AlteredEntity> {
-    components
-        .iter()
-        .map(|(kind, name)| {
-            let mut data = AlteredEntity::default();
-            data.entity_type = str_bytes(kind);
-            data.entity_name = name.as_deref().map(str_bytes);
-            data
+/// The response of (error code, message, entity) entries.
+fn answer<'a>(
+    entries: impl Iterator<Item = (i16, Option<&'a str>, &'a [(String, Option<String>)])>,
+    version: i16,
+    correlation_id: i32,
+) -> Response {
+    let mut response = AlterClientQuotasResponse::default();
+    response.entries = entries
+        .map(|(code, message, components)| {
+            let mut entry = AlteredEntry::default();
+            entry.error_code = code;
+            entry.error_message = message.map(str_bytes);
+            entry.entity = components
+                .iter()
+                .map(|(kind, name)| {
+                    let mut data = AlteredEntity::default();
+                    data.entity_type = str_bytes(kind);
+                    data.entity_name = name.as_deref().map(str_bytes);
+                    data
+                })
+                .collect();
+            entry
         })
-        .collect()
+        .collect();
+    encode_response(
+        ApiKey::AlterClientQuotas,
+        version,
+        correlation_id,
+        &response,
+    )
 }
 
 /// Every entry of the request, its entity as sent, refused with `code` and
@@ -224,21 +234,9 @@ fn whole_refusal(
     version: i16,
     correlation_id: i32,
 ) -> Response {
-    let mut response = AlterClientQuotasResponse::default();
-    response.entries = sent
-        .iter()
-        .map(|components| {
-            let mut entry = AlteredEntry::default();
-            entry.error_code = code.code();
-            entry.error_message = Some(str_bytes(message));
-            entry.entity = altered_entity(components);
-            entry
-        })
-        .collect();
-    encode_response(
-        ApiKey::AlterClientQuotas,
+    answer(
+        sent.iter().map(|c| (code.code(), Some(message), &c[..])),
         version,
         correlation_id,
-        &response,
     )
 }

@@ -170,6 +170,7 @@ pub fn ready(response: Response) -> Responder {
 ///
 /// # Errors
 /// A reason to close the connection (malformed body).
+#[allow(clippy::too_many_arguments)]
 pub async fn dispatch(
     state: &Rc<ServerState>,
     api_key: ApiKey,

@@ -21,7 +21,7 @@ use std::rc::Rc;
 use bytes::Bytes;
 use futures::future::join_all;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
-use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse};
+use kafka_protocol::messages::{ApiKey, ProduceResponse};
 
 use super::{encode_response, str_bytes, ShardGroups};
 use crate::protocol::record_batch::{
@@ -32,6 +32,7 @@ use crate::quota::sensors::RequestClient;
 use crate::quota::QuotaKey;
 use crate::security::acl::AclOperation;
 use crate::server::connection::{Responder, Response};
+use crate::server::produce_frame::ProduceFrame;
 use crate::shard::messages::{
     ProduceItem, ProduceResult, ShardReply, ShardRequest, TopicPartition,
 };
@@ -248,21 +249,22 @@ fn produce_verification_error(error: ErrorCode, version: i16) -> ErrorCode {
 /// True when the request may append to internal topics: only Kafka's
 /// admin client id may (`internalTopicsAllowed` in Kafka's produce path);
 /// everyone else gets INVALID_TOPIC_EXCEPTION, whatever their ACLs.
-pub fn internal_topics_allowed(header: &kafka_protocol::messages::RequestHeader) -> bool {
+fn internal_topics_allowed(header: &kafka_protocol::messages::RequestHeader) -> bool {
     header.client_id.as_deref() == Some("__admin_client")
 }
 
-/// Answers Produce.
+/// Answers a Produce request as the connection read it.
 pub async fn handle(
     shard: &Rc<Shard>,
     access: &crate::server::access::Access,
     client: RequestClient,
-    frame_bytes: usize,
-    internal_topics_allowed: bool,
-    mut request: ProduceRequest,
-    version: i16,
-    correlation_id: i32,
+    frame: ProduceFrame,
 ) -> Responder {
+    let internal_topics_allowed = internal_topics_allowed(&frame.header);
+    let version = frame.header.request_api_version;
+    let correlation_id = frame.header.correlation_id;
+    let frame_bytes = frame.frame_bytes;
+    let mut request = frame.request;
     // The producer quota counts the request as it arrives (Kafka counts
     // it as it answers, but reads no next request before then; here later
     // requests are read while this one is handled, so a throttle must be
