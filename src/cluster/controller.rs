@@ -2,7 +2,7 @@
 //! resulting records to the metadata log, then has every shard apply them
 //! before answering. Runs on shard 0, one request at a time.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::rc::Rc;
 
 use uuid::Uuid;
@@ -153,22 +153,23 @@ async fn alter_client_quotas(
 ) -> QuotaAlterationResults {
     let image = shard.image();
     let mut results: Vec<(RequestedEntity, Option<String>)> = Vec::new();
+    // Each entity's position in `results`, by its sorted components, so a
+    // large request costs linear time, as Kafka's maps do.
+    let mut positions: HashMap<RequestedEntity, usize> = HashMap::new();
     let mut records = Vec::new();
     for (requested, ops) in entries {
-        let duplicate_key = ops
-            .iter()
-            .enumerate()
-            .any(|(i, (key, _))| ops[..i].iter().any(|(k, _)| k == key));
-        if let Some(result) = results
-            .iter_mut()
-            .find(|(entity, _)| quota::same_entity(entity, &requested))
-        {
-            result.1 = Some(format!(
+        let mut keys = HashSet::with_capacity(ops.len());
+        let duplicate_key = !ops.iter().all(|(key, _)| keys.insert(key.as_str()));
+        let mut sorted = requested.clone();
+        sorted.sort();
+        if let Some(&position) = positions.get(&sorted) {
+            results[position].1 = Some(format!(
                 "Ignoring duplicate entity {}",
                 quota::entity_text(&requested)
             ));
             continue;
         }
+        positions.insert(sorted, results.len());
         if duplicate_key {
             let message = format!(
                 "Ignoring duplicate entity {}",
@@ -223,7 +224,8 @@ async fn alter_client_quotas(
             tracing::error!(error = %e, "cannot store client quotas");
             (
                 ErrorCode::UnknownServerError,
-                "Unexpected server error.".to_string(),
+                "The server experienced an unexpected error when processing the request."
+                    .to_string(),
             )
         })?;
     }
@@ -865,23 +867,28 @@ async fn delete_topics(
     let image = shard.image();
     let mut results = Vec::with_capacity(names.len());
     let mut records = Vec::new();
-    let mut seen = HashSet::new();
+    // A name given twice is answered as the first time.
+    let mut seen: HashMap<String, (i16, Uuid)> = HashMap::new();
     for name in names {
-        match image.topic(&name) {
-            Some(topic) if seen.insert(name.clone()) => {
-                if !charge.record(topic.partition_shards.len()) {
-                    results.push((THROTTLED.0, Uuid::nil()));
-                    continue;
-                }
+        if let Some(result) = seen.get(&name) {
+            results.push(*result);
+            continue;
+        }
+        let result = match image.topic(&name) {
+            Some(topic) if !charge.record(topic.partition_shards.len()) => {
+                (THROTTLED.0, Uuid::nil())
+            }
+            Some(topic) => {
                 records.push(MetadataRecord::DeleteTopic {
                     name: name.clone(),
                     topic_id: topic.topic_id,
                 });
-                results.push((0, topic.topic_id));
+                (0, topic.topic_id)
             }
-            Some(topic) => results.push((0, topic.topic_id)),
-            None => results.push((ErrorCode::UnknownTopicOrPartition.code(), Uuid::nil())),
-        }
+            None => (ErrorCode::UnknownTopicOrPartition.code(), Uuid::nil()),
+        };
+        results.push(result);
+        seen.insert(name, result);
     }
     if !records.is_empty() {
         if let Err(e) = commit(shard, records).await {

@@ -149,10 +149,14 @@ pub fn requested_entity<'a>(
     components: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
 ) -> RequestedEntity {
     let mut collapsed: RequestedEntity = Vec::new();
+    let mut positions: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (kind, name) in components {
-        match collapsed.iter_mut().find(|(k, _)| k == kind) {
-            Some(slot) => slot.1 = name.map(str::to_string),
-            None => collapsed.push((kind.to_string(), name.map(str::to_string))),
+        match positions.get(kind) {
+            Some(&position) => collapsed[position].1 = name.map(str::to_string),
+            None => {
+                positions.insert(kind, collapsed.len());
+                collapsed.push((kind.to_string(), name.map(str::to_string)));
+            }
         }
     }
     // Java's HashMap, made with the entity's size as its capacity, lists
@@ -180,11 +184,6 @@ pub fn entity_text(entity: &RequestedEntity) -> String {
         .map(|(kind, name)| format!("{kind}={}", name.as_deref().unwrap_or("null")))
         .collect();
     format!("ClientQuotaEntity(entries={{{}}})", entries.join(", "))
-}
-
-/// True when two requested entities name the same types and names.
-pub fn same_entity(a: &RequestedEntity, b: &RequestedEntity) -> bool {
-    a.len() == b.len() && a.iter().all(|c| b.contains(c))
 }
 
 /// The quota keys Kafka 4.1 accepts (`QuotaConfig`).
@@ -296,6 +295,9 @@ impl<'de> Deserialize<'de> for QuotaValue {
 #[derive(Debug, Clone, Default)]
 pub struct ClientQuotas {
     entities: BTreeMap<QuotaEntity, BTreeMap<QuotaKey, f64>>,
+    /// Entities holding each key (by `QuotaKey as usize`), so a request
+    /// under no quota of its kind costs one look.
+    holders: [usize; QuotaKey::ALL.len()],
 }
 
 impl ClientQuotas {
@@ -304,14 +306,16 @@ impl ClientQuotas {
     pub fn apply(&mut self, entity: &QuotaEntity, key: QuotaKey, value: Option<f64>) {
         match value {
             Some(value) => {
-                self.entities
-                    .entry(entity.clone())
-                    .or_default()
-                    .insert(key, value);
+                let keys = self.entities.entry(entity.clone()).or_default();
+                if keys.insert(key, value).is_none() {
+                    self.holders[key as usize] += 1;
+                }
             }
             None => {
                 if let Some(keys) = self.entities.get_mut(entity) {
-                    keys.remove(&key);
+                    if keys.remove(&key).is_some() {
+                        self.holders[key as usize] -= 1;
+                    }
                     if keys.is_empty() {
                         self.entities.remove(entity);
                     }
@@ -337,7 +341,7 @@ impl ClientQuotas {
 
     /// True when some user or client-id entity has `key`.
     pub fn any(&self, key: QuotaKey) -> bool {
-        self.entities.values().any(|keys| keys.contains_key(&key))
+        self.holders[key as usize] > 0
     }
 
     /// The quota of `key` that applies to a request of `user` with client
@@ -347,10 +351,11 @@ impl ClientQuotas {
     /// default user+default client-id, default user, client-id, default
     /// client-id wins. Clients sharing a sensor share the quota: a quota of
     /// a user (or the default user) is shared by every client id of that
-    /// user; a quota of a client id by every user of it.
+    /// user; a quota of a client id by every user of it. A request without
+    /// a client id is under its user's quotas only, as in Kafka.
     pub fn resolve(&self, key: QuotaKey, user: &str, client_id: &str) -> Option<(SensorId, f64)> {
         use EntityName::{Default, Named};
-        if self.entities.is_empty() {
+        if !self.any(key) {
             return None;
         }
         let named_user = || Some(Named(user.to_string()));
@@ -368,6 +373,7 @@ impl ClientQuotas {
         ];
         levels
             .into_iter()
+            .filter(|(_, client_name, _, _)| client_name.is_none() || !client_id.is_empty())
             .find_map(|(user_name, client_name, keep_user, keep_client)| {
                 let entity = QuotaEntity {
                     user: user_name,
@@ -388,19 +394,28 @@ impl ClientQuotas {
 
     /// The `connection_creation_rate` of connections from `ip`: its own
     /// (named by any spelling of the address), else the default IP's.
+    /// An IPv4 client on an IPv6 socket counts as its IPv4 address, as
+    /// Java sees it. A NaN rate is 0 (Java's `toInt`): every connection is
+    /// throttled.
     pub fn connection_rate(&self, ip: IpAddr) -> Option<f64> {
         let key = QuotaKey::ConnectionCreationRate;
+        if !self.any(key) {
+            return None;
+        }
+        let ip = ip.to_canonical();
         let mut default = None;
         for (entity, keys) in &self.entities {
             let (Some(name), Some(rate)) = (&entity.ip, keys.get(&key)) else {
                 continue;
             };
             match name {
-                EntityName::Named(named) if named.parse::<IpAddr>() == Ok(ip) => {
-                    return Some(*rate)
+                EntityName::Named(named)
+                    if named.parse::<IpAddr>().map(|a| a.to_canonical()) == Ok(ip) =>
+                {
+                    return Some(if rate.is_nan() { 0.0 } else { *rate })
                 }
                 EntityName::Named(_) => {}
-                EntityName::Default => default = Some(*rate),
+                EntityName::Default => default = Some(if rate.is_nan() { 0.0 } else { *rate }),
             }
         }
         default
@@ -641,10 +656,7 @@ mod tests {
             entity_text(&requested(&[("bogus", Some("z")), ("client-id", None)])),
             "ClientQuotaEntity(entries={client-id=null, bogus=z})"
         );
-        assert!(same_entity(
-            &both,
-            &requested(&[("client-id", None), ("user", Some("u"))])
-        ));
+        assert_eq!(both, requested(&[("client-id", None), ("user", Some("u"))]));
         assert!(check_entity(&requested(&[("ip", Some("::1"))])).is_ok());
     }
 
@@ -739,6 +751,32 @@ mod tests {
             None,
         );
         assert_eq!(quotas.resolve(key, "u", "c").unwrap().1, 2.0);
+        // Without a client id only user quotas apply, as in Kafka.
+        set(&mut quotas, Some(EntityName::Default), None, 4.0);
+        assert_eq!(quotas.resolve(key, "u", "").unwrap().1, 4.0);
+        quotas.apply(
+            &QuotaEntity {
+                user: Some(EntityName::Default),
+                client_id: None,
+                ip: None,
+            },
+            key,
+            None,
+        );
+        assert!(quotas.resolve(key, "u", "").is_none());
+        assert!(quotas.resolve(key, "u", "c").is_some());
+        // Keys no entity holds cost nothing to look up.
+        assert!(!quotas.any(QuotaKey::ConnectionCreationRate));
+        let ip = |name: &str| QuotaEntity {
+            ip: Some(EntityName::Named(name.into())),
+            ..QuotaEntity::default()
+        };
+        quotas.apply(&ip("10.0.0.1"), QuotaKey::ConnectionCreationRate, Some(5.0));
+        let mapped: IpAddr = "::ffff:10.0.0.1".parse().unwrap();
+        assert_eq!(quotas.connection_rate(mapped), Some(5.0));
+        assert_eq!(quotas.connection_rate("10.0.0.2".parse().unwrap()), None);
+        quotas.apply(&ip("10.0.0.1"), QuotaKey::ConnectionCreationRate, None);
+        assert!(!quotas.any(QuotaKey::ConnectionCreationRate));
     }
 
     /// Goal: filters are checked and matched as Kafka 4.1's image does.

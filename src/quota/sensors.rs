@@ -125,14 +125,35 @@ impl Rate {
         }
         let throttle = (rate - quota) / quota * self.window_ms(now) as f64;
         // NaN (a NaN quota) gives 0, as Java's cast does.
-        throttle.round() as u64
+        (throttle.round() as u64).min(THROTTLE_MS_MAX)
     }
 }
 
-/// The sensors one shard owns.
+/// The longest throttle: what a response's `throttle_time_ms` can say
+/// (a tiny quota could otherwise ask for years).
+const THROTTLE_MS_MAX: u64 = i32::MAX as u64;
+
+/// Makes room in a full table: forgets the eighth of `map` that `keep`
+/// ranks lowest, in one pass, so a run of new entries costs amortised
+/// constant time.
+fn evict_eighth<V>(map: &mut HashMap<u64, V>, keep: impl Fn(&V) -> f64) {
+    let mut ranked: Vec<(f64, u64)> = map.iter().map(|(id, v)| (keep(v), *id)).collect();
+    let cut = ranked.len() / 8;
+    if cut == 0 {
+        return;
+    }
+    ranked.select_nth_unstable_by(cut, |a, b| a.0.total_cmp(&b.0));
+    for (_, id) in &ranked[..cut] {
+        map.remove(id);
+    }
+}
+
+/// The sensors one shard owns, by a hash of their id (a client id may be
+/// 32 kB long; the table holds only its hash).
 #[derive(Default)]
 pub struct SensorTable {
-    sensors: RefCell<HashMap<SensorId, (Rate, u64)>>,
+    hasher: std::collections::hash_map::RandomState,
+    sensors: RefCell<HashMap<u64, (Rate, u64)>>,
 }
 
 impl SensorTable {
@@ -147,22 +168,16 @@ impl SensorTable {
         unrecord_if_throttled: bool,
     ) -> u64 {
         let now = now_ms();
+        let id = std::hash::BuildHasher::hash_one(&self.hasher, &sensor);
         let mut sensors = self.sensors.borrow_mut();
-        if sensors.len() >= SENSORS_PER_SHARD_MAX && !sensors.contains_key(&sensor) {
+        if sensors.len() >= SENSORS_PER_SHARD_MAX && !sensors.contains_key(&id) {
             sensors.retain(|_, (_, last)| now.saturating_sub(*last) < SENSOR_IDLE_EXPIRY_MS);
             if sensors.len() >= SENSORS_PER_SHARD_MAX {
-                if let Some(idlest) = sensors
-                    .iter()
-                    .min_by_key(|(_, (_, last))| *last)
-                    .map(|(id, _)| id.clone())
-                {
-                    sensors.remove(&idlest);
-                }
+                // The idlest go first.
+                evict_eighth(&mut sensors, |(_, last)| *last as f64);
             }
         }
-        let (rate, last) = sensors
-            .entry(sensor)
-            .or_insert_with(|| (Rate::default(), now));
+        let (rate, last) = sensors.entry(id).or_insert_with(|| (Rate::default(), now));
         if now.saturating_sub(*last) >= SENSOR_IDLE_EXPIRY_MS {
             *rate = Rate::default();
         }
@@ -236,7 +251,7 @@ pub async fn connection_throttle(shard: &Rc<Shard>, ip: std::net::IpAddr) -> u64
     let sensor = SensorId {
         key: QuotaKey::ConnectionCreationRate,
         user: String::new(),
-        client_id: ip.to_string(),
+        client_id: ip.to_canonical().to_string(),
     };
     record_on_owner(shard, sensor, 1.0, rate, true)
         .await
@@ -334,20 +349,20 @@ impl Client {
         if ms == 0 {
             return;
         }
-        let until = Instant::now() + Duration::from_millis(ms);
+        // A millisecond more than said: a throttle is rounded to the
+        // millisecond, and a request read a hair early would find its
+        // quota still spent.
+        let until = Instant::now() + Duration::from_millis(ms.saturating_add(1));
         if self.muted_until.get().map_or(true, |t| t < until) {
             self.muted_until.set(Some(until));
         }
     }
 
-    /// Waits out a throttle before the next request is read.
-    pub async fn wait_unmuted(&self) {
-        if let Some(until) = self.muted_until.take() {
-            let now = Instant::now();
-            if until > now {
-                glommio::timer::sleep(until - now).await;
-            }
-        }
+    /// What is left of a throttle, to wait out before the next request is
+    /// read (taken: asked once).
+    pub fn take_mute(&self) -> Option<Duration> {
+        let until = self.muted_until.take()?;
+        until.checked_duration_since(Instant::now())
     }
 }
 
@@ -371,21 +386,35 @@ pub struct MutationQuota {
 struct TokenBucket {
     tokens: f64,
     last_ms: u64,
+    /// The rate at the last use.
+    rate: f64,
 }
 
 impl TokenBucket {
-    fn refill(&mut self, rate: f64, now: u64) {
-        let burst = (WINDOW_SAMPLES * WINDOW_MS) as f64 / 1000.0 * rate;
+    fn burst(rate: f64) -> f64 {
+        (WINDOW_SAMPLES * WINDOW_MS) as f64 / 1000.0 * rate
+    }
+
+    /// Tokens at `now`, below the burst: how far from a new (full) bucket.
+    fn debt(&self, now: u64) -> f64 {
         let elapsed = now.saturating_sub(self.last_ms) as f64 / 1000.0;
-        self.tokens = burst.min(self.tokens + rate * elapsed);
+        Self::burst(self.rate) - (self.tokens + self.rate * elapsed)
+    }
+
+    fn refill(&mut self, rate: f64, now: u64) {
+        let elapsed = now.saturating_sub(self.last_ms) as f64 / 1000.0;
+        self.tokens = Self::burst(rate).min(self.tokens + rate * elapsed);
         self.last_ms = now;
+        self.rate = rate;
     }
 }
 
-/// The controller's token buckets (on the controller's shard only).
+/// The controller's token buckets (on the controller's shard only), by a
+/// hash of their sensor's id.
 #[derive(Default)]
 pub struct MutationBuckets {
-    buckets: RefCell<HashMap<SensorId, TokenBucket>>,
+    hasher: std::collections::hash_map::RandomState,
+    buckets: RefCell<HashMap<u64, TokenBucket>>,
 }
 
 impl MutationBuckets {
@@ -395,23 +424,27 @@ impl MutationBuckets {
     /// refuses once the bucket is below zero (checked before counting, so
     /// one large request may take it far below); permissive always counts.
     fn record(&self, quota: &MutationQuota, permits: f64, now: u64) -> (bool, u64) {
+        let id = std::hash::BuildHasher::hash_one(&self.hasher, &quota.sensor);
         let mut buckets = self.buckets.borrow_mut();
-        if buckets.len() >= SENSORS_PER_SHARD_MAX && !buckets.contains_key(&quota.sensor) {
-            // A bucket idle long enough to be full again is as good as new.
-            let full_after = WINDOW_SAMPLES * WINDOW_MS;
-            buckets.retain(|_, b| now.saturating_sub(b.last_ms) < full_after);
+        if buckets.len() >= SENSORS_PER_SHARD_MAX && !buckets.contains_key(&id) {
+            // A bucket full again is as good as a new one; past those, the
+            // fullest go first (forgiving the least debt).
+            buckets.retain(|_, b| b.debt(now) > 0.0);
             if buckets.len() >= SENSORS_PER_SHARD_MAX {
-                return (true, 0);
+                evict_eighth(&mut buckets, |b| -b.debt(now));
             }
         }
         // A new bucket starts full (Kafka's starts empty at time 0, which
         // its first refill fills).
-        let bucket = buckets.entry(quota.sensor.clone()).or_insert(TokenBucket {
+        let bucket = buckets.entry(id).or_insert(TokenBucket {
             tokens: f64::INFINITY,
             last_ms: now,
+            rate: quota.rate,
         });
         bucket.refill(quota.rate, now);
-        let throttle = |tokens: f64| (-tokens / quota.rate * 1000.0).round().max(0.0) as u64;
+        let throttle = |tokens: f64| {
+            ((-tokens / quota.rate * 1000.0).round().max(0.0) as u64).min(THROTTLE_MS_MAX)
+        };
         if quota.strict && bucket.tokens < 0.0 {
             return (false, throttle(bucket.tokens));
         }
@@ -521,8 +554,23 @@ mod tests {
         // Permissive requests are counted anyway.
         assert_eq!(buckets.record(&quota(false), 2.0, 2000), (true, 3000));
         assert_eq!(buckets.record(&quota(true), 1.0, 5000), (true, 0));
-        let mut charge = MutationCharge::new(&buckets, None);
-        assert!(charge.record(1000) && charge.throttle_ms() == 0);
+    }
+
+    /// Goal: a sensor table stays within its bound however many clients
+    /// come, forgetting the idlest.
+    #[test]
+    fn sensor_tables_are_bounded() {
+        let table = SensorTable::default();
+        for n in 0..SENSORS_PER_SHARD_MAX + 10 {
+            let sensor = SensorId {
+                key: QuotaKey::ProducerByteRate,
+                user: String::new(),
+                client_id: format!("client-{n}"),
+            };
+            table.record(sensor, 1.0, 1e9, false);
+        }
+        assert!(table.len() <= SENSORS_PER_SHARD_MAX);
+        assert!(table.len() >= SENSORS_PER_SHARD_MAX * 7 / 8);
     }
 
     /// Goal: a fetch's throttled bytes are taken back; a quota's sensors
@@ -540,6 +588,5 @@ mod tests {
         // The refused 10 000 bytes were taken back: 5000 more still fit.
         assert_eq!(table.record(sensor.clone(), 5000.0, 1000.0, true), 0);
         assert_eq!(table.len(), 1);
-        assert_eq!(owner(&sensor, 2), owner(&sensor.clone(), 2));
     }
 }

@@ -109,15 +109,15 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>, listener: usize) {
         let authenticating = authenticator.as_ref().is_some_and(|a| a.user().is_none());
         // A throttled client's next request is not read until its throttle
         // time has passed (KIP-219), nor handled if it was being read.
-        if let Some(client) = &quota_client {
-            client.wait_unmuted().await;
+        if !wait_out_mute(quota_client.as_ref(), &state).await {
+            break CloseReason::ShuttingDown;
         }
         let frame = match read_frame(&mut reader, &state, authenticating).await {
             Ok(frame) => frame,
             Err(reason) => break reason,
         };
-        if let Some(client) = &quota_client {
-            client.wait_unmuted().await;
+        if !wait_out_mute(quota_client.as_ref(), &state).await {
+            break CloseReason::ShuttingDown;
         }
         if let (true, Some(auth)) = (authenticating, &mut authenticator) {
             // Every frame is read whole before authentication (no produce
@@ -181,6 +181,22 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>, listener: usize) {
     }
     drop(tx);
     writer_task.await;
+}
+
+/// Waits out what is left of a throttle; false when the broker begins
+/// shutting down first.
+async fn wait_out_mute(client: Option<&Client>, state: &ServerState) -> bool {
+    match client.and_then(Client::take_mute) {
+        None => true,
+        Some(left) => matches!(
+            future::select(
+                Box::pin(glommio::timer::sleep(left)),
+                state.shutdown_signal()
+            )
+            .await,
+            Either::Left(_)
+        ),
+    }
 }
 
 async fn write_loop<W: AsyncWrite + Unpin>(

@@ -138,7 +138,8 @@ pub async fn handle(
                 max_bytes = window_bytes as usize;
             }
         }
-        let min_bytes = request.min_bytes.max(0) as usize;
+        // Never wait for more than may be answered.
+        let min_bytes = (request.min_bytes.max(0) as usize).min(max_bytes);
         let max_wait = Duration::from_millis(request.max_wait_ms.max(0) as u64);
         let deadline = Instant::now() + max_wait;
 

@@ -47,8 +47,10 @@ pub async fn auto_create(
     let request = ShardRequest::Controller(ControllerRequest::CreateTopics {
         topics,
         validate_only: false,
-        // Counted, never refused, as Kafka's auto-creation.
-        quota: client.mutation_quota(shard, false),
+        // Kafka 4.1 forwards an auto-creation to its controller as a
+        // CreateTopics of the client's, strict: past its quota nothing is
+        // created.
+        quota: client.mutation_quota(shard, true),
     });
     match shard.call(CONTROLLER_SHARD, request).await {
         Ok(completion) => match completion.await {
