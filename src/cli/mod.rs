@@ -35,15 +35,21 @@ pub enum Command {
 /// Settings of `ringbroker serve`. Kafka's config name is given in brackets.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on for Kafka clients, optionally after its security protocol: PLAINTEXT:// (the default) or SASL_PLAINTEXT:// (clients must authenticate with SASL/SCRAM); repeat for more listeners, e.g. PLAINTEXT inside and SASL_PLAINTEXT outside [listeners].
+    /// Address to listen on for Kafka clients, optionally after its security protocol: PLAINTEXT:// (the default) or SASL_PLAINTEXT:// (clients must authenticate with SASL/SCRAM or SASL/PLAIN); repeat for more listeners, e.g. PLAINTEXT inside and SASL_PLAINTEXT outside [listeners].
     #[arg(long, default_value = "127.0.0.1:9092")]
     pub listen: Vec<String>,
     /// host:port given to the clients of each --listen, in the same order (one per --listen when given); defaults to the listener's own address [advertised.listeners].
     #[arg(long)]
     pub advertised_listen: Vec<String>,
-    /// SASL mechanisms a SASL_PLAINTEXT listener takes, comma-separated: SCRAM-SHA-256, SCRAM-SHA-512 [sasl.enabled.mechanisms].
+    /// SASL mechanisms a SASL_PLAINTEXT listener takes, comma-separated: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN (PLAIN needs its users from --plain-sasl-jaas-config or --jaas-config-file) [sasl.enabled.mechanisms].
     #[arg(long, default_value = "SCRAM-SHA-256,SCRAM-SHA-512")]
     pub sasl_enabled_mechanisms: String,
+    /// SASL/PLAIN's users, as Kafka's JAAS login module: 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" user_bob="bob-secret";' (one user_NAME="PASSWORD" option per user); takes precedence over --jaas-config-file [listener.name.sasl_plaintext.plain.sasl.jaas.config].
+    #[arg(long)]
+    pub plain_sasl_jaas_config: Option<String>,
+    /// A JAAS file whose KafkaServer (or sasl_plaintext.KafkaServer) section's PlainLoginModule names SASL/PLAIN's users, as Kafka's kafka_server_jaas.conf; keeps passwords off the command line [java.security.auth.login.config].
+    #[arg(long)]
+    pub jaas_config_file: Option<PathBuf>,
     /// A SCRAM credential to create at start-up once: at the first start-up naming that user and mechanism (a credential changed or deleted since stays so), as `kafka-storage format --add-scram`: 'SCRAM-SHA-256=[name=alice,password=alice-secret]' (iterations=N optional, 4096 by default); repeat for more.
     #[arg(long)]
     pub add_scram: Vec<String>,
@@ -443,6 +449,48 @@ impl ServeArgs {
         )
     }
 
+    /// PLAIN's users, from `--plain-sasl-jaas-config`, else from
+    /// `--jaas-config-file`, as Kafka's `JaasContext.loadServerContext`
+    /// prefers the listener's property to the JAAS file.
+    fn plain_users(
+        &self,
+        mechanisms: &[crate::security::SaslMechanism],
+        listeners: &[crate::config::broker::Listener],
+    ) -> anyhow::Result<std::sync::Arc<crate::security::plain::PlainUsers>> {
+        use crate::security::{plain, SaslMechanism, SecurityProtocol};
+        let protocol = SecurityProtocol::SaslPlaintext;
+        let modules = if let Some(text) = &self.plain_sasl_jaas_config {
+            vec![plain::parse_jaas_config(text)
+                .map_err(|e| anyhow::anyhow!("--plain-sasl-jaas-config: {e}"))?]
+        } else if let Some(path) = &self.jaas_config_file {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("--jaas-config-file: cannot read {}", path.display()))?;
+            plain::parse_jaas_file(&text, protocol.name())
+                .map_err(|e| anyhow::anyhow!("--jaas-config-file {}: {e}", path.display()))?
+        } else {
+            Vec::new()
+        };
+        let wanted = mechanisms.contains(&SaslMechanism::Plain)
+            && listeners.iter().any(|l| l.security_protocol == protocol);
+        if !wanted {
+            if !modules.is_empty() {
+                tracing::warn!("a JAAS configuration is given but no SASL_PLAINTEXT listener takes PLAIN (--sasl-enabled-mechanisms); its users are not used");
+            }
+            return Ok(Default::default());
+        }
+        if modules.is_empty() {
+            bail!(
+                "PLAIN is enabled (--sasl-enabled-mechanisms) but no JAAS configuration names its users: give --plain-sasl-jaas-config '{} required user_NAME=\"PASSWORD\";' or --jaas-config-file",
+                plain::PLAIN_LOGIN_MODULE
+            );
+        }
+        let users = plain::PlainUsers::from_modules(&modules).map_err(|e| anyhow::anyhow!(e))?;
+        if users.is_empty() {
+            tracing::warn!("the PlainLoginModule names no user (user_NAME=\"PASSWORD\"): every PLAIN login will fail");
+        }
+        Ok(std::sync::Arc::new(users))
+    }
+
     /// Validates the flags into a [`BrokerConfig`].
     ///
     /// # Errors
@@ -506,6 +554,7 @@ impl ServeArgs {
                 }
             }
         }
+        let plain_users = self.plain_users(&sasl_enabled_mechanisms, &listeners)?;
         let available = allowed_cpus();
         let cpus = match (&self.cpuset, self.cores) {
             (Some(list), _) => {
@@ -645,6 +694,7 @@ impl ServeArgs {
             node_id: self.node_id,
             listeners,
             sasl_enabled_mechanisms,
+            plain_users,
             add_scram,
             authorizer,
             data_dir: self.data_dir,

@@ -79,7 +79,11 @@ pub struct BrokerConfig {
     /// protocol and port.
     pub listeners: Vec<Listener>,
     /// Mechanisms a SASL listener takes (`sasl.enabled.mechanisms`).
-    pub sasl_enabled_mechanisms: Vec<crate::security::scram::ScramMechanism>,
+    /// In the order given.
+    pub sasl_enabled_mechanisms: Vec<crate::security::SaslMechanism>,
+    /// PLAIN's users (`listener.name.<listener>.plain.sasl.jaas.config` or
+    /// the JAAS file's `KafkaServer` section); empty without PLAIN.
+    pub plain_users: std::sync::Arc<crate::security::plain::PlainUsers>,
     /// SCRAM credentials created at start-up where missing (`--add-scram`).
     pub add_scram: Vec<crate::security::AddScram>,
     /// The authorizer (`authorizer.class.name`, `super.users`,
@@ -262,6 +266,14 @@ impl BrokerConfig {
             "advertised.listeners" => Some(advertised),
             "log.dirs" => Some(self.data_dir.display().to_string()),
             "process.roles" => Some("broker,controller".into()),
+            // Kafka's default is GSSAPI, which this broker does not serve.
+            "sasl.enabled.mechanisms" => Some(
+                self.sasl_enabled_mechanisms
+                    .iter()
+                    .map(|m| m.name())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
             "authorizer.class.name" if self.authorizer.enabled => {
                 Some(crate::security::acl::STANDARD_AUTHORIZER.into())
             }

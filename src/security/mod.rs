@@ -1,8 +1,10 @@
-//! Authentication: SASL/SCRAM credentials and exchanges (`scram`), the
-//! listener's security protocol, and the `--add-scram` credentials given on
-//! the command line. Authorization: ACLs and the authorizer (`acl`).
+//! Authentication: SASL/SCRAM credentials and exchanges (`scram`), SASL/PLAIN
+//! and its JAAS-configured users (`plain`), the listener's security protocol,
+//! the enabled mechanisms, and the `--add-scram` credentials given on the
+//! command line. Authorization: ACLs and the authorizer (`acl`).
 
 pub mod acl;
+pub mod plain;
 pub mod scram;
 
 use scram::{ScramMechanism, ITERATIONS_MAX, ITERATIONS_MIN};
@@ -48,16 +50,45 @@ pub fn split_listener(listener: &str) -> Result<(SecurityProtocol, &str), String
     }
 }
 
-/// Parses `sasl.enabled.mechanisms`: a comma-separated list of SCRAM
-/// mechanism names.
+/// A SASL mechanism this broker serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SaslMechanism {
+    /// PLAIN (RFC 4616), users from the JAAS configuration.
+    Plain,
+    /// SCRAM-SHA-256 or SCRAM-SHA-512, credentials in the metadata.
+    Scram(ScramMechanism),
+}
+
+impl SaslMechanism {
+    /// The SASL name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SaslMechanism::Plain => "PLAIN",
+            SaslMechanism::Scram(scram) => scram.name(),
+        }
+    }
+
+    /// The mechanism of a SASL name (exact, as Kafka matches them).
+    pub fn from_name(name: &str) -> Option<Self> {
+        if name == "PLAIN" {
+            return Some(SaslMechanism::Plain);
+        }
+        ScramMechanism::from_name(name).map(SaslMechanism::Scram)
+    }
+}
+
+/// Parses `sasl.enabled.mechanisms`: a comma-separated list of PLAIN,
+/// SCRAM-SHA-256 and SCRAM-SHA-512, in the order given.
 ///
 /// # Errors
-/// An empty list or a mechanism other than SCRAM-SHA-256 and SCRAM-SHA-512.
-pub fn parse_mechanisms(list: &str) -> Result<Vec<ScramMechanism>, String> {
+/// An empty list or another mechanism.
+pub fn parse_mechanisms(list: &str) -> Result<Vec<SaslMechanism>, String> {
     let mut mechanisms = Vec::new();
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        let mechanism = ScramMechanism::from_name(name).ok_or_else(|| {
-            format!("SASL mechanism {name:?} is not supported; SCRAM-SHA-256 and SCRAM-SHA-512 are")
+        let mechanism = SaslMechanism::from_name(name).ok_or_else(|| {
+            format!(
+                "SASL mechanism {name:?} is not supported; PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are"
+            )
         })?;
         if !mechanisms.contains(&mechanism) {
             mechanisms.push(mechanism);
@@ -67,6 +98,29 @@ pub fn parse_mechanisms(list: &str) -> Result<Vec<ScramMechanism>, String> {
         return Err("no SASL mechanism enabled".into());
     }
     Ok(mechanisms)
+}
+
+/// The order Kafka's SaslHandshake answers list the enabled mechanisms in:
+/// that of a Java `HashMap` sized for them (`new HashMap<>(n)`, filled in
+/// the configured order), by bucket of the name's `String.hashCode`, the
+/// configured order within a bucket.
+pub fn in_kafka_handshake_order(mechanisms: Vec<SaslMechanism>) -> Vec<SaslMechanism> {
+    let java_hash = |name: &str| {
+        let h = name.encode_utf16().fold(0u32, |h, unit| {
+            h.wrapping_mul(31).wrapping_add(u32::from(unit))
+        });
+        h ^ (h >> 16)
+    };
+    // HashMap(n): a table of the next power of two, doubled while it holds
+    // more than three quarters of its size.
+    let mut buckets = mechanisms.len().max(1).next_power_of_two();
+    while mechanisms.len() * 4 > buckets * 3 {
+        buckets *= 2;
+    }
+    let mask = (buckets - 1) as u32;
+    let mut ordered = mechanisms;
+    ordered.sort_by_key(|m| java_hash(m.name()) & mask);
+    ordered
 }
 
 /// A SCRAM credential to create at start-up when the user has none for the
@@ -186,11 +240,32 @@ mod tests {
         ] {
             assert!(parse_add_scram(bad).is_err(), "{bad}");
         }
-        assert_eq!(
-            parse_mechanisms("SCRAM-SHA-512, SCRAM-SHA-256"),
-            Ok(vec![ScramMechanism::Sha512, ScramMechanism::Sha256])
-        );
         assert!(parse_mechanisms("GSSAPI").is_err());
+        assert!(parse_mechanisms("plain").is_err());
         assert!(parse_mechanisms("").is_err());
+    }
+
+    /// Goal: the enabled mechanisms listed in the order Kafka 4.1.1 lists them.
+    #[test]
+    fn mechanisms_are_listed_in_kafkas_order() {
+        let names = |list: &str| -> Vec<&'static str> {
+            in_kafka_handshake_order(parse_mechanisms(list).unwrap())
+                .into_iter()
+                .map(SaslMechanism::name)
+                .collect()
+        };
+        assert_eq!(
+            names("PLAIN,SCRAM-SHA-256,SCRAM-SHA-512"),
+            ["PLAIN", "SCRAM-SHA-512", "SCRAM-SHA-256"]
+        );
+        assert_eq!(
+            names("SCRAM-SHA-256,SCRAM-SHA-512"),
+            ["SCRAM-SHA-512", "SCRAM-SHA-256"]
+        );
+        assert_eq!(
+            names("SCRAM-SHA-512,PLAIN,SCRAM-SHA-256"),
+            ["SCRAM-SHA-512", "PLAIN", "SCRAM-SHA-256"]
+        );
+        assert_eq!(names("SCRAM-SHA-256"), ["SCRAM-SHA-256"]);
     }
 }

@@ -175,6 +175,11 @@ impl ScramServer {
         }
     }
 
+    /// Its mechanism.
+    pub fn mechanism(&self) -> ScramMechanism {
+        self.mechanism
+    }
+
     /// Takes the client-first message; returns the server-first message.
     /// `lookup` gives the user's credential for this mechanism;
     /// `server_nonce` is fresh randomness (printable, no comma).

@@ -1,5 +1,6 @@
-//! SASL authentication of a connection on a SASL_PLAINTEXT listener, before
-//! any other request is served, as Kafka's `SaslServerAuthenticator` does:
+//! SASL authentication of a connection on a SASL_PLAINTEXT listener, with
+//! SCRAM or PLAIN, before any other request is served, as Kafka's
+//! `SaslServerAuthenticator` does:
 //!
 //! - first an ApiVersions (at most one, and only first) or a SaslHandshake;
 //!   any other request closes the connection;
@@ -10,7 +11,8 @@
 //!   (anything else closes the connection); after a v0 handshake it comes
 //!   as bare size-prefixed tokens, answered the same way;
 //! - a failed exchange is answered SASL_AUTHENTICATION_FAILED with Kafka's
-//!   message, and the connection is closed (a v0 exchange is closed without
+//!   message (SCRAM's own, or PLAIN's as `PlainSaslServer` words it), and
+//!   the connection is closed (a v0 exchange is closed without
 //!   answer); every refusal of this kind (failed exchange, unsupported
 //!   mechanism, a request out of turn in the exchange) is answered and
 //!   closed after `connection.failed.authentication.delay.ms` (100 ms);
@@ -23,6 +25,7 @@
 //! exchange closes the connection without the ILLEGAL_SASL_STATE answer
 //! Kafka sends first (those two get it, as from Kafka).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -37,7 +40,9 @@ use super::handlers::{self, encode_response, str_bytes};
 use super::versions;
 use crate::cluster::image::MetadataImage;
 use crate::protocol::ErrorCode;
-use crate::security::scram::{server_nonce, ScramFailure, ScramMechanism, ScramServer};
+use crate::security::plain::PlainUsers;
+use crate::security::scram::{server_nonce, ScramFailure, ScramServer};
+use crate::security::SaslMechanism;
 
 /// Kafka's `sasl.server.max.receive.size`: the largest frame taken before
 /// the client has authenticated.
@@ -51,15 +56,21 @@ enum State {
     /// ApiVersions answered: SaslHandshake.
     Handshake,
     /// The exchange, in SaslAuthenticate requests (`headers`) or bare.
-    Exchange {
-        headers: bool,
-        mechanism: ScramMechanism,
+    Exchange { headers: bool, exchange: Exchange },
+    /// Authenticated as this user.
+    Complete(String),
+}
+
+/// A mechanism's exchange in progress.
+enum Exchange {
+    /// PLAIN: one message.
+    Plain,
+    /// SCRAM: client-first, then client-final.
+    Scram {
         server: ScramServer,
         /// The client-first message was taken.
         started: bool,
     },
-    /// Authenticated as this user.
-    Complete(String),
 }
 
 /// What to do with a frame received before authentication completed.
@@ -104,15 +115,19 @@ fn illegal_state_answer(api_key: ApiKey, version: i16, correlation_id: i32) -> O
 /// One connection's authentication.
 pub struct Authenticator {
     state: State,
-    mechanisms: Vec<ScramMechanism>,
+    mechanisms: Vec<SaslMechanism>,
+    plain_users: Arc<PlainUsers>,
 }
 
 impl Authenticator {
-    /// A connection that must authenticate with one of `mechanisms`.
-    pub fn new(mechanisms: Vec<ScramMechanism>) -> Self {
+    /// A connection that must authenticate with one of `mechanisms`, listed
+    /// in this order in the handshake's answer; PLAIN's users are
+    /// `plain_users`.
+    pub fn new(mechanisms: Vec<SaslMechanism>, plain_users: Arc<PlainUsers>) -> Self {
         Authenticator {
             state: State::Initial,
             mechanisms,
+            plain_users,
         }
     }
 
@@ -186,7 +201,7 @@ impl Authenticator {
                     .iter()
                     .map(|m| str_bytes(m.name()))
                     .collect();
-                let wanted = ScramMechanism::from_name(request.mechanism.as_str())
+                let wanted = SaslMechanism::from_name(request.mechanism.as_str())
                     .filter(|m| self.mechanisms.contains(m));
                 let Some(mechanism) = wanted else {
                     response.error_code = ErrorCode::UnsupportedSaslMechanism.code();
@@ -197,11 +212,16 @@ impl Authenticator {
                         "unsupported SASL mechanism",
                     );
                 };
+                let exchange = match mechanism {
+                    SaslMechanism::Plain => Exchange::Plain,
+                    SaslMechanism::Scram(scram) => Exchange::Scram {
+                        server: ScramServer::new(scram),
+                        started: false,
+                    },
+                };
                 self.state = State::Exchange {
                     headers: version >= 1,
-                    mechanism,
-                    server: ScramServer::new(mechanism),
-                    started: false,
+                    exchange,
                 };
                 Step::Answer(handlers::ready(encode_response(
                     ApiKey::SaslHandshake,
@@ -262,54 +282,69 @@ impl Authenticator {
         }
     }
 
-    /// Feeds the next client message to the SCRAM exchange; Err is the
-    /// message to answer the failure with.
+    /// Feeds the next client message to the exchange; Err is the message
+    /// to answer the failure with.
     fn exchange(&mut self, token: &[u8], image: &MetadataImage) -> Result<Vec<u8>, String> {
-        let State::Exchange {
-            mechanism,
-            server,
-            started,
-            ..
-        } = &mut self.state
-        else {
+        let State::Exchange { exchange, .. } = &mut self.state else {
             unreachable!("exchange outside the exchange state");
         };
-        let mechanism = *mechanism;
-        let outcome = if *started {
-            server
-                .client_final(token)
-                .map(|(answer, user)| (answer, Some(user)))
-        } else {
-            *started = true;
-            // Without randomness from the OS the exchange fails as any
-            // other would (Kafka's SaslException), the broker serving on.
-            server_nonce()
-                .map_err(|_| ScramFailure::Invalid("no random bytes for a server nonce"))
-                .and_then(|nonce| {
-                    server.client_first(token, &nonce, |user| {
-                        image
-                            .scram_credential(user, mechanism)
-                            .map(|credential| (**credential).clone())
-                    })
-                })
-                .map(|answer| (answer, None))
+        let (answer, user, mechanism) = match exchange {
+            Exchange::Plain => {
+                let user = self.plain_users.authenticate(token).inspect_err(|message| {
+                    tracing::info!(reason = %message, mechanism = "PLAIN", "SASL authentication failed");
+                })?;
+                (Vec::new(), Some(user), SaslMechanism::Plain)
+            }
+            Exchange::Scram { server, started } => {
+                let mechanism = server.mechanism();
+                let (answer, user) = scram_step(server, started, token, image)?;
+                (answer, user, SaslMechanism::Scram(mechanism))
+            }
         };
-        let outcome = outcome.map(|(answer, user)| {
-            if let Some(user) = user {
-                tracing::debug!(%user, mechanism = mechanism.name(), "SASL authentication succeeded");
-                self.state = State::Complete(user);
-            }
-            answer
-        });
-        outcome.map_err(|failure| match failure {
-            ScramFailure::Told(message) => message.to_string(),
-            ScramFailure::Invalid(reason) => {
-                tracing::info!(reason, mechanism = mechanism.name(), "SASL authentication failed");
-                format!(
-                    "Authentication failed during authentication due to invalid credentials with SASL mechanism {}",
-                    mechanism.name()
-                )
-            }
-        })
+        if let Some(user) = user {
+            tracing::debug!(%user, mechanism = mechanism.name(), "SASL authentication succeeded");
+            self.state = State::Complete(user);
+        }
+        Ok(answer)
     }
+}
+
+/// Feeds the next client message to a SCRAM exchange: the answer, and the
+/// user once authenticated; Err is the message to answer the failure with.
+fn scram_step(
+    server: &mut ScramServer,
+    started: &mut bool,
+    token: &[u8],
+    image: &MetadataImage,
+) -> Result<(Vec<u8>, Option<String>), String> {
+    let mechanism = server.mechanism();
+    let outcome = if *started {
+        server
+            .client_final(token)
+            .map(|(answer, user)| (answer, Some(user)))
+    } else {
+        *started = true;
+        // Without randomness from the OS the exchange fails as any other
+        // would (Kafka's SaslException), the broker serving on.
+        server_nonce()
+            .map_err(|_| ScramFailure::Invalid("no random bytes for a server nonce"))
+            .and_then(|nonce| {
+                server.client_first(token, &nonce, |user| {
+                    image
+                        .scram_credential(user, mechanism)
+                        .map(|credential| (**credential).clone())
+                })
+            })
+            .map(|answer| (answer, None))
+    };
+    outcome.map_err(|failure| match failure {
+        ScramFailure::Told(message) => message.to_string(),
+        ScramFailure::Invalid(reason) => {
+            tracing::info!(reason, mechanism = mechanism.name(), "SASL authentication failed");
+            format!(
+                "Authentication failed during authentication due to invalid credentials with SASL mechanism {}",
+                mechanism.name()
+            )
+        }
+    })
 }

@@ -101,8 +101,13 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>, listener: usize) {
     let writer_task = glommio::spawn_local(write_loop(fd, writer, rx));
     let config = &state.shard.config;
     let endpoint = &config.listeners[listener];
-    let mut authenticator = (endpoint.security_protocol == SecurityProtocol::SaslPlaintext)
-        .then(|| Authenticator::new(config.sasl_enabled_mechanisms.clone()));
+    let mut authenticator =
+        (endpoint.security_protocol == SecurityProtocol::SaslPlaintext).then(|| {
+            Authenticator::new(
+                crate::security::in_kafka_handshake_order(config.sasl_enabled_mechanisms.clone()),
+                config.plain_users.clone(),
+            )
+        });
     let mut caller: Option<crate::security::acl::Caller> = None;
     let mut quota_client: Option<Client> = None;
     let reason = loop {
