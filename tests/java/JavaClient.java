@@ -56,6 +56,7 @@ public class JavaClient {
             case "admin" -> adminCalls(bootstrap, topic);
             case "validate" -> validatePositions(bootstrap, topic);
             case "scram" -> scram(bootstrap, topic);
+            case "plain" -> plain(bootstrap, topic);
             case "acls" -> acls(bootstrap, topic);
             case "quotas" -> quotas(bootstrap, topic);
             default -> throw new IllegalArgumentException("unknown mode " + mode);
@@ -212,13 +213,77 @@ public class JavaClient {
         return withScram(config, parts[0], parts[1], parts[2]);
     }
 
+    /** `config` logging in with `mechanism` (PLAIN or a SCRAM one) as `user`. */
     static Map<String, Object> withScram(Map<String, Object> config, String mechanism, String user, String password) {
         Map<String, Object> out = new HashMap<>(config);
         out.put("security.protocol", "SASL_PLAINTEXT");
         out.put("sasl.mechanism", mechanism);
-        out.put("sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required username=\""
+        String module = mechanism.equals("PLAIN")
+                ? "org.apache.kafka.common.security.plain.PlainLoginModule"
+                : "org.apache.kafka.common.security.scram.ScramLoginModule";
+        out.put("sasl.jaas.config", module + " required username=\""
                 + user + "\" password=\"" + password + "\";");
         return out;
+    }
+
+    /**
+     * SASL/PLAIN as JAVA_CLIENT_SASL says: an idempotent producer sends
+     * records, a consumer group reads them back and commits, the admin
+     * client describes the group's offsets; a wrong password fails with the
+     * broker's message.
+     */
+    static void plain(String bootstrap, String topic) throws Exception {
+        Map<String, Object> base = withSasl(Map.of("bootstrap.servers", bootstrap));
+        int records = 200;
+        Map<String, Object> producerConfig = new HashMap<>(base);
+        producerConfig.put("enable.idempotence", "true");
+        try (KafkaProducer<String, String> producer =
+                new KafkaProducer<>(producerConfig, new StringSerializer(), new StringSerializer())) {
+            List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
+            for (int i = 0; i < records; i++) {
+                sent.add(producer.send(new ProducerRecord<>(topic, i % PARTITIONS, "k" + i, "v" + i)));
+            }
+            for (var future : sent) {
+                future.get();
+            }
+        }
+        Map<String, Object> consumerConfig = new HashMap<>(base);
+        consumerConfig.put("group.id", "plain-group");
+        consumerConfig.put("auto.offset.reset", "earliest");
+        consumerConfig.put("enable.auto.commit", "false");
+        Set<String> values = new java.util.TreeSet<>();
+        try (KafkaConsumer<String, String> consumer =
+                new KafkaConsumer<>(consumerConfig, new StringDeserializer(), new StringDeserializer())) {
+            consumer.subscribe(List.of(topic));
+            long deadline = System.currentTimeMillis() + 30_000;
+            while (values.size() < records && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
+                    values.add(record.value());
+                }
+            }
+            consumer.commitSync();
+        }
+        long committed;
+        try (Admin admin = Admin.create(base)) {
+            committed = admin.listConsumerGroupOffsets("plain-group").partitionsToOffsetAndMetadata().get()
+                    .values().stream().mapToLong(o -> o.offset()).sum();
+        }
+        Map<String, Object> wrong = new HashMap<>(base);
+        wrong.put("sasl.jaas.config", "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"alice\" password=\"nope\";");
+        wrong.put("max.block.ms", "10000");
+        String refused = "none";
+        try (KafkaProducer<String, String> producer =
+                new KafkaProducer<>(wrong, new StringSerializer(), new StringSerializer())) {
+            producer.send(new ProducerRecord<>(topic, 0, "k", "v")).get();
+        } catch (Exception e) {
+            Throwable cause = e;
+            while (cause.getCause() != null && !(cause instanceof org.apache.kafka.common.errors.SaslAuthenticationException)) {
+                cause = cause.getCause();
+            }
+            refused = cause.getClass().getSimpleName() + ": " + cause.getMessage();
+        }
+        System.out.printf("{\"read\": %d, \"committed\": %d, \"refused\": \"%s\"}%n",
+                values.size(), committed, refused.replace("\"", "'"));
     }
 
     /**

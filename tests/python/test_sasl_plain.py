@@ -1,0 +1,178 @@
+"""SASL/PLAIN with real clients against a SASL_PLAINTEXT listener.
+
+Goal: clients configured for PLAIN as their documentation says log in with
+the users of Kafka's JAAS file (kafka_server_jaas.conf's KafkaServer
+section, `user_NAME="PASSWORD"`) and work as against Kafka, and a wrong
+password is refused with Kafka's message: librdkafka (confluent-kafka)
+produces idempotently and reads back as another user; kafka-python produces
+and consumes; Debian's kcat (librdkafka 2.0.2, which cannot log in with
+SCRAM) produces and consumes; the Java client produces idempotently, reads
+back in a consumer group that commits, and its admin client reads the
+committed offsets.
+
+Method: one broker for this module, listening SASL_PLAINTEXT with
+`--sasl-enabled-mechanisms PLAIN,SCRAM-SHA-256` and `--jaas-config-file`.
+The refusal messages are those Kafka 4.1.1 gave the same clients with the
+same JAAS users.
+"""
+
+import subprocess
+import time
+
+import pytest
+from confluent_kafka import KafkaException, Producer
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KafkaPythonTopicPartition
+from kafka.errors import KafkaTimeoutError
+
+from conftest import DEFAULT_PARTITIONS, Broker, serve
+from messages import make_messages
+from test_confluent_kafka import produce, read
+from test_java_client import classpath, run_java  # noqa: F401 (classpath is a fixture)
+
+INVALID = "Authentication failed: Invalid username or password"
+READ_TIMEOUT_S = 30
+
+JAAS = """
+KafkaServer {
+    org.apache.kafka.common.security.plain.PlainLoginModule required
+    username="admin"
+    password="admin-secret"
+    user_alice="alice-secret"
+    user_bob="bob-secret";
+};
+"""
+
+
+@pytest.fixture(scope="module")
+def plain_broker(tmp_path_factory):
+    work = tmp_path_factory.mktemp("ringbroker-plain")
+    jaas = work / "kafka_server_jaas.conf"
+    jaas.write_text(JAAS)
+    yield from serve(Broker(
+        work,
+        extra_args=[
+            "--sasl-enabled-mechanisms", "PLAIN,SCRAM-SHA-256",
+            "--jaas-config-file", str(jaas),
+        ],
+        listen_protocol="SASL_PLAINTEXT",
+    ))
+
+
+def librdkafka_plain(broker, user, password):
+    return {
+        "bootstrap.servers": broker.bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": user,
+        "sasl.password": password,
+    }
+
+
+def test_librdkafka_produces_and_another_user_reads_back(plain_broker, topic):
+    messages = make_messages(300, DEFAULT_PARTITIONS, include_empty_values=False)
+    acked = produce(plain_broker, topic, messages, **{
+        **librdkafka_plain(plain_broker, "alice", "alice-secret"),
+        "enable.idempotence": True,
+    })
+    counts = {}
+    for partition, _ in acked:
+        counts[partition] = counts.get(partition, 0) + 1
+    got = read(plain_broker, topic, counts, **librdkafka_plain(plain_broker, "bob", "bob-secret"))
+    for partition, received in got.items():
+        assert [m.offset() for m in received] == list(range(counts[partition]))
+        for message in received:
+            sent = acked[(partition, message.offset())]
+            assert (message.key(), message.value()) == (sent["key"], sent["value"])
+            assert message.headers() == (sent["headers"] or None)
+
+
+@pytest.mark.parametrize("user,password", [("alice", "wrong"), ("nobody", "alice-secret"), ("admin", "admin-secret")])
+def test_librdkafka_is_refused_with_kafkas_message(plain_broker, user, password):
+    # admin is the JAAS entry's own login (username/password), not a user:
+    # Kafka refuses it too.
+    errors = []
+    producer = Producer({
+        **librdkafka_plain(plain_broker, user, password),
+        "error_cb": lambda error: errors.append(error),
+    })
+    with pytest.raises(KafkaException):
+        producer.list_topics(timeout=3)
+    deadline = time.monotonic() + 10
+    while not any(INVALID in error.str() for error in errors):
+        assert time.monotonic() < deadline, f"errors: {[e.str() for e in errors]}"
+        producer.poll(0.1)
+
+
+def kafka_python(broker, password="bob-secret", **extra):
+    return dict(
+        bootstrap_servers=broker.bootstrap,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN",
+        sasl_plain_username="bob",
+        sasl_plain_password=password,
+        request_timeout_ms=10000,
+        **extra,
+    )
+
+
+def test_kafka_python_produces_and_consumes(plain_broker, topic):
+    producer = KafkaProducer(**kafka_python(plain_broker, max_block_ms=10000))
+    try:
+        sent = [producer.send(topic, value=f"v{i}".encode(), partition=0) for i in range(50)]
+        producer.flush(timeout=30)
+        offsets = [future.get(timeout=30).offset for future in sent]
+    finally:
+        producer.close(timeout=10)
+    assert offsets == list(range(50))
+    consumer = KafkaConsumer(**kafka_python(plain_broker, group_id=None, enable_auto_commit=False, fetch_max_wait_ms=100))
+    try:
+        partition = KafkaPythonTopicPartition(topic, 0)
+        consumer.assign([partition])
+        consumer.seek(partition, 0)
+        values = []
+        deadline = time.monotonic() + READ_TIMEOUT_S
+        while len(values) < 50:
+            assert time.monotonic() < deadline, f"read {len(values)} of 50"
+            for records in consumer.poll(timeout_ms=200).values():
+                values.extend(r.value for r in records)
+    finally:
+        consumer.close()
+    assert values == [f"v{i}".encode() for i in range(50)]
+
+    # A wrong password: kafka-python cannot bootstrap, the broker says why
+    # and serves on.
+    refusals = plain_broker.log_text().count(INVALID)
+    with pytest.raises(KafkaTimeoutError):
+        KafkaProducer(**kafka_python(plain_broker, password="nope", max_block_ms=3000)).send(topic, b"x").get(timeout=5)
+    assert plain_broker.log_text().count(INVALID) > refusals
+    plain_broker.assert_alive()
+
+
+def kcat(broker, *args, user="alice", password="alice-secret", stdin=None):
+    return subprocess.run(
+        ["kcat", "-b", broker.bootstrap, "-X", "security.protocol=SASL_PLAINTEXT",
+         "-X", "sasl.mechanism=PLAIN", "-X", f"sasl.username={user}", "-X", f"sasl.password={password}", *args],
+        input=stdin, capture_output=True, text=True, timeout=60,
+    )
+
+
+def test_kcat_produces_and_consumes(plain_broker, topic):
+    lines = [f"line-{i}" for i in range(100)]
+    produced = kcat(plain_broker, "-P", "-t", topic, "-p", "0", stdin="\n".join(lines) + "\n")
+    assert produced.returncode == 0, produced.stderr
+    consumed = kcat(plain_broker, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-c", "100", user="bob", password="bob-secret")
+    assert consumed.returncode == 0, consumed.stderr
+    assert consumed.stdout.splitlines() == lines
+    refused = kcat(plain_broker, "-L", "-m", "3", password="nope")
+    assert refused.returncode != 0
+    assert INVALID in refused.stderr
+
+
+def test_java_client_produces_consumes_in_a_group_and_commits(classpath, plain_broker, topic):  # noqa: F811
+    result = run_java(classpath, "plain", plain_broker, topic, env={"JAVA_CLIENT_SASL": "PLAIN:alice:alice-secret"})
+    assert result == {
+        "read": 200,
+        "committed": 200,
+        "refused": "SaslAuthenticationException: " + INVALID,
+    }
