@@ -35,7 +35,7 @@ pub enum Command {
 /// Settings of `ringbroker serve`. Kafka's config name is given in brackets.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on for Kafka clients, optionally after its security protocol: PLAINTEXT:// (the default) or SASL_PLAINTEXT:// (clients must authenticate with SASL/SCRAM or SASL/PLAIN); repeat for more listeners, e.g. PLAINTEXT inside and SASL_PLAINTEXT outside [listeners].
+    /// Address to listen on for Kafka clients, optionally after its security protocol: PLAINTEXT:// (the default), SASL_PLAINTEXT:// (clients must authenticate with SASL/SCRAM or SASL/PLAIN), SSL:// (TLS; needs --ssl-keystore-location) or SASL_SSL:// (TLS, then SASL); repeat for more listeners, e.g. PLAINTEXT inside and SASL_PLAINTEXT outside [listeners].
     #[arg(long, default_value = "127.0.0.1:9092")]
     pub listen: Vec<String>,
     /// host:port given to the clients of each --listen, in the same order (one per --listen when given); defaults to the listener's own address [advertised.listeners].
@@ -50,6 +50,12 @@ pub struct ServeArgs {
     /// A JAAS file whose KafkaServer (or sasl_plaintext.KafkaServer) section's PlainLoginModule names SASL/PLAIN's users, as Kafka's kafka_server_jaas.conf; keeps passwords off the command line [java.security.auth.login.config].
     #[arg(long)]
     pub jaas_config_file: Option<PathBuf>,
+    /// PEM keystore of SSL and SASL_SSL listeners: the server's private key (unencrypted PKCS#8, PKCS#1 or SEC1) and its certificate chain, as Kafka's ssl.keystore.type=PEM [ssl.keystore.location].
+    #[arg(long)]
+    pub ssl_keystore_location: Option<PathBuf>,
+    /// Keystore type; only PEM is read [ssl.keystore.type].
+    #[arg(long, default_value = "PEM")]
+    pub ssl_keystore_type: String,
     /// A SCRAM credential to create at start-up once: at the first start-up naming that user and mechanism (a credential changed or deleted since stays so), as `kafka-storage format --add-scram`: 'SCRAM-SHA-256=[name=alice,password=alice-secret]' (iterations=N optional, 4096 by default); repeat for more.
     #[arg(long)]
     pub add_scram: Vec<String>,
@@ -449,6 +455,41 @@ impl ServeArgs {
         )
     }
 
+    /// The TLS configuration, when a listener is SSL or SASL_SSL.
+    fn tls(
+        &self,
+        listeners: &[crate::config::broker::Listener],
+    ) -> anyhow::Result<Option<std::sync::Arc<rustls::ServerConfig>>> {
+        let keystore_type = self.ssl_keystore_type.trim().to_ascii_uppercase();
+        if !crate::security::tls::KEYSTORE_TYPES.contains(&keystore_type.as_str()) {
+            bail!(
+                "--ssl-keystore-type {:?}: Kafka's keystore types are JKS, PKCS12 and PEM",
+                self.ssl_keystore_type
+            );
+        }
+        if keystore_type != "PEM" {
+            bail!("--ssl-keystore-type {keystore_type}: only PEM keystores are read; convert it (e.g. keytool -importkeystore to PKCS12, then openssl pkcs12 -nodes)");
+        }
+        let Some(tls_listener) = listeners.iter().find(|l| l.security_protocol.is_tls()) else {
+            if self.ssl_keystore_location.is_some() {
+                tracing::warn!(
+                    "--ssl-keystore-location is given but no listener is SSL or SASL_SSL"
+                );
+            }
+            return Ok(None);
+        };
+        let Some(path) = &self.ssl_keystore_location else {
+            bail!(
+                "--listen {}://{} needs --ssl-keystore-location (a PEM file with the private key and certificate chain)",
+                tls_listener.security_protocol.name(),
+                tls_listener.address
+            );
+        };
+        let config = crate::security::tls::server_config(path)
+            .map_err(|e| anyhow::anyhow!("--ssl-keystore-location: {e}"))?;
+        Ok(Some(config))
+    }
+
     /// PLAIN's users, from `--plain-sasl-jaas-config`, else from
     /// `--jaas-config-file`, as Kafka's `JaasContext.loadServerContext`
     /// prefers the listener's property to the JAAS file.
@@ -457,24 +498,26 @@ impl ServeArgs {
         mechanisms: &[crate::security::SaslMechanism],
         listeners: &[crate::config::broker::Listener],
     ) -> anyhow::Result<std::sync::Arc<crate::security::plain::PlainUsers>> {
-        use crate::security::{plain, SaslMechanism, SecurityProtocol};
-        let protocol = SecurityProtocol::SaslPlaintext;
+        use crate::security::{plain, SaslMechanism};
+        // Kafka's listener-prefixed JAAS section is that of the listener;
+        // here every SASL listener shares PLAIN's users, from the first's.
+        let sasl_listener = listeners.iter().find(|l| l.security_protocol.is_sasl());
+        let protocol_name = sasl_listener.map_or("SASL_PLAINTEXT", |l| l.security_protocol.name());
         let modules = if let Some(text) = &self.plain_sasl_jaas_config {
             vec![plain::parse_jaas_config(text)
                 .map_err(|e| anyhow::anyhow!("--plain-sasl-jaas-config: {e}"))?]
         } else if let Some(path) = &self.jaas_config_file {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("--jaas-config-file: cannot read {}", path.display()))?;
-            plain::parse_jaas_file(&text, protocol.name())
+            plain::parse_jaas_file(&text, protocol_name)
                 .map_err(|e| anyhow::anyhow!("--jaas-config-file {}: {e}", path.display()))?
         } else {
             Vec::new()
         };
-        let wanted = mechanisms.contains(&SaslMechanism::Plain)
-            && listeners.iter().any(|l| l.security_protocol == protocol);
+        let wanted = mechanisms.contains(&SaslMechanism::Plain) && sasl_listener.is_some();
         if !wanted {
             if !modules.is_empty() {
-                tracing::warn!("a JAAS configuration is given but no SASL_PLAINTEXT listener takes PLAIN (--sasl-enabled-mechanisms); its users are not used");
+                tracing::warn!("a JAAS configuration is given but no SASL listener takes PLAIN (--sasl-enabled-mechanisms); its users are not used");
             }
             return Ok(Default::default());
         }
@@ -555,6 +598,7 @@ impl ServeArgs {
             }
         }
         let plain_users = self.plain_users(&sasl_enabled_mechanisms, &listeners)?;
+        let tls = self.tls(&listeners)?;
         let available = allowed_cpus();
         let cpus = match (&self.cpuset, self.cores) {
             (Some(list), _) => {
@@ -695,6 +739,8 @@ impl ServeArgs {
             listeners,
             sasl_enabled_mechanisms,
             plain_users,
+            tls,
+            ssl_keystore_location: self.ssl_keystore_location.clone(),
             add_scram,
             authorizer,
             data_dir: self.data_dir,

@@ -84,6 +84,11 @@ pub struct BrokerConfig {
     /// PLAIN's users (`listener.name.<listener>.plain.sasl.jaas.config` or
     /// the JAAS file's `KafkaServer` section); empty without PLAIN.
     pub plain_users: std::sync::Arc<crate::security::plain::PlainUsers>,
+    /// The TLS server configuration of SSL and SASL_SSL listeners
+    /// (`ssl.keystore.location`, `ssl.keystore.type=PEM`).
+    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    /// `ssl.keystore.location`, when given.
+    pub ssl_keystore_location: Option<PathBuf>,
     /// SCRAM credentials created at start-up where missing (`--add-scram`).
     pub add_scram: Vec<crate::security::AddScram>,
     /// The authorizer (`authorizer.class.name`, `super.users`,
@@ -247,6 +252,15 @@ impl Default for GroupSettings {
 }
 
 impl BrokerConfig {
+    /// The TLS configuration listener `index` serves with, if it is an SSL
+    /// or SASL_SSL one.
+    pub fn tls_for(&self, index: usize) -> Option<std::sync::Arc<rustls::ServerConfig>> {
+        self.listeners
+            .get(index)
+            .filter(|l| l.security_protocol.is_tls())
+            .and(self.tls.clone())
+    }
+
     /// The value of broker config `name` when this broker sets it (from a
     /// flag or because the setting is inherent, like `listeners`); None means
     /// Kafka's default applies. Feeds DescribeConfigs' STATIC_BROKER_CONFIG.
@@ -266,6 +280,11 @@ impl BrokerConfig {
             "advertised.listeners" => Some(advertised),
             "log.dirs" => Some(self.data_dir.display().to_string()),
             "process.roles" => Some("broker,controller".into()),
+            "ssl.keystore.location" => self
+                .ssl_keystore_location
+                .as_ref()
+                .map(|p| p.display().to_string()),
+            "ssl.keystore.type" if self.ssl_keystore_location.is_some() => Some("PEM".into()),
             // Kafka's default is GSSAPI, which this broker does not serve.
             "sasl.enabled.mechanisms" => Some(
                 self.sasl_enabled_mechanisms

@@ -6,6 +6,7 @@
 pub mod acl;
 pub mod plain;
 pub mod scram;
+pub mod tls;
 
 use scram::{ScramMechanism, ITERATIONS_MAX, ITERATIONS_MIN};
 
@@ -17,6 +18,10 @@ pub enum SecurityProtocol {
     Plaintext,
     /// SASL authentication, no encryption.
     SaslPlaintext,
+    /// TLS, no authentication of the client.
+    Ssl,
+    /// TLS, then SASL authentication.
+    SaslSsl,
 }
 
 impl SecurityProtocol {
@@ -25,7 +30,22 @@ impl SecurityProtocol {
         match self {
             SecurityProtocol::Plaintext => "PLAINTEXT",
             SecurityProtocol::SaslPlaintext => "SASL_PLAINTEXT",
+            SecurityProtocol::Ssl => "SSL",
+            SecurityProtocol::SaslSsl => "SASL_SSL",
         }
+    }
+
+    /// Clients authenticate with SASL first.
+    pub fn is_sasl(self) -> bool {
+        matches!(
+            self,
+            SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl
+        )
+    }
+
+    /// Connections are TLS.
+    pub fn is_tls(self) -> bool {
+        matches!(self, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl)
     }
 }
 
@@ -41,11 +61,10 @@ pub fn split_listener(listener: &str) -> Result<(SecurityProtocol, &str), String
     match protocol.to_ascii_uppercase().as_str() {
         "PLAINTEXT" => Ok((SecurityProtocol::Plaintext, address)),
         "SASL_PLAINTEXT" => Ok((SecurityProtocol::SaslPlaintext, address)),
-        "SSL" | "SASL_SSL" => Err(format!(
-            "{protocol} listeners are not supported yet (no TLS); use PLAINTEXT or SASL_PLAINTEXT"
-        )),
+        "SSL" => Ok((SecurityProtocol::Ssl, address)),
+        "SASL_SSL" => Ok((SecurityProtocol::SaslSsl, address)),
         _ => Err(format!(
-            "unknown security protocol {protocol:?}; use PLAINTEXT or SASL_PLAINTEXT"
+            "unknown security protocol {protocol:?}; use PLAINTEXT, SASL_PLAINTEXT, SSL or SASL_SSL"
         )),
     }
 }
@@ -211,7 +230,14 @@ mod tests {
             split_listener("PLAINTEXT://h:1"),
             Ok((SecurityProtocol::Plaintext, "h:1"))
         );
-        assert!(split_listener("SSL://h:1").is_err());
+        assert_eq!(
+            split_listener("ssl://h:1"),
+            Ok((SecurityProtocol::Ssl, "h:1"))
+        );
+        assert_eq!(
+            split_listener("SASL_SSL://h:1"),
+            Ok((SecurityProtocol::SaslSsl, "h:1"))
+        );
         assert!(split_listener("FOO://h:1").is_err());
     }
 

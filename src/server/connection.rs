@@ -27,7 +27,6 @@ use super::{handlers, versions, ServerState};
 use crate::config::limits::{CONNECTION_IN_FLIGHT_REQUESTS_MAX, REQUEST_FRAME_BYTES_MIN};
 use crate::config::Listener;
 use crate::quota::sensors::Client;
-use crate::security::SecurityProtocol;
 use crate::shard::messages::TopicPartition;
 
 /// What a handler's completion yields.
@@ -85,15 +84,28 @@ enum CloseReason {
     Authentication(&'static str),
 }
 
-/// Serves one connection, accepted on listener `listener` (an index into
-/// the broker's listeners), until it closes.
-pub async fn serve(stream: TcpStream, state: Rc<ServerState>, listener: usize) {
+/// Serves one TCP connection, accepted on listener `listener` (an index
+/// into the broker's listeners), until it closes.
+pub async fn serve_tcp(stream: TcpStream, state: Rc<ServerState>, listener: usize) {
     let peer_addr = stream.peer_addr().ok();
-    let peer = peer_addr.map(|a| a.to_string()).unwrap_or_default();
     if let Err(e) = stream.set_nodelay(true) {
-        tracing::debug!(%peer, error = %e, "cannot set TCP_NODELAY");
+        tracing::debug!(?peer_addr, error = %e, "cannot set TCP_NODELAY");
     }
     let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    serve(stream, fd, peer_addr, state, listener).await;
+}
+
+/// Serves one connection from `peer_addr` on `stream` (whose socket is
+/// `fd`, written to directly by splice and vectored sends), accepted on
+/// listener `listener`, until it closes.
+pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + 'static>(
+    stream: S,
+    fd: std::os::fd::RawFd,
+    peer_addr: Option<std::net::SocketAddr>,
+    state: Rc<ServerState>,
+    listener: usize,
+) {
+    let peer = peer_addr.map(|a| a.to_string()).unwrap_or_default();
     let (mut reader, writer) = stream.split();
     let (tx, rx) = glommio::channels::local_channel::new_bounded::<Responder>(
         CONNECTION_IN_FLIGHT_REQUESTS_MAX,
@@ -101,13 +113,12 @@ pub async fn serve(stream: TcpStream, state: Rc<ServerState>, listener: usize) {
     let writer_task = glommio::spawn_local(write_loop(fd, writer, rx));
     let config = &state.shard.config;
     let endpoint = &config.listeners[listener];
-    let mut authenticator =
-        (endpoint.security_protocol == SecurityProtocol::SaslPlaintext).then(|| {
-            Authenticator::new(
-                crate::security::in_kafka_handshake_order(config.sasl_enabled_mechanisms.clone()),
-                config.plain_users.clone(),
-            )
-        });
+    let mut authenticator = endpoint.security_protocol.is_sasl().then(|| {
+        Authenticator::new(
+            crate::security::in_kafka_handshake_order(config.sasl_enabled_mechanisms.clone()),
+            config.plain_users.clone(),
+        )
+    });
     let mut caller: Option<crate::security::acl::Caller> = None;
     let mut quota_client: Option<Client> = None;
     let reason = loop {
@@ -235,7 +246,10 @@ async fn write_loop<W: AsyncWrite + Unpin>(
 }
 
 /// Runs `io` unless `limit` passes first.
-async fn within<T>(limit: Duration, io: impl std::future::Future<Output = T>) -> Option<T> {
+pub(super) async fn within<T>(
+    limit: Duration,
+    io: impl std::future::Future<Output = T>,
+) -> Option<T> {
     match future::select(Box::pin(io), Box::pin(glommio::timer::sleep(limit))).await {
         Either::Left((value, _)) => Some(value),
         Either::Right(_) => None,

@@ -10,6 +10,7 @@ pub mod pieces;
 pub mod produce_frame;
 #[cfg(test)]
 mod test_support;
+pub mod tls;
 pub mod versions;
 
 use std::cell::{Cell, RefCell};
@@ -133,7 +134,10 @@ pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>, index: u
                 }
             }
             state.open_connections.set(state.open_connections.get() + 1);
-            connection::serve(stream, state.clone(), index).await;
+            match state.shard.config.tls_for(index) {
+                Some(tls) => tls::serve(stream, tls, state.clone(), index).await,
+                None => connection::serve_tcp(stream, state.clone(), index).await,
+            }
             state.open_connections.set(state.open_connections.get() - 1);
         })
         .detach();

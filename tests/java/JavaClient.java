@@ -203,14 +203,25 @@ public class JavaClient {
         System.out.printf("{\"truncation\": \"%s\", \"read\": \"%s\"}%n", truncation, String.join(",", values));
     }
 
-    /** `config` with the SASL settings JAVA_CLIENT_SASL asks for, if any. */
+    /**
+     * `config` with the SASL settings JAVA_CLIENT_SASL asks for, if any, over
+     * TLS trusting the PEM CA file JAVA_CLIENT_TLS names, if any.
+     */
     static Map<String, Object> withSasl(Map<String, Object> config) {
         String sasl = System.getenv("JAVA_CLIENT_SASL");
-        if (sasl == null) {
-            return config;
+        Map<String, Object> out = config;
+        if (sasl != null) {
+            String[] parts = sasl.split(":", 3);
+            out = withScram(config, parts[0], parts[1], parts[2]);
         }
-        String[] parts = sasl.split(":", 3);
-        return withScram(config, parts[0], parts[1], parts[2]);
+        String tls = System.getenv("JAVA_CLIENT_TLS");
+        if (tls != null) {
+            out = new HashMap<>(out);
+            out.put("security.protocol", sasl == null ? "SSL" : "SASL_SSL");
+            out.put("ssl.truststore.type", "PEM");
+            out.put("ssl.truststore.location", tls);
+        }
+        return out;
     }
 
     /** `config` logging in with `mechanism` (PLAIN or a SCRAM one) as `user`. */

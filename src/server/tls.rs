@@ -1,0 +1,115 @@
+//! A connection on an SSL or SASL_SSL listener: the TLS handshake (bounded
+//! by the request read timeout), then the connection is served as any
+//! other over one end of a socket pair while this task relays between the
+//! other end and the TLS session, decrypting what the client sends and
+//! encrypting what the broker answers. The broker's own paths (splice and
+//! vectored sends of record data) write to the socket pair unchanged; the
+//! record bytes are copied once more in user space here, into TLS records,
+//! as any TLS server must (Kafka's SSL listeners give up zero-copy too).
+//! Each direction relays through one fixed buffer, so a connection holds a
+//! bounded amount whatever its client does.
+
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use glommio::net::{TcpStream, UnixStream};
+
+use super::{connection, ServerState};
+
+/// Bytes relayed per read, each way.
+const RELAY_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Serves one TCP connection accepted on TLS listener `listener`.
+pub async fn serve(
+    stream: TcpStream,
+    tls: Arc<rustls::ServerConfig>,
+    state: Rc<ServerState>,
+    listener: usize,
+) {
+    let peer_addr = stream.peer_addr().ok();
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!(?peer_addr, error = %e, "cannot set TCP_NODELAY");
+    }
+    let timeout = Duration::from_millis(state.shard.config.request_read_timeout_ms);
+    let handshake = futures_rustls::TlsAcceptor::from(tls).accept(stream);
+    let session = match connection::within(timeout, handshake).await {
+        Some(Ok(session)) => session,
+        Some(Err(e)) => {
+            tracing::debug!(?peer_addr, error = %e, "TLS handshake failed");
+            return;
+        }
+        None => {
+            tracing::debug!(
+                ?peer_addr,
+                "TLS handshake not done within the request read timeout"
+            );
+            return;
+        }
+    };
+    let (inner, outer) = match std::os::unix::net::UnixStream::pair() {
+        Ok(pair) => pair,
+        Err(e) => {
+            tracing::warn!(?peer_addr, error = %e, "no socket pair for a TLS connection; closing it");
+            return;
+        }
+    };
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    let fd = inner.into_raw_fd();
+    // SAFETY: each descriptor was just given up by its std socket, owned by
+    // nothing else from here on.
+    let (inner, outer) = unsafe {
+        (
+            UnixStream::from_raw_fd(fd),
+            UnixStream::from_raw_fd(outer.into_raw_fd()),
+        )
+    };
+    futures::join!(
+        connection::serve(inner, fd, peer_addr, state, listener),
+        relay(session, outer)
+    );
+}
+
+/// Copies `from` to `to` until `from` ends or either fails; false on a
+/// failure.
+async fn copy<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(from: &mut R, to: &mut W) -> bool {
+    let mut buffer = vec![0u8; RELAY_BUFFER_BYTES];
+    loop {
+        let read = match from.read(&mut buffer).await {
+            Ok(0) => return true,
+            Ok(read) => read,
+            Err(_) => return false,
+        };
+        if to.write_all(&buffer[..read]).await.is_err() || to.flush().await.is_err() {
+            return false;
+        }
+    }
+}
+
+/// Relays between the client's TLS session and the broker's end of the
+/// socket pair until the broker closes its end: the client's end of input
+/// is passed on as the end of the broker's input, and the broker closing
+/// ends the session (close_notify, then the TCP connection).
+async fn relay<C, B>(client: C, broker: B)
+where
+    C: AsyncRead + AsyncWrite + Unpin,
+    B: AsyncRead + AsyncWrite + Unpin,
+{
+    let (mut client_read, mut client_write) = client.split();
+    let (mut broker_read, mut broker_write) = broker.split();
+    let inbound = async {
+        copy(&mut client_read, &mut broker_write).await;
+        let _ = broker_write.close().await;
+    };
+    let outbound = async {
+        copy(&mut broker_read, &mut client_write).await;
+        let _ = client_write.close().await;
+    };
+    futures::pin_mut!(inbound, outbound);
+    if let futures::future::Either::Left(((), outbound)) =
+        futures::future::select(inbound, outbound).await
+    {
+        outbound.await;
+    }
+}

@@ -1,0 +1,227 @@
+"""TLS listeners (SSL and SASL_SSL) with real clients.
+
+Goal: clients configured for TLS as their documentation says (a CA file to
+trust, hostname verification on) connect to SSL and SASL_SSL listeners
+served from a PEM keystore (Kafka's ssl.keystore.type=PEM) and work as
+against Kafka: librdkafka (confluent-kafka) produces idempotently over SSL
+and reads everything back over SASL_SSL with SCRAM; kafka-python and
+Debian's kcat produce and consume over SSL and SASL_SSL with PLAIN; the Java
+client produces, reads in a committing group and reads the offsets back
+over SASL_SSL with PLAIN; 4 MB of records cross TLS from the segment
+files after a restart (the splice path) unchanged. A client that does not
+trust the broker's CA cannot connect.
+
+Method: a CA and a server certificate for 127.0.0.1 and localhost made
+with openssl; one broker for this module listening SSL and SASL_SSL. The
+same keystore, clients and settings were run against Kafka 4.1.1 with
+SSL and SASL_SSL listeners and ssl.keystore.type=PEM, with the same
+results.
+"""
+
+import hashlib
+import os
+import subprocess
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KafkaPythonTopicPartition
+
+from conftest import DEFAULT_PARTITIONS, Broker, free_port, serve
+from messages import make_messages
+from test_confluent_kafka import produce, read
+from test_java_client import classpath, run_java  # noqa: F401 (classpath is a fixture)
+
+READ_TIMEOUT_S = 30
+
+
+def openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory):
+    """A CA, and a keystore with a key and a certificate the CA signed for
+    127.0.0.1 and localhost; returns (CA file, keystore file)."""
+    work = tmp_path_factory.mktemp("tls")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+            "-days", "2", "-subj", "/CN=ringbroker-test-ca", cwd=work)
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+            "-subj", "/CN=localhost", cwd=work)
+    (work / "san.cnf").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "server.pem", "-days", "2", "-extfile", "san.cnf", cwd=work)
+    keystore = work / "keystore.pem"
+    keystore.write_text((work / "server.key").read_text() + (work / "server.pem").read_text())
+    return work / "ca.pem", keystore
+
+
+class TlsBroker:
+    def __init__(self, broker, sasl_ssl_port, ca):
+        self.broker = broker
+        self.ssl = broker.bootstrap
+        self.sasl_ssl = f"127.0.0.1:{sasl_ssl_port}"
+        self.ca = str(ca)
+
+
+@pytest.fixture(scope="module")
+def tls_broker(tmp_path_factory, certificates):
+    ca, keystore = certificates
+    sasl_ssl_port = free_port()
+    broker = Broker(
+        tmp_path_factory.mktemp("ringbroker-tls"),
+        extra_args=[
+            "--listen", f"SASL_SSL://127.0.0.1:{sasl_ssl_port}",
+            "--ssl-keystore-location", str(keystore),
+            "--sasl-enabled-mechanisms", "PLAIN,SCRAM-SHA-512",
+            "--plain-sasl-jaas-config",
+            'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";',
+            "--add-scram", "SCRAM-SHA-512=[name=bob,password=bob-secret]",
+        ],
+        listen_protocol="SSL",
+    )
+    for running in serve(broker):
+        yield TlsBroker(running, sasl_ssl_port, ca)
+
+
+def librdkafka_ssl(tls):
+    return {"bootstrap.servers": tls.ssl, "security.protocol": "SSL", "ssl.ca.location": tls.ca}
+
+
+def librdkafka_sasl_ssl(tls, mechanism, user, password):
+    return {
+        "bootstrap.servers": tls.sasl_ssl,
+        "security.protocol": "SASL_SSL",
+        "ssl.ca.location": tls.ca,
+        "sasl.mechanism": mechanism,
+        "sasl.username": user,
+        "sasl.password": password,
+    }
+
+
+def test_librdkafka_produces_over_ssl_and_reads_back_over_sasl_ssl(tls_broker, topic):
+    messages = make_messages(300, DEFAULT_PARTITIONS, include_empty_values=False)
+    acked = produce(tls_broker.broker, topic, messages, **{**librdkafka_ssl(tls_broker), "enable.idempotence": True})
+    counts = {}
+    for partition, _ in acked:
+        counts[partition] = counts.get(partition, 0) + 1
+    got = read(tls_broker.broker, topic, counts, **librdkafka_sasl_ssl(tls_broker, "SCRAM-SHA-512", "bob", "bob-secret"))
+    for partition, received in got.items():
+        assert [m.offset() for m in received] == list(range(counts[partition]))
+        for message in received:
+            sent = acked[(partition, message.offset())]
+            assert (message.key(), message.value()) == (sent["key"], sent["value"])
+            assert message.headers() == (sent["headers"] or None)
+
+
+def test_large_records_cross_tls_from_disk_after_a_restart(tls_broker, topic):
+    """Tail reads come from memory, reads after a restart from the segment
+    files by splice: both reach the client through TLS unchanged."""
+    values = [os.urandom(4000 + i) for i in range(1000)]
+    producer = Producer({**librdkafka_ssl(tls_broker), "linger.ms": 5, "acks": "all"})
+    for value in values:
+        producer.produce(topic, value, partition=0)
+        producer.poll(0)
+    assert producer.flush(30) == 0
+
+    def read_all():
+        consumer = Consumer({**librdkafka_ssl(tls_broker), "group.id": "unused", "enable.auto.commit": False})
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        got = []
+        deadline = time.monotonic() + READ_TIMEOUT_S
+        try:
+            while len(got) < len(values):
+                assert time.monotonic() < deadline, f"read {len(got)} of {len(values)}"
+                for message in consumer.consume(500, 0.5):
+                    assert message.error() is None, message.error()
+                    got.append(message.value())
+        finally:
+            consumer.close()
+        return got
+
+    digest = hashlib.sha256(b"".join(values)).hexdigest()
+    assert hashlib.sha256(b"".join(read_all())).hexdigest() == digest
+    tls_broker.broker.stop()
+    tls_broker.broker.start()
+    assert hashlib.sha256(b"".join(read_all())).hexdigest() == digest
+
+
+def test_a_client_not_trusting_the_ca_cannot_connect(tls_broker):
+    errors = []
+    producer = Producer({
+        "bootstrap.servers": tls_broker.ssl,
+        "security.protocol": "SSL",
+        "error_cb": lambda error: errors.append(error),
+    })
+    with pytest.raises(KafkaException):
+        producer.list_topics(timeout=3)
+    deadline = time.monotonic() + 10
+    while not any("certificate verify failed" in error.str() for error in errors):
+        assert time.monotonic() < deadline, f"errors: {[e.str() for e in errors]}"
+        producer.poll(0.1)
+
+
+def test_kafka_python_produces_and_consumes_over_ssl_and_sasl_ssl(tls_broker, topic):
+    ssl = dict(bootstrap_servers=tls_broker.ssl, security_protocol="SSL", ssl_cafile=tls_broker.ca, request_timeout_ms=10000)
+    sasl_ssl = dict(
+        bootstrap_servers=tls_broker.sasl_ssl, security_protocol="SASL_SSL", ssl_cafile=tls_broker.ca,
+        sasl_mechanism="PLAIN", sasl_plain_username="alice", sasl_plain_password="alice-secret",
+        request_timeout_ms=10000,
+    )
+    for settings, partition in ((ssl, 0), (sasl_ssl, 1)):
+        producer = KafkaProducer(max_block_ms=10000, **settings)
+        try:
+            sent = [producer.send(topic, value=f"v{i}".encode(), partition=partition) for i in range(50)]
+            producer.flush(timeout=30)
+            assert [future.get(timeout=30).offset for future in sent] == list(range(50))
+        finally:
+            producer.close(timeout=10)
+        consumer = KafkaConsumer(group_id=None, enable_auto_commit=False, fetch_max_wait_ms=100, **settings)
+        try:
+            assigned = KafkaPythonTopicPartition(topic, partition)
+            consumer.assign([assigned])
+            consumer.seek(assigned, 0)
+            values = []
+            deadline = time.monotonic() + READ_TIMEOUT_S
+            while len(values) < 50:
+                assert time.monotonic() < deadline, f"read {len(values)} of 50"
+                for records in consumer.poll(timeout_ms=200).values():
+                    values.extend(r.value for r in records)
+        finally:
+            consumer.close()
+        assert values == [f"v{i}".encode() for i in range(50)]
+
+
+def kcat(tls, bootstrap, *args, sasl=(), stdin=None):
+    protocol = "SASL_SSL" if sasl else "SSL"
+    return subprocess.run(
+        ["kcat", "-b", bootstrap, "-X", f"security.protocol={protocol}", "-X", f"ssl.ca.location={tls.ca}",
+         *sasl, *args],
+        input=stdin, capture_output=True, text=True, timeout=60,
+    )
+
+
+def test_kcat_produces_and_consumes_over_ssl_and_sasl_ssl(tls_broker, topic):
+    lines = [f"line-{i}" for i in range(100)]
+    produced = kcat(tls_broker, tls_broker.ssl, "-P", "-t", topic, "-p", "0", stdin="\n".join(lines) + "\n")
+    assert produced.returncode == 0, produced.stderr
+    plain = ("-X", "sasl.mechanism=PLAIN", "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret")
+    consumed = kcat(tls_broker, tls_broker.sasl_ssl, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-c", "100", sasl=plain)
+    assert consumed.returncode == 0, consumed.stderr
+    assert consumed.stdout.splitlines() == lines
+
+
+def test_java_client_over_sasl_ssl(classpath, tls_broker, topic):  # noqa: F811
+    class Bootstrap:
+        bootstrap = tls_broker.sasl_ssl
+
+    result = run_java(classpath, "plain", Bootstrap, topic, env={
+        "JAVA_CLIENT_SASL": "PLAIN:alice:alice-secret",
+        "JAVA_CLIENT_TLS": tls_broker.ca,
+    })
+    assert result == {
+        "read": 200,
+        "committed": 200,
+        "refused": "SaslAuthenticationException: Authentication failed: Invalid username or password",
+    }
