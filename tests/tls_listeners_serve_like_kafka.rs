@@ -1,0 +1,351 @@
+//! Goal: SSL and SASL_SSL listeners, served from a PEM keystore (Kafka's
+//! `ssl.keystore.type=PEM`, `ssl.keystore.location`), speak Kafka over TLS
+//! beside a PLAINTEXT listener: each answers with its own address; records
+//! produced over TLS are fetched back over TLS identical, from memory and,
+//! after a restart, from the segment files (the splice path, which writes
+//! into the TLS relay); SASL_SSL serves nothing before login; a client that
+//! speaks plain Kafka to a TLS port, or never finishes its handshake, is
+//! closed and the broker serves on; a TLS listener without a usable PEM
+//! keystore stops the start-up.
+//!
+//! Method: certificates made here (a CA, and a server certificate for
+//! 127.0.0.1 it signed); a raw Kafka client over rustls trusting that CA.
+//! Kafka 4.1.1 with the same keystore answered the same requests alike
+//! (and, to plain Kafka on its TLS port, a TLS alert and a close, as here).
+//! Real clients over TLS are in tests/python/test_tls.py.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes};
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId, CreateTopicsRequest,
+    CreateTopicsResponse, FetchRequest, FetchResponse, MetadataRequest, MetadataResponse,
+    ProduceRequest, ProduceResponse, ResponseHeader, SaslAuthenticateRequest,
+    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse, TopicName,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::records::RecordBatchDecoder;
+use rustls::pki_types::{CertificateDer, ServerName};
+
+use common::wire::{encode_batch, encode_request, plain_record, Outcome, RawClient};
+use common::{Broker, BrokerOptions};
+
+const TOPIC: &str = "over-tls";
+const RECORDS: usize = 2000;
+
+/// A CA's certificate, and a PEM keystore (key, then certificate) for
+/// 127.0.0.1 and localhost signed by it.
+fn certificates() -> (CertificateDer<'static>, String) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "ringbroker-test-ca");
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let server_key = KeyPair::generate().unwrap();
+    let server = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&server_key, &ca, &ca_key)
+        .unwrap();
+    (
+        ca.der().clone(),
+        format!("{}{}", server_key.serialize_pem(), server.pem()),
+    )
+}
+
+/// A Kafka client over TLS.
+struct TlsClient {
+    stream: rustls::StreamOwned<rustls::ClientConnection, TcpStream>,
+    next_correlation_id: i32,
+}
+
+impl TlsClient {
+    fn connect(address: &str, ca: &CertificateDer<'static>) -> TlsClient {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(ca.clone()).unwrap();
+        #[allow(deprecated)]
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let name = ServerName::try_from("127.0.0.1").unwrap();
+        let mut connection = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+        let mut tcp = TcpStream::connect(address).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        while connection.is_handshaking() {
+            connection
+                .complete_io(&mut tcp)
+                .expect("TLS handshake with the broker");
+        }
+        TlsClient {
+            stream: rustls::StreamOwned::new(connection, tcp),
+            next_correlation_id: 1,
+        }
+    }
+
+    fn send<Req: Encodable>(&mut self, api_key: ApiKey, version: i16, body: &Req) -> i32 {
+        let correlation_id = self.next_correlation_id;
+        self.next_correlation_id += 1;
+        let frame = encode_request(api_key, version, correlation_id, body);
+        self.stream.write_all(&frame).unwrap();
+        self.stream.flush().unwrap();
+        correlation_id
+    }
+
+    /// The next response frame, or None when the broker closed.
+    fn read_frame(&mut self) -> Option<Vec<u8>> {
+        let mut size = [0u8; 4];
+        self.stream.read_exact(&mut size).ok()?;
+        let mut frame = vec![0u8; u32::from_be_bytes(size) as usize];
+        self.stream.read_exact(&mut frame).ok()?;
+        Some(frame)
+    }
+
+    fn request<Req: Encodable, Resp: Decodable>(
+        &mut self,
+        api_key: ApiKey,
+        version: i16,
+        body: &Req,
+    ) -> Resp {
+        let correlation_id = self.send(api_key, version, body);
+        let mut frame = Bytes::from(
+            self.read_frame()
+                .unwrap_or_else(|| panic!("{api_key:?}: closed")),
+        );
+        let header =
+            ResponseHeader::decode(&mut frame, api_key.response_header_version(version)).unwrap();
+        assert_eq!(header.correlation_id, correlation_id);
+        let response = Resp::decode(&mut frame, version).unwrap();
+        assert_eq!(frame.remaining(), 0, "{api_key:?}: bytes left over");
+        response
+    }
+
+    /// The (host, port) Metadata gives for the broker.
+    fn advertised(&mut self) -> (String, i32) {
+        let metadata: MetadataResponse =
+            self.request(ApiKey::Metadata, 12, &MetadataRequest::default());
+        (
+            metadata.brokers[0].host.to_string(),
+            metadata.brokers[0].port,
+        )
+    }
+}
+
+fn tls_broker(keystore: &std::path::Path, sasl_ssl_port: u16, plaintext_port: u16) -> Broker {
+    Broker::start(
+        BrokerOptions::default()
+            .listen_protocol("SSL")
+            .arg("--listen", format!("SASL_SSL://127.0.0.1:{sasl_ssl_port}"))
+            .arg("--listen", format!("127.0.0.1:{plaintext_port}"))
+            .arg("--ssl-keystore-location", keystore.display())
+            .arg("--sasl-enabled-mechanisms", "PLAIN")
+            .arg(
+                "--plain-sasl-jaas-config",
+                "org.apache.kafka.common.security.plain.PlainLoginModule required user_alice=\"alice-secret\";",
+            )
+            .arg("--request-read-timeout-ms", 2000),
+    )
+}
+
+fn values() -> Vec<Bytes> {
+    (0..RECORDS)
+        .map(|i| Bytes::from(format!("{i:06}-{}", "x".repeat(1000 + i % 97))))
+        .collect()
+}
+
+/// Fetches the whole partition from offset 0 over `client`.
+fn fetch_all(client: &mut TlsClient) -> Vec<Bytes> {
+    let mut got = Vec::new();
+    while got.len() < RECORDS {
+        let mut partition = FetchPartition::default();
+        partition.partition = 0;
+        partition.fetch_offset = got.len() as i64;
+        partition.partition_max_bytes = 1 << 20;
+        let mut topic = FetchTopic::default();
+        topic.topic = TopicName(StrBytes::from_static_str(TOPIC));
+        topic.partitions = vec![partition];
+        let mut request = FetchRequest::default();
+        request.replica_id = BrokerId(-1);
+        request.max_wait_ms = 500;
+        request.max_bytes = 4 << 20;
+        request.topics = vec![topic];
+        let response: FetchResponse = client.request(ApiKey::Fetch, 12, &request);
+        let answer = &response.responses[0].partitions[0];
+        assert_eq!(answer.error_code, 0);
+        let mut records = answer.records.clone().unwrap_or_default();
+        let before = got.len();
+        for batch in RecordBatchDecoder::decode_all(&mut records).unwrap() {
+            for record in batch.records {
+                if record.offset as usize == got.len() {
+                    got.push(record.value.unwrap_or_default());
+                }
+            }
+        }
+        assert!(got.len() > before, "fetch at {before} made no progress");
+    }
+    got
+}
+
+#[test]
+fn ssl_and_sasl_ssl_listeners_serve_over_tls() {
+    let (ca, keystore_pem) = certificates();
+    let dir = tempfile::tempdir().unwrap();
+    let keystore = dir.path().join("keystore.pem");
+    std::fs::write(&keystore, keystore_pem).unwrap();
+    let (sasl_ssl_port, plaintext_port) = (common::free_port(), common::free_port());
+    let mut broker = tls_broker(&keystore, sasl_ssl_port, plaintext_port);
+    let ssl = broker.bootstrap();
+    let sasl_ssl = format!("127.0.0.1:{sasl_ssl_port}");
+
+    // SSL: served at once, with its own address.
+    let mut client = TlsClient::connect(&ssl, &ca);
+    let versions: ApiVersionsResponse =
+        client.request(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    assert_eq!(versions.error_code, 0);
+    assert_eq!(
+        client.advertised(),
+        ("127.0.0.1".to_string(), i32::from(broker.port()))
+    );
+    let mut topic = CreatableTopic::default();
+    topic.name = TopicName(StrBytes::from_static_str(TOPIC));
+    topic.num_partitions = 1;
+    topic.replication_factor = 1;
+    let mut create = CreateTopicsRequest::default();
+    create.topics = vec![topic];
+    create.timeout_ms = 10_000;
+    let created: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 5, &create);
+    assert_eq!(created.topics[0].error_code, 0);
+
+    // 2000 records (2 MB) in batches of 250, then read back.
+    let values = values();
+    for (index, chunk) in values.chunks(250).enumerate() {
+        let records: Vec<_> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, value)| plain_record((index * 250 + i) as i64, None, value.clone()))
+            .collect();
+        let mut partition = PartitionProduceData::default();
+        partition.index = 0;
+        partition.records = Some(encode_batch(&records));
+        let mut data = TopicProduceData::default();
+        data.name = TopicName(StrBytes::from_static_str(TOPIC));
+        data.partition_data = vec![partition];
+        let mut produce = ProduceRequest::default();
+        produce.acks = -1;
+        produce.timeout_ms = 10_000;
+        produce.topic_data = vec![data];
+        let produced: ProduceResponse = client.request(ApiKey::Produce, 9, &produce);
+        let answer = &produced.responses[0].partition_responses[0];
+        assert_eq!(
+            (answer.error_code, answer.base_offset),
+            (0, (index * 250) as i64)
+        );
+    }
+    assert!(fetch_all(&mut client) == values, "read back from memory");
+
+    // SASL_SSL: nothing before login; its own address after.
+    let mut anonymous = TlsClient::connect(&sasl_ssl, &ca);
+    anonymous.send(ApiKey::Metadata, 12, &MetadataRequest::default());
+    assert!(anonymous.read_frame().is_none(), "closed before login");
+    let mut alice = TlsClient::connect(&sasl_ssl, &ca);
+    let mut handshake = SaslHandshakeRequest::default();
+    handshake.mechanism = StrBytes::from_static_str("PLAIN");
+    let shaken: SaslHandshakeResponse = alice.request(ApiKey::SaslHandshake, 1, &handshake);
+    assert_eq!(shaken.error_code, 0);
+    let mut login = SaslAuthenticateRequest::default();
+    login.auth_bytes = Bytes::from_static(b"\0alice\0alice-secret");
+    let logged_in: SaslAuthenticateResponse = alice.request(ApiKey::SaslAuthenticate, 2, &login);
+    assert_eq!(logged_in.error_code, 0);
+    assert_eq!(
+        alice.advertised(),
+        ("127.0.0.1".to_string(), i32::from(sasl_ssl_port))
+    );
+
+    // PLAINTEXT beside them, with its own address.
+    let mut plain = RawClient::connect(&format!("127.0.0.1:{plaintext_port}"));
+    let metadata: MetadataResponse =
+        plain.request(ApiKey::Metadata, 12, &MetadataRequest::default());
+    assert_eq!(metadata.brokers[0].port, i32::from(plaintext_port));
+
+    // Plain Kafka to the TLS port: a TLS alert, then closed, as Kafka.
+    let mut confused = RawClient::connect(&ssl);
+    confused
+        .write_raw(&encode_request(
+            ApiKey::ApiVersions,
+            3,
+            1,
+            &ApiVersionsRequest::default(),
+        ))
+        .unwrap();
+    match confused.outcome_within(Duration::from_secs(10)) {
+        Outcome::Closed { bytes_before_close } => {
+            assert_eq!(
+                bytes_before_close.first(),
+                Some(&0x15),
+                "a TLS alert record"
+            )
+        }
+        other => panic!("not closed: {other:?}"),
+    }
+    // A handshake never finished is closed after the request read timeout.
+    let mut silent = RawClient::connect(&ssl);
+    let started = Instant::now();
+    assert!(matches!(
+        silent.outcome_within(Duration::from_secs(10)),
+        Outcome::Closed { .. }
+    ));
+    assert!(started.elapsed() >= Duration::from_millis(1500));
+
+    // After a restart the records come from the segment files.
+    broker.restart();
+    let mut client = TlsClient::connect(&ssl, &ca);
+    assert!(fetch_all(&mut client) == values, "read back from disk");
+}
+
+/// Goal: a TLS listener without a usable PEM keystore does not start.
+#[test]
+fn tls_listeners_need_a_pem_keystore() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, keystore_pem) = certificates();
+    let key_only = dir.path().join("key.pem");
+    let key_end = keystore_pem.find("-----END PRIVATE KEY-----").unwrap();
+    std::fs::write(&key_only, &keystore_pem[..key_end + 26]).unwrap();
+    let refuse = |extra: &[&str], expected: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_ringbroker"))
+            .args(["serve", "--listen", "SSL://127.0.0.1:0", "--data-dir"])
+            .arg(dir.path().join("data"))
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{extra:?} started");
+        assert!(stderr.contains(expected), "{extra:?}: {stderr}");
+    };
+    refuse(&[], "needs --ssl-keystore-location");
+    refuse(
+        &[
+            "--ssl-keystore-location",
+            key_only.to_str().unwrap(),
+            "--ssl-keystore-type",
+            "JKS",
+        ],
+        "only PEM keystores are read",
+    );
+    refuse(
+        &["--ssl-keystore-location", key_only.to_str().unwrap()],
+        "no certificate",
+    );
+}
