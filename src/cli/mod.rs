@@ -56,6 +56,12 @@ pub struct ServeArgs {
     /// Keystore type; only PEM is read [ssl.keystore.type].
     #[arg(long, default_value = "PEM")]
     pub ssl_keystore_type: String,
+    /// Client certificates on SSL listeners: none, requested (a client without one is User:ANONYMOUS) or required; a certificate's subject is the principal, as Java writes it (e.g. User:CN=client,O=acme,C=US). SASL_SSL listeners ask for none [ssl.client.auth].
+    #[arg(long, default_value = "none")]
+    pub ssl_client_auth: String,
+    /// PEM file of the CAs whose client certificates are accepted (ssl.truststore.type=PEM) [ssl.truststore.location].
+    #[arg(long)]
+    pub ssl_truststore_location: Option<PathBuf>,
     /// A SCRAM credential to create at start-up once: at the first start-up naming that user and mechanism (a credential changed or deleted since stays so), as `kafka-storage format --add-scram`: 'SCRAM-SHA-256=[name=alice,password=alice-secret]' (iterations=N optional, 4096 by default); repeat for more.
     #[arg(long)]
     pub add_scram: Vec<String>,
@@ -459,7 +465,9 @@ impl ServeArgs {
     fn tls(
         &self,
         listeners: &[crate::config::broker::Listener],
-    ) -> anyhow::Result<Option<std::sync::Arc<rustls::ServerConfig>>> {
+        client_auth: crate::security::tls::ClientAuth,
+    ) -> anyhow::Result<Option<crate::config::broker::TlsConfigs>> {
+        use crate::security::tls::{server_config, ClientAuth};
         let keystore_type = self.ssl_keystore_type.trim().to_ascii_uppercase();
         if !crate::security::tls::KEYSTORE_TYPES.contains(&keystore_type.as_str()) {
             bail!(
@@ -485,9 +493,12 @@ impl ServeArgs {
                 tls_listener.address
             );
         };
-        let config = crate::security::tls::server_config(path)
+        let truststore = self.ssl_truststore_location.as_deref();
+        let ssl = server_config(path, client_auth, truststore)
+            .map_err(|e| anyhow::anyhow!("--ssl-keystore-location, --ssl-client-auth: {e}"))?;
+        let sasl_ssl = server_config(path, ClientAuth::None, None)
             .map_err(|e| anyhow::anyhow!("--ssl-keystore-location: {e}"))?;
-        Ok(Some(config))
+        Ok(Some(crate::config::broker::TlsConfigs { ssl, sasl_ssl }))
     }
 
     /// PLAIN's users, from `--plain-sasl-jaas-config`, else from
@@ -598,7 +609,14 @@ impl ServeArgs {
             }
         }
         let plain_users = self.plain_users(&sasl_enabled_mechanisms, &listeners)?;
-        let tls = self.tls(&listeners)?;
+        let ssl_client_auth = crate::security::tls::ClientAuth::parse(&self.ssl_client_auth)
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--ssl-client-auth {:?}: none, requested or required",
+                    self.ssl_client_auth
+                )
+            })?;
+        let tls = self.tls(&listeners, ssl_client_auth)?;
         let available = allowed_cpus();
         let cpus = match (&self.cpuset, self.cores) {
             (Some(list), _) => {
@@ -741,6 +759,8 @@ impl ServeArgs {
             plain_users,
             tls,
             ssl_keystore_location: self.ssl_keystore_location.clone(),
+            ssl_truststore_location: self.ssl_truststore_location.clone(),
+            ssl_client_auth,
             add_scram,
             authorizer,
             data_dir: self.data_dir,

@@ -69,6 +69,15 @@ pub struct Listener {
     pub advertised_port: u16,
 }
 
+/// The TLS configurations of SSL and SASL_SSL listeners.
+#[derive(Debug, Clone)]
+pub struct TlsConfigs {
+    /// For SSL listeners.
+    pub ssl: std::sync::Arc<rustls::ServerConfig>,
+    /// For SASL_SSL listeners.
+    pub sasl_ssl: std::sync::Arc<rustls::ServerConfig>,
+}
+
 /// Broker-wide settings, validated. Field names follow Kafka's config names.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
@@ -84,11 +93,17 @@ pub struct BrokerConfig {
     /// PLAIN's users (`listener.name.<listener>.plain.sasl.jaas.config` or
     /// the JAAS file's `KafkaServer` section); empty without PLAIN.
     pub plain_users: std::sync::Arc<crate::security::plain::PlainUsers>,
-    /// The TLS server configuration of SSL and SASL_SSL listeners
-    /// (`ssl.keystore.location`, `ssl.keystore.type=PEM`).
-    pub tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    /// The TLS server configuration of SSL listeners (`ssl.keystore.*`,
+    /// `ssl.truststore.*`, `ssl.client.auth`) and of SASL_SSL ones (the
+    /// same without client certificates: Kafka asks for them on SASL_SSL
+    /// only when the listener's own `ssl.client.auth` says so).
+    pub tls: Option<TlsConfigs>,
     /// `ssl.keystore.location`, when given.
     pub ssl_keystore_location: Option<PathBuf>,
+    /// `ssl.truststore.location`, when given.
+    pub ssl_truststore_location: Option<PathBuf>,
+    /// `ssl.client.auth`.
+    pub ssl_client_auth: crate::security::tls::ClientAuth,
     /// SCRAM credentials created at start-up where missing (`--add-scram`).
     pub add_scram: Vec<crate::security::AddScram>,
     /// The authorizer (`authorizer.class.name`, `super.users`,
@@ -255,10 +270,12 @@ impl BrokerConfig {
     /// The TLS configuration listener `index` serves with, if it is an SSL
     /// or SASL_SSL one.
     pub fn tls_for(&self, index: usize) -> Option<std::sync::Arc<rustls::ServerConfig>> {
-        self.listeners
-            .get(index)
-            .filter(|l| l.security_protocol.is_tls())
-            .and(self.tls.clone())
+        let tls = self.tls.as_ref()?;
+        match self.listeners.get(index)?.security_protocol {
+            crate::security::SecurityProtocol::Ssl => Some(tls.ssl.clone()),
+            crate::security::SecurityProtocol::SaslSsl => Some(tls.sasl_ssl.clone()),
+            _ => None,
+        }
     }
 
     /// The value of broker config `name` when this broker sets it (from a
@@ -285,6 +302,14 @@ impl BrokerConfig {
                 .as_ref()
                 .map(|p| p.display().to_string()),
             "ssl.keystore.type" if self.ssl_keystore_location.is_some() => Some("PEM".into()),
+            "ssl.truststore.location" => self
+                .ssl_truststore_location
+                .as_ref()
+                .map(|p| p.display().to_string()),
+            "ssl.truststore.type" if self.ssl_truststore_location.is_some() => Some("PEM".into()),
+            "ssl.client.auth" if self.ssl_client_auth != crate::security::tls::ClientAuth::None => {
+                Some(self.ssl_client_auth.name().into())
+            }
             // Kafka's default is GSSAPI, which this broker does not serve.
             "sasl.enabled.mechanisms" => Some(
                 self.sasl_enabled_mechanisms

@@ -1,8 +1,12 @@
 //! TLS for SSL and SASL_SSL listeners: the server's key and certificate
 //! chain from a PEM keystore (Kafka's `ssl.keystore.type=PEM` and
 //! `ssl.keystore.location`, KIP-651), TLSv1.2 and TLSv1.3 (Kafka's
-//! `ssl.enabled.protocols` default), no client certificates
-//! (`ssl.client.auth=none`, Kafka's default). No I/O but reading the file.
+//! `ssl.enabled.protocols` default), client certificates as Kafka's
+//! `ssl.client.auth` (none, requested, required) checked against the CAs of
+//! a PEM truststore (`ssl.truststore.location`), and the principal name of
+//! a client certificate as Kafka's default principal builder makes it: the
+//! subject as Java's `X500Principal.getName()` writes it (RFC 2253). No I/O
+//! but reading the files.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,14 +17,54 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 /// The keystore types Kafka knows; only PEM is read here.
 pub const KEYSTORE_TYPES: [&str; 3] = ["JKS", "PKCS12", "PEM"];
 
-/// A TLS server configuration from the PEM keystore at `path`: a private
-/// key (PKCS#8, PKCS#1 or SEC1, not encrypted) and the certificate chain,
-/// the server's own first, in any order in the file.
+/// Kafka's `ssl.client.auth`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// No client certificate is asked for.
+    None,
+    /// A certificate is asked for; a client without one is anonymous.
+    Requested,
+    /// A client without a certificate the truststore vouches for is refused.
+    Required,
+}
+
+impl ClientAuth {
+    /// Parses Kafka's value (none, requested, required).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "none" => Some(ClientAuth::None),
+            "requested" => Some(ClientAuth::Requested),
+            "required" => Some(ClientAuth::Required),
+            _ => None,
+        }
+    }
+
+    /// Kafka's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientAuth::None => "none",
+            ClientAuth::Requested => "requested",
+            ClientAuth::Required => "required",
+        }
+    }
+}
+
+/// A TLS server configuration from the PEM keystore at `keystore`: a
+/// private key (PKCS#8, PKCS#1 or SEC1, not encrypted) and the certificate
+/// chain, the server's own first, in any order in the file; client
+/// certificates as `client_auth` says, issued by a CA of the PEM
+/// `truststore`.
 ///
 /// # Errors
 /// An unreadable file, one without a key or certificate, an encrypted key,
-/// or a key that does not match the certificate; with what is wrong.
-pub fn server_config(path: &Path) -> Result<Arc<rustls::ServerConfig>, String> {
+/// a key that does not match the certificate, or client authentication
+/// without a truststore of at least one CA; with what is wrong.
+pub fn server_config(
+    keystore: &Path,
+    client_auth: ClientAuth,
+    truststore: Option<&Path>,
+) -> Result<Arc<rustls::ServerConfig>, String> {
+    let path = keystore;
     let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if text
         .windows(b"ENCRYPTED PRIVATE KEY".len())
@@ -51,13 +95,153 @@ pub fn server_config(path: &Path) -> Result<Arc<rustls::ServerConfig>, String> {
     // of building a C library.
     #[allow(deprecated)]
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS12, &rustls::version::TLS13])
-        .map_err(|e| format!("TLS versions: {e}"))?
-        .with_no_client_auth()
+        .map_err(|e| format!("TLS versions: {e}"))?;
+    let builder = match client_auth {
+        ClientAuth::None => builder.with_no_client_auth(),
+        ClientAuth::Requested | ClientAuth::Required => {
+            let truststore = truststore.ok_or_else(|| {
+                format!(
+                    "ssl.client.auth={} needs a truststore of the CAs that issue client certificates",
+                    client_auth.name()
+                )
+            })?;
+            let text = std::fs::read(truststore)
+                .map_err(|e| format!("cannot read {}: {e}", truststore.display()))?;
+            let mut roots = rustls::RootCertStore::empty();
+            for certificate in CertificateDer::pem_slice_iter(&text) {
+                let certificate = certificate
+                    .map_err(|e| format!("{}: not a PEM truststore: {e}", truststore.display()))?;
+                roots
+                    .add(certificate)
+                    .map_err(|e| format!("{}: {e}", truststore.display()))?;
+            }
+            if roots.is_empty() {
+                return Err(format!(
+                    "{}: no certificate (-----BEGIN CERTIFICATE-----) in the truststore",
+                    truststore.display()
+                ));
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            );
+            let verifier = if client_auth == ClientAuth::Requested {
+                verifier.allow_unauthenticated()
+            } else {
+                verifier
+            };
+            let verifier = verifier
+                .build()
+                .map_err(|e| format!("{}: {e}", truststore.display()))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let config = builder
         .with_single_cert(certificates, key)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(Arc::new(config))
+}
+
+/// The principal name Kafka's default principal builder gives a client
+/// certificate (with `ssl.principal.mapping.rules=DEFAULT`): its subject as
+/// Java's `X500Principal.getName()` writes it, RFC 2253 style: the last
+/// RDN first, `+` between the values of one RDN, the keywords CN, C, L,
+/// ST, O, OU, STREET, DC and UID, any other attribute as its OID, a value
+/// that is not a string (or of an OID) as `#` and its DER in hex, and
+/// `,=+<>#;"\` escaped with a backslash.
+///
+/// # Errors
+/// A certificate that does not parse.
+pub fn principal_name(certificate: &[u8]) -> Result<String, String> {
+    use x509_parser::der_parser::asn1_rs::{Tag, ToDer};
+    let (_, parsed) = x509_parser::parse_x509_certificate(certificate)
+        .map_err(|e| format!("client certificate: {e}"))?;
+    let mut rdns = Vec::new();
+    for rdn in parsed
+        .subject()
+        .iter()
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+    {
+        let mut values = Vec::new();
+        for ava in rdn.iter() {
+            let oid = ava.attr_type().to_id_string();
+            let keyword = match oid.as_str() {
+                "2.5.4.3" => "CN",
+                "2.5.4.6" => "C",
+                "2.5.4.7" => "L",
+                "2.5.4.8" => "ST",
+                "2.5.4.10" => "O",
+                "2.5.4.11" => "OU",
+                "2.5.4.9" => "STREET",
+                "0.9.2342.19200300.100.1.25" => "DC",
+                "0.9.2342.19200300.100.1.1" => "UID",
+                _ => oid.as_str(),
+            };
+            let value = ava.attr_value();
+            let text = match value.tag() {
+                _ if keyword.starts_with(|c: char| c.is_ascii_digit()) => None,
+                Tag::Utf8String | Tag::PrintableString | Tag::Ia5String => {
+                    Some(String::from_utf8_lossy(value.data).into_owned())
+                }
+                // Java reads T61String and GeneralString as ISO 8859-1.
+                Tag::T61String | Tag::GeneralString => {
+                    Some(value.data.iter().map(|&b| char::from(b)).collect())
+                }
+                Tag::BmpString => Some(String::from_utf16_lossy(
+                    &value
+                        .data
+                        .chunks(2)
+                        .map(|pair| u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)]))
+                        .collect::<Vec<_>>(),
+                )),
+                _ => None,
+            };
+            let written = match text {
+                Some(text) => escape_rfc2253(&text),
+                None => {
+                    let der = value
+                        .to_der_vec()
+                        .map_err(|e| format!("client certificate subject: {e}"))?;
+                    let hex: String = der.iter().map(|b| format!("{b:02x}")).collect();
+                    format!("#{hex}")
+                }
+            };
+            values.push(format!("{keyword}={written}"));
+        }
+        rdns.push(values.join("+"));
+    }
+    Ok(rdns.join(","))
+}
+
+/// Escapes an attribute value as Java's `AVA.toRFC2253String`.
+fn escape_rfc2253(value: &str) -> String {
+    const ESCAPEES: &str = ",=+<>#;\"\\";
+    let mut escaped: Vec<char> = Vec::with_capacity(value.len());
+    for c in value.chars() {
+        if ESCAPEES.contains(c) {
+            escaped.push('\\');
+            escaped.push(c);
+        } else if c == '\0' {
+            escaped.extend(['\\', '0', '0']);
+        } else {
+            escaped.push(c);
+        }
+    }
+    let blank = |c: &char| *c == ' ' || *c == '\r';
+    let lead = escaped.iter().take_while(|c| blank(c)).count();
+    let trail = escaped.iter().rev().take_while(|c| blank(c)).count();
+    let mut out = String::with_capacity(escaped.len() + 4);
+    for (i, c) in escaped.iter().enumerate() {
+        if i < lead || i >= escaped.len() - trail {
+            out.push('\\');
+        }
+        out.push(*c);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -79,10 +263,11 @@ mod tests {
         let server = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
         let other = rcgen::generate_simple_self_signed(vec!["other".into()]).unwrap();
         let (cert, key) = (server.cert.pem(), server.key_pair.serialize_pem());
-        assert!(server_config(&keystore(dir.path(), &format!("{key}{cert}"))).is_ok());
-        assert!(server_config(&keystore(dir.path(), &format!("{cert}{key}"))).is_ok());
+        let load = |path: &Path| server_config(path, ClientAuth::None, None);
+        assert!(load(&keystore(dir.path(), &format!("{key}{cert}"))).is_ok());
+        assert!(load(&keystore(dir.path(), &format!("{cert}{key}"))).is_ok());
         let refused = |contents: String, expected: &str| {
-            let error = server_config(&keystore(dir.path(), &contents)).unwrap_err();
+            let error = load(&keystore(dir.path(), &contents)).unwrap_err();
             assert!(error.contains(expected), "{error}");
         };
         refused(cert.clone(), "no private key");
@@ -96,8 +281,61 @@ mod tests {
             "keystore.pem",
         );
         refused("\u{fe}\u{ed}\u{fe}\u{ed} not pem".into(), "no certificate");
-        assert!(server_config(Path::new("/nonexistent/keystore.pem"))
+        assert!(load(Path::new("/nonexistent/keystore.pem"))
             .unwrap_err()
             .contains("cannot read"));
+        let both = keystore(dir.path(), &format!("{key}{cert}"));
+        let needs = server_config(&both, ClientAuth::Required, None).unwrap_err();
+        assert!(needs.contains("needs a truststore"), "{needs}");
+        let truststore = dir.path().join("truststore.pem");
+        std::fs::write(&truststore, &cert).unwrap();
+        assert!(server_config(&both, ClientAuth::Requested, Some(&truststore)).is_ok());
+        std::fs::write(&truststore, &key).unwrap();
+        let empty = server_config(&both, ClientAuth::Required, Some(&truststore)).unwrap_err();
+        assert!(empty.contains("no certificate"), "{empty}");
+    }
+
+    /// Goal: principal names as Kafka 4.1.1 (Java 17's X500Principal)
+    /// wrote them for the same subjects.
+    #[test]
+    fn principal_names_are_javas_rfc2253_names() {
+        use rcgen::{CertificateParams, DistinguishedName, DnType, DnValue, KeyPair};
+        let name = |entries: Vec<(DnType, DnValue)>| {
+            let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+            let mut dn = DistinguishedName::new();
+            for (kind, value) in entries {
+                dn.push(kind, value);
+            }
+            params.distinguished_name = dn;
+            let cert = params.self_signed(&KeyPair::generate().unwrap()).unwrap();
+            principal_name(cert.der()).unwrap()
+        };
+        let utf8 = |s: &str| DnValue::Utf8String(s.into());
+        let printable = |s: &str| DnValue::PrintableString(s.try_into().unwrap());
+        let ia5 = |s: &str| DnValue::Ia5String(s.try_into().unwrap());
+        // openssl req -subj "/C=US/O=acme, inc/OU=eng/CN=client one/emailAddress=c@x.io/DC=example"
+        // was User:DC=example,1.2.840.113549.1.9.1=#16066340782e696f,CN=client one,OU=eng,O=acme\, inc,C=US
+        assert_eq!(
+            name(vec![
+                (DnType::CountryName, printable("US")),
+                (DnType::OrganizationName, utf8("acme, inc")),
+                (DnType::OrganizationalUnitName, utf8("eng")),
+                (DnType::CommonName, utf8("client one")),
+                (DnType::CustomDnType(vec![1, 2, 840, 113549, 1, 9, 1]), ia5("c@x.io")),
+                (DnType::CustomDnType(vec![0, 9, 2342, 19200300, 100, 1, 25]), ia5("example")),
+            ]),
+            "DC=example,1.2.840.113549.1.9.1=#16066340782e696f,CN=client one,OU=eng,O=acme\\, inc,C=US"
+        );
+        assert_eq!(
+            name(vec![(DnType::CommonName, utf8(" a+b=c;d<e>f#g\"h\\i "))]),
+            "CN=\\ a\\+b\\=c\\;d\\<e\\>f\\#g\\\"h\\\\i\\ "
+        );
+        assert_eq!(
+            name(vec![
+                (DnType::LocalityName, utf8("Zürich")),
+                (DnType::StateOrProvinceName, utf8("ZH"))
+            ]),
+            "ST=ZH,L=Zürich"
+        );
     }
 }

@@ -92,16 +92,19 @@ pub async fn serve_tcp(stream: TcpStream, state: Rc<ServerState>, listener: usiz
         tracing::debug!(?peer_addr, error = %e, "cannot set TCP_NODELAY");
     }
     let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
-    serve(stream, fd, peer_addr, state, listener).await;
+    serve(stream, fd, peer_addr, None, state, listener).await;
 }
 
 /// Serves one connection from `peer_addr` on `stream` (whose socket is
 /// `fd`, written to directly by splice and vectored sends), accepted on
-/// listener `listener`, until it closes.
+/// listener `listener`, until it closes. `certified` is the principal
+/// name of the client's TLS certificate, if it gave one on an SSL
+/// listener; SASL's user takes its place on a SASL listener.
 pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + 'static>(
     stream: S,
     fd: std::os::fd::RawFd,
     peer_addr: Option<std::net::SocketAddr>,
+    certified: Option<String>,
     state: Rc<ServerState>,
     listener: usize,
 ) {
@@ -158,19 +161,14 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + 'static>(
         }
         // Who the client is, once it has authenticated (or at once on a
         // PLAINTEXT listener).
-        let caller = caller.get_or_insert_with(|| {
-            Access::caller(authenticator.as_ref().and_then(|a| a.user()), peer_addr)
-        });
+        let user = match &authenticator {
+            Some(authenticator) => authenticator.user(),
+            None => certified.as_deref(),
+        };
+        let caller = caller.get_or_insert_with(|| Access::caller(user, peer_addr));
         let access = Access::new(&state.shard, caller);
         // Quotas know a client by its principal's name.
-        let client = quota_client.get_or_insert_with(|| {
-            Client::new(
-                authenticator
-                    .as_ref()
-                    .and_then(|a| a.user())
-                    .unwrap_or("ANONYMOUS"),
-            )
-        });
+        let client = quota_client.get_or_insert_with(|| Client::new(user.unwrap_or("ANONYMOUS")));
         let handled = match frame {
             Frame::Whole(frame) => {
                 handle_frame(frame, &state, peer_addr, endpoint, access, client).await

@@ -1,5 +1,6 @@
 //! A connection on an SSL or SASL_SSL listener: the TLS handshake (bounded
-//! by the request read timeout), then the connection is served as any
+//! by the request read timeout; on an SSL listener the client certificate,
+//! if any, names the principal), then the connection is served as any
 //! other over one end of a socket pair while this task relays between the
 //! other end and the TLS session, decrypting what the client sends and
 //! encrypting what the broker answers. The broker's own paths (splice and
@@ -48,6 +49,24 @@ pub async fn serve(
             return;
         }
     };
+    // A client certificate names the principal on an SSL listener (on a
+    // SASL_SSL one, SASL does), as Kafka's default principal builder.
+    let certified = match session.get_ref().1.peer_certificates() {
+        Some([certificate, ..])
+            if !state.shard.config.listeners[listener]
+                .security_protocol
+                .is_sasl() =>
+        {
+            match crate::security::tls::principal_name(certificate) {
+                Ok(name) => Some(name),
+                Err(e) => {
+                    tracing::info!(?peer_addr, error = %e, "client certificate without a usable subject; closing");
+                    return;
+                }
+            }
+        }
+        _ => None,
+    };
     let (inner, outer) = match std::os::unix::net::UnixStream::pair() {
         Ok(pair) => pair,
         Err(e) => {
@@ -66,7 +85,7 @@ pub async fn serve(
         )
     };
     futures::join!(
-        connection::serve(inner, fd, peer_addr, state, listener),
+        connection::serve(inner, fd, peer_addr, certified, state, listener),
         relay(session, outer)
     );
 }

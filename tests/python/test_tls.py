@@ -9,7 +9,9 @@ Debian's kcat produce and consume over SSL and SASL_SSL with PLAIN; the Java
 client produces, reads in a committing group and reads the offsets back
 over SASL_SSL with PLAIN; 4 MB of records cross TLS from the segment
 files after a restart (the splice path) unchanged. A client that does not
-trust the broker's CA cannot connect.
+trust the broker's CA cannot connect. With `--ssl-client-auth requested`,
+a client certificate names the principal ACLs judge (the subject as Kafka
+writes it), and a client without one is User:ANONYMOUS.
 
 Method: a CA and a server certificate for 127.0.0.1 and localhost made
 with openssl; one broker for this module listening SSL and SASL_SSL. The
@@ -34,6 +36,9 @@ from test_confluent_kafka import produce, read
 from test_java_client import classpath, run_java  # noqa: F401 (classpath is a fixture)
 
 READ_TIMEOUT_S = 30
+CLIENT_SUBJECT = "/C=US/O=acme, inc/OU=eng/CN=client one/emailAddress=c@x.io"
+# Its principal, as Kafka 4.1.1 named it.
+CLIENT_PRINCIPAL = "User:1.2.840.113549.1.9.1=#16066340782e696f,CN=client one,OU=eng,O=acme\\, inc,C=US"
 
 
 def openssl(*args, cwd):
@@ -54,6 +59,13 @@ def certificates(tmp_path_factory):
             "-out", "server.pem", "-days", "2", "-extfile", "san.cnf", cwd=work)
     keystore = work / "keystore.pem"
     keystore.write_text((work / "server.key").read_text() + (work / "server.pem").read_text())
+    # A client certificate (X.509 v3: rustls, as most TLS stacks, refuses v1
+    # certificates, which Java accepts).
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "client.key", "-out", "client.csr",
+            "-subj", CLIENT_SUBJECT, cwd=work)
+    (work / "client.cnf").write_text("basicConstraints=CA:FALSE\n")
+    openssl("x509", "-req", "-in", "client.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "client.pem", "-days", "2", "-extfile", "client.cnf", cwd=work)
     return work / "ca.pem", keystore
 
 
@@ -225,3 +237,81 @@ def test_java_client_over_sasl_ssl(classpath, tls_broker, topic):  # noqa: F811
         "committed": 200,
         "refused": "SaslAuthenticationException: Authentication failed: Invalid username or password",
     }
+
+
+@pytest.fixture(scope="module")
+def mtls_broker(tmp_path_factory, certificates):
+    ca, keystore = certificates
+    broker = Broker(
+        tmp_path_factory.mktemp("ringbroker-mtls"),
+        extra_args=[
+            "--ssl-keystore-location", str(keystore),
+            "--ssl-truststore-location", str(ca),
+            "--ssl-client-auth", "requested",
+            "--authorizer-class-name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "--super-users", "User:ANONYMOUS",
+        ],
+        listen_protocol="SSL",
+    )
+    yield from serve(broker)
+
+
+def test_client_certificates_name_the_principal_acls_judge(mtls_broker, certificates, topic):
+    from confluent_kafka.admin import (
+        AclBinding, AclOperation, AclPermissionType, AdminClient, NewTopic, ResourcePatternType, ResourceType,
+    )
+    ca, _ = certificates
+    anonymous = {"bootstrap.servers": mtls_broker.bootstrap, "security.protocol": "SSL", "ssl.ca.location": str(ca)}
+    certified = {
+        **anonymous,
+        "ssl.certificate.location": str(ca.parent / "client.pem"),
+        "ssl.key.location": str(ca.parent / "client.key"),
+    }
+
+    def create(config, name):
+        admin = AdminClient(config)
+        try:
+            admin.create_topics([NewTopic(name, 1, 1)])[name].result()
+            return "created"
+        except KafkaException as error:
+            return error.args[0].name()
+
+    # Without a certificate: User:ANONYMOUS, a super user here.
+    assert create(anonymous, topic + "-anonymous") == "created"
+    # With one: its subject, which no ACL allows yet.
+    assert create(certified, topic) == "TOPIC_AUTHORIZATION_FAILED"
+    acl = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, CLIENT_PRINCIPAL, "*",
+                     AclOperation.ALL, AclPermissionType.ALLOW)
+    # (and reading needs its consumer group's)
+    groups = AclBinding(ResourceType.GROUP, "*", ResourcePatternType.LITERAL, CLIENT_PRINCIPAL, "*",
+                        AclOperation.ALL, AclPermissionType.ALLOW)
+    admin = AdminClient(anonymous)
+    for future in admin.create_acls([acl, groups]).values():
+        assert future.result() is None
+    deadline = time.monotonic() + 10
+    while (outcome := create(certified, topic)) != "created":
+        assert time.monotonic() < deadline, outcome
+        time.sleep(0.1)
+    # The certified client produces and reads back under its ACL; so does
+    # kafka-python with the same certificate.
+    acked = produce(mtls_broker, topic, make_messages(50, 1, include_empty_values=False), **certified)
+    got = read(mtls_broker, topic, {0: len(acked)}, **certified)
+    assert [m.offset() for m in got[0]] == list(range(len(acked)))
+    consumer = KafkaConsumer(
+        bootstrap_servers=mtls_broker.bootstrap, security_protocol="SSL", ssl_cafile=str(ca),
+        ssl_certfile=str(ca.parent / "client.pem"), ssl_keyfile=str(ca.parent / "client.key"),
+        group_id=None, enable_auto_commit=False, request_timeout_ms=10000,
+    )
+    try:
+        partition = KafkaPythonTopicPartition(topic, 0)
+        consumer.assign([partition])
+        consumer.seek(partition, 0)
+        values = []
+        deadline = time.monotonic() + READ_TIMEOUT_S
+        while len(values) < len(acked):
+            assert time.monotonic() < deadline, f"read {len(values)} of {len(acked)}"
+            for records in consumer.poll(timeout_ms=200).values():
+                values.extend(records)
+    finally:
+        consumer.close()
+    assert len(values) == len(acked)
