@@ -22,14 +22,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::{
-    ApiKey, CreateTopicsRequest, CreateTopicsResponse, MetadataRequest, SaslAuthenticateRequest,
-    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse, TopicName,
-};
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::messages::{ApiKey, CreateTopicsResponse, SaslAuthenticateRequest};
 
-use common::wire::{encode_request, frame, Outcome, RawClient, READ_TIMEOUT};
+use common::wire::{
+    closed_silently, create_topic_request, encode_request, frame, metadata_answers,
+    sasl_authenticate, sasl_handshake, RawClient, READ_TIMEOUT,
+};
 use common::{Broker, BrokerOptions};
 
 const JAAS_FILE: &str = r#"
@@ -68,41 +66,10 @@ fn plain_broker(extra: &[(&str, &str)]) -> Broker {
     broker
 }
 
-fn handshake(client: &mut RawClient, mechanism: &str, version: i16) -> (i16, Vec<String>) {
-    let mut request = SaslHandshakeRequest::default();
-    request.mechanism = StrBytes::from_string(mechanism.to_string());
-    let response: SaslHandshakeResponse = client.request(ApiKey::SaslHandshake, version, &request);
-    (
-        response.error_code,
-        response.mechanisms.iter().map(|m| m.to_string()).collect(),
-    )
-}
-
-fn authenticate(client: &mut RawClient, token: &[u8], version: i16) -> SaslAuthenticateResponse {
-    let mut request = SaslAuthenticateRequest::default();
-    request.auth_bytes = Bytes::copy_from_slice(token);
-    client.request(ApiKey::SaslAuthenticate, version, &request)
-}
-
-fn metadata_answers(client: &mut RawClient) -> bool {
-    let correlation_id = client.next_correlation_id();
-    let request = encode_request(
-        ApiKey::Metadata,
-        1,
-        correlation_id,
-        &MetadataRequest::default(),
-    );
-    client.write_raw(&request).is_ok() && client.read_frame().is_ok()
-}
-
-fn closed(outcome: &Outcome) -> bool {
-    matches!(outcome, Outcome::Closed { bytes_before_close } if bytes_before_close.is_empty())
-}
-
 fn login(bootstrap: &str, user: &str, password: &str) -> RawClient {
     let mut client = RawClient::connect(bootstrap);
-    assert_eq!(handshake(&mut client, "PLAIN", 1).0, 0);
-    let done = authenticate(&mut client, format!("\0{user}\0{password}").as_bytes(), 2);
+    assert_eq!(sasl_handshake(&mut client, "PLAIN", 1).0, 0);
+    let done = sasl_authenticate(&mut client, format!("\0{user}\0{password}").as_bytes(), 2);
     assert_eq!(done.error_code, 0, "{user}: {:?}", done.error_message);
     client
 }
@@ -124,14 +91,14 @@ fn the_plain_exchange_answers_as_kafka_does() {
         (b"\0admin\0admin-secret", 1),
     ] {
         let mut client = RawClient::connect(&bootstrap);
-        assert_eq!(handshake(&mut client, "PLAIN", 1), (0, listed.clone()));
-        let done = authenticate(&mut client, message, version);
+        assert_eq!(sasl_handshake(&mut client, "PLAIN", 1), (0, listed.clone()));
+        let done = sasl_authenticate(&mut client, message, version);
         assert_eq!(done.error_code, 0, "{message:?}: {:?}", done.error_message);
         assert_eq!(done.error_message.as_deref(), Some(""));
         assert!(done.auth_bytes.is_empty());
         assert_eq!(done.session_lifetime_ms, 0);
         assert!(metadata_answers(&mut client), "served after login");
-        let again = authenticate(&mut client, message, version);
+        let again = sasl_authenticate(&mut client, message, version);
         assert_eq!(again.error_code, 34);
         assert_eq!(
             again.error_message.as_deref(),
@@ -164,9 +131,9 @@ fn the_plain_exchange_answers_as_kafka_does() {
     ];
     for (message, expected) in refusals {
         let mut client = RawClient::connect(&bootstrap);
-        assert_eq!(handshake(&mut client, "PLAIN", 1).0, 0);
+        assert_eq!(sasl_handshake(&mut client, "PLAIN", 1).0, 0);
         let started = Instant::now();
-        let failed = authenticate(&mut client, message, 1);
+        let failed = sasl_authenticate(&mut client, message, 1);
         assert!(
             started.elapsed() >= Duration::from_millis(90),
             "{message:?}: answered after the delay"
@@ -178,7 +145,7 @@ fn the_plain_exchange_answers_as_kafka_does() {
         );
         assert!(failed.auth_bytes.is_empty());
         assert!(
-            closed(&client.outcome_within(READ_TIMEOUT)),
+            closed_silently(&client.outcome_within(READ_TIMEOUT)),
             "{message:?}: closed"
         );
     }
@@ -187,19 +154,22 @@ fn the_plain_exchange_answers_as_kafka_does() {
     // empty token and the connection serves on; a failure closes it
     // without an answer.
     let mut client = RawClient::connect(&bootstrap);
-    assert_eq!(handshake(&mut client, "PLAIN", 0), (0, listed.clone()));
+    assert_eq!(sasl_handshake(&mut client, "PLAIN", 0), (0, listed.clone()));
     client.write_raw(&frame(b"\0alice\0alice-secret")).unwrap();
     assert_eq!(client.read_frame().expect("an empty token"), b"".to_vec());
     assert!(metadata_answers(&mut client), "served after a v0 login");
     let mut client = RawClient::connect(&bootstrap);
-    assert_eq!(handshake(&mut client, "PLAIN", 0).0, 0);
+    assert_eq!(sasl_handshake(&mut client, "PLAIN", 0).0, 0);
     client.write_raw(&frame(b"\0alice\0bad")).unwrap();
-    assert!(closed(&client.outcome_within(READ_TIMEOUT)));
+    assert!(closed_silently(&client.outcome_within(READ_TIMEOUT)));
 
     // Mechanism names are exact: "plain" is not enabled.
     let mut client = RawClient::connect(&bootstrap);
-    assert_eq!(handshake(&mut client, "plain", 1), (33, listed.clone()));
-    assert!(closed(&client.outcome_within(READ_TIMEOUT)));
+    assert_eq!(
+        sasl_handshake(&mut client, "plain", 1),
+        (33, listed.clone())
+    );
+    assert!(closed_silently(&client.outcome_within(READ_TIMEOUT)));
 
     // Garbage of every length never takes the broker down.
     let mut seed = 0x2545_f491_4f6c_dd1d_u64;
@@ -218,7 +188,7 @@ fn the_plain_exchange_answers_as_kafka_does() {
             })
             .collect();
         let mut client = RawClient::connect(&bootstrap);
-        assert_eq!(handshake(&mut client, "PLAIN", 1).0, 0);
+        assert_eq!(sasl_handshake(&mut client, "PLAIN", 1).0, 0);
         let correlation_id = client.next_correlation_id();
         let mut request = SaslAuthenticateRequest::default();
         request.auth_bytes = Bytes::from(message);
@@ -236,14 +206,8 @@ fn the_plain_exchange_answers_as_kafka_does() {
 }
 
 fn create_topic(client: &mut RawClient, name: &str) -> i16 {
-    let mut topic = CreatableTopic::default();
-    topic.name = TopicName(StrBytes::from_string(name.to_string()));
-    topic.num_partitions = 1;
-    topic.replication_factor = 1;
-    let mut request = CreateTopicsRequest::default();
-    request.topics = vec![topic];
-    request.timeout_ms = 10_000;
-    let response: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 5, &request);
+    let response: CreateTopicsResponse =
+        client.request(ApiKey::CreateTopics, 5, &create_topic_request(name, 1));
     response.topics[0].error_code
 }
 
@@ -266,8 +230,8 @@ fn plain_users_are_principals_and_the_property_wins() {
     let bootstrap = broker.bootstrap();
     // The property's users, not the file's.
     let mut client = RawClient::connect(&bootstrap);
-    assert_eq!(handshake(&mut client, "PLAIN", 1).0, 0);
-    let refused = authenticate(&mut client, b"\0alice\0alice-secret", 2);
+    assert_eq!(sasl_handshake(&mut client, "PLAIN", 1).0, 0);
+    let refused = sasl_authenticate(&mut client, b"\0alice\0alice-secret", 2);
     assert_eq!(refused.error_code, 58);
     let mut admin = login(&bootstrap, "admin", "other-secret");
     let mut carol = login(&bootstrap, "carol", "carol-secret");

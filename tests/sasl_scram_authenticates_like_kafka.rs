@@ -38,14 +38,14 @@ use kafka_protocol::messages::{
     DescribeConfigsResponse, DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
     ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse, ProduceRequest,
-    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
-    TopicName,
+    SaslAuthenticateRequest, SaslHandshakeRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use sha2::{Digest, Sha256, Sha512};
 
 use common::wire::{
-    encode_batch, encode_request, frame, plain_record, Outcome, RawClient, READ_TIMEOUT,
+    closed_silently, encode_batch, encode_request, frame, metadata_answers, plain_record,
+    sasl_authenticate, sasl_handshake, Outcome, RawClient, READ_TIMEOUT,
 };
 use common::{Broker, BrokerOptions};
 
@@ -171,36 +171,6 @@ impl ScramClient {
 
 // ---- raw requests ----
 
-fn handshake(client: &mut RawClient, mechanism: &str, version: i16) -> (i16, Vec<String>) {
-    let mut request = SaslHandshakeRequest::default();
-    request.mechanism = StrBytes::from_string(mechanism.to_string());
-    let response: SaslHandshakeResponse = client.request(ApiKey::SaslHandshake, version, &request);
-    (
-        response.error_code,
-        response.mechanisms.iter().map(|m| m.to_string()).collect(),
-    )
-}
-
-fn authenticate(client: &mut RawClient, token: &[u8], version: i16) -> SaslAuthenticateResponse {
-    let mut request = SaslAuthenticateRequest::default();
-    request.auth_bytes = Bytes::copy_from_slice(token);
-    client.request(ApiKey::SaslAuthenticate, version, &request)
-}
-
-fn metadata_answers(client: &mut RawClient) -> bool {
-    let correlation_id = client.next_correlation_id();
-    let request = encode_request(
-        ApiKey::Metadata,
-        1,
-        correlation_id,
-        &MetadataRequest::default(),
-    );
-    if client.write_raw(&request).is_err() {
-        return false;
-    }
-    client.read_frame().is_ok()
-}
-
 /// Sends `api_key` v`version` with a default body and reports what the
 /// broker did.
 fn outcome_of<Req: kafka_protocol::protocol::Encodable + Default>(
@@ -214,24 +184,20 @@ fn outcome_of<Req: kafka_protocol::protocol::Encodable + Default>(
     client.outcome_within(READ_TIMEOUT)
 }
 
-fn closed(outcome: &Outcome) -> bool {
-    matches!(outcome, Outcome::Closed { bytes_before_close } if bytes_before_close.is_empty())
-}
-
 /// A v1 handshake and SaslAuthenticate v2 exchange; panics unless it
 /// succeeds.
 fn login(bootstrap: &str, mechanism: &'static str, user: &str, password: &str) -> RawClient {
     let mut client = RawClient::connect(bootstrap);
-    assert_eq!(handshake(&mut client, mechanism, 1).0, 0);
+    assert_eq!(sasl_handshake(&mut client, mechanism, 1).0, 0);
     let scram = ScramClient::new(mechanism, user, password, "");
-    let first = authenticate(&mut client, &scram.first(), 2);
+    let first = sasl_authenticate(&mut client, &scram.first(), 2);
     assert_eq!(
         first.error_code, 0,
         "{user} {mechanism}: {:?}",
         first.error_message
     );
     let (last, server_signature) = scram.last(&first.auth_bytes);
-    let done = authenticate(&mut client, &last, 2);
+    let done = sasl_authenticate(&mut client, &last, 2);
     assert_eq!(
         done.error_code, 0,
         "{user} {mechanism}: {:?}",
@@ -253,16 +219,16 @@ fn failed_login(
     password: &str,
 ) -> (i16, Option<String>) {
     let mut client = RawClient::connect(bootstrap);
-    assert_eq!(handshake(&mut client, mechanism, 1).0, 0);
+    assert_eq!(sasl_handshake(&mut client, mechanism, 1).0, 0);
     let scram = ScramClient::new(mechanism, user, password, "");
-    let first = authenticate(&mut client, &scram.first(), 2);
+    let first = sasl_authenticate(&mut client, &scram.first(), 2);
     let failed = if first.error_code != 0 {
         first
     } else {
-        authenticate(&mut client, &scram.last(&first.auth_bytes).0, 2)
+        sasl_authenticate(&mut client, &scram.last(&first.auth_bytes).0, 2)
     };
     assert!(
-        closed(&client.outcome_within(READ_TIMEOUT)),
+        closed_silently(&client.outcome_within(READ_TIMEOUT)),
         "closed after a failure"
     );
     (
@@ -282,13 +248,13 @@ fn the_sasl_exchange_answers_as_kafka_does() {
     // Nothing but ApiVersions and SaslHandshake before authenticating: the
     // connection is closed without an answer.
     let mut client = RawClient::connect(&bootstrap);
-    assert!(closed(&outcome_of::<MetadataRequest>(
+    assert!(closed_silently(&outcome_of::<MetadataRequest>(
         &mut client,
         ApiKey::Metadata,
         1
     )));
     let mut client = RawClient::connect(&bootstrap);
-    assert!(closed(&outcome_of::<SaslAuthenticateRequest>(
+    assert!(closed_silently(&outcome_of::<SaslAuthenticateRequest>(
         &mut client,
         ApiKey::SaslAuthenticate,
         2
@@ -323,7 +289,7 @@ fn the_sasl_exchange_answers_as_kafka_does() {
     client
         .write_raw(&encode_request(ApiKey::Produce, 9, 1, &produce))
         .unwrap();
-    assert!(closed(&client.outcome_within(READ_TIMEOUT)));
+    assert!(closed_silently(&client.outcome_within(READ_TIMEOUT)));
     let mut wanted = ListOffsetsPartition::default();
     wanted.partition_index = 0;
     wanted.timestamp = -1;
@@ -346,7 +312,7 @@ fn the_sasl_exchange_answers_as_kafka_does() {
     let versions: ApiVersionsResponse =
         client.request(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
     assert_eq!(versions.error_code, 0);
-    assert!(closed(&outcome_of::<ApiVersionsRequest>(
+    assert!(closed_silently(&outcome_of::<ApiVersionsRequest>(
         &mut client,
         ApiKey::ApiVersions,
         3
@@ -354,25 +320,25 @@ fn the_sasl_exchange_answers_as_kafka_does() {
     let mut client = RawClient::connect(&bootstrap);
     let _: ApiVersionsResponse =
         client.request(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
-    assert_eq!(handshake(&mut client, SHA256, 1), (0, both.clone()));
+    assert_eq!(sasl_handshake(&mut client, SHA256, 1), (0, both.clone()));
 
     // A mechanism not enabled: UNSUPPORTED_SASL_MECHANISM (33) with the
     // enabled ones, then closed.
     let mut client = RawClient::connect(&bootstrap);
     let started = Instant::now();
-    assert_eq!(handshake(&mut client, "PLAIN", 1), (33, both.clone()));
+    assert_eq!(sasl_handshake(&mut client, "PLAIN", 1), (33, both.clone()));
     assert!(
         started.elapsed() >= Duration::from_millis(90),
         "answered after the delay"
     );
-    assert!(closed(&client.outcome_within(READ_TIMEOUT)));
+    assert!(closed_silently(&client.outcome_within(READ_TIMEOUT)));
 
     // A second handshake in the middle of the exchange: ILLEGAL_SASL_STATE
     // (34) and no mechanisms, then closed.
     let mut client = RawClient::connect(&bootstrap);
-    assert_eq!(handshake(&mut client, SHA256, 1), (0, both.clone()));
-    assert_eq!(handshake(&mut client, SHA256, 1), (34, vec![]));
-    assert!(closed(&client.outcome_within(READ_TIMEOUT)));
+    assert_eq!(sasl_handshake(&mut client, SHA256, 1), (0, both.clone()));
+    assert_eq!(sasl_handshake(&mut client, SHA256, 1), (34, vec![]));
+    assert!(closed_silently(&client.outcome_within(READ_TIMEOUT)));
 
     // The exchange with each SaslAuthenticate version and both mechanisms;
     // afterwards requests are served, and SaslHandshake and
@@ -380,20 +346,20 @@ fn the_sasl_exchange_answers_as_kafka_does() {
     for mechanism in [SHA256, SHA512] {
         for version in 0..=2 {
             let mut client = RawClient::connect(&bootstrap);
-            assert_eq!(handshake(&mut client, mechanism, 1), (0, both.clone()));
+            assert_eq!(sasl_handshake(&mut client, mechanism, 1), (0, both.clone()));
             let scram = ScramClient::new(mechanism, "alice", "alice-secret", "");
-            let first = authenticate(&mut client, &scram.first(), version);
+            let first = sasl_authenticate(&mut client, &scram.first(), version);
             assert_eq!((first.error_code, first.session_lifetime_ms), (0, 0));
             let (last, server_signature) = scram.last(&first.auth_bytes);
-            let done = authenticate(&mut client, &last, version);
+            let done = sasl_authenticate(&mut client, &last, version);
             assert_eq!((done.error_code, done.session_lifetime_ms), (0, 0));
             assert_eq!(&done.auth_bytes[..], server_signature.as_bytes());
             assert!(
                 metadata_answers(&mut client),
                 "{mechanism} v{version}: served"
             );
-            assert_eq!(handshake(&mut client, mechanism, 1), (34, vec![]));
-            let again = authenticate(&mut client, b"x", version);
+            assert_eq!(sasl_handshake(&mut client, mechanism, 1), (34, vec![]));
+            let again = sasl_authenticate(&mut client, b"x", version);
             assert_eq!(again.error_code, 34);
             assert_eq!(
                 again.error_message.as_deref(),
@@ -419,16 +385,19 @@ fn the_sasl_exchange_answers_as_kafka_does() {
     ];
     for (case, first, message) in refusals {
         let mut client = RawClient::connect(&bootstrap);
-        assert_eq!(handshake(&mut client, SHA256, 1).0, 0);
+        assert_eq!(sasl_handshake(&mut client, SHA256, 1).0, 0);
         let started = Instant::now();
-        let refused = authenticate(&mut client, first, 2);
+        let refused = sasl_authenticate(&mut client, first, 2);
         assert!(
             started.elapsed() >= Duration::from_millis(90),
             "{case}: a failure is answered after connection.failed.authentication.delay.ms"
         );
         assert_eq!(refused.error_code, 58, "{case}");
         assert_eq!(refused.error_message.as_deref(), Some(message), "{case}");
-        assert!(closed(&client.outcome_within(READ_TIMEOUT)), "{case}");
+        assert!(
+            closed_silently(&client.outcome_within(READ_TIMEOUT)),
+            "{case}"
+        );
     }
     assert_eq!(
         failed_login(&bootstrap, SHA256, "alice", "wrong"),
@@ -445,7 +414,7 @@ fn the_sasl_exchange_answers_as_kafka_does() {
     // closes the connection without an answer.
     for (password, succeeds) in [("alice-secret", true), ("wrong", false)] {
         let mut client = RawClient::connect(&bootstrap);
-        assert_eq!(handshake(&mut client, SHA256, 0), (0, both.clone()));
+        assert_eq!(sasl_handshake(&mut client, SHA256, 0), (0, both.clone()));
         let scram = ScramClient::new(SHA256, "alice", password, "");
         client.write_raw(&frame(&scram.first())).unwrap();
         let server_first = client.read_frame().expect("server-first");
@@ -458,7 +427,7 @@ fn the_sasl_exchange_answers_as_kafka_does() {
             );
             assert!(metadata_answers(&mut client));
         } else {
-            assert!(closed(&client.outcome_within(READ_TIMEOUT)));
+            assert!(closed_silently(&client.outcome_within(READ_TIMEOUT)));
         }
     }
 
@@ -469,7 +438,7 @@ fn the_sasl_exchange_answers_as_kafka_does() {
     let mut big = (600 * 1024i32).to_be_bytes().to_vec();
     big.extend_from_slice(&[0, 17, 0, 1, 0, 0, 0, 1]);
     let _ = client.write_raw(&big);
-    assert!(closed(&client.outcome_within(READ_TIMEOUT)));
+    assert!(closed_silently(&client.outcome_within(READ_TIMEOUT)));
     let mut client = login(&bootstrap, SHA512, "alice", "alice-secret");
     let correlation_id = client.next_correlation_id();
     let mut request = MetadataRequest::default();
@@ -875,7 +844,7 @@ fn plaintext_and_sasl_listeners_serve_side_by_side() {
     // The outside one closes a request sent without logging in, and serves
     // carol once she has.
     let mut anonymous = RawClient::connect(&outside);
-    assert!(closed(&outcome_of::<MetadataRequest>(
+    assert!(closed_silently(&outcome_of::<MetadataRequest>(
         &mut anonymous,
         ApiKey::Metadata,
         1

@@ -23,20 +23,21 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId, CreateTopicsRequest,
-    CreateTopicsResponse, FetchRequest, FetchResponse, MetadataRequest, MetadataResponse,
-    ProduceRequest, ProduceResponse, ResponseHeader, SaslAuthenticateRequest,
-    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse, TopicName,
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId, CreateTopicsResponse, FetchRequest,
+    FetchResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse,
+    ResponseHeader, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
+    SaslHandshakeResponse, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kafka_protocol::records::RecordBatchDecoder;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 
-use common::wire::{encode_batch, encode_request, plain_record, Outcome, RawClient};
+use common::wire::{
+    create_topic_request, encode_batch, encode_request, plain_record, Outcome, RawClient,
+};
 use common::{Broker, BrokerOptions};
 
 const TOPIC: &str = "over-tls";
@@ -158,13 +159,27 @@ impl TlsClient {
         correlation_id
     }
 
-    /// The next response frame, or None when the broker closed.
+    /// The next response frame, or None when the broker closed; panics
+    /// when it stays silent for the read timeout.
     fn read_frame(&mut self) -> Option<Vec<u8>> {
         let mut size = [0u8; 4];
-        self.stream.read_exact(&mut size).ok()?;
-        let mut frame = vec![0u8; u32::from_be_bytes(size) as usize];
-        self.stream.read_exact(&mut frame).ok()?;
-        Some(frame)
+        let read = self.stream.read_exact(&mut size).and_then(|()| {
+            let mut frame = vec![0u8; u32::from_be_bytes(size) as usize];
+            self.stream.read_exact(&mut frame).map(|()| frame)
+        });
+        match read {
+            Ok(frame) => Some(frame),
+            Err(e) => {
+                assert!(
+                    !matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ),
+                    "neither answered nor closed: {e}"
+                );
+                None
+            }
+        }
     }
 
     fn request<Req: Encodable, Resp: Decodable>(
@@ -197,9 +212,15 @@ impl TlsClient {
     }
 }
 
-fn tls_broker(keystore: &std::path::Path, sasl_ssl_port: u16, plaintext_port: u16) -> Broker {
+fn tls_broker(
+    keystore: &std::path::Path,
+    sasl_ssl_port: u16,
+    plaintext_port: u16,
+    metrics_port: u16,
+) -> Broker {
     Broker::start(
         BrokerOptions::default()
+            .arg("--metrics-listen", format!("127.0.0.1:{metrics_port}"))
             .listen_protocol("SSL")
             .arg("--listen", format!("SASL_SSL://127.0.0.1:{sasl_ssl_port}"))
             .arg("--listen", format!("127.0.0.1:{plaintext_port}"))
@@ -258,8 +279,12 @@ fn ssl_and_sasl_ssl_listeners_serve_over_tls() {
     let dir = tempfile::tempdir().unwrap();
     let keystore = dir.path().join("keystore.pem");
     std::fs::write(&keystore, keystore_pem).unwrap();
-    let (sasl_ssl_port, plaintext_port) = (common::free_port(), common::free_port());
-    let mut broker = tls_broker(&keystore, sasl_ssl_port, plaintext_port);
+    let (sasl_ssl_port, plaintext_port, metrics_port) = (
+        common::free_port(),
+        common::free_port(),
+        common::free_port(),
+    );
+    let mut broker = tls_broker(&keystore, sasl_ssl_port, plaintext_port, metrics_port);
     let ssl = broker.bootstrap();
     let sasl_ssl = format!("127.0.0.1:{sasl_ssl_port}");
 
@@ -272,15 +297,7 @@ fn ssl_and_sasl_ssl_listeners_serve_over_tls() {
         client.advertised(),
         ("127.0.0.1".to_string(), i32::from(broker.port()))
     );
-    let mut topic = CreatableTopic::default();
-    topic.name = TopicName(StrBytes::from_static_str(TOPIC));
-    topic.num_partitions = 1;
-    topic.replication_factor = 1;
-    let mut create = CreateTopicsRequest::default();
-    create.topics = vec![topic];
-    create.timeout_ms = 10_000;
-    let created: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 5, &create);
-    assert_eq!(created.topics[0].error_code, 0);
+    assert_eq!(create_topic(&mut client, TOPIC), 0);
 
     // 2000 records (2 MB) in batches of 250, then read back.
     let values = values();
@@ -362,10 +379,14 @@ fn ssl_and_sasl_ssl_listeners_serve_over_tls() {
     ));
     assert!(started.elapsed() >= Duration::from_millis(1500));
 
-    // After a restart the records come from the segment files.
+    // After a restart the records come from the segment files, spliced
+    // into the TLS relay.
     broker.restart();
     let mut client = TlsClient::connect(&ssl, &ca);
     assert!(fetch_all(&mut client) == values, "read back from disk");
+    let metrics = common::scrape_metrics(metrics_port);
+    let spliced = common::metric_sum(&metrics, "ringbroker_fetch_record_bytes_spliced_total");
+    assert!(spliced > 1_000_000, "spliced {spliced} bytes");
 }
 
 /// Goal: a TLS listener without a usable PEM keystore does not start.
@@ -404,14 +425,8 @@ fn tls_listeners_need_a_pem_keystore() {
 }
 
 fn create_topic(client: &mut TlsClient, name: &str) -> i16 {
-    let mut topic = CreatableTopic::default();
-    topic.name = TopicName(StrBytes::from_string(name.to_string()));
-    topic.num_partitions = 1;
-    topic.replication_factor = 1;
-    let mut create = CreateTopicsRequest::default();
-    create.topics = vec![topic];
-    create.timeout_ms = 10_000;
-    let created: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 5, &create);
+    let created: CreateTopicsResponse =
+        client.request(ApiKey::CreateTopics, 5, &create_topic_request(name, 1));
     created.topics[0].error_code
 }
 
@@ -481,4 +496,17 @@ fn client_certificates_name_the_principal() {
             "served without a certificate"
         );
     }
+
+    // A handshake never begun does not hold up a shutdown (waiting for it,
+    // the shutdown's drain gave up after 10 s).
+    let _silent = TcpStream::connect(&ssl).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut broker = broker;
+    let started = Instant::now();
+    assert!(broker.terminate_status().success());
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "shutdown took {:?}",
+        started.elapsed()
+    );
 }

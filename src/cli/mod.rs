@@ -44,10 +44,10 @@ pub struct ServeArgs {
     /// SASL mechanisms a SASL_PLAINTEXT listener takes, comma-separated: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN (PLAIN needs its users from --plain-sasl-jaas-config or --jaas-config-file) [sasl.enabled.mechanisms].
     #[arg(long, default_value = "SCRAM-SHA-256,SCRAM-SHA-512")]
     pub sasl_enabled_mechanisms: String,
-    /// SASL/PLAIN's users, as Kafka's JAAS login module: 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" user_bob="bob-secret";' (one user_NAME="PASSWORD" option per user); takes precedence over --jaas-config-file [listener.name.sasl_plaintext.plain.sasl.jaas.config].
+    /// SASL/PLAIN's users, as Kafka's JAAS login module: 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" user_bob="bob-secret";' (one user_NAME="PASSWORD" option per user); takes precedence over --jaas-config-file; one list for every SASL listener (Kafka's is per listener) [listener.name.<listener>.plain.sasl.jaas.config].
     #[arg(long)]
     pub plain_sasl_jaas_config: Option<String>,
-    /// A JAAS file whose KafkaServer (or sasl_plaintext.KafkaServer) section's PlainLoginModule names SASL/PLAIN's users, as Kafka's kafka_server_jaas.conf; keeps passwords off the command line [java.security.auth.login.config].
+    /// A JAAS file whose KafkaServer (or <listener>.KafkaServer, for the first SASL listener, e.g. sasl_plaintext.KafkaServer) section's PlainLoginModule names SASL/PLAIN's users for every SASL listener, as Kafka's kafka_server_jaas.conf; keeps passwords off the command line [java.security.auth.login.config].
     #[arg(long)]
     pub jaas_config_file: Option<PathBuf>,
     /// PEM keystore of SSL and SASL_SSL listeners: the server's private key (unencrypted PKCS#8, PKCS#1 or SEC1) and its certificate chain, as Kafka's ssl.keystore.type=PEM [ssl.keystore.location].

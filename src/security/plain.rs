@@ -29,7 +29,7 @@ pub struct LoginModule {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Token {
     Word(String),
-    Quoted(String),
+    Quoted { value: String, single: bool },
     Punct(char),
 }
 
@@ -67,20 +67,46 @@ fn tokenize(text: &str) -> Result<Vec<Token>, String> {
                 loop {
                     match chars.next() {
                         Some(c) if c == quote => break,
+                        // As Java's StreamTokenizer: \a \b \f \n \r \t \v,
+                        // octal, and any other character as itself.
                         Some('\\') => match chars.next() {
-                            Some('n') => value.push('\n'),
-                            Some('t') => value.push('\t'),
-                            Some('r') => value.push('\r'),
+                            Some('a') => value.push('\u{7}'),
                             Some('b') => value.push('\u{8}'),
                             Some('f') => value.push('\u{c}'),
+                            Some('n') => value.push('\n'),
+                            Some('r') => value.push('\r'),
+                            Some('t') => value.push('\t'),
+                            Some('v') => value.push('\u{b}'),
+                            Some(first @ '0'..='7') => {
+                                let most = if first <= '3' { 3 } else { 2 };
+                                let mut code = first.to_digit(8).unwrap_or(0);
+                                for _ in 1..most {
+                                    match chars.peek().and_then(|c| c.to_digit(8)) {
+                                        Some(digit) => {
+                                            code = code * 8 + digit;
+                                            chars.next();
+                                        }
+                                        None => break,
+                                    }
+                                }
+                                value.push(char::from_u32(code).unwrap_or('\u{fffd}'));
+                            }
+                            Some('\n' | '\r') | None => {
+                                return Err("unterminated string in JAAS config".into())
+                            }
                             Some(other) => value.push(other),
-                            None => return Err("unterminated string in JAAS config".into()),
                         },
+                        // A string ends at the end of its line.
+                        Some('\n' | '\r') | None => {
+                            return Err("unterminated string in JAAS config".into())
+                        }
                         Some(c) => value.push(c),
-                        None => return Err("unterminated string in JAAS config".into()),
                     }
                 }
-                tokens.push(Token::Quoted(value));
+                tokens.push(Token::Quoted {
+                    value,
+                    single: quote == '\'',
+                });
             }
             c if c.is_alphanumeric() || matches!(c, '.' | '_' | '-' | '$') => {
                 let mut word = String::from(c);
@@ -102,7 +128,13 @@ fn tokenize(text: &str) -> Result<Vec<Token>, String> {
 
 /// Reads login modules (`Class flag key=value ... ;`) from `tokens` at
 /// `*at` until the end or a `}`.
-fn login_modules(tokens: &[Token], at: &mut usize) -> Result<Vec<LoginModule>, String> {
+/// `single_quotes`: values may be quoted with `'` (Kafka's property, read
+/// by Java's StreamTokenizer), not only `"` (a JAAS file).
+fn login_modules(
+    tokens: &[Token],
+    at: &mut usize,
+    single_quotes: bool,
+) -> Result<Vec<LoginModule>, String> {
     let mut modules = Vec::new();
     while let Some(token) = tokens.get(*at) {
         let class = match token {
@@ -116,7 +148,7 @@ fn login_modules(tokens: &[Token], at: &mut usize) -> Result<Vec<LoginModule>, S
                 if ["required", "requisite", "sufficient", "optional"]
                     .iter()
                     .any(|f| f.eq_ignore_ascii_case(flag)) => {}
-            Some(Token::Word(flag) | Token::Quoted(flag)) => {
+            Some(Token::Word(flag) | Token::Quoted { value: flag, .. }) => {
                 return Err(format!(
                     "Invalid login module control flag '{flag}' in JAAS config"
                 ))
@@ -131,11 +163,18 @@ fn login_modules(tokens: &[Token], at: &mut usize) -> Result<Vec<LoginModule>, S
                     *at += 1;
                     break;
                 }
-                Some(Token::Word(key) | Token::Quoted(key)) => key.clone(),
+                Some(Token::Word(key) | Token::Quoted { value: key, .. }) => key.clone(),
                 _ => return Err("JAAS config entry not terminated by semi-colon".into()),
             };
             let value = match (tokens.get(*at + 1), tokens.get(*at + 2)) {
-                (Some(Token::Punct('=')), Some(Token::Quoted(value))) => value.clone(),
+                (Some(Token::Punct('=')), Some(Token::Quoted { value, single })) => {
+                    if *single && !single_quotes {
+                        return Err(format!(
+                            "Value of key '{key}' in a JAAS file must be double-quoted"
+                        ));
+                    }
+                    value.clone()
+                }
                 (Some(Token::Punct('=')), Some(Token::Word(value)))
                     if !value.starts_with(|c: char| c.is_ascii_digit() || c == '.' || c == '-') =>
                 {
@@ -163,7 +202,7 @@ fn login_modules(tokens: &[Token], at: &mut usize) -> Result<Vec<LoginModule>, S
 pub fn parse_jaas_config(text: &str) -> Result<LoginModule, String> {
     let tokens = tokenize(text)?;
     let mut at = 0;
-    let mut modules = login_modules(&tokens, &mut at)?;
+    let mut modules = login_modules(&tokens, &mut at, true)?;
     if at < tokens.len() {
         return Err(format!("unexpected {:?} in JAAS config", tokens[at]));
     }
@@ -189,18 +228,17 @@ pub fn parse_jaas_file(text: &str, listener: &str) -> Result<Vec<LoginModule>, S
     let mut at = 0;
     while at < tokens.len() {
         let name = match (&tokens[at], tokens.get(at + 1)) {
-            (Token::Word(name) | Token::Quoted(name), Some(Token::Punct('{'))) => name.clone(),
+            (Token::Word(name), Some(Token::Punct('{'))) => name.clone(),
             (token, _) => return Err(format!("expected a section name and '{{', found {token:?}")),
         };
         at += 2;
-        let modules = login_modules(&tokens, &mut at)?;
-        if tokens.get(at) != Some(&Token::Punct('}')) {
-            return Err(format!("section {name} not closed by '}}'"));
+        let modules = login_modules(&tokens, &mut at, false)?;
+        if tokens.get(at) != Some(&Token::Punct('}'))
+            || tokens.get(at + 1) != Some(&Token::Punct(';'))
+        {
+            return Err(format!("section {name} not closed by '}};'"));
         }
-        at += 1;
-        if tokens.get(at) == Some(&Token::Punct(';')) {
-            at += 1;
-        }
+        at += 2;
         sections.entry(name).or_default().extend(modules);
     }
     let prefixed = format!("{}.{SERVER_SECTION}", listener.to_ascii_lowercase());
@@ -213,9 +251,18 @@ pub fn parse_jaas_file(text: &str, listener: &str) -> Result<Vec<LoginModule>, S
 }
 
 /// PLAIN's users and their passwords.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct PlainUsers {
     passwords: HashMap<String, String>,
+}
+
+/// Names the users, never their passwords.
+impl std::fmt::Debug for PlainUsers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut users: Vec<&String> = self.passwords.keys().collect();
+        users.sort();
+        f.debug_struct("PlainUsers").field("users", &users).finish()
+    }
 }
 
 impl PlainUsers {
@@ -235,14 +282,19 @@ impl PlainUsers {
         }
         let mut passwords = HashMap::new();
         for module in plain {
+            // Within an entry a repeated option's last value stands (Java
+            // keeps the options in a map); across entries the first entry
+            // naming a user wins, as Kafka's `JaasContext.configEntryOption`.
+            let mut own: HashMap<&str, &String> = HashMap::new();
             for (key, value) in &module.options {
                 if let Some(user) = key.strip_prefix(USER_PREFIX) {
-                    // The first entry naming a user wins, as Kafka's
-                    // `JaasContext.configEntryOption`.
-                    passwords
-                        .entry(user.to_string())
-                        .or_insert_with(|| value.clone());
+                    own.insert(user, value);
                 }
+            }
+            for (user, value) in own {
+                passwords
+                    .entry(user.to_string())
+                    .or_insert_with(|| value.clone());
             }
         }
         Ok(PlainUsers { passwords })
@@ -399,9 +451,27 @@ mod tests {
                 "a.B required; c.D required;",
                 "JAAS config property contains 2 login modules, should be 1 module",
             ),
+            (
+                "a.B required k=\"v\nw\";",
+                "unterminated string in JAAS config",
+            ),
         ] {
             assert_eq!(parse_jaas_config(bad), Err(message.to_string()), "{bad}");
         }
+
+        // Java's escapes; a repeated option's last value.
+        let module = parse_jaas_config(&format!(
+            "{PLAIN_LOGIN_MODULE} required user_a=\"\\101\\t\\x\" user_b=\"1\" user_b=\"2\";"
+        ))
+        .unwrap();
+        let users = PlainUsers::from_modules(&[module]).unwrap();
+        assert_eq!(users.authenticate(b"\0a\0A\tx"), Ok("a".into()));
+        assert_eq!(users.authenticate(b"\0b\02"), Ok("b".into()));
+        assert!(users.authenticate(b"\0b\01").is_err());
+        assert!(!format!("{users:?}").contains('2'), "{users:?}");
+        // A JAAS file takes double quotes only, and `};` closes a section.
+        assert!(parse_jaas_file("KafkaServer { a.B required k='v'; };", "x").is_err());
+        assert!(parse_jaas_file("KafkaServer { a.B required k=\"v\"; }", "x").is_err());
 
         let file = r#"
             // The broker's logins.

@@ -14,6 +14,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::{self, Either};
 use futures::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use glommio::net::{TcpStream, UnixStream};
 
@@ -35,19 +36,23 @@ pub async fn serve(
     }
     let timeout = Duration::from_millis(state.shard.config.request_read_timeout_ms);
     let handshake = futures_rustls::TlsAcceptor::from(tls).accept(stream);
-    let session = match connection::within(timeout, handshake).await {
-        Some(Ok(session)) => session,
-        Some(Err(e)) => {
+    // Bounded by the request read timeout, and given up when the broker
+    // begins shutting down.
+    let bounded = Box::pin(connection::within(timeout, handshake));
+    let session = match future::select(bounded, state.shutdown_signal()).await {
+        Either::Left((Some(Ok(session)), _)) => session,
+        Either::Left((Some(Err(e)), _)) => {
             tracing::debug!(?peer_addr, error = %e, "TLS handshake failed");
             return;
         }
-        None => {
+        Either::Left((None, _)) => {
             tracing::debug!(
                 ?peer_addr,
                 "TLS handshake not done within the request read timeout"
             );
             return;
         }
+        Either::Right(_) => return,
     };
     // A client certificate names the principal on an SSL listener (on a
     // SASL_SSL one, SASL does), as Kafka's default principal builder.
@@ -126,9 +131,7 @@ where
         let _ = client_write.close().await;
     };
     futures::pin_mut!(inbound, outbound);
-    if let futures::future::Either::Left(((), outbound)) =
-        futures::future::select(inbound, outbound).await
-    {
+    if let Either::Left(((), outbound)) = future::select(inbound, outbound).await {
         outbound.await;
     }
 }

@@ -14,7 +14,8 @@ use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, CreateAclsRequest, DeleteAclsRequest,
     DescribeAclsRequest, MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader,
-    SaslAuthenticateRequest, SaslHandshakeRequest, TopicName,
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+    TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions};
@@ -376,5 +377,59 @@ pub fn sasl_plain_handshake() -> SaslHandshakeRequest {
 pub fn sasl_plain_authenticate() -> SaslAuthenticateRequest {
     let mut request = SaslAuthenticateRequest::default();
     request.auth_bytes = Bytes::from_static(b"\0user\0password");
+    request
+}
+
+/// SaslHandshake for `mechanism`: the error code and the mechanisms listed.
+pub fn sasl_handshake(client: &mut RawClient, mechanism: &str, version: i16) -> (i16, Vec<String>) {
+    let mut request = SaslHandshakeRequest::default();
+    request.mechanism = StrBytes::from_string(mechanism.to_string());
+    let response: SaslHandshakeResponse = client.request(ApiKey::SaslHandshake, version, &request);
+    (
+        response.error_code,
+        response.mechanisms.iter().map(|m| m.to_string()).collect(),
+    )
+}
+
+/// SaslAuthenticate with `token`.
+pub fn sasl_authenticate(
+    client: &mut RawClient,
+    token: &[u8],
+    version: i16,
+) -> SaslAuthenticateResponse {
+    let mut request = SaslAuthenticateRequest::default();
+    request.auth_bytes = Bytes::copy_from_slice(token);
+    client.request(ApiKey::SaslAuthenticate, version, &request)
+}
+
+/// Whether a Metadata request is answered (false once the broker closed).
+pub fn metadata_answers(client: &mut RawClient) -> bool {
+    let correlation_id = client.next_correlation_id();
+    let request = encode_request(
+        ApiKey::Metadata,
+        1,
+        correlation_id,
+        &MetadataRequest::default(),
+    );
+    client.write_raw(&request).is_ok() && client.read_frame().is_ok()
+}
+
+/// The broker closed the connection without sending anything.
+pub fn closed_silently(outcome: &Outcome) -> bool {
+    matches!(outcome, Outcome::Closed { bytes_before_close } if bytes_before_close.is_empty())
+}
+
+/// CreateTopics (v5 and up) of one topic of `partitions` partitions.
+pub fn create_topic_request(
+    name: &str,
+    partitions: i32,
+) -> kafka_protocol::messages::CreateTopicsRequest {
+    let mut topic = kafka_protocol::messages::create_topics_request::CreatableTopic::default();
+    topic.name = TopicName(StrBytes::from_string(name.to_string()));
+    topic.num_partitions = partitions;
+    topic.replication_factor = 1;
+    let mut request = kafka_protocol::messages::CreateTopicsRequest::default();
+    request.topics = vec![topic];
+    request.timeout_ms = 10_000;
     request
 }
