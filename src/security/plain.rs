@@ -466,8 +466,8 @@ mod tests {
         .unwrap();
         let users = PlainUsers::from_modules(&[module]).unwrap();
         assert_eq!(users.authenticate(b"\0a\0A\tx"), Ok("a".into()));
-        assert_eq!(users.authenticate(b"\0b\02"), Ok("b".into()));
-        assert!(users.authenticate(b"\0b\01").is_err());
+        assert_eq!(users.authenticate(b"\0b\x002"), Ok("b".into()));
+        assert!(users.authenticate(b"\0b\x001").is_err());
         assert!(!format!("{users:?}").contains('2'), "{users:?}");
         // A JAAS file takes double quotes only, and `};` closes a section.
         assert!(parse_jaas_file("KafkaServer { a.B required k='v'; };", "x").is_err());
