@@ -145,6 +145,36 @@ def broker(broker_process):
     yield broker_process
 
 
+def kafka_python_round_trip(topic, partition=0, count=50, **settings):
+    """kafka-python, made with `settings`, produces `count` values to
+    `partition` of `topic` and reads them back from offset 0; asserts the
+    offsets and values are what was sent."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    producer = KafkaProducer(max_block_ms=10000, **settings)
+    try:
+        sent = [producer.send(topic, value=f"v{i}".encode(), partition=partition) for i in range(count)]
+        producer.flush(timeout=30)
+        offsets = [future.get(timeout=30).offset for future in sent]
+    finally:
+        producer.close(timeout=10)
+    assert offsets == list(range(count))
+    consumer = KafkaConsumer(group_id=None, enable_auto_commit=False, fetch_max_wait_ms=100, **settings)
+    try:
+        assigned = TopicPartition(topic, partition)
+        consumer.assign([assigned])
+        consumer.seek(assigned, 0)
+        values = []
+        deadline = time.monotonic() + 30
+        while len(values) < count:
+            assert time.monotonic() < deadline, f"read {len(values)} of {count}"
+            for records in consumer.poll(timeout_ms=200).values():
+                values.extend(r.value for r in records)
+    finally:
+        consumer.close()
+    assert values == [f"v{i}".encode() for i in range(count)]
+
+
 _topic_counter = 0
 
 

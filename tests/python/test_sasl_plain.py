@@ -21,17 +21,15 @@ import time
 
 import pytest
 from confluent_kafka import KafkaException, Producer
-from kafka import KafkaConsumer, KafkaProducer
-from kafka import TopicPartition as KafkaPythonTopicPartition
+from kafka import KafkaProducer
 from kafka.errors import KafkaTimeoutError
 
-from conftest import DEFAULT_PARTITIONS, Broker, serve
+from conftest import DEFAULT_PARTITIONS, Broker, kafka_python_round_trip, serve
 from messages import make_messages
 from test_confluent_kafka import produce, read
 from test_java_client import classpath, run_java  # noqa: F401 (classpath is a fixture)
 
 INVALID = "Authentication failed: Invalid username or password"
-READ_TIMEOUT_S = 30
 
 JAAS = """
 KafkaServer {
@@ -117,28 +115,7 @@ def kafka_python(broker, password="bob-secret", **extra):
 
 
 def test_kafka_python_produces_and_consumes(plain_broker, topic):
-    producer = KafkaProducer(**kafka_python(plain_broker, max_block_ms=10000))
-    try:
-        sent = [producer.send(topic, value=f"v{i}".encode(), partition=0) for i in range(50)]
-        producer.flush(timeout=30)
-        offsets = [future.get(timeout=30).offset for future in sent]
-    finally:
-        producer.close(timeout=10)
-    assert offsets == list(range(50))
-    consumer = KafkaConsumer(**kafka_python(plain_broker, group_id=None, enable_auto_commit=False, fetch_max_wait_ms=100))
-    try:
-        partition = KafkaPythonTopicPartition(topic, 0)
-        consumer.assign([partition])
-        consumer.seek(partition, 0)
-        values = []
-        deadline = time.monotonic() + READ_TIMEOUT_S
-        while len(values) < 50:
-            assert time.monotonic() < deadline, f"read {len(values)} of 50"
-            for records in consumer.poll(timeout_ms=200).values():
-                values.extend(r.value for r in records)
-    finally:
-        consumer.close()
-    assert values == [f"v{i}".encode() for i in range(50)]
+    kafka_python_round_trip(topic, **kafka_python(plain_broker))
 
     # A wrong password: kafka-python cannot bootstrap, the broker says why
     # and serves on.

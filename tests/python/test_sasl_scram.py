@@ -27,17 +27,15 @@ from confluent_kafka.admin import (
     UserScramCredentialDeletion,
     UserScramCredentialUpsertion,
 )
-from kafka import KafkaConsumer, KafkaProducer
-from kafka import TopicPartition as KafkaPythonTopicPartition
+from kafka import KafkaProducer
 from kafka.errors import KafkaTimeoutError
 
-from conftest import DEFAULT_PARTITIONS, Broker, serve
+from conftest import DEFAULT_PARTITIONS, Broker, kafka_python_round_trip, serve
 from messages import make_messages
 from test_confluent_kafka import produce, read
 from test_java_client import classpath, run_java  # noqa: F401 (classpath is a fixture)
 
 ALICE = {"user": "alice", "password": "alice-secret"}
-READ_TIMEOUT_S = 30
 
 
 def invalid_credentials(mechanism):
@@ -135,28 +133,7 @@ def test_admin_manages_credentials_that_kafka_python_logs_in_with(sasl_broker, t
             **extra,
         )
 
-    producer = KafkaProducer(**kafka_python(max_block_ms=10000))
-    try:
-        sent = [producer.send(topic, value=f"v{i}".encode(), partition=0) for i in range(50)]
-        producer.flush(timeout=30)
-        offsets = [future.get(timeout=30).offset for future in sent]
-    finally:
-        producer.close(timeout=10)
-    assert offsets == list(range(50))
-    consumer = KafkaConsumer(**kafka_python(group_id=None, enable_auto_commit=False, fetch_max_wait_ms=100))
-    try:
-        partition = KafkaPythonTopicPartition(topic, 0)
-        consumer.assign([partition])
-        consumer.seek(partition, 0)
-        values = []
-        deadline = time.monotonic() + READ_TIMEOUT_S
-        while len(values) < 50:
-            assert time.monotonic() < deadline, f"read {len(values)} of 50"
-            for records in consumer.poll(timeout_ms=200).values():
-                values.extend(r.value for r in records)
-    finally:
-        consumer.close()
-    assert values == [f"v{i}".encode() for i in range(50)]
+    kafka_python_round_trip(topic, **kafka_python())
 
     deleted = admin.alter_user_scram_credentials([
         UserScramCredentialDeletion("py-user", ScramMechanism.SCRAM_SHA_256),

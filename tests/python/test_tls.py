@@ -27,10 +27,10 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaPythonTopicPartition
 
-from conftest import DEFAULT_PARTITIONS, Broker, free_port, serve
+from conftest import DEFAULT_PARTITIONS, Broker, free_port, kafka_python_round_trip, serve
 from messages import make_messages
 from test_confluent_kafka import produce, read
 from test_java_client import classpath, run_java  # noqa: F401 (classpath is a fixture)
@@ -181,28 +181,8 @@ def test_kafka_python_produces_and_consumes_over_ssl_and_sasl_ssl(tls_broker, to
         sasl_mechanism="PLAIN", sasl_plain_username="alice", sasl_plain_password="alice-secret",
         request_timeout_ms=10000,
     )
-    for settings, partition in ((ssl, 0), (sasl_ssl, 1)):
-        producer = KafkaProducer(max_block_ms=10000, **settings)
-        try:
-            sent = [producer.send(topic, value=f"v{i}".encode(), partition=partition) for i in range(50)]
-            producer.flush(timeout=30)
-            assert [future.get(timeout=30).offset for future in sent] == list(range(50))
-        finally:
-            producer.close(timeout=10)
-        consumer = KafkaConsumer(group_id=None, enable_auto_commit=False, fetch_max_wait_ms=100, **settings)
-        try:
-            assigned = KafkaPythonTopicPartition(topic, partition)
-            consumer.assign([assigned])
-            consumer.seek(assigned, 0)
-            values = []
-            deadline = time.monotonic() + READ_TIMEOUT_S
-            while len(values) < 50:
-                assert time.monotonic() < deadline, f"read {len(values)} of 50"
-                for records in consumer.poll(timeout_ms=200).values():
-                    values.extend(r.value for r in records)
-        finally:
-            consumer.close()
-        assert values == [f"v{i}".encode() for i in range(50)]
+    kafka_python_round_trip(topic, partition=0, **ssl)
+    kafka_python_round_trip(topic, partition=1, **sasl_ssl)
 
 
 def kcat(tls, bootstrap, *args, sasl=(), stdin=None):
