@@ -41,7 +41,7 @@ pub struct ServeArgs {
     /// host:port given to the clients of each --listen, in the same order (one per --listen when given); defaults to the listener's own address [advertised.listeners].
     #[arg(long)]
     pub advertised_listen: Vec<String>,
-    /// SASL mechanisms a SASL_PLAINTEXT listener takes, comma-separated: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN (PLAIN needs its users from --plain-sasl-jaas-config or --jaas-config-file) [sasl.enabled.mechanisms].
+    /// SASL mechanisms SASL_PLAINTEXT and SASL_SSL listeners take, comma-separated: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN (PLAIN needs its users from --plain-sasl-jaas-config or --jaas-config-file) [sasl.enabled.mechanisms].
     #[arg(long, default_value = "SCRAM-SHA-256,SCRAM-SHA-512")]
     pub sasl_enabled_mechanisms: String,
     /// SASL/PLAIN's users, as Kafka's JAAS login module: 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" user_bob="bob-secret";' (one user_NAME="PASSWORD" option per user); takes precedence over --jaas-config-file; one list for every SASL listener (Kafka's is per listener) [listener.name.<listener>.plain.sasl.jaas.config].
