@@ -467,7 +467,7 @@ impl ServeArgs {
         listeners: &[crate::config::broker::Listener],
         client_auth: crate::security::tls::ClientAuth,
     ) -> anyhow::Result<Option<crate::config::broker::TlsConfigs>> {
-        use crate::security::tls::{server_config, ClientAuth};
+        use crate::security::tls::server_configs;
         let keystore_type = self.ssl_keystore_type.trim().to_ascii_uppercase();
         if !crate::security::tls::KEYSTORE_TYPES.contains(&keystore_type.as_str()) {
             bail!(
@@ -494,10 +494,9 @@ impl ServeArgs {
             );
         };
         let truststore = self.ssl_truststore_location.as_deref();
-        let ssl = server_config(path, client_auth, truststore)
-            .map_err(|e| anyhow::anyhow!("--ssl-keystore-location, --ssl-client-auth: {e}"))?;
-        let sasl_ssl = server_config(path, ClientAuth::None, None)
-            .map_err(|e| anyhow::anyhow!("--ssl-keystore-location: {e}"))?;
+        let (ssl, sasl_ssl) = server_configs(path, client_auth, truststore).map_err(|e| {
+            anyhow::anyhow!("--ssl-keystore-location, --ssl-truststore-location: {e}")
+        })?;
         Ok(Some(crate::config::broker::TlsConfigs { ssl, sasl_ssl }))
     }
 

@@ -10,6 +10,17 @@ pub mod tls;
 
 use scram::{ScramMechanism, ITERATIONS_MAX, ITERATIONS_MIN};
 
+/// Compares secrets without a timing that tells how much of them matched
+/// (Kafka's `Utils.isEqualConstantTime`): every byte of the longer is
+/// looked at, whatever the lengths.
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut difference = u8::from(a.len() != b.len());
+    for i in 0..a.len().max(b.len()) {
+        difference |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
+    }
+    difference == 0
+}
+
 /// A listener's security protocol (Kafka's
 /// `listener.security.protocol.map` values this broker serves).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -215,6 +226,15 @@ pub fn parse_add_scram(text: &str) -> Result<AddScram, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abc\0"));
+        assert!(!constant_time_eq(b"", b"\0"));
+        assert!(constant_time_eq(b"", b""));
+    }
 
     #[test]
     fn listeners_name_their_protocol() {

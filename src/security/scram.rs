@@ -292,7 +292,7 @@ impl ScramServer {
             return Err(ScramFailure::Invalid("proof of the wrong length"));
         }
         let client_key: Vec<u8> = proof.iter().zip(&signature).map(|(p, s)| p ^ s).collect();
-        if !constant_time_eq(&self.mechanism.hash(&client_key), &credential.stored_key) {
+        if !super::constant_time_eq(&self.mechanism.hash(&client_key), &credential.stored_key) {
             return Err(ScramFailure::Invalid("invalid client proof"));
         }
         let server_signature = self
@@ -301,10 +301,6 @@ impl ScramServer {
         let server_final = format!("v={}", BASE64.encode(server_signature));
         Ok((server_final.into_bytes(), user))
     }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 struct ClientFirst<'a> {

@@ -49,21 +49,23 @@ impl ClientAuth {
     }
 }
 
-/// A TLS server configuration from the PEM keystore at `keystore`: a
-/// private key (PKCS#8, PKCS#1 or SEC1, not encrypted) and the certificate
-/// chain, the server's own first, in any order in the file; client
-/// certificates as `client_auth` says, issued by a CA of the PEM
-/// `truststore`.
+/// The TLS server configurations of SSL and of SASL_SSL listeners, from
+/// the PEM keystore at `keystore` (read once): a private key (PKCS#8, PKCS#1
+/// or SEC1, not encrypted) and the certificate chain, the server's own
+/// first, in any order in the file. SSL listeners take client certificates
+/// as `client_auth` says, issued by a CA of the PEM `truststore`; SASL_SSL
+/// listeners ask for none, as Kafka's unless their own `ssl.client.auth`
+/// says otherwise.
 ///
 /// # Errors
 /// An unreadable file, one without a key or certificate, an encrypted key,
 /// a key that does not match the certificate, or client authentication
 /// without a truststore of at least one CA; with what is wrong.
-pub fn server_config(
+pub fn server_configs(
     keystore: &Path,
     client_auth: ClientAuth,
     truststore: Option<&Path>,
-) -> Result<Arc<rustls::ServerConfig>, String> {
+) -> Result<(Arc<rustls::ServerConfig>, Arc<rustls::ServerConfig>), String> {
     let path = keystore;
     let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if text
@@ -95,53 +97,67 @@ pub fn server_config(
     // of building a C library.
     #[allow(deprecated)]
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(&[&rustls::version::TLS12, &rustls::version::TLS13])
-        .map_err(|e| format!("TLS versions: {e}"))?;
-    let builder = match client_auth {
-        ClientAuth::None => builder.with_no_client_auth(),
+    let verifier = match client_auth {
+        ClientAuth::None => None,
         ClientAuth::Requested | ClientAuth::Required => {
-            let truststore = truststore.ok_or_else(|| {
-                format!(
-                    "ssl.client.auth={} needs a truststore of the CAs that issue client certificates",
-                    client_auth.name()
-                )
-            })?;
-            let text = std::fs::read(truststore)
-                .map_err(|e| format!("cannot read {}: {e}", truststore.display()))?;
-            let mut roots = rustls::RootCertStore::empty();
-            for certificate in CertificateDer::pem_slice_iter(&text) {
-                let certificate = certificate
-                    .map_err(|e| format!("{}: not a PEM truststore: {e}", truststore.display()))?;
-                roots
-                    .add(certificate)
-                    .map_err(|e| format!("{}: {e}", truststore.display()))?;
-            }
-            if roots.is_empty() {
-                return Err(format!(
-                    "{}: no certificate (-----BEGIN CERTIFICATE-----) in the truststore",
-                    truststore.display()
-                ));
-            }
-            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-                Arc::new(roots),
-                provider,
-            );
-            let verifier = if client_auth == ClientAuth::Requested {
-                verifier.allow_unauthenticated()
-            } else {
-                verifier
-            };
-            let verifier = verifier
-                .build()
-                .map_err(|e| format!("{}: {e}", truststore.display()))?;
-            builder.with_client_cert_verifier(verifier)
+            Some(client_verifier(client_auth, truststore, provider.clone())?)
         }
     };
-    let config = builder
-        .with_single_cert(certificates, key)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(Arc::new(config))
+    let config = |verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>| {
+        let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_protocol_versions(&[&rustls::version::TLS12, &rustls::version::TLS13])
+            .map_err(|e| format!("TLS versions: {e}"))?;
+        let builder = match verifier {
+            None => builder.with_no_client_auth(),
+            Some(verifier) => builder.with_client_cert_verifier(verifier),
+        };
+        builder
+            .with_single_cert(certificates.clone(), key.clone_key())
+            .map(Arc::new)
+            .map_err(|e| format!("{}: {e}", path.display()))
+    };
+    Ok((config(verifier)?, config(None)?))
+}
+
+/// The verifier of client certificates issued by a CA of the PEM
+/// `truststore`; with `Requested`, a client may give none.
+fn client_verifier(
+    client_auth: ClientAuth,
+    truststore: Option<&Path>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, String> {
+    let truststore = truststore.ok_or_else(|| {
+        format!(
+            "ssl.client.auth={} needs a truststore of the CAs that issue client certificates",
+            client_auth.name()
+        )
+    })?;
+    let text = std::fs::read(truststore)
+        .map_err(|e| format!("cannot read {}: {e}", truststore.display()))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for certificate in CertificateDer::pem_slice_iter(&text) {
+        let certificate = certificate
+            .map_err(|e| format!("{}: not a PEM truststore: {e}", truststore.display()))?;
+        roots
+            .add(certificate)
+            .map_err(|e| format!("{}: {e}", truststore.display()))?;
+    }
+    if roots.is_empty() {
+        return Err(format!(
+            "{}: no certificate (-----BEGIN CERTIFICATE-----) in the truststore",
+            truststore.display()
+        ));
+    }
+    let verifier =
+        rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+    let verifier = if client_auth == ClientAuth::Requested {
+        verifier.allow_unauthenticated()
+    } else {
+        verifier
+    };
+    verifier
+        .build()
+        .map_err(|e| format!("{}: {e}", truststore.display()))
 }
 
 /// The principal name Kafka's default principal builder gives a client
@@ -263,7 +279,7 @@ mod tests {
         let server = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
         let other = rcgen::generate_simple_self_signed(vec!["other".into()]).unwrap();
         let (cert, key) = (server.cert.pem(), server.key_pair.serialize_pem());
-        let load = |path: &Path| server_config(path, ClientAuth::None, None);
+        let load = |path: &Path| server_configs(path, ClientAuth::None, None);
         assert!(load(&keystore(dir.path(), &format!("{key}{cert}"))).is_ok());
         assert!(load(&keystore(dir.path(), &format!("{cert}{key}"))).is_ok());
         let refused = |contents: String, expected: &str| {
@@ -285,13 +301,13 @@ mod tests {
             .unwrap_err()
             .contains("cannot read"));
         let both = keystore(dir.path(), &format!("{key}{cert}"));
-        let needs = server_config(&both, ClientAuth::Required, None).unwrap_err();
+        let needs = server_configs(&both, ClientAuth::Required, None).unwrap_err();
         assert!(needs.contains("needs a truststore"), "{needs}");
         let truststore = dir.path().join("truststore.pem");
         std::fs::write(&truststore, &cert).unwrap();
-        assert!(server_config(&both, ClientAuth::Requested, Some(&truststore)).is_ok());
+        assert!(server_configs(&both, ClientAuth::Requested, Some(&truststore)).is_ok());
         std::fs::write(&truststore, &key).unwrap();
-        let empty = server_config(&both, ClientAuth::Required, Some(&truststore)).unwrap_err();
+        let empty = server_configs(&both, ClientAuth::Required, Some(&truststore)).unwrap_err();
         assert!(empty.contains("no certificate"), "{empty}");
     }
 
