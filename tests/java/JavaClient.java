@@ -238,6 +238,46 @@ public class JavaClient {
     }
 
     /**
+     * Sends `records` records ("k<i>", "v<i>") over the partitions with
+     * `config`, waits for every acknowledgement, and returns their offsets.
+     */
+    static List<Long> sendAll(Map<String, Object> config, String topic, int records) throws Exception {
+        List<Long> offsets = new ArrayList<>();
+        try (KafkaProducer<String, String> producer =
+                new KafkaProducer<>(config, new StringSerializer(), new StringSerializer())) {
+            List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
+            for (int i = 0; i < records; i++) {
+                sent.add(producer.send(new ProducerRecord<>(topic, i % PARTITIONS, "k" + i, "v" + i)));
+            }
+            for (var future : sent) {
+                offsets.add(future.get().offset());
+            }
+        }
+        return offsets;
+    }
+
+    /**
+     * How a producer made with `config` (whose login should fail) fails to
+     * send: "Exception: message" of its SaslAuthenticationException, or
+     * "none" when it sends.
+     */
+    static String refusal(Map<String, Object> config, String topic) {
+        Map<String, Object> bounded = new HashMap<>(config);
+        bounded.put("max.block.ms", "10000");
+        try (KafkaProducer<String, String> producer =
+                new KafkaProducer<>(bounded, new StringSerializer(), new StringSerializer())) {
+            producer.send(new ProducerRecord<>(topic, 0, "k", "v")).get();
+            return "none";
+        } catch (Exception e) {
+            Throwable cause = e;
+            while (cause.getCause() != null && !(cause instanceof org.apache.kafka.common.errors.SaslAuthenticationException)) {
+                cause = cause.getCause();
+            }
+            return cause.getClass().getSimpleName() + ": " + cause.getMessage();
+        }
+    }
+
+    /**
      * SASL/PLAIN as JAVA_CLIENT_SASL says: an idempotent producer sends
      * records, a consumer group reads them back and commits, the admin
      * client describes the group's offsets; a wrong password fails with the
@@ -248,16 +288,7 @@ public class JavaClient {
         int records = 200;
         Map<String, Object> producerConfig = new HashMap<>(base);
         producerConfig.put("enable.idempotence", "true");
-        try (KafkaProducer<String, String> producer =
-                new KafkaProducer<>(producerConfig, new StringSerializer(), new StringSerializer())) {
-            List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
-            for (int i = 0; i < records; i++) {
-                sent.add(producer.send(new ProducerRecord<>(topic, i % PARTITIONS, "k" + i, "v" + i)));
-            }
-            for (var future : sent) {
-                future.get();
-            }
-        }
+        sendAll(producerConfig, topic, records);
         Map<String, Object> consumerConfig = new HashMap<>(base);
         consumerConfig.put("group.id", "plain-group");
         consumerConfig.put("auto.offset.reset", "earliest");
@@ -281,18 +312,7 @@ public class JavaClient {
         }
         Map<String, Object> wrong = new HashMap<>(base);
         wrong.put("sasl.jaas.config", "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"alice\" password=\"nope\";");
-        wrong.put("max.block.ms", "10000");
-        String refused = "none";
-        try (KafkaProducer<String, String> producer =
-                new KafkaProducer<>(wrong, new StringSerializer(), new StringSerializer())) {
-            producer.send(new ProducerRecord<>(topic, 0, "k", "v")).get();
-        } catch (Exception e) {
-            Throwable cause = e;
-            while (cause.getCause() != null && !(cause instanceof org.apache.kafka.common.errors.SaslAuthenticationException)) {
-                cause = cause.getCause();
-            }
-            refused = cause.getClass().getSimpleName() + ": " + cause.getMessage();
-        }
+        String refused = refusal(wrong, topic);
         System.out.printf("{\"read\": %d, \"committed\": %d, \"refused\": \"%s\"}%n",
                 values.size(), committed, refused.replace("\"", "'"));
     }
@@ -321,30 +341,10 @@ public class JavaClient {
         }
         Map<String, Object> user = withScram(Map.of("bootstrap.servers", bootstrap), "SCRAM-SHA-512", "java-user", "java-secret");
         int records = 200;
-        try (KafkaProducer<String, String> producer =
-                new KafkaProducer<>(user, new StringSerializer(), new StringSerializer())) {
-            List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
-            for (int i = 0; i < records; i++) {
-                sent.add(producer.send(new ProducerRecord<>(topic, i % PARTITIONS, "k" + i, "v" + i)));
-            }
-            for (var future : sent) {
-                future.get();
-            }
-        }
+        sendAll(user, topic, records);
         int read = read(user, topic, "read_uncommitted", records).size();
         Map<String, Object> wrong = withScram(Map.of("bootstrap.servers", bootstrap), "SCRAM-SHA-512", "java-user", "nope");
-        wrong.put("max.block.ms", "10000");
-        String refused = "none";
-        try (KafkaProducer<String, String> producer =
-                new KafkaProducer<>(wrong, new StringSerializer(), new StringSerializer())) {
-            producer.send(new ProducerRecord<>(topic, 0, "k", "v")).get();
-        } catch (Exception e) {
-            Throwable cause = e;
-            while (cause.getCause() != null && !(cause instanceof org.apache.kafka.common.errors.SaslAuthenticationException)) {
-                cause = cause.getCause();
-            }
-            refused = cause.getClass().getSimpleName() + ": " + cause.getMessage();
-        }
+        String refused = refusal(wrong, topic);
         String afterDelete;
         try (Admin admin = Admin.create(adminConfig)) {
             admin.alterUserScramCredentials(List.of(new org.apache.kafka.clients.admin.UserScramCredentialDeletion(
@@ -599,20 +599,8 @@ public class JavaClient {
 
     /** The producer's defaults: acks=all and idempotence on. */
     static void idempotentDefaults(String bootstrap, String topic) throws Exception {
-        Properties props = new Properties();
-        props.put("bootstrap.servers", bootstrap);
         int records = 2000;
-        List<Long> offsets = new ArrayList<>();
-        try (KafkaProducer<String, String> producer =
-                new KafkaProducer<>(props, new StringSerializer(), new StringSerializer())) {
-            List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
-            for (int i = 0; i < records; i++) {
-                sent.add(producer.send(new ProducerRecord<>(topic, i % PARTITIONS, "k" + i, "v" + i)));
-            }
-            for (var future : sent) {
-                offsets.add(future.get().offset());
-            }
-        }
+        List<Long> offsets = sendAll(Map.of("bootstrap.servers", bootstrap), topic, records);
         List<String> values = read(bootstrap, topic, "read_uncommitted", records);
         System.out.printf("{\"acked\": %d, \"read\": %d, \"distinct\": %d}%n",
                 offsets.size(), values.size(), values.stream().distinct().count());

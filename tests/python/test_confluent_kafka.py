@@ -117,6 +117,39 @@ def read(broker, topic, counts, **config):
         consumer.close()
 
 
+def produce_and_read_back(broker, topic, producer_config, consumer_config, count=300):
+    """Produces `count` messages over every partition with
+    `producer_config`, reads each partition back from offset 0 with
+    `consumer_config`, and asserts that what comes back is what was
+    acknowledged: offsets, keys, values, headers and CreateTime timestamps."""
+    messages = make_messages(count, DEFAULT_PARTITIONS, include_empty_values=False)
+    acked = produce(broker, topic, messages, **producer_config)
+    counts = {}
+    for partition, _ in acked:
+        counts[partition] = counts.get(partition, 0) + 1
+    got = read(broker, topic, counts, **consumer_config)
+    for partition, received in got.items():
+        assert [m.offset() for m in received] == list(range(counts[partition]))
+        for message in received:
+            sent = acked[(partition, message.offset())]
+            assert (message.key(), message.value()) == (sent["key"], sent["value"])
+            assert message.headers() == (sent["headers"] or None)
+            assert message.timestamp() == (TIMESTAMP_CREATE_TIME, sent["timestamp_ms"])
+
+
+def assert_refused(config, expected):
+    """A producer made with `config` cannot list the topics, and librdkafka
+    reports an error containing `expected` within 10 s."""
+    errors = []
+    producer = Producer({**config, "error_cb": lambda error: errors.append(error)})
+    with pytest.raises(KafkaException):
+        producer.list_topics(timeout=3)
+    deadline = time.monotonic() + 10
+    while not any(expected in error.str() for error in errors):
+        assert time.monotonic() < deadline, f"errors: {[e.str() for e in errors]}"
+        producer.poll(0.1)
+
+
 @pytest.mark.parametrize("codec", CODECS)
 def test_produce_each_codec_and_read_back_with_assign(broker, topic, codec):
     # librdkafka reports an empty value as null, so only null values here.

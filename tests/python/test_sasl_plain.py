@@ -17,16 +17,13 @@ same JAAS users.
 """
 
 import subprocess
-import time
 
 import pytest
-from confluent_kafka import KafkaException, Producer
 from kafka import KafkaProducer
 from kafka.errors import KafkaTimeoutError
 
-from conftest import DEFAULT_PARTITIONS, Broker, kafka_python_round_trip, serve
-from messages import make_messages
-from test_confluent_kafka import produce, read
+from conftest import Broker, kafka_python_round_trip, serve
+from test_confluent_kafka import assert_refused, produce_and_read_back
 from test_java_client import classpath, run_java  # noqa: F401 (classpath is a fixture)
 
 INVALID = "Authentication failed: Invalid username or password"
@@ -68,38 +65,18 @@ def librdkafka_plain(broker, user, password):
 
 
 def test_librdkafka_produces_and_another_user_reads_back(plain_broker, topic):
-    messages = make_messages(300, DEFAULT_PARTITIONS, include_empty_values=False)
-    acked = produce(plain_broker, topic, messages, **{
-        **librdkafka_plain(plain_broker, "alice", "alice-secret"),
-        "enable.idempotence": True,
-    })
-    counts = {}
-    for partition, _ in acked:
-        counts[partition] = counts.get(partition, 0) + 1
-    got = read(plain_broker, topic, counts, **librdkafka_plain(plain_broker, "bob", "bob-secret"))
-    for partition, received in got.items():
-        assert [m.offset() for m in received] == list(range(counts[partition]))
-        for message in received:
-            sent = acked[(partition, message.offset())]
-            assert (message.key(), message.value()) == (sent["key"], sent["value"])
-            assert message.headers() == (sent["headers"] or None)
+    produce_and_read_back(
+        plain_broker, topic,
+        {**librdkafka_plain(plain_broker, "alice", "alice-secret"), "enable.idempotence": True},
+        librdkafka_plain(plain_broker, "bob", "bob-secret"),
+    )
 
 
 @pytest.mark.parametrize("user,password", [("alice", "wrong"), ("nobody", "alice-secret"), ("admin", "admin-secret")])
 def test_librdkafka_is_refused_with_kafkas_message(plain_broker, user, password):
     # admin is the JAAS entry's own login (username/password), not a user:
     # Kafka refuses it too.
-    errors = []
-    producer = Producer({
-        **librdkafka_plain(plain_broker, user, password),
-        "error_cb": lambda error: errors.append(error),
-    })
-    with pytest.raises(KafkaException):
-        producer.list_topics(timeout=3)
-    deadline = time.monotonic() + 10
-    while not any(INVALID in error.str() for error in errors):
-        assert time.monotonic() < deadline, f"errors: {[e.str() for e in errors]}"
-        producer.poll(0.1)
+    assert_refused(librdkafka_plain(plain_broker, user, password), INVALID)
 
 
 def kafka_python(broker, password="bob-secret", **extra):

@@ -30,9 +30,9 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaPythonTopicPartition
 
-from conftest import DEFAULT_PARTITIONS, Broker, free_port, kafka_python_round_trip, serve
+from conftest import Broker, free_port, kafka_python_round_trip, serve
 from messages import make_messages
-from test_confluent_kafka import produce, read
+from test_confluent_kafka import assert_refused, produce, produce_and_read_back, read
 from test_java_client import classpath, run_java  # noqa: F401 (classpath is a fixture)
 
 READ_TIMEOUT_S = 30
@@ -113,18 +113,11 @@ def librdkafka_sasl_ssl(tls, mechanism, user, password):
 
 
 def test_librdkafka_produces_over_ssl_and_reads_back_over_sasl_ssl(tls_broker, topic):
-    messages = make_messages(300, DEFAULT_PARTITIONS, include_empty_values=False)
-    acked = produce(tls_broker.broker, topic, messages, **{**librdkafka_ssl(tls_broker), "enable.idempotence": True})
-    counts = {}
-    for partition, _ in acked:
-        counts[partition] = counts.get(partition, 0) + 1
-    got = read(tls_broker.broker, topic, counts, **librdkafka_sasl_ssl(tls_broker, "SCRAM-SHA-512", "bob", "bob-secret"))
-    for partition, received in got.items():
-        assert [m.offset() for m in received] == list(range(counts[partition]))
-        for message in received:
-            sent = acked[(partition, message.offset())]
-            assert (message.key(), message.value()) == (sent["key"], sent["value"])
-            assert message.headers() == (sent["headers"] or None)
+    produce_and_read_back(
+        tls_broker.broker, topic,
+        {**librdkafka_ssl(tls_broker), "enable.idempotence": True},
+        librdkafka_sasl_ssl(tls_broker, "SCRAM-SHA-512", "bob", "bob-secret"),
+    )
 
 
 def test_large_records_cross_tls_from_disk_after_a_restart(tls_broker, topic):
@@ -160,18 +153,7 @@ def test_large_records_cross_tls_from_disk_after_a_restart(tls_broker, topic):
 
 
 def test_a_client_not_trusting_the_ca_cannot_connect(tls_broker):
-    errors = []
-    producer = Producer({
-        "bootstrap.servers": tls_broker.ssl,
-        "security.protocol": "SSL",
-        "error_cb": lambda error: errors.append(error),
-    })
-    with pytest.raises(KafkaException):
-        producer.list_topics(timeout=3)
-    deadline = time.monotonic() + 10
-    while not any("certificate verify failed" in error.str() for error in errors):
-        assert time.monotonic() < deadline, f"errors: {[e.str() for e in errors]}"
-        producer.poll(0.1)
+    assert_refused({"bootstrap.servers": tls_broker.ssl, "security.protocol": "SSL"}, "certificate verify failed")
 
 
 def test_kafka_python_produces_and_consumes_over_ssl_and_sasl_ssl(tls_broker, topic):
