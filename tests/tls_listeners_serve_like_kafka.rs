@@ -6,7 +6,8 @@
 //! into the TLS relay); SASL_SSL serves nothing before login; a client that
 //! speaks plain Kafka to a TLS port, or never finishes its handshake, is
 //! closed and the broker serves on; a TLS listener without a usable PEM
-//! keystore stops the start-up.
+//! keystore stops the start-up; a client that stops reading is closed
+//! after `connections.max.idle.ms` and does not hold up shutdown.
 //!
 //! Method: certificates made here (a CA, and a server certificate for
 //! 127.0.0.1 it signed); a raw Kafka client over rustls trusting that CA.
@@ -36,9 +37,10 @@ use kafka_protocol::records::RecordBatchDecoder;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 
 use common::wire::{
-    create_topic_request, encode_batch, encode_request, plain_record, Outcome, RawClient,
+    api_versions_v0_frames, create_topic_request, encode_batch, encode_request, plain_record,
+    read_until_closed, Outcome, RawClient,
 };
-use common::{Broker, BrokerOptions};
+use common::{wait_until, Broker, BrokerOptions};
 
 const TOPIC: &str = "over-tls";
 const RECORDS: usize = 2000;
@@ -509,4 +511,60 @@ fn client_certificates_name_the_principal() {
         "shutdown took {:?}",
         started.elapsed()
     );
+}
+
+#[test]
+fn a_tls_client_that_stops_reading_is_closed_after_the_idle_time_and_does_not_hold_shutdown() {
+    let (ca, keystore_pem) = certificates();
+    let dir = tempfile::tempdir().unwrap();
+    let keystore = dir.path().join("keystore.pem");
+    std::fs::write(&keystore, keystore_pem).unwrap();
+    let idle = Duration::from_secs(3);
+    let mut broker = Broker::start(
+        BrokerOptions::default()
+            .listen_protocol("SSL")
+            .arg("--ssl-keystore-location", keystore.display())
+            .arg("--connections-max-idle-ms", idle.as_millis()),
+    );
+    // 40,000 pipelined ApiVersions requests, about 12 MB of answers: more
+    // than the socket buffers and the relay hold. The client reads none.
+    let stalled_client = || {
+        let mut client = TlsClient::connect(&broker.bootstrap(), &ca);
+        client
+            .stream
+            .sock
+            .set_write_timeout(Some(Duration::from_secs(1)))
+            .unwrap();
+        let _ = client
+            .stream
+            .write_all(&api_versions_v0_frames(40_000))
+            .and_then(|()| client.stream.flush());
+        client
+    };
+    let closing_line = "closing TLS connection: the client took no bytes for too long";
+    let connected = Instant::now();
+    let mut stalled = stalled_client();
+    assert!(connected.elapsed() < idle - Duration::from_millis(500));
+    assert!(!broker.log_contents().contains(closing_line));
+    wait_until(idle * 3, "the stalled TLS connection is closed", || {
+        broker.log_contents().contains(closing_line)
+    });
+    assert!(connected.elapsed() >= idle, "closed before the idle time");
+    read_until_closed(&mut stalled.stream.sock, Duration::from_secs(10));
+    // Others are served; shutdown gives a client that reads nothing a
+    // second, not the 10 s drain.
+    let mut other = TlsClient::connect(&broker.bootstrap(), &ca);
+    let versions: ApiVersionsResponse =
+        other.request(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    assert_eq!(versions.error_code, 0);
+    let mut stalled = stalled_client();
+    std::thread::sleep(Duration::from_secs(1));
+    let asked = Instant::now();
+    broker.terminate();
+    let took = asked.elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "shutdown waited {took:?} for a TLS client that reads nothing"
+    );
+    read_until_closed(&mut stalled.stream.sock, Duration::from_secs(10));
 }

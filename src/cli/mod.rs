@@ -158,7 +158,7 @@ pub struct ServeArgs {
     /// Largest request accepted; larger frames close the connection [socket.request.max.bytes].
     #[arg(long, default_value_t = 100 * 1024 * 1024)]
     pub socket_request_max_bytes: usize,
-    /// Idle connections are closed after this long [connections.max.idle.ms].
+    /// A connection is closed when it has sent no request for this long, or when its client has taken none of its response bytes for this long (a client that stopped reading); once shutdown begins, such a client gets 1 s [connections.max.idle.ms].
     #[arg(long, default_value_t = 600_000)]
     pub connections_max_idle_ms: u64,
     /// A request must arrive whole within this long of its first byte (stops slow-loris clients).

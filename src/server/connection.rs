@@ -23,6 +23,7 @@ use super::produce_frame::{
     read_produce_frame, DirectTargets, FrameError, ProduceFrame, ReadBuf, BULK_READ_BYTES,
     LOOKAHEAD_BYTES,
 };
+use super::write_watch::{self, Watched};
 use super::{handlers, versions, ServerState};
 use crate::config::limits::{CONNECTION_IN_FLIGHT_REQUESTS_MAX, REQUEST_FRAME_BYTES_MIN};
 use crate::config::Listener;
@@ -113,8 +114,15 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + 'static>(
     let (tx, rx) = glommio::channels::local_channel::new_bounded::<Responder>(
         CONNECTION_IN_FLIGHT_REQUESTS_MAX,
     );
-    let writer_task = glommio::spawn_local(write_loop(fd, writer, rx));
     let config = &state.shard.config;
+    let writer_task = glommio::spawn_local(write_loop(
+        fd,
+        writer,
+        rx,
+        Duration::from_millis(config.connections_max_idle_ms),
+        state.shutdown_signal(),
+        peer.clone(),
+    ));
     let endpoint = &config.listeners[listener];
     let mut authenticator = endpoint.security_protocol.is_sasl().then(|| {
         Authenticator::new(
@@ -213,34 +221,57 @@ async fn wait_out_mute(client: Option<&Client>, state: &ServerState) -> bool {
     }
 }
 
+/// Writes the responses in request order until the reader is done or a
+/// write fails. A write that waits `limit` for the client to make room
+/// (less once shutdown begins, see `write_watch`) closes the connection
+/// both ways, which also ends the reading side.
 async fn write_loop<W: AsyncWrite + Unpin>(
     fd: std::os::fd::RawFd,
-    mut writer: W,
+    writer: W,
     rx: glommio::channels::local_channel::LocalReceiver<Responder>,
+    limit: Duration,
+    shutdown: futures::future::BoxFuture<'static, ()>,
+    peer: String,
 ) {
-    while let Some(responder) = rx.recv().await {
-        match responder.await {
-            Response::Frame(bytes) => {
-                if writer.write_all(&bytes).await.is_err() {
+    let mut writer = Watched::new(writer);
+    let waiting_since = writer.waiting_since();
+    let writes = async {
+        while let Some(responder) = rx.recv().await {
+            match responder.await {
+                Response::Frame(bytes) => {
+                    if writer.write_all(&bytes).await.is_err() {
+                        break;
+                    }
+                }
+                Response::Pieces(pieces) => {
+                    // The socket stays open while this loop runs: the reading
+                    // half and the stream are dropped only after it ends.
+                    if let Err(e) = super::pieces::write_pieces(fd, &mut writer, &pieces).await {
+                        tracing::debug!(error = %e, "cannot send a response");
+                        break;
+                    }
+                }
+                Response::None => {}
+                Response::Close(reason) => {
+                    tracing::info!(reason, "closing connection after a refused request");
                     break;
                 }
-            }
-            Response::Pieces(pieces) => {
-                // The socket stays open while this loop runs: the reading
-                // half and the stream are dropped only after it ends.
-                if let Err(e) = super::pieces::write_pieces(fd, &mut writer, &pieces).await {
-                    tracing::debug!(error = %e, "cannot send a response");
-                    break;
-                }
-            }
-            Response::None => {}
-            Response::Close(reason) => {
-                tracing::info!(reason, "closing connection after a refused request");
-                break;
             }
         }
+        let _ = writer.close().await;
+    };
+    if write_watch::bounded(writes, &waiting_since, limit, shutdown)
+        .await
+        .is_none()
+    {
+        tracing::info!(
+            %peer,
+            waited_ms = waiting_since.get().map_or(0, |since| since.elapsed().as_millis() as u64),
+            "closing connection: the client took no response bytes for too long"
+        );
+        // The reading side is woken by the socket's end of input.
+        let _ = nix::sys::socket::shutdown(fd, nix::sys::socket::Shutdown::Both);
     }
-    let _ = writer.close().await;
 }
 
 /// Runs `io` unless `limit` passes first.

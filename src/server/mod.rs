@@ -12,6 +12,7 @@ pub mod produce_frame;
 mod test_support;
 pub mod tls;
 pub mod versions;
+pub mod write_watch;
 
 use std::cell::{Cell, RefCell};
 

@@ -18,6 +18,7 @@ use futures::future::{self, Either};
 use futures::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use glommio::net::{TcpStream, UnixStream};
 
+use super::write_watch::{self, Watched};
 use super::{connection, ServerState};
 
 /// Bytes relayed per read, each way.
@@ -89,9 +90,11 @@ pub async fn serve(
             UnixStream::from_raw_fd(outer.into_raw_fd()),
         )
     };
+    let idle = Duration::from_millis(state.shard.config.connections_max_idle_ms);
+    let shutdown = state.shutdown_signal();
     futures::join!(
         connection::serve(inner, fd, peer_addr, certified, state, listener),
-        relay(session, outer)
+        relay(session, outer, idle, shutdown)
     );
 }
 
@@ -114,13 +117,21 @@ async fn copy<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(from: &mut R, to: &mu
 /// Relays between the client's TLS session and the broker's end of the
 /// socket pair until the broker closes its end: the client's end of input
 /// is passed on as the end of the broker's input, and the broker closing
-/// ends the session (close_notify, then the TCP connection).
-async fn relay<C, B>(client: C, broker: B)
-where
+/// ends the session (close_notify, then the TCP connection). A write to
+/// the client that waits `limit` for room (less once `shutdown` resolves,
+/// see `write_watch`) ends the relay, and so the connection.
+async fn relay<C, B>(
+    client: C,
+    broker: B,
+    limit: Duration,
+    shutdown: futures::future::BoxFuture<'static, ()>,
+) where
     C: AsyncRead + AsyncWrite + Unpin,
     B: AsyncRead + AsyncWrite + Unpin,
 {
-    let (mut client_read, mut client_write) = client.split();
+    let (mut client_read, client_write) = client.split();
+    let mut client_write = Watched::new(client_write);
+    let waiting_since = client_write.waiting_since();
     let (mut broker_read, mut broker_write) = broker.split();
     let inbound = async {
         copy(&mut client_read, &mut broker_write).await;
@@ -130,8 +141,21 @@ where
         copy(&mut broker_read, &mut client_write).await;
         let _ = client_write.close().await;
     };
-    futures::pin_mut!(inbound, outbound);
-    if let Either::Left(((), outbound)) = future::select(inbound, outbound).await {
-        outbound.await;
+    let both = async {
+        futures::pin_mut!(inbound, outbound);
+        if let Either::Left(((), outbound)) = future::select(inbound, outbound).await {
+            outbound.await;
+        }
+    };
+    if write_watch::bounded(both, &waiting_since, limit, shutdown)
+        .await
+        .is_none()
+    {
+        tracing::info!(
+            waited_ms = waiting_since
+                .get()
+                .map_or(0, |since| since.elapsed().as_millis() as u64),
+            "closing TLS connection: the client took no bytes for too long"
+        );
     }
 }

@@ -433,3 +433,64 @@ pub fn create_topic_request(
     request.timeout_ms = 10_000;
     request
 }
+
+/// `count` pipelined ApiVersions v0 requests (no client id), with
+/// correlation ids 0, 1, ...: 14 bytes each, answered by a few hundred.
+pub fn api_versions_v0_frames(count: i32) -> Vec<u8> {
+    let mut frames = Vec::with_capacity(count as usize * 14);
+    for correlation_id in 0..count {
+        frames.extend_from_slice(&10i32.to_be_bytes());
+        frames.extend_from_slice(&(ApiKey::ApiVersions as i16).to_be_bytes());
+        frames.extend_from_slice(&0i16.to_be_bytes());
+        frames.extend_from_slice(&correlation_id.to_be_bytes());
+        frames.extend_from_slice(&(-1i16).to_be_bytes());
+    }
+    frames
+}
+
+/// Reads `stream` until the broker closes it (EOF or reset) and returns
+/// what came before; panics if it is still open after `within`.
+pub fn read_until_closed(stream: &mut TcpStream, within: Duration) -> Vec<u8> {
+    let deadline = Instant::now() + within;
+    let mut received = Vec::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(
+            !left.is_zero(),
+            "the broker kept the connection open for {within:?} ({} bytes read)",
+            received.len()
+        );
+        stream.set_read_timeout(Some(left)).expect("read timeout");
+        match stream.read(&mut buffer) {
+            Ok(0) => return received,
+            Ok(n) => received.extend_from_slice(&buffer[..n]),
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+                ) =>
+            {
+                return received
+            }
+            Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(error) => panic!("read from broker: {error}"),
+        }
+    }
+}
+
+/// The correlation ids of the whole response frames at the start of
+/// `bytes` (a partial frame at the end is left out).
+pub fn correlation_ids(bytes: &[u8]) -> Vec<i32> {
+    let mut ids = Vec::new();
+    let mut rest = bytes;
+    while rest.len() >= 8 {
+        let size = i32::from_be_bytes(rest[..4].try_into().unwrap()) as usize;
+        if rest.len() < 4 + size {
+            break;
+        }
+        ids.push(i32::from_be_bytes(rest[4..8].try_into().unwrap()));
+        rest = &rest[4 + size..];
+    }
+    ids
+}

@@ -326,7 +326,11 @@ impl<T> State<T> {
     }
 
     fn wait_for_room(&mut self) -> PollResult<()> {
-        if !self.is_full() {
+        // ringbroker patch: a channel whose receiver is gone has room (the
+        // send then fails as closed). Upstream waited for a full channel to
+        // drain, which it never does once the receiver is dropped, so a
+        // sender blocked on it waited forever.
+        if !self.is_full() || self.recv_waiters.is_none() {
             PollResult::Ready(())
         } else {
             PollResult::Pending(WaiterKind::Sender)
