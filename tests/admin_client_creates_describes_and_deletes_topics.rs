@@ -1,7 +1,8 @@
 //! Goal: librdkafka's AdminClient can manage topics: CreateTopics with a
 //! partition count and configs, the Kafka error codes for a repeat name, an
 //! impossible replication factor, a zero partition count and a name given
-//! twice in one request, DescribeConfigs
+//! twice in one request (and in DeleteTopics, names and ids given twice,
+//! with both or neither, or as a name and its id), DescribeConfigs
 //! listing every topic config with its default next to the override, and
 //! DeleteTopics, after which Metadata no longer lists the topic.
 //!
@@ -18,13 +19,14 @@ use rdkafka::consumer::Consumer;
 use rdkafka::types::RDKafkaErrorCode;
 
 use common::kafka::{admin_client, base_consumer, wait_for_topic};
-use common::wire::RawClient;
+use common::wire::{create_topic_request, metadata_on, RawClient};
 use common::{open_files_limit, with_timeout, Broker, BrokerOptions};
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::delete_topics_request::DeleteTopicState;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::{
-    ApiKey, CreateTopicsRequest, CreateTopicsResponse, DescribeConfigsRequest,
-    DescribeConfigsResponse, TopicName,
+    ApiKey, CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+    DescribeConfigsRequest, DescribeConfigsResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -444,4 +446,168 @@ async fn topics_past_the_open_files_budget_are_refused_with_invalid_partitions()
         !names.iter().any(|name| name == "admin-past-the-budget"),
         "the refused topic exists: {names:?}"
     );
+}
+
+/// Goal: DeleteTopics refuses, with INVALID_REQUEST and Kafka's messages,
+/// an entry with neither a name nor an id, one with both, a name or an id
+/// given twice, and a name whose id another entry gives; none of those
+/// topics is deleted, while the rest of the request is carried out; unknown
+/// ids and names get Kafka's messages. Kafka 4.1.1 answered this request
+/// with the same rows (in a shuffled order, so they are compared as a set)
+/// and left the same topics. Real clients do not send duplicates, so the
+/// request is raw.
+#[test]
+fn a_delete_topics_request_refuses_duplicates_and_malformed_entries_like_kafka() {
+    let broker = Broker::start(BrokerOptions::default().auto_create_topics_enable(false));
+    let bootstrap = broker.bootstrap();
+    let mut client = RawClient::connect(&bootstrap);
+    let names = ["del-a", "del-b", "del-c", "del-d", "del-e"];
+    for name in names {
+        let created: CreateTopicsResponse =
+            client.request(ApiKey::CreateTopics, 7, &create_topic_request(name, 1));
+        assert_eq!(created.topics[0].error_code, 0, "{name}");
+    }
+    let metadata = metadata_on(&mut client, Some(&names), 12);
+    let id = |name: &str| {
+        metadata
+            .topics
+            .iter()
+            .find(|t| t.name.as_ref().is_some_and(|n| n.as_str() == name))
+            .map(|t| t.topic_id)
+            .unwrap_or_else(|| panic!("{name} has no id"))
+    };
+    let entry = |name: Option<&str>, id: uuid::Uuid| {
+        let mut topic = DeleteTopicState::default();
+        topic.name = name.map(|n| TopicName(StrBytes::from_string(n.to_string())));
+        topic.topic_id = id;
+        topic
+    };
+    let nil = uuid::Uuid::nil();
+    let unknown_id = uuid::Uuid::from_bytes([0x22; 16]);
+    let mut request = DeleteTopicsRequest::default();
+    request.timeout_ms = 10_000;
+    request.topics = vec![
+        entry(None, nil),
+        entry(Some("del-a"), id("del-a")),
+        entry(Some("del-b"), nil),
+        entry(Some("del-b"), nil),
+        entry(Some("del-missing"), nil),
+        entry(Some("del-missing"), nil),
+        entry(None, id("del-c")),
+        entry(None, id("del-c")),
+        entry(None, unknown_id),
+        entry(None, id("del-d")),
+        entry(Some("del-d"), nil),
+        entry(Some("del-e"), nil),
+        entry(Some("del-nope"), nil),
+    ];
+    let response: DeleteTopicsResponse = client.request(ApiKey::DeleteTopics, 6, &request);
+    let mut answers: Vec<(Option<String>, uuid::Uuid, i16, Option<String>)> = response
+        .responses
+        .iter()
+        .map(|r| {
+            (
+                r.name.as_ref().map(|n| n.to_string()),
+                r.topic_id,
+                r.error_code,
+                r.error_message.as_ref().map(|m| m.to_string()),
+            )
+        })
+        .collect();
+    answers.sort();
+    let invalid = RDKafkaErrorCode::InvalidRequest as i16;
+    let row = |name: Option<&str>, id, code, message: Option<&str>| {
+        (
+            name.map(str::to_string),
+            id,
+            code,
+            message.map(str::to_string),
+        )
+    };
+    let mut expected = vec![
+        row(
+            None,
+            nil,
+            invalid,
+            Some("Neither topic name nor id were specified."),
+        ),
+        row(
+            Some("del-a"),
+            id("del-a"),
+            invalid,
+            Some("You may not specify both topic name and topic id."),
+        ),
+        row(Some("del-b"), nil, invalid, Some("Duplicate topic name.")),
+        row(
+            Some("del-missing"),
+            nil,
+            invalid,
+            Some("Duplicate topic name."),
+        ),
+        row(None, id("del-c"), invalid, Some("Duplicate topic id.")),
+        row(
+            None,
+            unknown_id,
+            RDKafkaErrorCode::UnknownTopicId as i16,
+            Some("This server does not host this topic ID."),
+        ),
+        row(
+            Some("del-d"),
+            id("del-d"),
+            invalid,
+            Some("The provided topic name maps to an ID that was already supplied."),
+        ),
+        row(Some("del-e"), id("del-e"), 0, None),
+        row(
+            Some("del-nope"),
+            nil,
+            UNKNOWN_TOPIC_OR_PARTITION,
+            Some("This server does not host this topic-partition."),
+        ),
+    ];
+    expected.sort();
+    assert_eq!(answers, expected);
+    let left = topic_names(&bootstrap);
+    for name in ["del-a", "del-b", "del-c", "del-d"] {
+        assert!(
+            left.contains(&name.to_string()),
+            "{name} was deleted: {left:?}"
+        );
+    }
+    assert!(!left.contains(&"del-e".to_string()), "{left:?}");
+
+    // Before v6 topics are named only; a name given twice is refused alike.
+    let mut request = DeleteTopicsRequest::default();
+    request.timeout_ms = 10_000;
+    request.topic_names = ["del-a", "del-b", "del-a"]
+        .iter()
+        .map(|n| TopicName(StrBytes::from_static_str(n)))
+        .collect();
+    let response: DeleteTopicsResponse = client.request(ApiKey::DeleteTopics, 5, &request);
+    let mut answers: Vec<(String, i16, Option<String>)> = response
+        .responses
+        .iter()
+        .map(|r| {
+            (
+                r.name.as_ref().map(|n| n.to_string()).unwrap_or_default(),
+                r.error_code,
+                r.error_message.as_ref().map(|m| m.to_string()),
+            )
+        })
+        .collect();
+    answers.sort();
+    assert_eq!(
+        answers,
+        vec![
+            (
+                "del-a".to_string(),
+                invalid,
+                Some("Duplicate topic name.".to_string())
+            ),
+            ("del-b".to_string(), 0, None),
+        ]
+    );
+    let left = topic_names(&bootstrap);
+    assert!(left.contains(&"del-a".to_string()), "{left:?}");
+    assert!(!left.contains(&"del-b".to_string()), "{left:?}");
 }

@@ -1,7 +1,11 @@
-//! DeleteTopics (key 20): by name (v0-v5) or by name or id (v6+). With an
-//! authorizer a topic takes DELETE (on it or on the cluster), and DESCRIBE to
-//! learn whether it exists.
+//! DeleteTopics (key 20): by name (v0-v5) or by name or id (v6+), as
+//! Kafka's ControllerApis: a name or id given twice, an entry with both or
+//! neither, and a name whose id another entry gives are each refused with
+//! INVALID_REQUEST and Kafka's message, and none of them is deleted. With an
+//! authorizer a topic takes DELETE (on it or on the cluster), and DESCRIBE
+//! to learn whether it exists.
 
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
@@ -16,6 +20,46 @@ use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{ControllerReply, ControllerRequest, ShardReply, ShardRequest};
 use crate::shard::Shard;
 
+/// One answer: a topic refused before the controller is asked, or one it
+/// is asked to delete (whose outcome is its answer).
+struct Row {
+    name: Option<String>,
+    id: uuid::Uuid,
+    refused: Option<(ErrorCode, Option<&'static str>)>,
+}
+
+impl Row {
+    fn refused(
+        name: Option<&str>,
+        id: uuid::Uuid,
+        error: ErrorCode,
+        message: Option<&'static str>,
+    ) -> Row {
+        Row {
+            name: name.map(str::to_string),
+            id,
+            refused: Some((error, message)),
+        }
+    }
+}
+
+/// The values given more than once, and the others in the order given.
+fn split_duplicates<T: Eq + std::hash::Hash + Copy>(
+    values: impl Iterator<Item = T>,
+) -> (Vec<T>, Vec<T>) {
+    let mut seen = HashSet::new();
+    let mut repeated = HashSet::new();
+    let mut order = Vec::new();
+    for value in values {
+        if seen.insert(value) {
+            order.push(value);
+        } else {
+            repeated.insert(value);
+        }
+    }
+    order.into_iter().partition(|v| !repeated.contains(v))
+}
+
 /// Answers DeleteTopics.
 pub async fn handle(
     shard: &Rc<Shard>,
@@ -26,58 +70,37 @@ pub async fn handle(
     correlation_id: i32,
 ) -> Responder {
     let image = shard.image();
-    // (name if resolved, id as requested, early error)
-    let wanted: Vec<(Option<String>, uuid::Uuid, Option<ErrorCode>)> = if version >= 6 {
-        request
-            .topics
-            .iter()
-            .map(|t| match &t.name {
-                Some(name) => (Some(name.to_string()), uuid::Uuid::nil(), None),
-                None => match image.topic_by_id(&t.topic_id) {
-                    Some(topic) => (Some(topic.name.clone()), t.topic_id, None),
-                    None => (None, t.topic_id, Some(ErrorCode::UnknownTopicId)),
-                },
-            })
-            .collect()
-    } else {
-        request
-            .topic_names
-            .iter()
-            .map(|n| (Some(n.to_string()), uuid::Uuid::nil(), None))
-            .collect()
-    };
     let disabled = !shard.config.delete_topic_enable;
-    // DELETE on the cluster allows every topic; else a named topic takes
-    // DESCRIBE (or it is refused whether it exists or not) and DELETE. A
-    // topic named by id keeps its name out of the answer without DESCRIBE.
-    let may_delete_any = access.cluster(AclOperation::Delete);
-    let wanted: Vec<(Option<String>, uuid::Uuid, Option<ErrorCode>)> = wanted
-        .into_iter()
-        .map(|(name, id, early)| match name {
-            Some(name) if early.is_none() && !may_delete_any => {
-                let describable = access.topic(AclOperation::Describe, &name);
-                let deletable = access.topic(AclOperation::Delete, &name);
-                let by_id = !id.is_nil();
-                let exists = image.topic(&name).is_some();
-                let shown = (describable || !by_id).then_some(name);
-                // Described but not deletable: a missing topic is said to
-                // be missing, as Kafka's controller answers.
-                let refused = if !describable {
-                    Some(ErrorCode::TopicAuthorizationFailed)
-                } else if !deletable && !exists {
-                    Some(ErrorCode::UnknownTopicOrPartition)
-                } else {
-                    (!deletable).then_some(ErrorCode::TopicAuthorizationFailed)
-                };
-                (shown, id, refused)
-            }
-            name => (name, id, early),
-        })
-        .collect();
-    let names: Vec<String> = wanted
+    let rows = if disabled {
+        // delete.topic.enable=false refuses the whole request first.
+        let refusal =
+            |name: Option<&str>, id| Row::refused(name, id, ErrorCode::TopicDeletionDisabled, None);
+        if version >= 6 {
+            request
+                .topics
+                .iter()
+                .map(|t| {
+                    let name = match &t.name {
+                        Some(name) => Some(name.to_string()),
+                        None => image.topic_by_id(&t.topic_id).map(|t| t.name.clone()),
+                    };
+                    refusal(name.as_deref(), t.topic_id)
+                })
+                .collect()
+        } else {
+            request
+                .topic_names
+                .iter()
+                .map(|n| refusal(Some(n), uuid::Uuid::nil()))
+                .collect()
+        }
+    } else {
+        rows_to_answer(&request, version, access, &image)
+    };
+    let names: Vec<String> = rows
         .iter()
-        .filter(|w| w.2.is_none() && !disabled)
-        .filter_map(|w| w.0.clone())
+        .filter(|row| row.refused.is_none())
+        .filter_map(|row| row.name.clone())
         .collect();
     let call = if names.is_empty() {
         None
@@ -110,33 +133,28 @@ pub async fn handle(
         let mut outcomes = outcomes.into_iter();
         let mut response = DeleteTopicsResponse::default();
         response.throttle_time_ms = client.throttle(throttle_ms);
-        response.responses = wanted
+        response.responses = rows
             .into_iter()
-            .map(|(name, requested_id, early)| {
+            .map(|row| {
                 let mut r = DeletableTopicResult::default();
-                r.name = name.as_deref().map(|n| TopicName(str_bytes(n)));
+                r.name = row.name.as_deref().map(|n| TopicName(str_bytes(n)));
                 if version >= 6 {
-                    r.topic_id = requested_id;
+                    r.topic_id = row.id;
                 }
-                // delete.topic.enable=false refuses the whole request first.
-                let error = if disabled {
-                    ErrorCode::TopicDeletionDisabled.code()
-                } else if let Some(e) = early {
-                    e.code()
-                } else {
-                    match outcomes.next() {
+                let (error_code, message) = match row.refused {
+                    Some((error, message)) => (error.code(), message),
+                    None => match outcomes.next() {
                         Some((code, id)) => {
                             if code == 0 && version >= 6 {
                                 r.topic_id = id;
                             }
-                            code
+                            (code, None)
                         }
-                        None => ErrorCode::RequestTimedOut.code(),
-                    }
+                        None => (ErrorCode::RequestTimedOut.code(), None),
+                    },
                 };
-                r.error_code = error;
-                r.error_message = (error == ErrorCode::TopicAuthorizationFailed.code())
-                    .then(|| str_bytes(refusal_message(ErrorCode::TopicAuthorizationFailed)));
+                r.error_code = error_code;
+                r.error_message = message.map(str_bytes);
                 r
             })
             .collect();
@@ -144,4 +162,139 @@ pub async fn handle(
             encode_response(ApiKey::DeleteTopics, version, correlation_id, &response);
         response
     })
+}
+
+/// What each topic of the request gets, in Kafka's order of checks:
+/// malformed entries and duplicates, unknown ids, authorization of the
+/// topics given by id, then of those given by name (with unknown names,
+/// and names whose id another entry gives). The rows without a refusal
+/// are the topics to delete.
+fn rows_to_answer(
+    request: &DeleteTopicsRequest,
+    version: i16,
+    access: &crate::server::access::Access,
+    image: &crate::cluster::image::MetadataImage,
+) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut named: Vec<&str> = Vec::new();
+    let mut by_id: Vec<uuid::Uuid> = Vec::new();
+    if version >= 6 {
+        for topic in &request.topics {
+            match (&topic.name, topic.topic_id.is_nil()) {
+                (None, true) => rows.push(Row::refused(
+                    None,
+                    uuid::Uuid::nil(),
+                    ErrorCode::InvalidRequest,
+                    Some("Neither topic name nor id were specified."),
+                )),
+                (None, false) => by_id.push(topic.topic_id),
+                (Some(name), true) => named.push(name),
+                (Some(name), false) => rows.push(Row::refused(
+                    Some(name),
+                    topic.topic_id,
+                    ErrorCode::InvalidRequest,
+                    Some("You may not specify both topic name and topic id."),
+                )),
+            }
+        }
+    } else {
+        named.extend(request.topic_names.iter().map(|n| n.as_str()));
+    }
+    let (named, repeated_names) = split_duplicates(named.into_iter());
+    let (by_id, repeated_ids) = split_duplicates(by_id.into_iter());
+    for name in &repeated_names {
+        rows.push(Row::refused(
+            Some(name),
+            uuid::Uuid::nil(),
+            ErrorCode::InvalidRequest,
+            Some("Duplicate topic name."),
+        ));
+    }
+    for id in &repeated_ids {
+        rows.push(Row::refused(
+            None,
+            *id,
+            ErrorCode::InvalidRequest,
+            Some("Duplicate topic id."),
+        ));
+    }
+    let mut repeated_ids: HashSet<uuid::Uuid> = repeated_ids.into_iter().collect();
+    // DELETE on the cluster allows every topic; else a topic takes DELETE,
+    // and DESCRIBE to be named in a refusal (or, given by name, to learn
+    // whether it exists).
+    let may_delete_any = access.cluster(AclOperation::Delete);
+    let describable = |name: &str| may_delete_any || access.topic(AclOperation::Describe, name);
+    let deletable = |name: &str| may_delete_any || access.topic(AclOperation::Delete, name);
+    let refused_topic = || {
+        (
+            ErrorCode::TopicAuthorizationFailed,
+            Some(refusal_message(ErrorCode::TopicAuthorizationFailed)),
+        )
+    };
+    // The topics to delete, by id, in the order found.
+    let mut deleting: Vec<Option<(uuid::Uuid, String)>> = Vec::new();
+    let mut deleting_at: HashMap<uuid::Uuid, usize> = HashMap::new();
+    for id in by_id {
+        match image.topic_by_id(&id) {
+            None => rows.push(Row::refused(
+                None,
+                id,
+                ErrorCode::UnknownTopicId,
+                Some("This server does not host this topic ID."),
+            )),
+            Some(topic) if !deletable(&topic.name) => {
+                let (error, message) = refused_topic();
+                let shown = describable(&topic.name).then_some(topic.name.as_str());
+                rows.push(Row::refused(shown, id, error, message));
+            }
+            Some(topic) => {
+                deleting_at.insert(id, deleting.len());
+                deleting.push(Some((id, topic.name.clone())));
+            }
+        }
+    }
+    for name in named {
+        if !describable(name) {
+            let (error, message) = refused_topic();
+            rows.push(Row::refused(Some(name), uuid::Uuid::nil(), error, message));
+            continue;
+        }
+        let Some(topic) = image.topic(name) else {
+            rows.push(Row::refused(
+                Some(name),
+                uuid::Uuid::nil(),
+                ErrorCode::UnknownTopicOrPartition,
+                Some("This server does not host this topic-partition."),
+            ));
+            continue;
+        };
+        if !deletable(name) {
+            let (error, message) = refused_topic();
+            rows.push(Row::refused(Some(name), uuid::Uuid::nil(), error, message));
+            continue;
+        }
+        let id = topic.topic_id;
+        if repeated_ids.contains(&id) || deleting_at.contains_key(&id) {
+            // Given by id too: neither is deleted.
+            if let Some(at) = deleting_at.remove(&id) {
+                deleting[at] = None;
+            }
+            repeated_ids.insert(id);
+            rows.push(Row::refused(
+                Some(name),
+                id,
+                ErrorCode::InvalidRequest,
+                Some("The provided topic name maps to an ID that was already supplied."),
+            ));
+        } else {
+            deleting_at.insert(id, deleting.len());
+            deleting.push(Some((id, name.to_string())));
+        }
+    }
+    rows.extend(deleting.into_iter().flatten().map(|(id, name)| Row {
+        name: Some(name),
+        id,
+        refused: None,
+    }));
+    rows
 }
