@@ -4,7 +4,9 @@
 //! refusal and when the connection closes) is what Kafka 4.1.1 answered
 //! to the same requests; credentials set with AlterUserScramCredentials
 //! follow Kafka's rules, are described as Kafka describes them, and
-//! survive kill -9; `--add-scram` never overrides a credential set since.
+//! survive kill -9; `--add-scram` never overrides a credential set since;
+//! with `connections.max.reauth.ms`, sessions end unless renewed on the
+//! connection (KIP-368), as Kafka 4.1.1 ended and renewed them.
 //!
 //! Method: a broker listening SASL_PLAINTEXT with `--add-scram` users; a
 //! raw client doing the SCRAM client side itself (RFC
@@ -188,27 +190,39 @@ fn outcome_of<Req: kafka_protocol::protocol::Encodable + Default>(
 /// succeeds.
 fn login(bootstrap: &str, mechanism: &'static str, user: &str, password: &str) -> RawClient {
     let mut client = RawClient::connect(bootstrap);
-    assert_eq!(sasl_handshake(&mut client, mechanism, 1).0, 0);
-    let scram = ScramClient::new(mechanism, user, password, "");
-    let first = sasl_authenticate(&mut client, &scram.first(), 2);
-    assert_eq!(
-        first.error_code, 0,
-        "{user} {mechanism}: {:?}",
-        first.error_message
-    );
-    let (last, server_signature) = scram.last(&first.auth_bytes);
-    let done = sasl_authenticate(&mut client, &last, 2);
+    let done = exchange(&mut client, mechanism, user, password);
     assert_eq!(
         done.error_code, 0,
         "{user} {mechanism}: {:?}",
         done.error_message
     );
-    assert_eq!(
-        &done.auth_bytes[..],
-        server_signature.as_bytes(),
-        "server signature"
-    );
     client
+}
+
+/// A v1 handshake and the SaslAuthenticate v2 exchange on `client`: the
+/// last answer (checked to carry the server's signature if it succeeded).
+fn exchange(
+    client: &mut RawClient,
+    mechanism: &'static str,
+    user: &str,
+    password: &str,
+) -> kafka_protocol::messages::SaslAuthenticateResponse {
+    assert_eq!(sasl_handshake(client, mechanism, 1).0, 0);
+    let scram = ScramClient::new(mechanism, user, password, "");
+    let first = sasl_authenticate(client, &scram.first(), 2);
+    if first.error_code != 0 {
+        return first;
+    }
+    let (last, server_signature) = scram.last(&first.auth_bytes);
+    let done = sasl_authenticate(client, &last, 2);
+    if done.error_code == 0 {
+        assert_eq!(
+            &done.auth_bytes[..],
+            server_signature.as_bytes(),
+            "server signature"
+        );
+    }
+    done
 }
 
 /// The error code and message of an exchange that fails.
@@ -905,5 +919,127 @@ fn plaintext_and_sasl_listeners_serve_side_by_side() {
             ("advertised.listeners".to_string(), both.clone()),
             ("listeners".to_string(), both)
         ]
+    );
+}
+
+/// Goal: with `connections.max.reauth.ms` a session lasts that long and is
+/// renewed on the same connection by a fresh handshake and exchange, as
+/// Kafka 4.1.1 (same setting, same requests) answered: SaslAuthenticate
+/// gives the lifetime; a request after it closes the connection unless the
+/// session was renewed; the first renewal may come at once, the next ones
+/// a second apart (closer, the handshake gets ILLEGAL_SASL_STATE and the
+/// session goes on); a renewal as another user is refused with Kafka's
+/// message, one with another mechanism is closed unanswered, and a wrong
+/// password's message says "re-authentication".
+#[test]
+fn sessions_end_after_connections_max_reauth_ms_unless_renewed_like_kafka() {
+    let lifetime = Duration::from_millis(3000);
+    let broker = Broker::start(
+        BrokerOptions::default()
+            .listen_protocol("SASL_PLAINTEXT")
+            .arg("--connections-max-reauth-ms", lifetime.as_millis())
+            .arg(
+                "--add-scram",
+                "SCRAM-SHA-256=[name=alice,password=alice-secret]",
+            )
+            .arg(
+                "--add-scram",
+                "SCRAM-SHA-512=[name=alice,password=alice-secret]",
+            )
+            .arg(
+                "--add-scram",
+                "SCRAM-SHA-256=[name=bob,password=bob-secret]",
+            ),
+    );
+    let bootstrap = broker.bootstrap();
+    let illegal_sasl_state = 34;
+
+    // As another user: refused, closed.
+    let mut other = login(&bootstrap, SHA256, "alice", "alice-secret");
+    let done = exchange(&mut other, SHA256, "bob", "bob-secret");
+    assert_eq!(
+        (done.error_code, done.error_message.map(|m| m.to_string())),
+        (
+            58,
+            Some(
+                "Cannot change principals during re-authentication from User.alice: User.bob"
+                    .to_string()
+            )
+        )
+    );
+    assert!(closed_silently(&other.outcome_within(READ_TIMEOUT)));
+    // With a wrong password: Kafka's message names the re-authentication.
+    let mut wrong = login(&bootstrap, SHA256, "alice", "alice-secret");
+    let done = exchange(&mut wrong, SHA256, "alice", "wrong");
+    assert_eq!(
+        (done.error_code, done.error_message.map(|m| m.to_string())),
+        (
+            58,
+            Some(
+                "Authentication failed during re-authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256"
+                    .to_string()
+            )
+        )
+    );
+    // With another mechanism: the handshake is answered, the exchange
+    // closed unanswered.
+    let mut switched = login(&bootstrap, SHA256, "alice", "alice-secret");
+    assert_eq!(sasl_handshake(&mut switched, SHA512, 1).0, 0);
+    let scram = ScramClient::new(SHA512, "alice", "alice-secret", "");
+    let correlation_id = switched.next_correlation_id();
+    let mut request = SaslAuthenticateRequest::default();
+    request.auth_bytes = Bytes::from(scram.first());
+    let request = encode_request(ApiKey::SaslAuthenticate, 2, correlation_id, &request);
+    switched.write_raw(&request).unwrap();
+    assert!(closed_silently(&switched.outcome_within(READ_TIMEOUT)));
+
+    // The lifetime is told; past it, a request closes the connection.
+    let mut lapsed = RawClient::connect(&bootstrap);
+    let started = Instant::now();
+    let done = exchange(&mut lapsed, SHA256, "alice", "alice-secret");
+    assert_eq!((done.error_code, done.session_lifetime_ms), (0, 3000));
+    assert!(metadata_answers(&mut lapsed));
+
+    // Renewed at once (the first renewal may come any time), then again a
+    // second later: served past the first session's end.
+    let mut renewed = RawClient::connect(&bootstrap);
+    assert_eq!(
+        exchange(&mut renewed, SHA256, "alice", "alice-secret").error_code,
+        0
+    );
+    let done = exchange(&mut renewed, SHA256, "alice", "alice-secret");
+    assert_eq!((done.error_code, done.session_lifetime_ms), (0, 3000));
+    std::thread::sleep(Duration::from_millis(1100));
+    let done = exchange(&mut renewed, SHA256, "alice", "alice-secret");
+    assert_eq!((done.error_code, done.session_lifetime_ms), (0, 3000));
+    // Too soon for another: the handshake is answered as any request.
+    assert_eq!(
+        sasl_handshake(&mut renewed, SHA256, 1).0,
+        illegal_sasl_state
+    );
+    assert!(metadata_answers(&mut renewed));
+
+    // The first connection's session has ended by now.
+    std::thread::sleep(lifetime.saturating_sub(started.elapsed()) + Duration::from_millis(200));
+    assert!(!metadata_answers(&mut lapsed), "served past its session");
+    assert!(metadata_answers(&mut renewed), "the renewed session ended");
+
+    // The broker describes the setting as set.
+    let mut resource = DescribeConfigsResource::default();
+    resource.resource_type = 4;
+    resource.resource_name = StrBytes::from_static_str("0");
+    resource.configuration_keys =
+        Some(vec![StrBytes::from_static_str("connections.max.reauth.ms")]);
+    let mut describe = DescribeConfigsRequest::default();
+    describe.resources = vec![resource];
+    let configs: DescribeConfigsResponse = renewed.request(ApiKey::DescribeConfigs, 4, &describe);
+    let config = &configs.results[0].configs[0];
+    assert_eq!(
+        (
+            config.value.as_ref().map(|v| v.to_string()),
+            config.config_source
+        ),
+        // STATIC_BROKER_CONFIG, as a value in server.properties.
+        (Some("3000".to_string()), 4)
     );
 }

@@ -161,6 +161,9 @@ pub struct ServeArgs {
     /// A connection is closed when it has sent no request for this long, or when its client has taken none of its response bytes for this long (a client that stopped reading); once shutdown begins, such a client gets 1 s [connections.max.idle.ms].
     #[arg(long, default_value_t = 600_000)]
     pub connections_max_idle_ms: u64,
+    /// How long a SASL session lasts (0: forever); clients that support it (KIP-368: Java 2.2+, librdkafka 2.2+) re-authenticate on the same connection before it ends, and a connection whose session has ended is closed at its next request [connections.max.reauth.ms].
+    #[arg(long, default_value_t = 0)]
+    pub connections_max_reauth_ms: u64,
     /// A request must arrive whole within this long of its first byte (stops slow-loris clients).
     #[arg(long, default_value_t = 30_000)]
     pub request_read_timeout_ms: u64,
@@ -769,6 +772,7 @@ impl ServeArgs {
             delete_topic_enable: self.delete_topic_enable,
             socket_request_max_bytes: self.socket_request_max_bytes,
             connections_max_idle_ms: self.connections_max_idle_ms,
+            connections_max_reauth_ms: self.connections_max_reauth_ms,
             request_read_timeout_ms: self.request_read_timeout_ms,
             flush_policy: self.flush_policy,
             acks_wait_for_write: self.acks_wait_for_write,

@@ -124,6 +124,9 @@ pub struct BrokerConfig {
     pub socket_request_max_bytes: usize,
     /// `connections.max.idle.ms`.
     pub connections_max_idle_ms: u64,
+    /// `connections.max.reauth.ms`: how long a SASL session lasts before
+    /// the client must re-authenticate (0: forever).
+    pub connections_max_reauth_ms: u64,
     /// Longest a client may take to send one whole request once it started.
     pub request_read_timeout_ms: u64,
     /// When acks wait for a sync.
@@ -334,6 +337,9 @@ impl BrokerConfig {
             }
             "connections.max.idle.ms" if self.connections_max_idle_ms != 600_000 => {
                 Some(self.connections_max_idle_ms.to_string())
+            }
+            "connections.max.reauth.ms" if self.connections_max_reauth_ms != 0 => {
+                Some(self.connections_max_reauth_ms.to_string())
             }
             _ if self.broker_overridden(name) => self.broker_defaults.value_of(name),
             _ => self

@@ -16,8 +16,15 @@
 //!   answer); every refusal of this kind (failed exchange, unsupported
 //!   mechanism, a request out of turn in the exchange) is answered and
 //!   closed after `connection.failed.authentication.delay.ms` (100 ms);
-//! - the session never expires (`connections.max.reauth.ms` 0), so the
-//!   session lifetime is 0 and no re-authentication is asked for.
+//! - with `connections.max.reauth.ms` set, a session lasts that long (the
+//!   lifetime SaslAuthenticate v1+ tells the client; 0, the default, is
+//!   forever); a SaslHandshake on the authenticated connection begins a
+//!   re-authentication (KIP-368), the first at any time and the next ones
+//!   at least 1 s apart (closer, the handshake is answered as any request:
+//!   ILLEGAL_SASL_STATE), which must use the same mechanism (else the
+//!   connection is closed, unanswered, at the next request) and end as the
+//!   same user ("Cannot change principals during re-authentication ...");
+//!   any other request on an expired session closes the connection;
 //!
 //! Frames are bounded by `sasl.server.max.receive.size` until the client
 //! has authenticated. Differs from Kafka in one corner: a request other than
@@ -26,7 +33,7 @@
 //! Kafka sends first (those two get it, as from Kafka).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::{
@@ -59,7 +66,13 @@ enum State {
     Exchange { headers: bool, exchange: Exchange },
     /// Authenticated as this user.
     Complete(String),
+    /// Re-authenticating with a mechanism other than the session's: the
+    /// next frame closes the connection (unanswered, as Kafka).
+    BadMechanism,
 }
+
+/// Kafka's least time between the starts of two re-authentications.
+const REAUTHENTICATION_INTERVAL_MIN: Duration = Duration::from_secs(1);
 
 /// A mechanism's exchange in progress.
 enum Exchange {
@@ -117,17 +130,74 @@ pub struct Authenticator {
     state: State,
     mechanisms: Vec<SaslMechanism>,
     plain_users: Arc<PlainUsers>,
+    /// `connections.max.reauth.ms`: how long a session lasts (0: forever).
+    session_lifetime: Duration,
+    /// The mechanism of the exchange in progress or of the session.
+    mechanism: Option<SaslMechanism>,
+    /// When the session ends unless renewed.
+    session_expires: Option<Instant>,
+    /// While re-authenticating: the session's mechanism and user.
+    renewing: Option<(SaslMechanism, String)>,
+    /// When the last re-authentication began.
+    last_renewal: Option<Instant>,
 }
 
 impl Authenticator {
     /// A connection that must authenticate with one of `mechanisms`, listed
     /// in this order in the handshake's answer; PLAIN's users are
     /// `plain_users`.
-    pub fn new(mechanisms: Vec<SaslMechanism>, plain_users: Arc<PlainUsers>) -> Self {
+    /// A session lasts `session_lifetime` (zero: forever).
+    pub fn new(
+        mechanisms: Vec<SaslMechanism>,
+        plain_users: Arc<PlainUsers>,
+        session_lifetime: Duration,
+    ) -> Self {
         Authenticator {
             state: State::Initial,
             mechanisms,
             plain_users,
+            session_lifetime,
+            mechanism: None,
+            session_expires: None,
+            renewing: None,
+            last_renewal: None,
+        }
+    }
+
+    /// The session has outlived its lifetime without being renewed.
+    pub fn session_expired(&self) -> bool {
+        self.session_expires
+            .is_some_and(|expires| Instant::now() > expires)
+    }
+
+    /// Begins a re-authentication, whose SaslHandshake is the next frame
+    /// to handle, if the session has a lifetime and the last one began at
+    /// least a second ago; false (the handshake is then answered as any
+    /// request) otherwise.
+    pub fn begin_reauthentication(&mut self) -> bool {
+        let now = Instant::now();
+        if self.session_expires.is_none()
+            || self
+                .last_renewal
+                .is_some_and(|last| now.duration_since(last) < REAUTHENTICATION_INTERVAL_MIN)
+        {
+            return false;
+        }
+        let (State::Complete(user), Some(mechanism)) = (&self.state, self.mechanism) else {
+            return false;
+        };
+        self.renewing = Some((mechanism, user.clone()));
+        self.last_renewal = Some(now);
+        self.state = State::Handshake;
+        true
+    }
+
+    /// "authentication" or "re-authentication", as Kafka's messages say.
+    fn which(&self) -> &'static str {
+        if self.renewing.is_some() {
+            "re-authentication"
+        } else {
+            "authentication"
         }
     }
 
@@ -142,8 +212,15 @@ impl Authenticator {
     /// Handles one frame (size prefix excluded) received before
     /// authentication completed.
     pub fn handle(&mut self, frame: Bytes, image: &MetadataImage) -> Step {
-        if let State::Exchange { headers: false, .. } = self.state {
-            return self.bare_token(&frame, image);
+        match self.state {
+            State::Exchange { headers: false, .. } => return self.bare_token(&frame, image),
+            State::BadMechanism => {
+                return Step::AnswerThenClose(
+                    after_failure_delay(Response::None),
+                    "SASL mechanism changed in re-authentication",
+                )
+            }
+            _ => {}
         }
         let (api_key_raw, version, correlation_id) = frame_prefix(&frame);
         let Ok(api_key) = ApiKey::try_from(api_key_raw) else {
@@ -212,6 +289,23 @@ impl Authenticator {
                         "unsupported SASL mechanism",
                     );
                 };
+                if let Some((previous, _)) = &self.renewing {
+                    if *previous != mechanism {
+                        tracing::info!(
+                            requested = mechanism.name(),
+                            previous = previous.name(),
+                            "SASL mechanism changed in re-authentication"
+                        );
+                        self.state = State::BadMechanism;
+                        return Step::Answer(handlers::ready(encode_response(
+                            ApiKey::SaslHandshake,
+                            version,
+                            correlation_id,
+                            &response,
+                        )));
+                    }
+                }
+                self.mechanism = Some(mechanism);
                 let exchange = match mechanism {
                     SaslMechanism::Plain => Exchange::Plain,
                     SaslMechanism::Scram(scram) => Exchange::Scram {
@@ -238,6 +332,11 @@ impl Authenticator {
                 match self.exchange(&request.auth_bytes, image) {
                     Ok(token) => {
                         response.auth_bytes = Bytes::from(token);
+                        if self.user().is_some() {
+                            response.session_lifetime_ms =
+                                i64::try_from(self.session_lifetime.as_millis())
+                                    .unwrap_or(i64::MAX);
+                        }
                         Step::Answer(handlers::ready(encode_response(
                             ApiKey::SaslAuthenticate,
                             version,
@@ -285,6 +384,7 @@ impl Authenticator {
     /// Feeds the next client message to the exchange; Err is the message
     /// to answer the failure with.
     fn exchange(&mut self, token: &[u8], image: &MetadataImage) -> Result<Vec<u8>, String> {
+        let which = self.which();
         let State::Exchange { exchange, .. } = &mut self.state else {
             unreachable!("exchange outside the exchange state");
         };
@@ -297,12 +397,22 @@ impl Authenticator {
             }
             Exchange::Scram { server, started } => {
                 let mechanism = server.mechanism();
-                let (answer, user) = scram_step(server, started, token, image)?;
+                let (answer, user) = scram_step(server, started, token, image, which)?;
                 (answer, user, SaslMechanism::Scram(mechanism))
             }
         };
         if let Some(user) = user {
-            tracing::debug!(%user, mechanism = mechanism.name(), "SASL authentication succeeded");
+            if let Some((_, previous)) = self.renewing.take() {
+                if previous != user {
+                    tracing::info!(%previous, %user, "SASL re-authentication as another user");
+                    return Err(format!(
+                        "Cannot change principals during re-authentication from User.{previous}: User.{user}"
+                    ));
+                }
+            }
+            tracing::debug!(%user, mechanism = mechanism.name(), which, "SASL authentication succeeded");
+            self.session_expires =
+                (!self.session_lifetime.is_zero()).then(|| Instant::now() + self.session_lifetime);
             self.state = State::Complete(user);
         }
         Ok(answer)
@@ -310,12 +420,14 @@ impl Authenticator {
 }
 
 /// Feeds the next client message to a SCRAM exchange: the answer, and the
-/// user once authenticated; Err is the message to answer the failure with.
+/// user once authenticated; Err is the message to answer the failure with
+/// (`which` names the authentication or re-authentication in it).
 fn scram_step(
     server: &mut ScramServer,
     started: &mut bool,
     token: &[u8],
     image: &MetadataImage,
+    which: &str,
 ) -> Result<(Vec<u8>, Option<String>), String> {
     let mechanism = server.mechanism();
     let outcome = if *started {
@@ -342,7 +454,7 @@ fn scram_step(
         ScramFailure::Invalid(reason) => {
             tracing::info!(reason, mechanism = mechanism.name(), "SASL authentication failed");
             format!(
-                "Authentication failed during authentication due to invalid credentials with SASL mechanism {}",
+                "Authentication failed during {which} due to invalid credentials with SASL mechanism {}",
                 mechanism.name()
             )
         }

@@ -83,6 +83,8 @@ enum CloseReason {
     ShuttingDown,
     #[error("SASL: {0}")]
     Authentication(&'static str),
+    #[error("SASL session expired without re-authentication (connections.max.reauth.ms)")]
+    SessionExpired,
 }
 
 /// Serves one TCP connection, accepted on listener `listener` (an index
@@ -128,6 +130,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + 'static>(
         Authenticator::new(
             crate::security::in_kafka_handshake_order(config.sasl_enabled_mechanisms.clone()),
             config.plain_users.clone(),
+            Duration::from_millis(config.connections_max_reauth_ms),
         )
     });
     let mut caller: Option<crate::security::acl::Caller> = None;
@@ -146,7 +149,23 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + 'static>(
         if !wait_out_mute(quota_client.as_ref(), &state).await {
             break CloseReason::ShuttingDown;
         }
-        if let (true, Some(auth)) = (authenticating, &mut authenticator) {
+        // On an authenticated SASL connection a SaslHandshake may begin a
+        // re-authentication; any other request needs an unexpired session.
+        let reauthenticating = match &mut authenticator {
+            Some(auth) if !authenticating => {
+                let handshake = matches!(&frame, Frame::Whole(whole)
+                    if frame_prefix(whole).0 == ApiKey::SaslHandshake as i16);
+                if handshake && auth.begin_reauthentication() {
+                    true
+                } else if auth.session_expired() {
+                    break CloseReason::SessionExpired;
+                } else {
+                    false
+                }
+            }
+            _ => false,
+        };
+        if let (true, Some(auth)) = (authenticating || reauthenticating, &mut authenticator) {
             // Every frame is read whole before authentication (no produce
             // framing); anything else closes, never reaching a handler.
             let Frame::Whole(frame) = frame else {
