@@ -757,6 +757,10 @@ impl ServeArgs {
         Ok(BrokerConfig {
             node_id: self.node_id,
             listeners,
+            sasl_handshake_order: crate::security::in_kafka_handshake_order(
+                sasl_enabled_mechanisms.clone(),
+            )
+            .into(),
             sasl_enabled_mechanisms,
             plain_users,
             tls,

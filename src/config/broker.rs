@@ -90,6 +90,8 @@ pub struct BrokerConfig {
     /// Mechanisms a SASL listener takes (`sasl.enabled.mechanisms`).
     /// In the order given.
     pub sasl_enabled_mechanisms: Vec<crate::security::SaslMechanism>,
+    /// The same, in the order Kafka's SaslHandshake lists them.
+    pub sasl_handshake_order: std::sync::Arc<[crate::security::SaslMechanism]>,
     /// PLAIN's users (`listener.name.<listener>.plain.sasl.jaas.config` or
     /// the JAAS file's `KafkaServer` section); empty without PLAIN.
     pub plain_users: std::sync::Arc<crate::security::plain::PlainUsers>,

@@ -128,7 +128,7 @@ fn illegal_state_answer(api_key: ApiKey, version: i16, correlation_id: i32) -> O
 /// One connection's authentication.
 pub struct Authenticator {
     state: State,
-    mechanisms: Vec<SaslMechanism>,
+    mechanisms: Arc<[SaslMechanism]>,
     plain_users: Arc<PlainUsers>,
     /// `connections.max.reauth.ms`: how long a session lasts (0: forever).
     session_lifetime: Duration,
@@ -148,7 +148,7 @@ impl Authenticator {
     /// `plain_users`.
     /// A session lasts `session_lifetime` (zero: forever).
     pub fn new(
-        mechanisms: Vec<SaslMechanism>,
+        mechanisms: Arc<[SaslMechanism]>,
         plain_users: Arc<PlainUsers>,
         session_lifetime: Duration,
     ) -> Self {

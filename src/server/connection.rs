@@ -128,7 +128,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + 'static>(
     let endpoint = &config.listeners[listener];
     let mut authenticator = endpoint.security_protocol.is_sasl().then(|| {
         Authenticator::new(
-            crate::security::in_kafka_handshake_order(config.sasl_enabled_mechanisms.clone()),
+            config.sasl_handshake_order.clone(),
             config.plain_users.clone(),
             Duration::from_millis(config.connections_max_reauth_ms),
         )

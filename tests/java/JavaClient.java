@@ -59,6 +59,7 @@ public class JavaClient {
             case "plain" -> plain(bootstrap, topic);
             case "acls" -> acls(bootstrap, topic);
             case "quotas" -> quotas(bootstrap, topic);
+            case "reauth" -> reauth(bootstrap, topic);
             default -> throw new IllegalArgumentException("unknown mode " + mode);
         }
     }
@@ -315,6 +316,38 @@ public class JavaClient {
         String refused = refusal(wrong, topic);
         System.out.printf("{\"read\": %d, \"committed\": %d, \"refused\": \"%s\"}%n",
                 values.size(), committed, refused.replace("\"", "'"));
+    }
+
+    /**
+     * SASL re-authentication (KIP-368) as JAVA_CLIENT_SASL logs in: a
+     * producer sends a record every 100 ms for 5 s, each acknowledged
+     * before the next, and reports its own counts of re-authentications
+     * and closed connections (the selector metrics of producer-metrics).
+     */
+    static void reauth(String bootstrap, String topic) throws Exception {
+        int acked = 0;
+        double reauthenticated, failed, closed;
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(
+                withSasl(Map.of("bootstrap.servers", bootstrap)), new StringSerializer(), new StringSerializer())) {
+            long end = System.currentTimeMillis() + 5_000;
+            while (System.currentTimeMillis() < end) {
+                producer.send(new ProducerRecord<>(topic, 0, "k", "v" + acked)).get();
+                acked++;
+                Thread.sleep(100);
+            }
+            reauthenticated = producerMetric(producer, "successful-reauthentication-total");
+            failed = producerMetric(producer, "failed-reauthentication-total");
+            closed = producerMetric(producer, "connection-close-total");
+        }
+        System.out.printf("{\"acked\": %d, \"reauthenticated\": %d, \"failed\": %d, \"closed\": %d}%n",
+                acked, (long) reauthenticated, (long) failed, (long) closed);
+    }
+
+    static double producerMetric(KafkaProducer<String, String> producer, String name) {
+        return producer.metrics().entrySet().stream()
+                .filter(e -> e.getKey().group().equals("producer-metrics") && e.getKey().name().equals(name))
+                .mapToDouble(e -> ((Number) e.getValue().metricValue()).doubleValue())
+                .sum();
     }
 
     /**

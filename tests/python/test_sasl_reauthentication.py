@@ -1,4 +1,4 @@
-"""SASL re-authentication (KIP-368) with librdkafka.
+"""SASL re-authentication (KIP-368) with librdkafka and the Java client.
 
 Goal: with `connections.max.reauth.ms` set, librdkafka (confluent-kafka)
 learns the session lifetime when it logs in and renews its session on the
@@ -6,13 +6,16 @@ same connection before it ends, again and again, so a producer that runs
 for several lifetimes keeps its connection and has every message
 acknowledged and read back. Kafka 4.1.1 with connections.max.reauth.ms=3000
 gave the same client the same lifetime and the same renewals, without a
-disconnection. (The exchange itself, and what happens to a client that
+disconnection. The Java client's producer renews likewise, by its own
+metrics (one renewal in 5 s against Kafka 4.1.1 and against this broker,
+both with a 3 s lifetime; none failed, no connection closed). (The exchange itself, and what happens to a client that
 does not renew, is in tests/sasl_scram_authenticates_like_kafka.rs.)
 
 Method: a broker listening SASL_PLAINTEXT with a 1.5 s session lifetime; a
 producer with librdkafka's `security` and `broker` debug logs sends a
 message every 100 ms for 5 s; the logs are read for the lifetime, the
-renewals and any disconnection.
+renewals and any disconnection. The Java producer (JavaClient `reauth`
+mode) sends a record every 100 ms for 5 s and reports its metrics.
 """
 
 import logging
@@ -23,6 +26,7 @@ from confluent_kafka import Producer
 
 from conftest import Broker, serve
 from test_confluent_kafka import read
+from test_java_client import classpath, run_java  # noqa: F401 (classpath is a fixture)
 
 LIFETIME_MS = 1500
 SCRAM_ALICE = {
@@ -88,3 +92,12 @@ def test_librdkafka_renews_its_session_on_the_same_connection(reauth_broker, top
 
     got = read(reauth_broker, topic, {0: sent}, **SCRAM_ALICE)
     assert [(m.partition(), m.offset(), m.value()) for m in got[0]] == acked
+
+
+def test_java_client_renews_its_session_on_the_same_connection(classpath, reauth_broker, topic):
+    seen = run_java(classpath, "reauth", reauth_broker, topic,
+                    env={"JAVA_CLIENT_SASL": "SCRAM-SHA-256:alice:alice-secret"})
+    assert seen["acked"] >= 20, seen
+    # Renewed at 85-95 % of each 1.5 s lifetime: at least twice in 5 s.
+    assert seen["reauthenticated"] >= 2, seen
+    assert (seen["failed"], seen["closed"]) == (0, 0), seen
