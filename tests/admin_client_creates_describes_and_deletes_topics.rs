@@ -611,3 +611,66 @@ fn a_delete_topics_request_refuses_duplicates_and_malformed_entries_like_kafka()
     assert!(left.contains(&"del-a".to_string()), "{left:?}");
     assert!(!left.contains(&"del-b".to_string()), "{left:?}");
 }
+
+/// Goal: with `delete.topic.enable=false` DeleteTopics refuses every entry
+/// first, echoing each as given (an entry given by id gets no name, so an
+/// id cannot be turned into a name): TOPIC_DELETION_DISABLED from v3,
+/// INVALID_REQUEST before, as Kafka 4.1.1 answered the same requests.
+#[test]
+fn delete_topics_refuses_every_entry_as_given_when_deletion_is_disabled() {
+    let broker = Broker::start(
+        BrokerOptions::default()
+            .auto_create_topics_enable(false)
+            .arg("--delete-topic-enable", "false"),
+    );
+    let bootstrap = broker.bootstrap();
+    let mut client = RawClient::connect(&bootstrap);
+    let created: CreateTopicsResponse =
+        client.request(ApiKey::CreateTopics, 7, &create_topic_request("kept", 1));
+    assert_eq!(created.topics[0].error_code, 0);
+    let metadata = metadata_on(&mut client, Some(&["kept"]), 12);
+    let kept_id = metadata.topics[0].topic_id;
+    let entry = |name: Option<&str>, id: uuid::Uuid| {
+        let mut topic = DeleteTopicState::default();
+        topic.name = name.map(|n| TopicName(StrBytes::from_string(n.to_string())));
+        topic.topic_id = id;
+        topic
+    };
+    let mut request = DeleteTopicsRequest::default();
+    request.timeout_ms = 10_000;
+    request.topics = vec![
+        entry(None, kept_id),
+        entry(Some("kept"), uuid::Uuid::nil()),
+        entry(Some("never-was"), uuid::Uuid::nil()),
+    ];
+    let response: DeleteTopicsResponse = client.request(ApiKey::DeleteTopics, 6, &request);
+    let answers: Vec<(Option<String>, uuid::Uuid, i16)> = response
+        .responses
+        .iter()
+        .map(|r| {
+            (
+                r.name.as_ref().map(|n| n.to_string()),
+                r.topic_id,
+                r.error_code,
+            )
+        })
+        .collect();
+    let disabled = RDKafkaErrorCode::TopicDeletionDisabled as i16;
+    assert_eq!(
+        answers,
+        vec![
+            (None, kept_id, disabled),
+            (Some("kept".to_string()), uuid::Uuid::nil(), disabled),
+            (Some("never-was".to_string()), uuid::Uuid::nil(), disabled),
+        ]
+    );
+    let mut request = DeleteTopicsRequest::default();
+    request.timeout_ms = 10_000;
+    request.topic_names = vec![TopicName(StrBytes::from_static_str("kept"))];
+    let response: DeleteTopicsResponse = client.request(ApiKey::DeleteTopics, 1, &request);
+    assert_eq!(
+        response.responses[0].error_code,
+        RDKafkaErrorCode::InvalidRequest as i16
+    );
+    assert!(topic_names(&bootstrap).contains(&"kept".to_string()));
+}

@@ -159,7 +159,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 100 * 1024 * 1024)]
     pub socket_request_max_bytes: usize,
     /// A connection is closed when it has sent no request for this long, or when its client has taken none of its response bytes for this long (a client that stopped reading); once shutdown begins, such a client gets 1 s [connections.max.idle.ms].
-    #[arg(long, default_value_t = 600_000)]
+    #[arg(long, default_value_t = 600_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub connections_max_idle_ms: u64,
     /// How long a SASL session lasts (0: forever); clients that support it (KIP-368: Java 2.2+, librdkafka 2.2+) re-authenticate on the same connection before it ends, and a connection whose session has ended is closed at its next request [connections.max.reauth.ms].
     #[arg(long, default_value_t = 0)]
@@ -889,6 +889,19 @@ mod tests {
         );
         assert!(serve_config(&["--sqpoll", "--sqpoll-cpu", "100000"]).is_err());
         assert!(serve_config(&["--sqpoll", "--sqpoll-idle-ms", "0"]).is_err());
+    }
+
+    /// Goal: a connection idle limit of 0 is refused (it would close every
+    /// connection at once, and Kafka's -1 for "never" cannot be given).
+    #[test]
+    fn connections_max_idle_ms_must_be_positive() {
+        assert!(serve_config(&["--connections-max-idle-ms", "0"]).is_err());
+        assert_eq!(
+            serve_config(&["--connections-max-idle-ms", "1"])
+                .unwrap()
+                .connections_max_idle_ms,
+            1
+        );
     }
 
     /// Goal: listeners are checked as Kafka checks `listeners` and

@@ -220,6 +220,11 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + 'static>(
         }
         _ => tracing::info!(%peer, %reason, "closing connection"),
     }
+    if matches!(reason, CloseReason::SessionExpired) {
+        // As Kafka closes an expired channel: responses still queued for
+        // it are dropped, not sent.
+        let _ = nix::sys::socket::shutdown(fd, nix::sys::socket::Shutdown::Both);
+    }
     drop(tx);
     writer_task.await;
 }

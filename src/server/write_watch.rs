@@ -91,6 +91,9 @@ pub async fn stalled(
     mut limit: Duration,
     shutdown: BoxFuture<'static, ()>,
 ) {
+    // A zero limit would make every sleep below ready at once: the loop
+    // would never yield to the executor.
+    limit = limit.max(Duration::from_millis(1));
     let mut shutdown = Some(shutdown);
     loop {
         // With no write waiting, a write that starts to wait during the
@@ -247,5 +250,28 @@ mod tests {
             .unwrap()
             .join()
             .unwrap();
+    }
+
+    #[test]
+    fn a_zero_limit_still_yields_to_other_tasks() {
+        // A limit of zero must not spin: a task beside it gets to run. The
+        // executor runs on a thread of its own, so a spinning one fails the
+        // test instead of hanging it.
+        let (done, finished) = std::sync::mpsc::channel();
+        let _executor = glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let since = Cell::new(None);
+                let watch = bounded(future::pending::<()>(), &since, Duration::ZERO, never());
+                let other = glommio::spawn_local(async {
+                    glommio::timer::sleep(Duration::from_millis(20)).await;
+                });
+                futures::future::select(Box::pin(watch), other).await;
+                let _ = done.send(());
+            })
+            .unwrap();
+        assert!(
+            finished.recv_timeout(Duration::from_secs(5)).is_ok(),
+            "the executor was never given back"
+        );
     }
 }

@@ -72,26 +72,25 @@ pub async fn handle(
     let image = shard.image();
     let disabled = !shard.config.delete_topic_enable;
     let rows = if disabled {
-        // delete.topic.enable=false refuses the whole request first.
-        let refusal =
-            |name: Option<&str>, id| Row::refused(name, id, ErrorCode::TopicDeletionDisabled, None);
+        // delete.topic.enable=false refuses the whole request first, each
+        // entry echoed as given (Kafka's error response): with
+        // TOPIC_DELETION_DISABLED from v3, INVALID_REQUEST before it.
+        let error = if version >= 3 {
+            ErrorCode::TopicDeletionDisabled
+        } else {
+            ErrorCode::InvalidRequest
+        };
         if version >= 6 {
             request
                 .topics
                 .iter()
-                .map(|t| {
-                    let name = match &t.name {
-                        Some(name) => Some(name.to_string()),
-                        None => image.topic_by_id(&t.topic_id).map(|t| t.name.clone()),
-                    };
-                    refusal(name.as_deref(), t.topic_id)
-                })
+                .map(|t| Row::refused(t.name.as_ref().map(|n| n.as_str()), t.topic_id, error, None))
                 .collect()
         } else {
             request
                 .topic_names
                 .iter()
-                .map(|n| refusal(Some(n), uuid::Uuid::nil()))
+                .map(|n| Row::refused(Some(n), uuid::Uuid::nil(), error, None))
                 .collect()
         }
     } else {
