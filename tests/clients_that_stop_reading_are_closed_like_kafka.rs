@@ -10,7 +10,9 @@
 //! Method: raw clients pipeline 40,000 ApiVersions requests (about 12 MB of
 //! answers, more than the sockets hold) from a thread of their own, so the
 //! broker's writes to them wait for room; the test reads slowly (80 KB/s),
-//! or not at all, and then reads to the end.
+//! or not at all, and then reads to the end. A consumer that stops reading
+//! Fetch answers spliced from the segment files is closed alike, with
+//! either way of splicing to the socket.
 
 mod common;
 
@@ -18,8 +20,18 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    ApiKey, BrokerId, CreateTopicsResponse, FetchRequest, ProduceRequest, ProduceResponse,
+    TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
 use common::wire::{
-    api_versions_v0_frames, assert_broker_healthy, correlation_ids, read_until_closed,
+    api_versions_v0_frames, assert_broker_healthy, correlation_ids, create_topic_request,
+    encode_batch, encode_request, plain_record, read_until_closed, RawClient,
 };
 use common::{wait_until, Broker, BrokerOptions};
 
@@ -112,4 +124,75 @@ fn shutdown_does_not_wait_for_a_client_that_reads_nothing() {
         "shutdown waited {took:?} for a client that reads nothing"
     );
     read_until_closed(&mut stalled, Duration::from_secs(10));
+}
+
+#[test]
+fn a_consumer_that_stops_reading_spliced_fetches_is_closed_after_the_idle_time() {
+    for mode in ["syscall", "io-uring"] {
+        let metrics_port = common::free_port();
+        let mut broker = Broker::start(
+            BrokerOptions::default()
+                .arg("--connections-max-idle-ms", IDLE.as_millis())
+                .arg("--splice-to-socket", mode)
+                .arg("--metrics-listen", format!("127.0.0.1:{metrics_port}")),
+        );
+        let topic = "stalled-fetch";
+        let mut client = RawClient::connect(&broker.bootstrap());
+        let created: CreateTopicsResponse =
+            client.request(ApiKey::CreateTopics, 7, &create_topic_request(topic, 1));
+        assert_eq!(created.topics[0].error_code, 0);
+        // 8 MB in batches of 800 KB.
+        for batch in 0..10i64 {
+            let records: Vec<_> = (0..100)
+                .map(|i| plain_record(batch * 100 + i, None, Bytes::from(vec![b'x'; 8000])))
+                .collect();
+            let mut partition = PartitionProduceData::default();
+            partition.index = 0;
+            partition.records = Some(encode_batch(&records));
+            let mut data = TopicProduceData::default();
+            data.name = TopicName(StrBytes::from_static_str(topic));
+            data.partition_data = vec![partition];
+            let mut produce = ProduceRequest::default();
+            produce.acks = -1;
+            produce.timeout_ms = 10_000;
+            produce.topic_data = vec![data];
+            let produced: ProduceResponse = client.request(ApiKey::Produce, 9, &produce);
+            assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+        }
+        // After a restart the records are read from the segment files.
+        broker.restart();
+        let mut partition = FetchPartition::default();
+        partition.partition = 0;
+        partition.partition_max_bytes = 8 << 20;
+        let mut fetch_topic = FetchTopic::default();
+        fetch_topic.topic = TopicName(StrBytes::from_static_str(topic));
+        fetch_topic.partitions = vec![partition];
+        let mut fetch = FetchRequest::default();
+        fetch.replica_id = BrokerId(-1);
+        fetch.max_bytes = 8 << 20;
+        fetch.topics = vec![fetch_topic];
+        // 20 fetches of the whole 8 MB, none of them read.
+        let requests: Vec<u8> = (0..20)
+            .flat_map(|id| encode_request(ApiKey::Fetch, 12, id, &fetch))
+            .collect();
+        let mut stalled = TcpStream::connect(broker.bootstrap()).expect("connect");
+        let mut writer = stalled.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let _ = writer.write_all(&requests);
+        });
+        let connected = Instant::now();
+        wait_until(IDLE * 3, "the stalled consumer is closed", || {
+            broker.log_contents().matches(CLOSING_LINE).count() == 1
+        });
+        assert!(
+            connected.elapsed() >= IDLE,
+            "{mode}: closed before the idle time"
+        );
+        read_until_closed(&mut stalled, Duration::from_secs(10));
+        let metrics = common::scrape_metrics(metrics_port);
+        let spliced = common::metric_sum(&metrics, "ringbroker_fetch_record_bytes_spliced_total");
+        assert!(spliced > 1_000_000, "{mode}: spliced {spliced} bytes");
+        assert_broker_healthy(&mut broker, "a consumer with a full socket");
+        broker.terminate();
+    }
 }
