@@ -476,30 +476,24 @@ fn a_delete_topics_request_refuses_duplicates_and_malformed_entries_like_kafka()
             .map(|t| t.topic_id)
             .unwrap_or_else(|| panic!("{name} has no id"))
     };
-    let entry = |name: Option<&str>, id: uuid::Uuid| {
-        let mut topic = DeleteTopicState::default();
-        topic.name = name.map(|n| TopicName(StrBytes::from_string(n.to_string())));
-        topic.topic_id = id;
-        topic
-    };
     let nil = uuid::Uuid::nil();
     let unknown_id = uuid::Uuid::from_bytes([0x22; 16]);
     let mut request = DeleteTopicsRequest::default();
     request.timeout_ms = 10_000;
     request.topics = vec![
-        entry(None, nil),
-        entry(Some("del-a"), id("del-a")),
-        entry(Some("del-b"), nil),
-        entry(Some("del-b"), nil),
-        entry(Some("del-missing"), nil),
-        entry(Some("del-missing"), nil),
-        entry(None, id("del-c")),
-        entry(None, id("del-c")),
-        entry(None, unknown_id),
-        entry(None, id("del-d")),
-        entry(Some("del-d"), nil),
-        entry(Some("del-e"), nil),
-        entry(Some("del-nope"), nil),
+        delete_entry(None, nil),
+        delete_entry(Some("del-a"), id("del-a")),
+        delete_entry(Some("del-b"), nil),
+        delete_entry(Some("del-b"), nil),
+        delete_entry(Some("del-missing"), nil),
+        delete_entry(Some("del-missing"), nil),
+        delete_entry(None, id("del-c")),
+        delete_entry(None, id("del-c")),
+        delete_entry(None, unknown_id),
+        delete_entry(None, id("del-d")),
+        delete_entry(Some("del-d"), nil),
+        delete_entry(Some("del-e"), nil),
+        delete_entry(Some("del-nope"), nil),
     ];
     let response: DeleteTopicsResponse = client.request(ApiKey::DeleteTopics, 6, &request);
     let mut answers: Vec<(Option<String>, uuid::Uuid, i16, Option<String>)> = response
@@ -630,18 +624,12 @@ fn delete_topics_refuses_every_entry_as_given_when_deletion_is_disabled() {
     assert_eq!(created.topics[0].error_code, 0);
     let metadata = metadata_on(&mut client, Some(&["kept"]), 12);
     let kept_id = metadata.topics[0].topic_id;
-    let entry = |name: Option<&str>, id: uuid::Uuid| {
-        let mut topic = DeleteTopicState::default();
-        topic.name = name.map(|n| TopicName(StrBytes::from_string(n.to_string())));
-        topic.topic_id = id;
-        topic
-    };
     let mut request = DeleteTopicsRequest::default();
     request.timeout_ms = 10_000;
     request.topics = vec![
-        entry(None, kept_id),
-        entry(Some("kept"), uuid::Uuid::nil()),
-        entry(Some("never-was"), uuid::Uuid::nil()),
+        delete_entry(None, kept_id),
+        delete_entry(Some("kept"), uuid::Uuid::nil()),
+        delete_entry(Some("never-was"), uuid::Uuid::nil()),
     ];
     let response: DeleteTopicsResponse = client.request(ApiKey::DeleteTopics, 6, &request);
     let answers: Vec<(Option<String>, uuid::Uuid, i16)> = response
@@ -673,4 +661,12 @@ fn delete_topics_refuses_every_entry_as_given_when_deletion_is_disabled() {
         RDKafkaErrorCode::InvalidRequest as i16
     );
     assert!(topic_names(&bootstrap).contains(&"kept".to_string()));
+}
+
+/// A DeleteTopics v6 entry naming `name` (if any) and `id`.
+fn delete_entry(name: Option<&str>, id: uuid::Uuid) -> DeleteTopicState {
+    let mut topic = DeleteTopicState::default();
+    topic.name = name.map(|n| TopicName(StrBytes::from_string(n.to_string())));
+    topic.topic_id = id;
+    topic
 }

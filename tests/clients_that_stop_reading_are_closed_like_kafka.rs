@@ -22,16 +22,14 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
-    ApiKey, BrokerId, CreateTopicsResponse, FetchRequest, ProduceRequest, ProduceResponse,
-    TopicName,
+    ApiKey, BrokerId, CreateTopicsResponse, FetchRequest, ProduceResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 
 use common::wire::{
     api_versions_v0_frames, assert_broker_healthy, correlation_ids, create_topic_request,
-    encode_batch, encode_request, plain_record, read_until_closed, RawClient,
+    encode_batch, encode_request, plain_record, produce_request, read_until_closed, RawClient,
 };
 use common::{wait_until, Broker, BrokerOptions};
 
@@ -146,16 +144,7 @@ fn a_consumer_that_stops_reading_spliced_fetches_is_closed_after_the_idle_time()
             let records: Vec<_> = (0..100)
                 .map(|i| plain_record(batch * 100 + i, None, Bytes::from(vec![b'x'; 8000])))
                 .collect();
-            let mut partition = PartitionProduceData::default();
-            partition.index = 0;
-            partition.records = Some(encode_batch(&records));
-            let mut data = TopicProduceData::default();
-            data.name = TopicName(StrBytes::from_static_str(topic));
-            data.partition_data = vec![partition];
-            let mut produce = ProduceRequest::default();
-            produce.acks = -1;
-            produce.timeout_ms = 10_000;
-            produce.topic_data = vec![data];
+            let produce = produce_request(topic, encode_batch(&records));
             let produced: ProduceResponse = client.request(ApiKey::Produce, 9, &produce);
             assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
         }

@@ -25,12 +25,11 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId, CreateTopicsResponse, FetchRequest,
-    FetchResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse,
-    ResponseHeader, SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
-    SaslHandshakeResponse, TopicName,
+    FetchResponse, MetadataRequest, MetadataResponse, ProduceResponse, ResponseHeader,
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+    TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kafka_protocol::records::RecordBatchDecoder;
@@ -38,7 +37,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, Serve
 
 use common::wire::{
     api_versions_v0_frames, create_topic_request, encode_batch, encode_request, plain_record,
-    read_until_closed, Outcome, RawClient,
+    produce_request, read_until_closed, Outcome, RawClient,
 };
 use common::{wait_until, Broker, BrokerOptions};
 
@@ -309,16 +308,7 @@ fn ssl_and_sasl_ssl_listeners_serve_over_tls() {
             .enumerate()
             .map(|(i, value)| plain_record((index * 250 + i) as i64, None, value.clone()))
             .collect();
-        let mut partition = PartitionProduceData::default();
-        partition.index = 0;
-        partition.records = Some(encode_batch(&records));
-        let mut data = TopicProduceData::default();
-        data.name = TopicName(StrBytes::from_static_str(TOPIC));
-        data.partition_data = vec![partition];
-        let mut produce = ProduceRequest::default();
-        produce.acks = -1;
-        produce.timeout_ms = 10_000;
-        produce.topic_data = vec![data];
+        let produce = produce_request(TOPIC, encode_batch(&records));
         let produced: ProduceResponse = client.request(ApiKey::Produce, 9, &produce);
         let answer = &produced.responses[0].partition_responses[0];
         assert_eq!(

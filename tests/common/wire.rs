@@ -494,3 +494,19 @@ pub fn correlation_ids(bytes: &[u8]) -> Vec<i32> {
     }
     ids
 }
+
+/// Produce (acks=all, 10 s timeout) of `records` to partition 0 of `topic`.
+pub fn produce_request(topic: &str, records: Bytes) -> kafka_protocol::messages::ProduceRequest {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    let mut partition = PartitionProduceData::default();
+    partition.index = 0;
+    partition.records = Some(records);
+    let mut data = TopicProduceData::default();
+    data.name = TopicName(StrBytes::from_string(topic.to_string()));
+    data.partition_data = vec![partition];
+    let mut produce = kafka_protocol::messages::ProduceRequest::default();
+    produce.acks = -1;
+    produce.timeout_ms = 10_000;
+    produce.topic_data = vec![data];
+    produce
+}
