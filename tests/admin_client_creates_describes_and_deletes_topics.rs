@@ -496,18 +496,7 @@ fn a_delete_topics_request_refuses_duplicates_and_malformed_entries_like_kafka()
         delete_entry(Some("del-nope"), nil),
     ];
     let response: DeleteTopicsResponse = client.request(ApiKey::DeleteTopics, 6, &request);
-    let mut answers: Vec<(Option<String>, uuid::Uuid, i16, Option<String>)> = response
-        .responses
-        .iter()
-        .map(|r| {
-            (
-                r.name.as_ref().map(|n| n.to_string()),
-                r.topic_id,
-                r.error_code,
-                r.error_message.as_ref().map(|m| m.to_string()),
-            )
-        })
-        .collect();
+    let mut answers = delete_rows(&response);
     answers.sort();
     let invalid = RDKafkaErrorCode::InvalidRequest as i16;
     let row = |name: Option<&str>, id, code, message: Option<&str>| {
@@ -632,24 +621,19 @@ fn delete_topics_refuses_every_entry_as_given_when_deletion_is_disabled() {
         delete_entry(Some("never-was"), uuid::Uuid::nil()),
     ];
     let response: DeleteTopicsResponse = client.request(ApiKey::DeleteTopics, 6, &request);
-    let answers: Vec<(Option<String>, uuid::Uuid, i16)> = response
-        .responses
-        .iter()
-        .map(|r| {
-            (
-                r.name.as_ref().map(|n| n.to_string()),
-                r.topic_id,
-                r.error_code,
-            )
-        })
-        .collect();
+    let answers = delete_rows(&response);
     let disabled = RDKafkaErrorCode::TopicDeletionDisabled as i16;
     assert_eq!(
         answers,
         vec![
-            (None, kept_id, disabled),
-            (Some("kept".to_string()), uuid::Uuid::nil(), disabled),
-            (Some("never-was".to_string()), uuid::Uuid::nil(), disabled),
+            (None, kept_id, disabled, None),
+            (Some("kept".to_string()), uuid::Uuid::nil(), disabled, None),
+            (
+                Some("never-was".to_string()),
+                uuid::Uuid::nil(),
+                disabled,
+                None
+            ),
         ]
     );
     let mut request = DeleteTopicsRequest::default();
@@ -669,4 +653,22 @@ fn delete_entry(name: Option<&str>, id: uuid::Uuid) -> DeleteTopicState {
     topic.name = name.map(|n| TopicName(StrBytes::from_string(n.to_string())));
     topic.topic_id = id;
     topic
+}
+
+/// A DeleteTopics answer's rows as (name, id, error code, message).
+fn delete_rows(
+    response: &DeleteTopicsResponse,
+) -> Vec<(Option<String>, uuid::Uuid, i16, Option<String>)> {
+    response
+        .responses
+        .iter()
+        .map(|r| {
+            (
+                r.name.as_ref().map(|n| n.to_string()),
+                r.topic_id,
+                r.error_code,
+                r.error_message.as_ref().map(|m| m.to_string()),
+            )
+        })
+        .collect()
 }
