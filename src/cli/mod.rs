@@ -10,6 +10,7 @@ use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand};
 
 use crate::bench::args::{allowed_cpus, parse_cpuset};
+use crate::config::dynamic;
 use crate::config::{
     BrokerConfig, BrokerDefaults, FlushPolicy, GroupSettings, IoWorkerCpus, Listener, TxnSettings,
 };
@@ -164,6 +165,18 @@ pub struct ServeArgs {
     /// How long a SASL session lasts (0: forever); clients that support it (KIP-368: Java 2.2+, librdkafka 2.2+) re-authenticate on the same connection before it ends, and a connection whose session has ended is closed at its next request [connections.max.reauth.ms].
     #[arg(long, default_value_t = 0)]
     pub connections_max_reauth_ms: u64,
+    /// Connections the broker serves at once, over all listeners; past it a new connection waits, unserved, until one closes (a change at runtime through IncrementalAlterConfigs applies at once) [max.connections].
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..))]
+    pub max_connections: Option<i32>,
+    /// Connections one IP address may hold; past it new ones from that address are closed at once [max.connections.per.ip].
+    #[arg(long, value_parser = clap::value_parser!(i32).range(0..))]
+    pub max_connections_per_ip: Option<i32>,
+    /// Exceptions to --max-connections-per-ip, as comma-separated address:count pairs (IP addresses only) [max.connections.per.ip.overrides].
+    #[arg(long)]
+    pub max_connections_per_ip_overrides: Option<String>,
+    /// New connections a second the broker accepts; past it accepting waits [max.connection.creation.rate].
+    #[arg(long, value_parser = clap::value_parser!(i32).range(0..))]
+    pub max_connection_creation_rate: Option<i32>,
     /// A request must arrive whole within this long of its first byte (stops slow-loris clients).
     #[arg(long, default_value_t = 30_000)]
     pub request_read_timeout_ms: u64,
@@ -754,6 +767,32 @@ impl ServeArgs {
         broker_defaults
             .validate()
             .map_err(|e| anyhow::anyhow!("invalid broker setting: {e}"))?;
+        let connection_limit_values: std::collections::BTreeMap<String, String> = [
+            (
+                dynamic::MAX_CONNECTIONS,
+                self.max_connections.map(|v| v.to_string()),
+            ),
+            (
+                dynamic::MAX_CONNECTIONS_PER_IP,
+                self.max_connections_per_ip.map(|v| v.to_string()),
+            ),
+            (
+                dynamic::MAX_CONNECTIONS_PER_IP_OVERRIDES,
+                self.max_connections_per_ip_overrides.clone(),
+            ),
+            (
+                dynamic::MAX_CONNECTION_CREATION_RATE,
+                self.max_connection_creation_rate.map(|v| v.to_string()),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| value.map(|v| (name.to_string(), v)))
+        .collect();
+        let connection_limits = dynamic::ConnectionLimits::from_values(
+            &|name| connection_limit_values.get(name).cloned(),
+            false,
+        )
+        .map_err(|e| anyhow::anyhow!("invalid broker setting: {e}"))?;
         Ok(BrokerConfig {
             node_id: self.node_id,
             listeners,
@@ -777,6 +816,8 @@ impl ServeArgs {
             socket_request_max_bytes: self.socket_request_max_bytes,
             connections_max_idle_ms: self.connections_max_idle_ms,
             connections_max_reauth_ms: self.connections_max_reauth_ms,
+            connection_limits,
+            connection_limit_values,
             request_read_timeout_ms: self.request_read_timeout_ms,
             flush_policy: self.flush_policy,
             acks_wait_for_write: self.acks_wait_for_write,

@@ -58,6 +58,12 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
         } => ControllerReply::AlterTopicConfigs(
             alter_topic_configs(shard, topics, validate_only).await,
         ),
+        ControllerRequest::AlterBrokerConfigs {
+            resources,
+            validate_only,
+        } => ControllerReply::AlterBrokerConfigs(
+            alter_broker_configs(shard, resources, validate_only).await,
+        ),
         ControllerRequest::CreatePartitions {
             topics,
             validate_only,
@@ -713,6 +719,58 @@ async fn alter_topic_configs(
                 }
                 outcomes.push((0, None));
             }
+        }
+    }
+    if validate_only || records.is_empty() {
+        return outcomes;
+    }
+    if let Err(e) = commit(shard, records).await {
+        tracing::error!(error = %e, "metadata commit failed");
+        for o in outcomes.iter_mut().filter(|o| o.0 == 0) {
+            *o = (ErrorCode::KafkaStorageError.code(), Some(e.to_string()));
+        }
+    }
+    outcomes
+}
+
+/// Changes dynamic broker configs: each resource's layer after its change
+/// must give this node valid connection limits together with the other
+/// layer and the command line (Kafka's `DynamicBrokerConfig.validate`),
+/// else INVALID_REQUEST with Kafka's message. Resources are applied in
+/// order, so a later one is checked over an earlier one's change.
+async fn alter_broker_configs(
+    shard: &Rc<Shard>,
+    resources: Vec<(Option<i32>, ConfigAlteration)>,
+    validate_only: bool,
+) -> Vec<AdminOutcome> {
+    use crate::config::dynamic::{altered_layer, ConnectionLimits};
+    let mut layers = (*shard.image().broker_configs).clone();
+    let mut outcomes = Vec::with_capacity(resources.len());
+    let mut records = Vec::new();
+    for (broker, alteration) in resources {
+        let current = layers.layer(broker).cloned().unwrap_or_default();
+        let next = altered_layer(&current, &alteration);
+        let mut trial = layers.clone();
+        trial.set_layer(broker, next.clone());
+        let node = shard.config.node_id;
+        let value = |name: &str| {
+            trial
+                .broker_value(node, name)
+                .or_else(|| trial.default_value(name))
+                .map(str::to_string)
+                .or_else(|| shard.config.static_value(name))
+        };
+        if let Err(message) = ConnectionLimits::from_values(&value, true) {
+            outcomes.push((ErrorCode::InvalidRequest.code(), Some(message)));
+            continue;
+        }
+        outcomes.push((0, None));
+        if next != current {
+            layers = trial;
+            records.push(MetadataRecord::BrokerConfigs {
+                broker,
+                configs: next,
+            });
         }
     }
     if validate_only || records.is_empty() {

@@ -8,6 +8,7 @@ use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::config::dynamic::DynamicBrokerConfigs;
 use crate::config::TopicConfigs;
 use crate::quota::{ClientQuotas, QuotaEntity, QuotaKey, QuotaValue};
 use crate::security::acl::{Acl, AclSet};
@@ -105,6 +106,14 @@ pub enum MetadataRecord {
         /// The new value; None removes the key.
         value: Option<QuotaValue>,
     },
+    /// The dynamic configs of one BROKER resource were replaced (Kafka's
+    /// ConfigRecords of a BROKER resource).
+    BrokerConfigs {
+        /// The node they apply to; None for the cluster-wide default.
+        broker: Option<i32>,
+        /// Every dynamic config the resource now has, as given.
+        configs: BTreeMap<String, String>,
+    },
 }
 
 /// A topic as the image knows it.
@@ -170,6 +179,8 @@ pub struct MetadataImage {
     pub acls: Rc<AclSet>,
     /// Every client quota (shared between images until one changes).
     pub client_quotas: Rc<ClientQuotas>,
+    /// The dynamic broker configs.
+    pub broker_configs: Rc<DynamicBrokerConfigs>,
 }
 
 impl MetadataImage {
@@ -252,6 +263,9 @@ impl MetadataImage {
             }
             MetadataRecord::ClientQuota { entity, key, value } => {
                 Rc::make_mut(&mut self.client_quotas).apply(entity, *key, value.map(|v| v.0));
+            }
+            MetadataRecord::BrokerConfigs { broker, configs } => {
+                Rc::make_mut(&mut self.broker_configs).set_layer(*broker, configs.clone());
             }
         }
     }

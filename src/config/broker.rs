@@ -129,6 +129,13 @@ pub struct BrokerConfig {
     /// `connections.max.reauth.ms`: how long a SASL session lasts before
     /// the client must re-authenticate (0: forever).
     pub connections_max_reauth_ms: u64,
+    /// The connection limits given at start-up (`max.connections`,
+    /// `max.connections.per.ip`, its overrides and
+    /// `max.connection.creation.rate`); dynamic ones take their place
+    /// (`server::admission::limits_in_force`).
+    pub connection_limits: crate::config::dynamic::ConnectionLimits,
+    /// The same as given, by config name, for DescribeConfigs.
+    pub connection_limit_values: std::collections::BTreeMap<String, String>,
     /// Longest a client may take to send one whole request once it started.
     pub request_read_timeout_ms: u64,
     /// When acks wait for a sync.
@@ -342,6 +349,9 @@ impl BrokerConfig {
             }
             "connections.max.reauth.ms" if self.connections_max_reauth_ms != 0 => {
                 Some(self.connections_max_reauth_ms.to_string())
+            }
+            _ if self.connection_limit_values.contains_key(name) => {
+                self.connection_limit_values.get(name).cloned()
             }
             _ if self.broker_overridden(name) => self.broker_defaults.value_of(name),
             _ => self

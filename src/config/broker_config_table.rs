@@ -18,7 +18,7 @@ use kafka_protocol::messages::describe_configs_response::DescribeConfigsResource
 use kafka_protocol::protocol::StrBytes;
 
 use super::topic_config::{
-    broker_synonym_group, config_source, config_synonyms, config_type, is_requested,
+    broker_synonym_group, config_source, config_synonyms, config_type, is_requested, ConfigLayer,
 };
 
 /// One broker config.
@@ -473,18 +473,18 @@ pub fn find_broker_config(name: &str) -> Option<&'static BrokerConfigDef> {
 /// The DescribeConfigs entries for this broker's BROKER resource, as Kafka 4.0 builds them
 /// (`ConfigHelper.createBrokerConfigEntry` with `perBrokerConfig = true`), sorted by name.
 ///
-/// * `set_value(name)` returns the value of broker config `name` when it was set at start-up
-///   (command line or config file), and `None` otherwise. A set value shows with source
-///   STATIC_BROKER_CONFIG; every other config shows Kafka's default (null for null-default
-///   configs) with source DEFAULT_CONFIG. We have no dynamic broker configs.
+/// * `layers` give the values set for this broker, highest first, each with its source: the
+///   node's dynamic configs, the cluster-wide dynamic defaults, the command line. A config's
+///   value and source come from the first layer that sets it; every other config shows Kafka's
+///   default (null for null-default configs) with source DEFAULT_CONFIG.
 /// * `requested` is the request's `configuration_keys`: `None` or empty lists every config;
 ///   unknown names are omitted without error, as Kafka does.
 /// * PASSWORD configs are sensitive: their value and synonym values are null.
-/// * Synonyms follow Kafka's chain (static, then default, over the config's synonym group, with
-///   entries before the config's own name dropped) and are filled only when `include_synonyms`;
-///   documentation only when `include_documentation`.
+/// * Synonyms follow Kafka's chain (each layer, then default, over the config's synonym group,
+///   with entries before the config's own name dropped) and are filled only when
+///   `include_synonyms`; documentation only when `include_documentation`.
 pub fn describe_broker_configs(
-    set_value: &dyn Fn(&str) -> Option<String>,
+    layers: &[ConfigLayer],
     requested: Option<&[String]>,
     include_synonyms: bool,
     include_documentation: bool,
@@ -494,44 +494,91 @@ pub fn describe_broker_configs(
             .and_then(|def| def.default)
             .map(str::to_string)
     };
+    let mut all_layers: Vec<ConfigLayer> = layers.to_vec();
+    all_layers.push((config_source::DEFAULT_CONFIG, &default_value));
     BROKER_CONFIG_DEFS
         .iter()
         .filter(|def| is_requested(requested, def.name))
         .map(|def| {
             let single = [def.name];
             let group = broker_synonym_group(def.name).unwrap_or(&single);
-            let synonyms = config_synonyms(
-                def.name,
-                group,
-                set_value,
-                &default_value,
-                def.is_sensitive(),
-            );
+            let synonyms = config_synonyms(def.name, group, &all_layers, def.is_sensitive());
             let source = synonyms
                 .first()
                 .map_or(config_source::DEFAULT_CONFIG, |synonym| synonym.source);
-            let value = set_value(def.name).or_else(|| def.default.map(str::to_string));
-            DescribeConfigsResourceResult::default()
-                .with_name(StrBytes::from_static_str(def.name))
-                .with_value(
-                    value
-                        .filter(|_| !def.is_sensitive())
-                        .map(StrBytes::from_string),
-                )
-                .with_read_only(def.read_only)
-                .with_config_source(source)
-                .with_is_sensitive(def.is_sensitive())
-                .with_synonyms(if include_synonyms {
-                    synonyms
-                } else {
-                    Vec::new()
-                })
-                .with_config_type(def.config_type)
-                .with_documentation(
-                    include_documentation.then(|| StrBytes::from_static_str(def.documentation)),
-                )
+            let value = layers
+                .iter()
+                .find_map(|(_, value_of)| value_of(def.name))
+                .or_else(|| def.default.map(str::to_string));
+            entry(
+                def,
+                value,
+                source,
+                synonyms,
+                include_synonyms,
+                include_documentation,
+            )
         })
         .collect()
+}
+
+/// The DescribeConfigs entries of the cluster-wide default BROKER resource (named ""): only the
+/// configs set there, each with itself as its one synonym, as Kafka lists them.
+pub fn describe_default_broker_configs(
+    values: &std::collections::BTreeMap<String, String>,
+    requested: Option<&[String]>,
+    include_synonyms: bool,
+    include_documentation: bool,
+) -> Vec<DescribeConfigsResourceResult> {
+    values
+        .iter()
+        .filter(|(name, _)| is_requested(requested, name))
+        .filter_map(|(name, value)| {
+            let def = find_broker_config(name)?;
+            let source = config_source::DYNAMIC_DEFAULT_BROKER_CONFIG;
+            let own = |n: &str| (n == def.name).then(|| value.clone());
+            let synonyms =
+                config_synonyms(def.name, &[def.name], &[(source, &own)], def.is_sensitive());
+            Some(entry(
+                def,
+                Some(value.clone()),
+                source,
+                synonyms,
+                include_synonyms,
+                include_documentation,
+            ))
+        })
+        .collect()
+}
+
+/// One DescribeConfigs entry of a broker config.
+fn entry(
+    def: &BrokerConfigDef,
+    value: Option<String>,
+    source: i8,
+    synonyms: Vec<kafka_protocol::messages::describe_configs_response::DescribeConfigsSynonym>,
+    include_synonyms: bool,
+    include_documentation: bool,
+) -> DescribeConfigsResourceResult {
+    DescribeConfigsResourceResult::default()
+        .with_name(StrBytes::from_static_str(def.name))
+        .with_value(
+            value
+                .filter(|_| !def.is_sensitive())
+                .map(StrBytes::from_string),
+        )
+        .with_read_only(def.read_only)
+        .with_config_source(source)
+        .with_is_sensitive(def.is_sensitive())
+        .with_synonyms(if include_synonyms {
+            synonyms
+        } else {
+            Vec::new()
+        })
+        .with_config_type(def.config_type)
+        .with_documentation(
+            include_documentation.then(|| StrBytes::from_static_str(def.documentation)),
+        )
 }
 
 #[cfg(test)]
@@ -611,7 +658,7 @@ mod tests {
         .iter()
         .map(|name| name.to_string())
         .collect();
-        let entries = describe_broker_configs(&|_| None, Some(&requested), true, true);
+        let entries = describe_broker_configs(&[], Some(&requested), true, true);
         let names: Vec<&str> = entries.iter().map(|entry| entry.name.as_str()).collect();
         assert_eq!(
             names,
@@ -662,7 +709,12 @@ mod tests {
             "sasl.jaas.config" => Some("secret".to_string()),
             _ => None,
         };
-        let entries = describe_broker_configs(&set_value, None, true, false);
+        let entries = describe_broker_configs(
+            &[(config_source::STATIC_BROKER_CONFIG, &set_value)],
+            None,
+            true,
+            false,
+        );
         assert_eq!(entries.len(), broker_config_defs().len());
         assert!(entries.iter().all(|entry| entry.documentation.is_none()));
 
@@ -718,7 +770,12 @@ mod tests {
             )]
         );
 
-        let without_synonyms = describe_broker_configs(&set_value, None, false, false);
+        let without_synonyms = describe_broker_configs(
+            &[(config_source::STATIC_BROKER_CONFIG, &set_value)],
+            None,
+            false,
+            false,
+        );
         assert!(without_synonyms
             .iter()
             .all(|entry| entry.synonyms.is_empty()));

@@ -2,13 +2,15 @@
 //! own settings (`broker`, one struct validated once at start-up), the
 //! topic-level config table with its validation and inheritance from broker
 //! settings (`topic_config`), the broker config table DescribeConfigs reports
-//! (`broker_config_table`), and every fixed bound (`limits`).
+//! (`broker_config_table`), the broker configs that change at runtime
+//! (`dynamic`), and every fixed bound (`limits`).
 //!
 //! Lives on: shared, read-only. The tables are `static` and every function is
 //! pure, so any core may call them.
 
 pub mod broker;
 pub mod broker_config_table;
+pub mod dynamic;
 pub mod limits;
 pub mod topic_config;
 

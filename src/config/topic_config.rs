@@ -49,9 +49,9 @@ pub mod config_type {
 pub mod config_source {
     /// A per-topic override (Kafka's `TOPIC_CONFIG`, shown as `DYNAMIC_TOPIC_CONFIG` by tools).
     pub const TOPIC_CONFIG: i8 = 1;
-    /// A broker config set dynamically for one broker. We have no dynamic broker configs.
+    /// A broker config set dynamically for one broker (`config::dynamic`).
     pub const DYNAMIC_BROKER_CONFIG: i8 = 2;
-    /// A broker config set dynamically as the cluster-wide default. Unused, as above.
+    /// A broker config set dynamically as the cluster-wide default.
     pub const DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
     /// A broker config given at start-up (Kafka's `server.properties`; our command line).
     pub const STATIC_BROKER_CONFIG: i8 = 4;
@@ -1372,9 +1372,14 @@ impl TopicConfigs {
     }
 }
 
-/// The synonym list of one config as Kafka's `ConfigHelper.configSynonyms` builds it: every
-/// member of `group` set statically (`static_value`), then every member with a non-null Kafka
-/// default (`default_value`), then everything before the first entry named `name` dropped.
+/// Where a broker config's value may come from, highest first, with its
+/// DescribeConfigs source: e.g. the dynamic per-broker, dynamic default,
+/// static and default layers.
+pub(crate) type ConfigLayer<'a> = (i8, &'a dyn Fn(&str) -> Option<String>);
+
+/// The synonym list of one config as Kafka's `ConfigHelper.configSynonyms` builds it: for each
+/// of `layers` in turn, every member of `group` set in it, then everything before the first
+/// entry named `name` dropped.
 ///
 /// That last step is a Kafka quirk worth knowing: for a config whose own default is null, such
 /// as `log.retention.ms`, a value that comes only from a lower synonym (`log.retention.hours`)
@@ -1383,8 +1388,7 @@ impl TopicConfigs {
 pub(crate) fn config_synonyms(
     name: &str,
     group: &[&str],
-    static_value: &dyn Fn(&str) -> Option<String>,
-    default_value: &dyn Fn(&str) -> Option<String>,
+    layers: &[ConfigLayer],
     is_sensitive: bool,
 ) -> Vec<DescribeConfigsSynonym> {
     let synonym = |synonym_name: &str, value: String, source: i8| {
@@ -1394,14 +1398,11 @@ pub(crate) fn config_synonyms(
             .with_source(source)
     };
     let mut synonyms = Vec::new();
-    for member in group {
-        if let Some(value) = static_value(member) {
-            synonyms.push(synonym(member, value, config_source::STATIC_BROKER_CONFIG));
-        }
-    }
-    for member in group {
-        if let Some(value) = default_value(member) {
-            synonyms.push(synonym(member, value, config_source::DEFAULT_CONFIG));
+    for (source, value_of) in layers {
+        for member in group {
+            if let Some(value) = value_of(member) {
+                synonyms.push(synonym(member, value, *source));
+            }
         }
     }
     let first_own = synonyms
@@ -1475,8 +1476,10 @@ pub fn describe_topic_configs(
                 synonyms.extend(config_synonyms(
                     broker_config,
                     group,
-                    &static_value,
-                    &default_value,
+                    &[
+                        (config_source::STATIC_BROKER_CONFIG, &static_value),
+                        (config_source::DEFAULT_CONFIG, &default_value),
+                    ],
                     false,
                 ));
             }

@@ -3,6 +3,7 @@
 //! client. Values here live on the shard that accepted the connection.
 
 pub mod access;
+pub mod admission;
 pub mod authenticator;
 pub mod connection;
 pub mod handlers;
@@ -23,6 +24,7 @@ use std::time::Duration;
 use glommio::net::TcpListener;
 
 use crate::shard::Shard;
+use admission::Admission;
 
 /// Per-shard server state shared by its connections.
 pub struct ServerState {
@@ -66,6 +68,19 @@ impl ServerState {
         for waiter in self.shutdown_waiters.borrow_mut().drain(..) {
             let _ = waiter.send(());
         }
+    }
+}
+
+/// An admitted connection's slot under the connection limits, given back
+/// when dropped.
+struct Slot {
+    shard: Rc<Shard>,
+    ip: std::net::IpAddr,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        admission::release(&self.shard, self.ip);
     }
 }
 
@@ -121,18 +136,57 @@ pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>, index: u
             }
             futures::future::Either::Right(_) => return,
         };
+        // Kafka's ConnectionQuotas: wait for a slot under max.connections
+        // (holding this connection, the kernel's backlog the rest) and the
+        // creation rate's throttle, then close a connection whose address
+        // holds its max.connections.per.ip.
+        let Ok(peer) = stream.peer_addr() else {
+            continue;
+        };
+        let admitted = futures::future::select(
+            Box::pin(admission::admit(&state.shard, peer.ip())),
+            state.shutdown_signal(),
+        )
+        .await;
+        let throttle_ms = match admitted {
+            futures::future::Either::Left((Admission::Admitted { throttle_ms }, _)) => throttle_ms,
+            futures::future::Either::Left((Admission::TooManyFromAddress(allowed), _)) => {
+                tracing::info!(
+                    %peer,
+                    "Rejected connection from {}, address already has the configured maximum of {allowed} connections.",
+                    peer.ip()
+                );
+                continue;
+            }
+            futures::future::Either::Right(_) => return,
+        };
+        // The slot goes back when the connection ends, however it ends.
+        let slot = Slot {
+            shard: state.shard.clone(),
+            ip: peer.ip(),
+        };
+        if throttle_ms > 0 {
+            tracing::debug!(%peer, throttle_ms, "max.connection.creation.rate exceeded; waiting");
+            let slept = futures::future::select(
+                Box::pin(glommio::timer::sleep(Duration::from_millis(throttle_ms))),
+                state.shutdown_signal(),
+            )
+            .await;
+            if let futures::future::Either::Right(_) = slept {
+                return;
+            }
+        }
         let state = state.clone();
         glommio::spawn_local(async move {
+            let _slot = slot;
             // Past its IP's connection_creation_rate a connection is held
             // unread for the throttle time, then closed, as in Kafka.
-            if let Ok(peer) = stream.peer_addr() {
-                let throttle =
-                    crate::quota::sensors::connection_throttle(&state.shard, peer.ip()).await;
-                if throttle > 0 {
-                    tracing::debug!(%peer, throttle, "connection_creation_rate exceeded; closing");
-                    glommio::timer::sleep(std::time::Duration::from_millis(throttle)).await;
-                    return;
-                }
+            let throttle =
+                crate::quota::sensors::connection_throttle(&state.shard, peer.ip()).await;
+            if throttle > 0 {
+                tracing::debug!(%peer, throttle, "connection_creation_rate exceeded; closing");
+                glommio::timer::sleep(std::time::Duration::from_millis(throttle)).await;
+                return;
             }
             state.open_connections.set(state.open_connections.get() + 1);
             match state.shard.config.tls_for(index) {

@@ -174,6 +174,14 @@ pub enum ControllerRequest {
         /// Check without changing.
         validate_only: bool,
     },
+    /// Alter dynamic broker configs (validate only when asked).
+    AlterBrokerConfigs {
+        /// The node (None: the cluster-wide default) and its change, names
+        /// already checked (`config::dynamic::check_names`).
+        resources: Vec<(Option<i32>, ConfigAlteration)>,
+        /// Check without changing.
+        validate_only: bool,
+    },
     /// Add partitions to topics (validate only when asked).
     CreatePartitions {
         /// Topics, no name twice.
@@ -244,6 +252,8 @@ pub enum ControllerReply {
     ProducerIds(Option<i64>),
     /// Per topic, in request order.
     AlterTopicConfigs(Vec<AdminOutcome>),
+    /// Per broker resource, in request order.
+    AlterBrokerConfigs(Vec<AdminOutcome>),
     /// Per topic, in request order; the throttle time.
     CreatePartitions(Vec<AdminOutcome>, u64),
     /// Per user: (user, error code, message).
@@ -421,6 +431,11 @@ pub enum ShardRequest {
         /// Take the value back when it is throttled (a fetch).
         unrecord_if_throttled: bool,
     },
+    /// Admit a new connection from this address (owner shard only,
+    /// `server::admission`): answered once a slot is free.
+    AdmitConnection(std::net::IpAddr),
+    /// An admitted connection from this address has ended.
+    ReleaseConnection(std::net::IpAddr),
     /// For the group coordinator of `__consumer_offsets` partition `partition`.
     Group {
         /// Offsets partition (ignored by ListGroups).
@@ -453,6 +468,10 @@ pub enum ShardReply {
     Metrics(crate::metrics::ShardMetrics),
     /// A client quota's throttle time, in ms.
     Throttle(u64),
+    /// Whether a new connection is served.
+    Admission(crate::server::admission::Admission),
+    /// A connection's slot was freed.
+    Released,
     /// Per marker, per partition (the request's shape): Kafka error code,
     /// 0 when written. UNKNOWN_TOPIC_OR_PARTITION for a partition that no
     /// longer exists; INVALID_PRODUCER_EPOCH when the partition has seen a

@@ -78,6 +78,9 @@ pub struct Shard {
     pub txns: TxnShard,
     /// The client quota sensors this shard owns.
     pub quota_sensors: crate::quota::sensors::SensorTable,
+    /// The broker's connection counts (`server::admission`; the owner
+    /// shard only).
+    pub connection_counts: crate::server::admission::ConnectionCounts,
     /// The controller mutation quotas' token buckets (shard 0 only).
     pub mutation_buckets: crate::quota::sensors::MutationBuckets,
 }
@@ -155,6 +158,7 @@ impl Shard {
             groups: GroupShard::default(),
             txns: TxnShard::default(),
             quota_sensors: Default::default(),
+            connection_counts: Default::default(),
             mutation_buckets: Default::default(),
         })
     }
@@ -374,6 +378,8 @@ impl Shard {
                         }
                     }
                 }
+                // Raised limits may free slots for waiting connections.
+                MetadataRecord::BrokerConfigs { .. } => self.connection_counts.wake_all(),
                 MetadataRecord::Bootstrap { .. }
                 | MetadataRecord::AccessControlEntry { .. }
                 | MetadataRecord::RemoveAccessControlEntry { .. }
@@ -510,6 +516,14 @@ impl Shard {
                     self.quota_sensors
                         .record(sensor, value, quota, unrecord_if_throttled);
                 async move { ShardReply::Throttle(throttle) }.boxed_local()
+            }
+            ShardRequest::AdmitConnection(ip) => {
+                let admission = crate::server::admission::admit_here(self, ip);
+                async move { ShardReply::Admission(admission.await) }.boxed_local()
+            }
+            ShardRequest::ReleaseConnection(ip) => {
+                crate::server::admission::release_here(&self, ip);
+                async { ShardReply::Released }.boxed_local()
             }
             ShardRequest::Metrics => {
                 let metrics = crate::metrics::collect(&self);

@@ -60,6 +60,33 @@ impl RawClient {
         }
     }
 
+    /// A client connecting from local address `source` (any 127.x.y.z
+    /// reaches a loopback listener, so one test can be several hosts).
+    pub fn connect_from(bootstrap: &str, source: std::net::Ipv4Addr) -> RawClient {
+        let target: std::net::SocketAddr = bootstrap.parse().expect("bootstrap is ip:port");
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+            .expect("socket");
+        socket
+            .bind(&std::net::SocketAddr::from((source, 0)).into())
+            .unwrap_or_else(|error| panic!("bind {source}: {error}"));
+        socket
+            .connect(&target.into())
+            .unwrap_or_else(|error| panic!("connect to {bootstrap} from {source}: {error}"));
+        let stream: TcpStream = socket.into();
+        stream.set_nodelay(true).expect("TCP_NODELAY");
+        stream
+            .set_read_timeout(Some(READ_TIMEOUT))
+            .expect("read timeout");
+        stream
+            .set_write_timeout(Some(READ_TIMEOUT))
+            .expect("write timeout");
+        RawClient {
+            stream,
+            next_correlation_id: 1,
+            client_id: CLIENT_ID,
+        }
+    }
+
     /// A client whose requests carry `client_id`.
     pub fn connect_as(bootstrap: &str, client_id: &'static str) -> RawClient {
         RawClient {

@@ -2,9 +2,11 @@
 //! v0-v1): topic config overrides, changed through the controller and
 //! applied to the topic's open partitions (see `cluster::controller`).
 //!
-//! Broker configs are all static here (command-line flags): a change of one
-//! is refused as Kafka refuses a static config. Broker loggers, client
-//! metrics and group configs are not supported.
+//! Broker configs: the connection limits change at runtime, for this node
+//! or as the cluster-wide default (`config::dynamic`); every other broker
+//! config is a command-line flag here, and a change of one is refused as
+//! Kafka refuses a static config. Broker loggers, client metrics and group
+//! configs are not supported.
 
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -52,6 +54,9 @@ struct Resource {
 enum Plan {
     Answer(AdminOutcome),
     Topic(ConfigAlteration),
+    /// A change of this node's (Some) or the default's (None) dynamic
+    /// configs.
+    Broker(Option<i32>, ConfigAlteration),
 }
 
 fn invalid_request(message: impl Into<String>) -> Plan {
@@ -105,8 +110,10 @@ fn plan(
             refused(ErrorCode::TopicAuthorizationFailed)
         }
         resource_type::TOPIC => Plan::Topic(alteration(&resource.changes, incremental)),
-        resource_type::BROKER => match broker_plan(shard, resource) {
-            Plan::Answer((0, _)) if !access.cluster(AclOperation::AlterConfigs) => {
+        resource_type::BROKER => match broker_plan(shard, resource, incremental) {
+            Plan::Answer((0, _)) | Plan::Broker(..)
+                if !access.cluster(AclOperation::AlterConfigs) =>
+            {
                 refused(ErrorCode::ClusterAuthorizationFailed)
             }
             plan => plan,
@@ -152,10 +159,9 @@ fn alteration(changes: &[Change], incremental: bool) -> ConfigAlteration {
 }
 
 /// A broker resource names this node, or is "" for the cluster default.
-/// Every broker config here is a command-line flag read at start, so a
-/// change to any is refused as Kafka refuses its static configs; an empty
-/// change succeeds, as in Kafka.
-fn broker_plan(shard: &Shard, resource: &Resource) -> Plan {
+/// Only the dynamic configs may change (`config::dynamic::check_names`);
+/// an empty change succeeds, as in Kafka.
+fn broker_plan(shard: &Shard, resource: &Resource, incremental: bool) -> Plan {
     let node_id = shard.config.node_id;
     if !resource.name.is_empty() && resource.name.parse::<i32>().ok() != Some(node_id) {
         return invalid_request(format!(
@@ -163,18 +169,15 @@ fn broker_plan(shard: &Shard, resource: &Resource) -> Plan {
             resource.name
         ));
     }
-    if resource.changes.is_empty() {
+    let broker = (!resource.name.is_empty()).then_some(node_id);
+    if resource.changes.is_empty() && incremental {
         return Plan::Answer((0, None));
     }
-    let names: Vec<&str> = resource
-        .changes
-        .iter()
-        .map(|(name, _, _)| name.as_str())
-        .collect();
-    invalid_request(format!(
-        "Cannot update these configs dynamically: Set({})",
-        names.join(", ")
-    ))
+    let alteration = alteration(&resource.changes, incremental);
+    match crate::config::dynamic::check_names(&alteration) {
+        Ok(()) => Plan::Broker(broker, alteration),
+        Err((error, message)) => Plan::Answer((error.code(), Some(message))),
+    }
 }
 
 /// Plans every resource, sends the topics' changes to the controller in
@@ -205,47 +208,75 @@ async fn alter(
         .zip(&plans)
         .filter_map(|(r, p)| match p {
             Plan::Topic(alteration) => Some((r.name.clone(), alteration.clone())),
-            Plan::Answer(_) => None,
+            _ => None,
         })
         .collect();
-    let call = if topics.is_empty() {
-        None
-    } else {
-        let request = ControllerRequest::AlterTopicConfigs {
-            topics,
-            validate_only,
-        };
-        Some(
-            shard
-                .call(CONTROLLER_SHARD, ShardRequest::Controller(request))
-                .await,
-        )
-    };
+    let brokers: Vec<(Option<i32>, ConfigAlteration)> = plans
+        .iter()
+        .filter_map(|p| match p {
+            Plan::Broker(broker, alteration) => Some((*broker, alteration.clone())),
+            _ => None,
+        })
+        .collect();
+    let topic_call = (!topics.is_empty()).then_some(ControllerRequest::AlterTopicConfigs {
+        topics,
+        validate_only,
+    });
+    let topic_outcomes = call_controller(shard, topic_call).await;
+    let broker_call = (!brokers.is_empty()).then_some(ControllerRequest::AlterBrokerConfigs {
+        resources: brokers,
+        validate_only,
+    });
+    let broker_outcomes = call_controller(shard, broker_call).await;
     async move {
-        let outcomes = match call {
-            Some(Ok(completion)) => match completion.await {
-                Ok(ShardReply::Controller(ControllerReply::AlterTopicConfigs(outcomes))) => {
-                    outcomes
-                }
-                _ => Vec::new(),
-            },
-            _ => Vec::new(),
+        let mut topic_outcomes = topic_outcomes.await.into_iter();
+        let mut broker_outcomes = broker_outcomes.await.into_iter();
+        let unanswered = || {
+            (
+                ErrorCode::RequestTimedOut.code(),
+                Some("the controller did not answer".into()),
+            )
         };
-        let mut outcomes = outcomes.into_iter();
         resources
             .into_iter()
             .zip(plans)
             .map(|(r, p)| {
                 let outcome = match p {
                     Plan::Answer(outcome) => outcome,
-                    Plan::Topic(_) => outcomes.next().unwrap_or((
-                        ErrorCode::RequestTimedOut.code(),
-                        Some("the controller did not answer".into()),
-                    )),
+                    Plan::Topic(_) => topic_outcomes.next().unwrap_or_else(unanswered),
+                    Plan::Broker(..) => broker_outcomes.next().unwrap_or_else(unanswered),
                 };
                 (outcome, r.resource_type, r.name)
             })
             .collect()
+    }
+}
+
+/// Sends `request` (if any) to the controller; the returned future gives
+/// its per-resource outcomes, none when it did not answer.
+async fn call_controller(
+    shard: &Rc<Shard>,
+    request: Option<ControllerRequest>,
+) -> impl std::future::Future<Output = Vec<AdminOutcome>> {
+    let call = match request {
+        Some(request) => Some(
+            shard
+                .call(CONTROLLER_SHARD, ShardRequest::Controller(request))
+                .await,
+        ),
+        None => None,
+    };
+    async move {
+        match call {
+            Some(Ok(completion)) => match completion.await {
+                Ok(ShardReply::Controller(
+                    ControllerReply::AlterTopicConfigs(outcomes)
+                    | ControllerReply::AlterBrokerConfigs(outcomes),
+                )) => outcomes,
+                _ => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
     }
 }
 

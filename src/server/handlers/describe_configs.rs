@@ -7,7 +7,10 @@ use kafka_protocol::messages::describe_configs_response::DescribeConfigsResult;
 use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
 
 use super::{encode_response, str_bytes};
-use crate::config::broker_config_table::describe_broker_configs;
+use crate::config::broker_config_table::{
+    describe_broker_configs, describe_default_broker_configs,
+};
+use crate::config::topic_config::config_source;
 use crate::config::topic_config::describe_topic_configs;
 use crate::protocol::ErrorCode;
 use crate::security::acl::AclOperation;
@@ -79,12 +82,25 @@ pub fn handle(
                     ),
                 },
                 RESOURCE_BROKER if name.is_empty() => {
-                    // The cluster-wide dynamic defaults: none are set.
-                    result.configs = Vec::new();
+                    result.configs = describe_default_broker_configs(
+                        &image.broker_configs.default,
+                        requested.as_deref(),
+                        include_synonyms,
+                        include_documentation,
+                    );
                 }
                 RESOURCE_BROKER if name == config.node_id.to_string() => {
+                    let dynamic = &image.broker_configs;
+                    let node = config.node_id;
+                    let own = |n: &str| dynamic.broker_value(node, n).map(str::to_string);
+                    let default = |n: &str| dynamic.default_value(n).map(str::to_string);
+                    let command_line = |n: &str| config.static_value(n);
                     result.configs = describe_broker_configs(
-                        &|n| config.static_value(n),
+                        &[
+                            (config_source::DYNAMIC_BROKER_CONFIG, &own),
+                            (config_source::DYNAMIC_DEFAULT_BROKER_CONFIG, &default),
+                            (config_source::STATIC_BROKER_CONFIG, &command_line),
+                        ],
                         requested.as_deref(),
                         include_synonyms,
                         include_documentation,

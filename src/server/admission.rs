@@ -1,0 +1,203 @@
+//! Connection limits, as Kafka's `ConnectionQuotas` enforces them:
+//!
+//! - past `max.connections` connections a listener's acceptor waits, holding
+//!   the connection it accepted unserved (and the kernel's backlog the
+//!   rest), until one closes or the limit is raised;
+//! - past `max.connection.creation.rate` new connections a second it waits
+//!   the throttle time, then serves the connection;
+//! - a connection from an address already holding its
+//!   `max.connections.per.ip` (or its override) is closed at once.
+//!
+//! The counts are broker-wide, so one shard ([`OWNER_SHARD`]) keeps them;
+//! every shard's accept loop asks it for a slot (a message, or a direct
+//! call on the owner) and gives the slot back when the connection ends.
+//! Only one admission per accept loop is ever pending, so the waiters are
+//! bounded by the shards' listeners.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+use std::rc::Rc;
+
+use futures::channel::oneshot;
+use futures::future::LocalBoxFuture;
+use futures::FutureExt;
+
+use crate::config::dynamic::{ConnectionLimits, DynamicBrokerConfigs};
+use crate::config::BrokerConfig;
+use crate::quota::sensors::{now_ms, Rate, WINDOW_MS};
+use crate::shard::messages::{ShardReply, ShardRequest};
+use crate::shard::Shard;
+
+/// The shard that keeps the broker's connection counts.
+pub const OWNER_SHARD: usize = 0;
+
+/// The owner's answer to a new connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Serve it, after holding it this many ms (the creation rate's
+    /// throttle); it holds a slot until [`release`].
+    Admitted {
+        /// Throttle time in ms (0: none).
+        throttle_ms: u64,
+    },
+    /// Close it: its address already holds this many connections.
+    TooManyFromAddress(i32),
+}
+
+/// The connection limits in force on node `node`: its own dynamic values,
+/// then the cluster-wide ones, then the command line's. Layers that no
+/// longer make sense together (a command-line value changed since) are
+/// ignored, with an error in the log.
+pub fn limits_in_force(config: &BrokerConfig, dynamic: &DynamicBrokerConfigs) -> ConnectionLimits {
+    let node = config.node_id;
+    let layered = |name: &str| {
+        dynamic
+            .broker_value(node, name)
+            .or_else(|| dynamic.default_value(name))
+            .map(str::to_string)
+            .or_else(|| config.static_value(name))
+    };
+    ConnectionLimits::from_values(&layered, false).unwrap_or_else(|message| {
+        tracing::error!(%message, "dynamic connection limits ignored");
+        config.connection_limits.clone()
+    })
+}
+
+/// The owner shard's counts.
+#[derive(Default)]
+pub struct ConnectionCounts {
+    total: Cell<u64>,
+    per_address: RefCell<HashMap<IpAddr, u32>>,
+    /// Accept loops waiting for a slot, first come first served.
+    waiters: RefCell<VecDeque<oneshot::Sender<()>>>,
+    /// The limits, and the metadata offset they were read at.
+    limits: RefCell<Option<(u64, Rc<ConnectionLimits>)>>,
+    creation_rate: RefCell<Rate>,
+}
+
+impl ConnectionCounts {
+    fn limits(&self, shard: &Shard) -> Rc<ConnectionLimits> {
+        let image = shard.image();
+        let mut cached = self.limits.borrow_mut();
+        match &*cached {
+            Some((offset, limits)) if *offset == image.applied_records => limits.clone(),
+            _ => {
+                let limits = Rc::new(limits_in_force(&shard.config, &image.broker_configs));
+                *cached = Some((image.applied_records, limits.clone()));
+                limits
+            }
+        }
+    }
+
+    /// Connections open on the broker.
+    pub fn total(&self) -> u64 {
+        self.total.get()
+    }
+
+    /// Wakes every waiting accept loop to look at the limits again (they
+    /// may have been raised).
+    pub fn wake_all(&self) {
+        for waiter in self.waiters.borrow_mut().drain(..) {
+            let _ = waiter.send(());
+        }
+    }
+
+    /// Frees the slot of a connection from `ip` and hands it to the
+    /// longest-waiting accept loop.
+    fn release(&self, ip: IpAddr) {
+        let mut per_address = self.per_address.borrow_mut();
+        if let Some(count) = per_address.get_mut(&ip) {
+            *count -= 1;
+            if *count == 0 {
+                per_address.remove(&ip);
+            }
+            self.total.set(self.total.get().saturating_sub(1));
+        }
+        drop(per_address);
+        let mut waiters = self.waiters.borrow_mut();
+        while let Some(waiter) = waiters.pop_front() {
+            if waiter.send(()).is_ok() {
+                break;
+            }
+        }
+    }
+}
+
+/// Admits a connection from `ip` on the owner shard (the ordered part runs
+/// now; the returned future resolves once a slot is free).
+pub fn admit_here(shard: Rc<Shard>, ip: IpAddr) -> LocalBoxFuture<'static, Admission> {
+    async move {
+        let counts = &shard.connection_counts;
+        let limits = loop {
+            let limits = counts.limits(&shard);
+            if counts.total.get() < u64::try_from(limits.max_connections).unwrap_or(0) {
+                break limits;
+            }
+            let (tx, rx) = oneshot::channel();
+            counts.waiters.borrow_mut().push_back(tx);
+            // A dropped sender (shutdown) looks again too.
+            let _ = rx.await;
+        };
+        let mut throttle_ms = 0;
+        if limits.max_connection_creation_rate < i32::MAX {
+            let quota = f64::from(limits.max_connection_creation_rate);
+            throttle_ms = counts
+                .creation_rate
+                .borrow_mut()
+                .record_and_throttle(1.0, quota, now_ms())
+                .min(WINDOW_MS);
+        }
+        let ip = ip.to_canonical();
+        let allowed = limits.per_ip(ip);
+        let mut per_address = counts.per_address.borrow_mut();
+        let held = per_address.get(&ip).copied().unwrap_or(0);
+        if i64::from(held) >= i64::from(allowed) {
+            return Admission::TooManyFromAddress(allowed);
+        }
+        per_address.insert(ip, held + 1);
+        counts.total.set(counts.total.get() + 1);
+        Admission::Admitted { throttle_ms }
+    }
+    .boxed_local()
+}
+
+/// Frees, on the owner shard, the slot of a connection from `ip`.
+pub fn release_here(shard: &Shard, ip: IpAddr) {
+    shard.connection_counts.release(ip.to_canonical());
+}
+
+/// Asks the owner shard to admit a connection from `ip`. A connection is
+/// served when the owner cannot be reached (shutdown).
+pub async fn admit(shard: &Rc<Shard>, ip: IpAddr) -> Admission {
+    let served = Admission::Admitted { throttle_ms: 0 };
+    match shard
+        .call(OWNER_SHARD, ShardRequest::AdmitConnection(ip))
+        .await
+    {
+        Ok(reply) => match reply.await {
+            Ok(ShardReply::Admission(admission)) => admission,
+            _ => served,
+        },
+        Err(_) => served,
+    }
+}
+
+/// Gives back the slot of an admitted connection from `ip`, without
+/// waiting for the owner.
+pub fn release(shard: &Rc<Shard>, ip: IpAddr) {
+    if shard.id == OWNER_SHARD {
+        release_here(shard, ip);
+        return;
+    }
+    let shard = shard.clone();
+    glommio::spawn_local(async move {
+        if let Ok(reply) = shard
+            .call(OWNER_SHARD, ShardRequest::ReleaseConnection(ip))
+            .await
+        {
+            let _ = reply.await;
+        }
+    })
+    .detach();
+}
