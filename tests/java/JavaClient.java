@@ -60,6 +60,7 @@ public class JavaClient {
             case "acls" -> acls(bootstrap, topic);
             case "quotas" -> quotas(bootstrap, topic);
             case "reauth" -> reauth(bootstrap, topic);
+            case "connection-limits" -> connectionLimits(bootstrap);
             default -> throw new IllegalArgumentException("unknown mode " + mode);
         }
     }
@@ -341,6 +342,56 @@ public class JavaClient {
         }
         System.out.printf("{\"acked\": %d, \"reauthenticated\": %d, \"failed\": %d, \"closed\": %d}%n",
                 acked, (long) reauthenticated, (long) failed, (long) closed);
+    }
+
+    /**
+     * Connection limits as kafka-configs --alter --entity-type brokers sets
+     * them: max.connections.per.ip for every broker (--entity-default, the
+     * resource named ""), an override for 127.0.0.2 and a creation rate for
+     * broker 0 (--entity-name 0); then a bad value, and what --describe
+     * shows of both resources: name=value (source) [synonyms].
+     */
+    static void connectionLimits(String bootstrap) throws Exception {
+        ConfigResource cluster = new ConfigResource(ConfigResource.Type.BROKER, "");
+        ConfigResource broker = new ConfigResource(ConfigResource.Type.BROKER,
+                System.getenv().getOrDefault("JAVA_CLIENT_BROKER_ID", "0"));
+        String refused;
+        Map<String, List<String>> shown = new HashMap<>();
+        try (Admin admin = Admin.create(withSasl(Map.of("bootstrap.servers", bootstrap)))) {
+            admin.incrementalAlterConfigs(Map.of(
+                    cluster, List.of(new AlterConfigOp(new ConfigEntry("max.connections.per.ip", "50"), AlterConfigOp.OpType.SET)),
+                    broker, List.of(
+                            new AlterConfigOp(new ConfigEntry("max.connections.per.ip.overrides", "127.0.0.2:1"), AlterConfigOp.OpType.SET),
+                            new AlterConfigOp(new ConfigEntry("max.connection.creation.rate", "1000"), AlterConfigOp.OpType.SET))
+            )).all().get();
+            try {
+                admin.incrementalAlterConfigs(Map.of(broker, List.of(
+                        new AlterConfigOp(new ConfigEntry("max.connections.per.ip", "-1"), AlterConfigOp.OpType.SET))))
+                        .all().get();
+                refused = "accepted";
+            } catch (java.util.concurrent.ExecutionException e) {
+                refused = e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage();
+            }
+            var described = admin.describeConfigs(List.of(cluster, broker),
+                    new org.apache.kafka.clients.admin.DescribeConfigsOptions().includeSynonyms(true)).all().get();
+            for (var resource : List.of(cluster, broker)) {
+                List<String> entries = new ArrayList<>();
+                for (ConfigEntry entry : described.get(resource).entries()) {
+                    if (!entry.name().startsWith("max.connection")) continue;
+                    entries.add(entry.name() + "=" + entry.value() + " (" + entry.source() + ") "
+                            + entry.synonyms().stream().map(s -> s.source() + ":" + s.value()).collect(Collectors.toList()));
+                }
+                Collections.sort(entries);
+                shown.put(resource.name().isEmpty() ? "default" : "broker", entries);
+            }
+        }
+        StringBuilder json = new StringBuilder("{\"refused\": \"" + refused.replace("\"", "'") + "\"");
+        for (var e : shown.entrySet()) {
+            json.append(", \"").append(e.getKey()).append("\": [");
+            json.append(e.getValue().stream().map(v -> "\"" + v + "\"").collect(Collectors.joining(", ")));
+            json.append("]");
+        }
+        System.out.println(json.append("}"));
     }
 
     static double producerMetric(KafkaProducer<String, String> producer, String name) {

@@ -1,0 +1,105 @@
+"""Connection limits set with real admin clients.
+
+Goal: the Java Admin sets connection limits as `kafka-configs --alter
+--entity-type brokers` does (the cluster default and broker 0), a bad
+value is refused with Kafka's message, and describing both resources shows
+what Kafka 4.1.1 converges to for the same calls (Kafka answered the same
+values and sources once its broker had applied the change). The limits are
+in force at once: a second host (connections from 127.0.0.2) past its
+override is closed while librdkafka clients on 127.0.0.1 go on producing and
+consuming; librdkafka's admin client deletes the override and the second
+host is served again.
+"""
+
+import socket
+import struct
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                   ResourceType)
+
+from conftest import Broker, serve
+from test_java_client import classpath, run_java  # noqa: F401 (classpath is a fixture)
+
+
+@pytest.fixture(scope="module")
+def limits_broker(tmp_path_factory):
+    yield from serve(Broker(tmp_path_factory.mktemp("ringbroker-connection-limits")))
+
+
+def connect_from(bootstrap, source):
+    """A connection from local address `source` that sent ApiVersions v0:
+    True when answered, False when closed unanswered."""
+    host, port = bootstrap.split(":")
+    sock = socket.socket()
+    sock.bind((source, 0))
+    sock.settimeout(5)
+    sock.connect((host, int(port)))
+    body = struct.pack(">hhih", 18, 0, 7, 4) + b"test"
+    try:
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        answered = len(sock.recv(4, socket.MSG_WAITALL)) == 4
+    except (ConnectionResetError, BrokenPipeError):
+        answered = False
+    return sock, answered
+
+
+def round_trip(bootstrap, topic, count=100):
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(count):
+        producer.produce(topic, value=b"v%d" % i, partition=0)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "limits-" + topic,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    values = []
+    deadline = time.time() + 30
+    while len(values) < count and time.time() < deadline:
+        message = consumer.poll(1)
+        if message is not None and message.error() is None and message.partition() == 0:
+            values.append(message.value())
+    consumer.close()
+    assert values == [b"v%d" % i for i in range(count)]
+
+
+def test_java_admin_sets_connection_limits_that_apply_at_once(classpath, limits_broker, topic):
+    seen = run_java(classpath, "connection-limits", limits_broker, topic)
+    assert seen == {
+        "refused": "InvalidRequestException: Invalid value -1 for configuration "
+                   "max.connections.per.ip: Value must be at least 0",
+        "default": ["max.connections.per.ip=50 (DYNAMIC_DEFAULT_BROKER_CONFIG) "
+                    "[DYNAMIC_DEFAULT_BROKER_CONFIG:50]"],
+        "broker": [
+            "max.connection.creation.rate=1000 (DYNAMIC_BROKER_CONFIG) "
+            "[DYNAMIC_BROKER_CONFIG:1000, DEFAULT_CONFIG:2147483647]",
+            "max.connections.per.ip.overrides=127.0.0.2:1 (DYNAMIC_BROKER_CONFIG) "
+            "[DYNAMIC_BROKER_CONFIG:127.0.0.2:1, DEFAULT_CONFIG:]",
+            "max.connections.per.ip=50 (DYNAMIC_DEFAULT_BROKER_CONFIG) "
+            "[DYNAMIC_DEFAULT_BROKER_CONFIG:50, DEFAULT_CONFIG:2147483647]",
+            "max.connections=2147483647 (DEFAULT_CONFIG) [DEFAULT_CONFIG:2147483647]",
+        ],
+    }
+    bootstrap = limits_broker.bootstrap
+    first, answered = connect_from(bootstrap, "127.0.0.2")
+    assert answered, "the second host's one connection was not served"
+    second, answered = connect_from(bootstrap, "127.0.0.2")
+    assert not answered, "the second host's override of 1 let a second connection in"
+    second.close()
+    # 127.0.0.1 is held to 50 connections: librdkafka is unaffected.
+    round_trip(bootstrap, topic)
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(ResourceType.BROKER, "0", incremental_configs=[
+        ConfigEntry("max.connections.per.ip.overrides", None,
+                    incremental_operation=AlterConfigOpType.DELETE)])
+    admin.incremental_alter_configs([resource])[resource].result()
+    described = ConfigResource(ResourceType.BROKER, "0")
+    configs = admin.describe_configs([described])[described].result()
+    assert configs["max.connections.per.ip.overrides"].value == ""
+    assert configs["max.connections.per.ip"].value == "50"
+    third, answered = connect_from(bootstrap, "127.0.0.2")
+    assert answered, "the second host is still limited after its override was deleted"
+    for sock in (first, third):
+        sock.close()
