@@ -623,7 +623,7 @@ async fn create_topics(
         }
         let requested = spec.configs.iter().map(|(n, v)| (n.as_str(), v.as_str()));
         let configs: BTreeMap<String, String> =
-            match TopicConfigs::from_overrides(requested, &shard.config.broker_defaults) {
+            match TopicConfigs::from_overrides(requested, &shard.broker_defaults()) {
                 Ok(configs) => configs.overrides().clone(),
                 Err(message) => {
                     outcomes.push(outcome(ErrorCode::InvalidConfig, message));
@@ -704,10 +704,7 @@ async fn alter_topic_configs(
             ));
             continue;
         };
-        match topic
-            .configs
-            .altered(&alteration, &shard.config.broker_defaults)
-        {
+        match topic.configs.altered(&alteration, &shard.broker_defaults()) {
             Err(message) => outcomes.push((ErrorCode::InvalidConfig.code(), Some(message))),
             Ok(configs) => {
                 if configs != topic.configs {
@@ -734,8 +731,9 @@ async fn alter_topic_configs(
 }
 
 /// Changes dynamic broker configs: each resource's layer after its change
-/// must give this node valid connection limits together with the other
-/// layer and the command line (Kafka's `DynamicBrokerConfig.validate`),
+/// must give this node valid connection limits and broker values of topic
+/// configs together with the other layer and the command line (Kafka's
+/// `DynamicBrokerConfig.validate`),
 /// else INVALID_REQUEST with Kafka's message. Resources are applied in
 /// order, so a later one is checked over an earlier one's change.
 async fn alter_broker_configs(
@@ -760,7 +758,14 @@ async fn alter_broker_configs(
                 .map(str::to_string)
                 .or_else(|| shard.config.static_value(name))
         };
-        if let Err(message) = ConnectionLimits::from_values(&value, true) {
+        let checked = next
+            .iter()
+            .try_for_each(|(name, value)| crate::config::dynamic::check_value(name, value))
+            .and_then(|_| ConnectionLimits::from_values(&value, true))
+            .and_then(|_| {
+                crate::config::dynamic::defaults_with(&shard.config.broker_defaults, &trial, node)
+            });
+        if let Err(message) = checked {
             outcomes.push((ErrorCode::InvalidRequest.code(), Some(message)));
             continue;
         }

@@ -2,8 +2,9 @@
 //! restart (IncrementalAlterConfigs and AlterConfigs on a BROKER resource),
 //! kept in the metadata log for one node or as the cluster-wide default,
 //! and checked as Kafka 4.1 checks them (`ConfigAdminManager`,
-//! `DynamicBrokerConfig`, `KafkaConfig`). Today these are the connection
-//! limits of Kafka's `ConnectionQuotas`.
+//! `DynamicBrokerConfig`, `KafkaConfig`): the connection limits of Kafka's
+//! `ConnectionQuotas`, and the broker values topics inherit
+//! (`DynamicLogConfig`: `log.retention.ms`, `log.segment.bytes`, ...).
 //!
 //! A config's value on a node comes from, first to last: the node's own
 //! dynamic value, the cluster-wide dynamic default, the command line, and
@@ -18,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::broker_config_table::find_broker_config;
 use super::topic_config::config_type;
-use super::{ConfigAlteration, ConfigOp};
+use super::{BrokerDefaults, ConfigAlteration, ConfigOp};
 
 /// `max.connections`: connections the broker serves at once; past it new
 /// connections wait to be served.
@@ -40,9 +41,95 @@ pub const DYNAMIC_BROKER_CONFIGS: [&str; 4] = [
     MAX_CONNECTIONS_PER_IP_OVERRIDES,
 ];
 
+/// The broker values of topic configs that change here without a restart:
+/// those Kafka changes at runtime (`DynamicLogConfig`), except the
+/// tiered-storage ones and `min.insync.replicas` and
+/// `unclean.leader.election.enable`, which mean nothing on one node yet.
+/// Topics without their own value follow a change at once.
+pub const DYNAMIC_LOG_CONFIGS: [&str; 24] = [
+    "compression.gzip.level",
+    "compression.lz4.level",
+    "compression.type",
+    "compression.zstd.level",
+    "log.cleaner.delete.retention.ms",
+    "log.cleaner.max.compaction.lag.ms",
+    "log.cleaner.min.cleanable.ratio",
+    "log.cleaner.min.compaction.lag.ms",
+    "log.cleanup.policy",
+    "log.flush.interval.messages",
+    "log.flush.interval.ms",
+    "log.index.interval.bytes",
+    "log.index.size.max.bytes",
+    "log.message.timestamp.after.max.ms",
+    "log.message.timestamp.before.max.ms",
+    "log.message.timestamp.type",
+    "log.preallocate",
+    "log.retention.bytes",
+    "log.retention.ms",
+    "log.roll.jitter.ms",
+    "log.roll.ms",
+    "log.segment.bytes",
+    "log.segment.delete.delay.ms",
+    "message.max.bytes",
+];
+
 /// Whether broker config `name` changes here without a restart.
 pub fn is_dynamic(name: &str) -> bool {
-    DYNAMIC_BROKER_CONFIGS.contains(&name)
+    DYNAMIC_BROKER_CONFIGS.contains(&name) || DYNAMIC_LOG_CONFIGS.contains(&name)
+}
+
+/// Checks one dynamic value on its own, as Kafka parses a resource's
+/// values before it merges them: its type and bounds.
+///
+/// # Errors
+/// Kafka's message.
+pub fn check_value(name: &str, value: &str) -> Result<(), String> {
+    if DYNAMIC_LOG_CONFIGS.contains(&name) {
+        let config_type = find_broker_config(name).map_or(config_type::STRING, |d| d.config_type);
+        let mut defaults = BrokerDefaults::default();
+        defaults.set(name, value, config_type)?;
+        return defaults.validate();
+    }
+    if name == MAX_CONNECTIONS_PER_IP_OVERRIDES {
+        return parse_overrides(value).map(|_| ());
+    }
+    let text = value.to_string();
+    ConnectionLimits::from_values(&|n| (n == name).then(|| text.clone()), false)
+        .map(|_| ())
+        // Zero per address alone needs overrides another layer may give.
+        .or_else(|e| {
+            if e.starts_with("requirement failed") {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        })
+}
+
+/// The broker values topics inherit on node `node`: the command line's
+/// (`static_defaults`) with the dynamic ones over them, the node's own
+/// first, checked with Kafka's bounds.
+///
+/// # Errors
+/// Kafka's message for the first bad value.
+pub fn defaults_with(
+    static_defaults: &BrokerDefaults,
+    dynamic: &DynamicBrokerConfigs,
+    node: i32,
+) -> Result<BrokerDefaults, String> {
+    let mut defaults = static_defaults.clone();
+    for name in DYNAMIC_LOG_CONFIGS {
+        let Some(value) = dynamic
+            .broker_value(node, name)
+            .or_else(|| dynamic.default_value(name))
+        else {
+            continue;
+        };
+        let config_type = find_broker_config(name).map_or(config_type::STRING, |d| d.config_type);
+        defaults.set(name, value, config_type)?;
+    }
+    defaults.validate()?;
+    Ok(defaults)
 }
 
 /// The dynamic broker configs in the metadata: the cluster-wide default
@@ -140,7 +227,9 @@ pub fn check_names(alteration: &ConfigAlteration) -> Result<(), Refusal> {
 
 /// The layer `current` after `alteration` (names already checked by
 /// [`check_names`]): AlterConfigs gives the whole layer, an incremental
-/// change sets and deletes over it.
+/// change sets, deletes, appends to and subtracts from it (a LIST starts
+/// from the layer's value, else the config's default, as Kafka's
+/// `ConfigAdminManager` does).
 pub fn altered_layer(
     current: &BTreeMap<String, String>,
     alteration: &ConfigAlteration,
@@ -157,8 +246,31 @@ pub fn altered_layer(
                     ConfigOp::Delete => {
                         next.remove(name);
                     }
-                    // Refused by `check_names`: no dynamic config is a LIST.
-                    ConfigOp::Append(_) | ConfigOp::Subtract(_) => {}
+                    ConfigOp::Append(elements) | ConfigOp::Subtract(elements) => {
+                        let current = next.get(name).cloned().unwrap_or_else(|| {
+                            find_broker_config(name)
+                                .and_then(|def| def.default)
+                                .unwrap_or_default()
+                                .to_string()
+                        });
+                        let mut parts: Vec<&str> = current
+                            .split(',')
+                            .map(str::trim)
+                            .filter(|p| !p.is_empty())
+                            .collect();
+                        let changed = elements.split(',').map(str::trim).filter(|e| !e.is_empty());
+                        if matches!(op, ConfigOp::Append(_)) {
+                            for element in changed {
+                                if !parts.contains(&element) {
+                                    parts.push(element);
+                                }
+                            }
+                        } else {
+                            let removed: Vec<&str> = changed.collect();
+                            parts.retain(|p| !removed.contains(p));
+                        }
+                        next.insert(name.clone(), parts.join(","));
+                    }
                 }
             }
             next
@@ -264,12 +376,26 @@ pub fn parse_overrides(text: &str) -> Result<HashMap<IpAddr, i32>, String> {
     }
     let mut invalid = Vec::new();
     let mut names = Vec::new();
-    for entry in text.split(',') {
-        let entry = entry.trim();
+    // Java's `split("\\s*,\\s*")`: spaces around commas go, trailing
+    // empty entries are dropped.
+    let mut entries: Vec<&str> = text.split(',').collect();
+    let last = entries.len() - 1;
+    for (i, entry) in entries.iter_mut().enumerate() {
+        if i > 0 {
+            *entry = entry.trim_start();
+        }
+        if i < last {
+            *entry = entry.trim_end();
+        }
+    }
+    while entries.len() > 1 && entries.last().is_some_and(|e| e.is_empty()) {
+        entries.pop();
+    }
+    for entry in entries {
         let Some(colon) = entry.rfind(':') else {
             return Err(format!(
                 "Error parsing configuration property '{MAX_CONNECTIONS_PER_IP_OVERRIDES}': begin 0, end -1, length {}",
-                entry.chars().count()
+                entry.encode_utf16().count()
             ));
         };
         let (host, count) = (entry[..colon].trim(), entry[colon + 1..].trim());
@@ -374,6 +500,14 @@ mod tests {
         assert_eq!(parsed.per_ip("::1".parse().unwrap()), 5);
         assert_eq!(parsed.per_ip("10.0.0.2".parse().unwrap()), 0);
         assert_eq!(limits(&[], true).unwrap(), ConnectionLimits::default());
+        // A trailing comma is dropped as Java's split drops it; the length
+        // in Kafka's message counts the entry untrimmed at the ends.
+        let trailing = limits(&[(MAX_CONNECTIONS_PER_IP_OVERRIDES, "127.0.0.1:3,")], true);
+        assert_eq!(trailing.unwrap().per_ip("127.0.0.1".parse().unwrap()), 3);
+        assert_eq!(
+            limits(&[(MAX_CONNECTIONS_PER_IP_OVERRIDES, " 127.0.0.1")], true),
+            Err("Error parsing configuration property 'max.connections.per.ip.overrides': begin 0, end -1, length 10".to_string())
+        );
     }
 
     /// Goal: only the connection limits change at runtime; APPEND to a
@@ -412,5 +546,71 @@ mod tests {
         );
         assert_eq!(next.len(), 1);
         assert_eq!(next[MAX_CONNECTIONS_PER_IP], "3");
+    }
+
+    /// Goal: the broker values of topic configs layer as Kafka's (this
+    /// node's over the default over the command line), a bad value is
+    /// refused even where another layer hides it, and APPEND works on the
+    /// one LIST among them, starting from Kafka's default.
+    #[test]
+    fn topic_defaults_layer_and_check_like_kafkas() {
+        let mut dynamic = DynamicBrokerConfigs::default();
+        dynamic
+            .default
+            .insert("log.retention.ms".into(), "3600000".into());
+        dynamic
+            .default
+            .insert("log.segment.bytes".into(), "2097152".into());
+        let mut mine = BTreeMap::new();
+        mine.insert("log.retention.ms".to_string(), "7200000".to_string());
+        dynamic.brokers.insert(0, mine);
+        let statics = BrokerDefaults {
+            log_retention_ms: Some(360_000_000),
+            ..BrokerDefaults::default()
+        };
+        let defaults = defaults_with(&statics, &dynamic, 0).unwrap();
+        assert_eq!(
+            defaults.topic_value("retention.ms").as_deref(),
+            Some("7200000")
+        );
+        assert_eq!(
+            defaults.topic_value("segment.bytes").as_deref(),
+            Some("2097152")
+        );
+        let other_node = defaults_with(&statics, &dynamic, 1).unwrap();
+        assert_eq!(
+            other_node.topic_value("retention.ms").as_deref(),
+            Some("3600000")
+        );
+
+        assert_eq!(
+            check_value("log.retention.ms", "abc"),
+            Err(
+                "Invalid value abc for configuration log.retention.ms: Not a number of type LONG"
+                    .into()
+            )
+        );
+        assert_eq!(
+            check_value("log.segment.bytes", "100"),
+            Err("Invalid value 100 for configuration log.segment.bytes: Value must be at least 1048576".into())
+        );
+        assert_eq!(check_value(MAX_CONNECTIONS_PER_IP, "0"), Ok(()));
+        assert!(check_value(MAX_CONNECTIONS, "-1").is_err());
+
+        let appended = altered_layer(
+            &BTreeMap::new(),
+            &ConfigAlteration::Incremental(vec![(
+                "log.cleanup.policy".into(),
+                ConfigOp::Append("compact,delete".into()),
+            )]),
+        );
+        assert_eq!(appended["log.cleanup.policy"], "delete,compact");
+        assert_eq!(
+            check_names(&ConfigAlteration::Incremental(vec![(
+                "log.cleanup.policy".into(),
+                ConfigOp::Subtract("delete".into())
+            )])),
+            Ok(())
+        );
     }
 }

@@ -947,6 +947,54 @@ impl BrokerDefaults {
         Some(value)
     }
 
+    /// Sets broker config `name` (one this struct holds) to `value`, checked against its
+    /// broker config type (`broker_config_type`) as Kafka parses it; the bounds are
+    /// [`BrokerDefaults::validate`]'s. Values are kept in Kafka's printed form.
+    ///
+    /// # Errors
+    ///
+    /// Kafka's message for a value that does not parse, or for a name not held here.
+    pub fn set(&mut self, name: &str, value: &str, broker_config_type: i8) -> Result<(), String> {
+        let printed = canonical_value(name, value, broker_config_type, Validator::Any)?;
+        let int = || printed.parse::<i32>().map_err(|e| e.to_string());
+        let long = || printed.parse::<i64>().map_err(|e| e.to_string());
+        match name {
+            "log.segment.bytes" => self.log_segment_bytes = int()?,
+            "log.roll.ms" => self.log_roll_ms = Some(long()?),
+            "log.roll.jitter.ms" => self.log_roll_jitter_ms = Some(long()?),
+            "log.index.size.max.bytes" => self.log_index_size_max_bytes = int()?,
+            "log.index.interval.bytes" => self.log_index_interval_bytes = int()?,
+            "log.flush.interval.messages" => self.log_flush_interval_messages = long()?,
+            "log.flush.interval.ms" => self.log_flush_interval_ms = Some(long()?),
+            "log.retention.bytes" => self.log_retention_bytes = long()?,
+            "log.retention.ms" => self.log_retention_ms = Some(long()?),
+            "message.max.bytes" => self.message_max_bytes = int()?,
+            "log.cleaner.delete.retention.ms" => self.log_cleaner_delete_retention_ms = long()?,
+            "log.cleaner.min.compaction.lag.ms" => self.log_cleaner_min_compaction_lag_ms = long()?,
+            "log.cleaner.max.compaction.lag.ms" => self.log_cleaner_max_compaction_lag_ms = long()?,
+            "log.segment.delete.delay.ms" => self.log_segment_delete_delay_ms = long()?,
+            "log.cleaner.min.cleanable.ratio" => {
+                self.log_cleaner_min_cleanable_ratio =
+                    printed.parse::<f64>().map_err(|e| e.to_string())?
+            }
+            "log.cleanup.policy" => self.log_cleanup_policy = printed,
+            "compression.type" => self.compression_type = printed,
+            "compression.gzip.level" => self.compression_gzip_level = int()?,
+            "compression.lz4.level" => self.compression_lz4_level = int()?,
+            "compression.zstd.level" => self.compression_zstd_level = int()?,
+            "log.preallocate" => self.log_preallocate = printed == "true",
+            "log.message.timestamp.type" => self.log_message_timestamp_type = printed,
+            "log.message.timestamp.before.max.ms" => {
+                self.log_message_timestamp_before_max_ms = long()?
+            }
+            "log.message.timestamp.after.max.ms" => {
+                self.log_message_timestamp_after_max_ms = long()?
+            }
+            other => return Err(format!("{other} is not a broker default of topic configs")),
+        }
+        Ok(())
+    }
+
     /// The value a topic without an override inherits for `topic_config`, as Kafka prints it
     /// (`KafkaConfig.extractLogConfigMap`), or `None` for a config with no broker synonym.
     pub fn topic_value(&self, topic_config: &str) -> Option<String> {
@@ -1375,7 +1423,7 @@ impl TopicConfigs {
 /// Where a broker config's value may come from, highest first, with its
 /// DescribeConfigs source: e.g. the dynamic per-broker, dynamic default,
 /// static and default layers.
-pub(crate) type ConfigLayer<'a> = (i8, &'a dyn Fn(&str) -> Option<String>);
+pub type ConfigLayer<'a> = (i8, &'a dyn Fn(&str) -> Option<String>);
 
 /// The synonym list of one config as Kafka's `ConfigHelper.configSynonyms` builds it: for each
 /// of `layers` in turn, every member of `group` set in it, then everything before the first
@@ -1426,8 +1474,10 @@ pub(crate) fn is_requested(requested: Option<&[String]>, name: &str) -> bool {
 /// The DescribeConfigs entries of one topic, as a Kafka 4.0 broker builds them
 /// (`ConfigHelper.createTopicConfigEntry`), sorted by name.
 ///
-/// * `broker_overridden(name)` says whether broker config `name` was set at start-up; such a
-///   setting shows as a STATIC_BROKER_CONFIG synonym and source.
+/// * `broker` holds the broker values in force (the topic's values come from them);
+///   `broker_layers` where each was set, highest first, each with its source (this broker's
+///   dynamic configs, the cluster-wide dynamic defaults, the command line): they give the
+///   synonyms and sources, Kafka's defaults after them.
 /// * `requested` is the request's `configuration_keys`: `None` or empty lists every config;
 ///   unknown names are omitted without error, as Kafka does.
 /// * Source is TOPIC_CONFIG for an override, else that of the first synonym, else
@@ -1437,20 +1487,15 @@ pub(crate) fn is_requested(requested: Option<&[String]>, name: &str) -> bool {
 pub fn describe_topic_configs(
     configs: &TopicConfigs,
     broker: &BrokerDefaults,
-    broker_overridden: &dyn Fn(&str) -> bool,
+    broker_layers: &[ConfigLayer],
     requested: Option<&[String]>,
     include_synonyms: bool,
     include_documentation: bool,
 ) -> Vec<DescribeConfigsResourceResult> {
     let kafka_defaults = BrokerDefaults::default();
-    let static_value = |name: &str| {
-        if broker_overridden(name) {
-            broker.value_of(name)
-        } else {
-            None
-        }
-    };
     let default_value = |name: &str| kafka_defaults.value_of(name);
+    let mut layers: Vec<ConfigLayer> = broker_layers.to_vec();
+    layers.push((config_source::DEFAULT_CONFIG, &default_value));
 
     let mut defs: Vec<&TopicConfigDef> = TOPIC_CONFIG_DEFS
         .iter()
@@ -1473,15 +1518,7 @@ pub fn describe_topic_configs(
             if let Some(broker_config) = def.broker_synonym {
                 let single = [broker_config];
                 let group = broker_synonym_group(broker_config).unwrap_or(&single);
-                synonyms.extend(config_synonyms(
-                    broker_config,
-                    group,
-                    &[
-                        (config_source::STATIC_BROKER_CONFIG, &static_value),
-                        (config_source::DEFAULT_CONFIG, &default_value),
-                    ],
-                    false,
-                ));
+                synonyms.extend(config_synonyms(broker_config, group, &layers, false));
             }
             let source = synonyms
                 .first()
@@ -1952,14 +1989,8 @@ pub(crate) mod tests {
             "no.such.config".to_string(),
             "retention.ms".to_string(),
         ];
-        let entries = describe_topic_configs(
-            &configs,
-            &broker,
-            &|_| false,
-            Some(&requested),
-            false,
-            false,
-        );
+        let entries =
+            describe_topic_configs(&configs, &broker, &[], Some(&requested), false, false);
 
         assert_eq!(names(&entries), ["retention.ms", "segment.bytes"]);
         let retention = entry(&entries, "retention.ms");
@@ -1974,11 +2005,11 @@ pub(crate) mod tests {
         assert_eq!(segment.value.as_deref(), Some("1073741824"));
         assert_eq!(segment.config_source, config_source::DEFAULT_CONFIG);
 
-        let all = describe_topic_configs(&configs, &broker, &|_| false, Some(&[]), false, true);
+        let all = describe_topic_configs(&configs, &broker, &[], Some(&[]), false, true);
         assert_eq!(all.len(), topic_config_defs().len());
         assert!(all.iter().all(|entry| entry.documentation.is_some()));
         assert_eq!(
-            describe_topic_configs(&configs, &broker, &|_| false, None, false, false).len(),
+            describe_topic_configs(&configs, &broker, &[], None, false, false).len(),
             all.len()
         );
     }
@@ -1996,7 +2027,15 @@ pub(crate) mod tests {
         let overridden = |name: &str| matches!(name, "log.segment.bytes" | "log.retention.hours");
         let configs =
             TopicConfigs::from_overrides([("segment.bytes", "1048576")], &broker).expect("valid");
-        let entries = describe_topic_configs(&configs, &broker, &overridden, None, true, false);
+        let set = |name: &str| overridden(name).then(|| broker.value_of(name)).flatten();
+        let entries = describe_topic_configs(
+            &configs,
+            &broker,
+            &[(config_source::STATIC_BROKER_CONFIG, &set)],
+            None,
+            true,
+            false,
+        );
 
         let segment = entry(&entries, "segment.bytes");
         assert_eq!(segment.config_source, config_source::TOPIC_CONFIG);
@@ -2049,10 +2088,15 @@ pub(crate) mod tests {
         };
         let millis_set = |name: &str| name == "log.retention.ms";
         let requested = ["retention.ms".to_string()];
+        let set = |name: &str| {
+            millis_set(name)
+                .then(|| static_millis.value_of(name))
+                .flatten()
+        };
         let entries = describe_topic_configs(
             &TopicConfigs::new(),
             &static_millis,
-            &millis_set,
+            &[(config_source::STATIC_BROKER_CONFIG, &set)],
             Some(&requested),
             true,
             false,

@@ -43,6 +43,9 @@ pub enum Admission {
     },
     /// Close it: its address already holds this many connections.
     TooManyFromAddress(i32),
+    /// The owner could not be reached (shutdown): serve it, uncounted (it
+    /// has no slot to give back).
+    Uncounted,
 }
 
 /// The connection limits in force on node `node`: its own dynamic values,
@@ -58,7 +61,10 @@ pub fn limits_in_force(config: &BrokerConfig, dynamic: &DynamicBrokerConfigs) ->
             .map(str::to_string)
             .or_else(|| config.static_value(name))
     };
-    ConnectionLimits::from_values(&layered, false).unwrap_or_else(|message| {
+    // Checked as a change at runtime, so that a value no longer right here
+    // (a default of 0 connections set beside this node's own value, before
+    // its id changed) cannot shut every client out.
+    ConnectionLimits::from_values(&layered, true).unwrap_or_else(|message| {
         tracing::error!(%message, "dynamic connection limits ignored");
         config.connection_limits.clone()
     })
@@ -168,9 +174,9 @@ pub fn release_here(shard: &Shard, ip: IpAddr) {
 }
 
 /// Asks the owner shard to admit a connection from `ip`. A connection is
-/// served when the owner cannot be reached (shutdown).
+/// served uncounted when the owner cannot be reached (shutdown).
 pub async fn admit(shard: &Rc<Shard>, ip: IpAddr) -> Admission {
-    let served = Admission::Admitted { throttle_ms: 0 };
+    let served = Admission::Uncounted;
     match shard
         .call(OWNER_SHARD, ShardRequest::AdmitConnection(ip))
         .await
@@ -184,7 +190,7 @@ pub async fn admit(shard: &Rc<Shard>, ip: IpAddr) -> Admission {
 }
 
 /// Gives back the slot of an admitted connection from `ip`, without
-/// waiting for the owner.
+/// waiting for the owner (call from a task, not a destructor).
 pub fn release(shard: &Rc<Shard>, ip: IpAddr) {
     if shard.id == OWNER_SHARD {
         release_here(shard, ip);

@@ -71,19 +71,6 @@ impl ServerState {
     }
 }
 
-/// An admitted connection's slot under the connection limits, given back
-/// when dropped.
-struct Slot {
-    shard: Rc<Shard>,
-    ip: std::net::IpAddr,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        admission::release(&self.shard, self.ip);
-    }
-}
-
 /// Binds listener `index` of the broker's listeners on this shard.
 ///
 /// # Errors
@@ -149,7 +136,11 @@ pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>, index: u
         )
         .await;
         let throttle_ms = match admitted {
-            futures::future::Either::Left((Admission::Admitted { throttle_ms }, _)) => throttle_ms,
+            futures::future::Either::Left((Admission::Admitted { throttle_ms }, _)) => {
+                Some(throttle_ms)
+            }
+            // The owner cannot be reached (shutdown): served, uncounted.
+            futures::future::Either::Left((Admission::Uncounted, _)) => None,
             futures::future::Either::Left((Admission::TooManyFromAddress(allowed), _)) => {
                 tracing::info!(
                     %peer,
@@ -160,12 +151,7 @@ pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>, index: u
             }
             futures::future::Either::Right(_) => return,
         };
-        // The slot goes back when the connection ends, however it ends.
-        let slot = Slot {
-            shard: state.shard.clone(),
-            ip: peer.ip(),
-        };
-        if throttle_ms > 0 {
+        if let Some(throttle_ms @ 1..) = throttle_ms {
             tracing::debug!(%peer, throttle_ms, "max.connection.creation.rate exceeded; waiting");
             let slept = futures::future::select(
                 Box::pin(glommio::timer::sleep(Duration::from_millis(throttle_ms))),
@@ -176,13 +162,17 @@ pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>, index: u
                 return;
             }
         }
+        let counted = throttle_ms.is_some();
         let state = state.clone();
         glommio::spawn_local(async move {
-            let _slot = slot;
             // Past its IP's connection_creation_rate a connection is held
-            // unread for the throttle time, then closed, as in Kafka.
+            // unread for the throttle time, then closed, as in Kafka; it
+            // gives its slot back first, as Kafka never counts it.
             let throttle =
                 crate::quota::sensors::connection_throttle(&state.shard, peer.ip()).await;
+            if counted && throttle > 0 {
+                admission::release(&state.shard, peer.ip());
+            }
             if throttle > 0 {
                 tracing::debug!(%peer, throttle, "connection_creation_rate exceeded; closing");
                 glommio::timer::sleep(std::time::Duration::from_millis(throttle)).await;
@@ -194,6 +184,11 @@ pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>, index: u
                 None => connection::serve_tcp(stream, state.clone(), index).await,
             }
             state.open_connections.set(state.open_connections.get() - 1);
+            // Given back here, not by a guard: the task is only ever dropped
+            // unfinished when its executor ends, with the broker.
+            if counted {
+                admission::release(&state.shard, peer.ip());
+            }
         })
         .detach();
     }

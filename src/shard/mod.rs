@@ -81,6 +81,8 @@ pub struct Shard {
     /// The broker's connection counts (`server::admission`; the owner
     /// shard only).
     pub connection_counts: crate::server::admission::ConnectionCounts,
+    /// [`Shard::broker_defaults`] and the metadata offset it was made at.
+    defaults_cache: RefCell<Option<(u64, Rc<crate::config::BrokerDefaults>)>>,
     /// The controller mutation quotas' token buckets (shard 0 only).
     pub mutation_buckets: crate::quota::sensors::MutationBuckets,
 }
@@ -106,8 +108,11 @@ pub fn partition_dir(config: &BrokerConfig, topic: &str, partition: i32) -> Path
 }
 
 /// The log settings of a topic's partitions: topic overrides over broker values.
-pub fn log_config_for(topic: &TopicImage, config: &BrokerConfig) -> LogConfig {
-    let broker = &config.broker_defaults;
+pub fn log_config_for(
+    topic: &TopicImage,
+    config: &BrokerConfig,
+    broker: &crate::config::BrokerDefaults,
+) -> LogConfig {
     LogConfig {
         segment_bytes: topic.configs.segment_bytes(broker),
         segment_ms: topic.configs.segment_ms(broker),
@@ -129,8 +134,10 @@ pub fn log_config_for(topic: &TopicImage, config: &BrokerConfig) -> LogConfig {
     }
 }
 
-fn partition_settings_for(topic: &TopicImage, config: &BrokerConfig) -> PartitionSettings {
-    let broker = &config.broker_defaults;
+fn partition_settings_for(
+    topic: &TopicImage,
+    broker: &crate::config::BrokerDefaults,
+) -> PartitionSettings {
     PartitionSettings {
         log_append_time: topic.configs.message_timestamp_type_is_log_append(broker),
         // Validated: flush.messages >= 1, flush.ms >= 0.
@@ -159,6 +166,7 @@ impl Shard {
             txns: TxnShard::default(),
             quota_sensors: Default::default(),
             connection_counts: Default::default(),
+            defaults_cache: RefCell::new(None),
             mutation_buckets: Default::default(),
         })
     }
@@ -245,8 +253,9 @@ impl Shard {
         clean_shutdown: bool,
     ) -> anyhow::Result<()> {
         let dir = partition_dir(&self.config, &topic.name, partition);
-        let log_config = log_config_for(topic, &self.config);
-        let settings = partition_settings_for(topic, &self.config);
+        let broker = self.broker_defaults();
+        let log_config = log_config_for(topic, &self.config, &broker);
+        let settings = partition_settings_for(topic, &broker);
         let p = if dir.exists() {
             Partition::open(
                 topic.name.clone(),
@@ -343,24 +352,9 @@ impl Shard {
                         .await;
                 }
                 MetadataRecord::AlterTopicConfigs { name, topic_id, .. } => {
-                    let image = self.image();
-                    let Some(topic) = image.topic(name).filter(|t| t.topic_id == *topic_id) else {
-                        continue;
-                    };
-                    let segment = log_config_for(topic, &self.config).segment_settings();
-                    let settings = partition_settings_for(topic, &self.config);
-                    let mine: Vec<Rc<Partition>> = self
-                        .partitions
-                        .borrow()
-                        .iter()
-                        .filter(|(k, p)| &k.topic == name && p.topic_id == topic.topic_id)
-                        .map(|(_, p)| p.clone())
-                        .collect();
-                    for partition in mine {
-                        if let Err(e) = partition.reconfigure(settings, segment) {
-                            tracing::error!(topic = %name, partition = partition.index, error = %e, "cannot apply altered topic configs");
-                        }
-                    }
+                    self.reconfigure_partitions(|tp, p| {
+                        &tp.topic == name && p.topic_id == *topic_id
+                    });
                 }
                 MetadataRecord::DeleteTopic { name, topic_id } => {
                     let doomed: Vec<Rc<Partition>> = {
@@ -378,8 +372,12 @@ impl Shard {
                         }
                     }
                 }
-                // Raised limits may free slots for waiting connections.
-                MetadataRecord::BrokerConfigs { .. } => self.connection_counts.wake_all(),
+                MetadataRecord::BrokerConfigs { .. } => {
+                    // Raised limits may free slots for waiting connections.
+                    self.connection_counts.wake_all();
+                    // Topics without their own values follow the broker's.
+                    self.reconfigure_partitions(|_, _| true);
+                }
                 MetadataRecord::Bootstrap { .. }
                 | MetadataRecord::AccessControlEntry { .. }
                 | MetadataRecord::RemoveAccessControlEntry { .. }
@@ -387,6 +385,57 @@ impl Shard {
                 | MetadataRecord::ProducerIds { .. }
                 | MetadataRecord::UserScramCredential { .. }
                 | MetadataRecord::RemoveUserScramCredential { .. } => {}
+            }
+        }
+    }
+
+    /// The broker values topics inherit, as of the current image: the
+    /// command line's with the dynamic broker configs over them.
+    pub fn broker_defaults(&self) -> Rc<crate::config::BrokerDefaults> {
+        let image = self.image();
+        let mut cached = self.defaults_cache.borrow_mut();
+        if let Some((offset, defaults)) = &*cached {
+            if *offset == image.applied_records {
+                return defaults.clone();
+            }
+        }
+        let defaults = crate::config::dynamic::defaults_with(
+            &self.config.broker_defaults,
+            &image.broker_configs,
+            self.config.node_id,
+        )
+        .unwrap_or_else(|message| {
+            tracing::error!(%message, "dynamic broker defaults of topic configs ignored");
+            self.config.broker_defaults.clone()
+        });
+        let defaults = Rc::new(defaults);
+        *cached = Some((image.applied_records, defaults.clone()));
+        defaults
+    }
+
+    /// Applies the current topic configs and broker values to this shard's
+    /// open partitions that `which` picks.
+    fn reconfigure_partitions(&self, which: impl Fn(&TopicPartition, &Partition) -> bool) {
+        let image = self.image();
+        let broker = self.broker_defaults();
+        let mine: Vec<Rc<Partition>> = self
+            .partitions
+            .borrow()
+            .iter()
+            .filter(|(k, p)| which(k, p))
+            .map(|(_, p)| p.clone())
+            .collect();
+        for partition in mine {
+            let Some(topic) = image
+                .topic(&partition.topic)
+                .filter(|t| t.topic_id == partition.topic_id)
+            else {
+                continue;
+            };
+            let segment = log_config_for(topic, &self.config, &broker).segment_settings();
+            let settings = partition_settings_for(topic, &broker);
+            if let Err(e) = partition.reconfigure(settings, segment) {
+                tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "cannot apply altered topic configs");
             }
         }
     }
@@ -1058,7 +1107,7 @@ impl Shard {
                 let Some(topic) = image.topic(&partition.topic) else {
                     continue;
                 };
-                let broker = &self.config.broker_defaults;
+                let broker = &*self.broker_defaults();
                 if !topic.configs.cleanup_policy_compact(broker) {
                     continue;
                 }
@@ -1137,9 +1186,8 @@ impl Shard {
     /// `LogManager.cleanupLogs`), one partition at a time. Stops when the
     /// shard shuts down.
     pub async fn retention_loop(self: Rc<Self>) {
-        let broker = &self.config.broker_defaults;
         let interval = Duration::from_millis(
-            u64::try_from(broker.log_retention_check_interval_ms).unwrap_or(1),
+            u64::try_from(self.config.broker_defaults.log_retention_check_interval_ms).unwrap_or(1),
         );
         // Kafka's first check comes 30 s after start-up
         // (`log.initial.task.delay.ms`), or sooner with a shorter interval.
@@ -1151,6 +1199,8 @@ impl Shard {
                 return;
             }
             let image = self.image();
+            let broker = self.broker_defaults();
+            let broker = &*broker;
             let partitions: Vec<Rc<Partition>> =
                 self.partitions.borrow().values().cloned().collect();
             for partition in partitions {

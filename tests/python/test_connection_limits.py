@@ -43,6 +43,8 @@ def connect_from(bootstrap, source):
         answered = len(sock.recv(4, socket.MSG_WAITALL)) == 4
     except (ConnectionResetError, BrokenPipeError):
         answered = False
+    except socket.timeout:
+        raise AssertionError(f"a connection from {source} was neither answered nor closed in 5 s")
     return sock, answered
 
 

@@ -18,6 +18,7 @@ use crate::config::TopicConfigs;
 use crate::protocol::ErrorCode;
 use crate::security::acl::AclOperation;
 use crate::server::connection::{Responder, Response};
+use crate::server::handlers::describe_configs::with_broker_layers;
 use crate::shard::messages::{
     ControllerReply, ControllerRequest, CreateTopicOutcome, CreateTopicSpec, ShardReply,
     ShardRequest,
@@ -29,7 +30,7 @@ fn spec_of(
     shard: &Shard,
     topic: &kafka_protocol::messages::create_topics_request::CreatableTopic,
 ) -> Result<CreateTopicSpec, (ErrorCode, String)> {
-    let defaults = &shard.config.broker_defaults;
+    let defaults = &*shard.broker_defaults();
     let (num_partitions, replication_factor) = if topic.assignments.is_empty() {
         (
             if topic.num_partitions == -1 {
@@ -234,7 +235,7 @@ pub async fn handle(
                     r.replication_factor = spec.replication_factor;
                     // validate_only topics are not in the image; their
                     // configs passed the same validation.
-                    let broker = &shard.config.broker_defaults;
+                    let broker = &*shard.broker_defaults();
                     let configs = image
                         .topic(&spec.name)
                         .map(|t| t.configs.clone())
@@ -245,15 +246,9 @@ pub async fn handle(
                             )
                             .unwrap_or_default()
                         });
-                    let config = &shard.config;
-                    let described = describe_topic_configs(
-                        &configs,
-                        broker,
-                        &|name| config.broker_overridden(name),
-                        None,
-                        false,
-                        false,
-                    );
+                    let described = with_broker_layers(&shard, |layers| {
+                        describe_topic_configs(&configs, broker, layers, None, false, false)
+                    });
                     r.configs = Some(
                         described
                             .into_iter()

@@ -38,7 +38,7 @@ pub async fn handle(
     correlation_id: i32,
 ) -> Responder {
     let image = shard.image();
-    let broker = &shard.config.broker_defaults;
+    let broker = &*shard.broker_defaults();
     // Distinct topics in order of first appearance, each with its distinct
     // partitions in order of first appearance and the last offset asked.
     let mut topics: Vec<(String, Vec<(i32, i64)>)> = Vec::new();

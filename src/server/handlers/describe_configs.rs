@@ -10,8 +10,8 @@ use super::{encode_response, str_bytes};
 use crate::config::broker_config_table::{
     describe_broker_configs, describe_default_broker_configs,
 };
-use crate::config::topic_config::config_source;
 use crate::config::topic_config::describe_topic_configs;
+use crate::config::topic_config::{config_source, ConfigLayer};
 use crate::protocol::ErrorCode;
 use crate::security::acl::AclOperation;
 use crate::server::access::refusal_message;
@@ -22,6 +22,27 @@ use crate::shard::Shard;
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
 const RESOURCE_BROKER_LOGGER: i8 = 8;
+
+/// Calls `describe` with where this broker's configs are set, highest
+/// first: its own dynamic configs, the cluster-wide dynamic defaults, the
+/// command line (Kafka's defaults come after them).
+pub(crate) fn with_broker_layers<R>(
+    shard: &Shard,
+    describe: impl FnOnce(&[ConfigLayer]) -> R,
+) -> R {
+    let image = shard.image();
+    let config = &shard.config;
+    let dynamic = &image.broker_configs;
+    let node = config.node_id;
+    let own = |n: &str| dynamic.broker_value(node, n).map(str::to_string);
+    let default = |n: &str| dynamic.default_value(n).map(str::to_string);
+    let command_line = |n: &str| config.static_value(n);
+    describe(&[
+        (config_source::DYNAMIC_BROKER_CONFIG, &own),
+        (config_source::DYNAMIC_DEFAULT_BROKER_CONFIG, &default),
+        (config_source::STATIC_BROKER_CONFIG, &command_line),
+    ])
+}
 
 /// Answers DescribeConfigs.
 pub fn handle(
@@ -67,14 +88,17 @@ pub fn handle(
                 }
                 RESOURCE_TOPIC => match image.topic(&name) {
                     Some(topic) => {
-                        result.configs = describe_topic_configs(
-                            &topic.configs,
-                            &config.broker_defaults,
-                            &|n| config.broker_overridden(n),
-                            requested.as_deref(),
-                            include_synonyms,
-                            include_documentation,
-                        );
+                        let broker = shard.broker_defaults();
+                        result.configs = with_broker_layers(shard, |layers| {
+                            describe_topic_configs(
+                                &topic.configs,
+                                &broker,
+                                layers,
+                                requested.as_deref(),
+                                include_synonyms,
+                                include_documentation,
+                            )
+                        });
                     }
                     None => fail(
                         ErrorCode::UnknownTopicOrPartition,
@@ -90,21 +114,14 @@ pub fn handle(
                     );
                 }
                 RESOURCE_BROKER if name == config.node_id.to_string() => {
-                    let dynamic = &image.broker_configs;
-                    let node = config.node_id;
-                    let own = |n: &str| dynamic.broker_value(node, n).map(str::to_string);
-                    let default = |n: &str| dynamic.default_value(n).map(str::to_string);
-                    let command_line = |n: &str| config.static_value(n);
-                    result.configs = describe_broker_configs(
-                        &[
-                            (config_source::DYNAMIC_BROKER_CONFIG, &own),
-                            (config_source::DYNAMIC_DEFAULT_BROKER_CONFIG, &default),
-                            (config_source::STATIC_BROKER_CONFIG, &command_line),
-                        ],
-                        requested.as_deref(),
-                        include_synonyms,
-                        include_documentation,
-                    );
+                    result.configs = with_broker_layers(shard, |layers| {
+                        describe_broker_configs(
+                            layers,
+                            requested.as_deref(),
+                            include_synonyms,
+                            include_documentation,
+                        )
+                    });
                 }
                 RESOURCE_BROKER | RESOURCE_BROKER_LOGGER => fail(
                     ErrorCode::InvalidRequest,

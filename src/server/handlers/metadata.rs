@@ -34,7 +34,7 @@ pub async fn auto_create(
     if names.is_empty() {
         return;
     }
-    let defaults = &shard.config.broker_defaults;
+    let defaults = &*shard.broker_defaults();
     let topics = names
         .into_iter()
         .map(|name| CreateTopicSpec {

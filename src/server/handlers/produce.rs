@@ -294,13 +294,14 @@ pub async fn handle(
     // (owning shard, position in `flat`, item), before verification.
     let mut validated: Vec<(usize, usize, ProduceItem)> = Vec::new();
     let acks_valid = (-1..=1).contains(&acks);
+    let broker = shard.broker_defaults();
     for (ti, topic_data) in request.topic_data.iter_mut().enumerate() {
         let name = topic_data.name.to_string();
         let topic = image.topic(&name);
         // WRITE is asked before the topic is looked for, as Kafka does.
         let writable = access.topic(AclOperation::Write, &name);
-        let max_message_bytes = topic.map_or(shard.config.broker_defaults.message_max_bytes, |t| {
-            t.configs.max_message_bytes(&shard.config.broker_defaults)
+        let max_message_bytes = topic.map_or(broker.message_max_bytes, |t| {
+            t.configs.max_message_bytes(&broker)
         });
         let mut partitions = Vec::with_capacity(topic_data.partition_data.len());
         for (pi, partition_data) in topic_data.partition_data.iter_mut().enumerate() {
@@ -328,18 +329,11 @@ pub async fn handle(
                 partitions.push(refuse(ErrorCode::InvalidTopicException, None));
                 continue;
             }
-            let compacted = topic
-                .configs
-                .cleanup_policy_compact(&shard.config.broker_defaults);
-            let codec = topic
-                .configs
-                .compression_codec(&shard.config.broker_defaults)
-                .map(|codec| {
-                    let level = topic
-                        .configs
-                        .compression_level(codec, &shard.config.broker_defaults);
-                    (codec, level)
-                });
+            let compacted = topic.configs.cleanup_policy_compact(&broker);
+            let codec = topic.configs.compression_codec(&broker).map(|codec| {
+                let level = topic.configs.compression_level(codec, &broker);
+                (codec, level)
+            });
             let checked = validate_records(partition_data.records.as_ref(), max_message_bytes)
                 .and_then(|header| {
                     check_keys_if_compacted(partition_data.records.as_ref(), compacted)

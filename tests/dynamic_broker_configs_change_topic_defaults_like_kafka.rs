@@ -1,0 +1,257 @@
+//! Goal: the broker values topics inherit change at runtime, as with
+//! Kafka's `kafka-configs --alter --entity-type brokers` (this broker, or
+//! `--entity-default`): a topic without its own value follows at once
+//! (segments roll at the new `log.segment.bytes`, the retention check
+//! deletes past the new `log.retention.bytes`, a record over the old
+//! `message.max.bytes` is taken), a topic with its own value keeps it,
+//! DescribeConfigs shows the source and Kafka's synonym chain, and all of
+//! it holds after a restart. Kafka 4.1.1 answered the same describes with
+//! the same values, sources and synonyms.
+//!
+//! Method: rdkafka's admin client (AlterConfigs, which replaces the
+//! broker's dynamic configs) and raw IncrementalAlterConfigs for the
+//! cluster default (rdkafka cannot name it); rdkafka producers with acks=all
+//! and ListOffsets for what clients see.
+
+mod common;
+
+use std::time::Duration;
+
+use kafka_protocol::messages::incremental_alter_configs_request::{
+    AlterConfigsResource, AlterableConfig,
+};
+use kafka_protocol::messages::{
+    ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+};
+use kafka_protocol::protocol::StrBytes;
+use rdkafka::admin::{AdminOptions, AlterConfig, ResourceSpecifier};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+
+use common::kafka::{
+    admin_client, create_topic, create_topic_with_configs, producer_config, watermarks,
+};
+use common::wire::RawClient;
+use common::{wait_until, with_timeout, Broker, BrokerOptions};
+
+/// Sets configs of the cluster-default BROKER resource ("").
+fn set_cluster_default(bootstrap: &str, configs: &[(&str, &str)]) {
+    let mut resource = AlterConfigsResource::default();
+    resource.resource_type = 4;
+    resource.resource_name = StrBytes::from_static_str("");
+    resource.configs = configs
+        .iter()
+        .map(|(name, value)| {
+            let mut config = AlterableConfig::default();
+            config.name = StrBytes::from_string(name.to_string());
+            config.value = Some(StrBytes::from_string(value.to_string()));
+            config
+        })
+        .collect();
+    let mut request = IncrementalAlterConfigsRequest::default();
+    request.resources = vec![resource];
+    let response: IncrementalAlterConfigsResponse =
+        RawClient::connect(bootstrap).request(ApiKey::IncrementalAlterConfigs, 1, &request);
+    assert_eq!(
+        response.responses[0].error_code, 0,
+        "{:?}",
+        response.responses[0].error_message
+    );
+}
+
+/// (value, source) of each of `names` for topic or broker `resource`, as
+/// rdkafka's describeConfigs reports them.
+async fn described(
+    bootstrap: &str,
+    resource: ResourceSpecifier<'_>,
+    names: &[&str],
+) -> Vec<(String, String)> {
+    let admin = admin_client(bootstrap);
+    let results = admin
+        .describe_configs([&resource], &AdminOptions::new())
+        .await
+        .expect("DescribeConfigs");
+    let resource = results[0].as_ref().expect("described");
+    names
+        .iter()
+        .map(|name| {
+            let entry = resource
+                .get(name)
+                .unwrap_or_else(|| panic!("{name} not described"));
+            (
+                entry.value.clone().unwrap_or_default(),
+                format!("{:?}", entry.source),
+            )
+        })
+        .collect()
+}
+
+async fn produce(producer: &FutureProducer, topic: &str, count: usize, size: usize) {
+    let payload = vec![b'x'; size];
+    for i in 0..count {
+        let key = i.to_string();
+        producer
+            .send(
+                FutureRecord::to(topic)
+                    .partition(0)
+                    .key(&key)
+                    .payload(&payload),
+                Duration::from_secs(30),
+            )
+            .await
+            .unwrap_or_else(|(error, _)| panic!("produce {i} to {topic}: {error}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topics_follow_broker_values_changed_at_runtime_like_kafka() {
+    let mut broker =
+        Broker::start(BrokerOptions::default().arg("--log-retention-check-interval-ms", 200));
+    let bootstrap = broker.bootstrap();
+    with_timeout(Duration::from_secs(240), async {
+        create_topic(&bootstrap, "follows", 1).await;
+        create_topic_with_configs(&bootstrap, "own", 1, &[("retention.bytes", "-1")]).await;
+
+        // This broker: 1 MiB segments, 1 MiB kept.
+        let admin = admin_client(&bootstrap);
+        let change = AlterConfig::new(ResourceSpecifier::Broker(0))
+            .set("log.segment.bytes", "1048576")
+            .set("log.retention.bytes", "1048576");
+        let answers = admin
+            .alter_configs([&change], &AdminOptions::new())
+            .await
+            .expect("AlterConfigs");
+        assert!(answers.iter().all(|a| a.is_ok()), "{answers:?}");
+
+        // 4 MiB to each: "follows" rolls and loses its oldest segments, "own"
+        // keeps everything.
+        let producer: FutureProducer = producer_config(&bootstrap)
+            .set("message.max.bytes", "10000000")
+            .set("batch.size", "100000")
+            .create()
+            .expect("producer");
+        produce(&producer, "follows", 400, 10_000).await;
+        produce(&producer, "own", 400, 10_000).await;
+        wait_until(
+            Duration::from_secs(30),
+            "retention by the new log.retention.bytes",
+            || watermarks(&bootstrap, "follows", 0).0 > 0,
+        );
+        let (start, end) = watermarks(&bootstrap, "follows", 0);
+        assert_eq!(end, 400);
+        assert!(
+            (200..=350).contains(&start),
+            "1 MiB kept in 1 MiB segments of 10 kB records should start at 200-350, not {start}"
+        );
+        assert_eq!(
+            watermarks(&bootstrap, "own", 0),
+            (0, 400),
+            "a topic's own value lost"
+        );
+
+        // A record over Kafka's default message.max.bytes is refused until
+        // the cluster default allows it.
+        let big = vec![b'y'; 1_500_000];
+        let refused = producer
+            .send(
+                FutureRecord::<(), _>::to("follows")
+                    .partition(0)
+                    .payload(&big),
+                Duration::from_secs(30),
+            )
+            .await;
+        assert!(
+            matches!(
+                refused,
+                Err((
+                    KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge),
+                    _
+                ))
+            ),
+            "{refused:?}"
+        );
+        set_cluster_default(&bootstrap, &[("message.max.bytes", "3000000")]);
+        producer
+            .send(
+                FutureRecord::<(), _>::to("follows")
+                    .partition(0)
+                    .payload(&big),
+                Duration::from_secs(30),
+            )
+            .await
+            .expect("a 1.5 MB record under the new message.max.bytes");
+
+        let expect = [
+            ("1048576".to_string(), "DynamicBroker".to_string()),
+            ("1048576".to_string(), "DynamicBroker".to_string()),
+            ("3000000".to_string(), "DynamicDefaultBroker".to_string()),
+        ];
+        let topic_names = ["segment.bytes", "retention.bytes", "max.message.bytes"];
+        assert_eq!(
+            described(
+                &bootstrap,
+                ResourceSpecifier::Topic("follows"),
+                &topic_names
+            )
+            .await,
+            expect
+        );
+        let broker_names = [
+            "log.segment.bytes",
+            "log.retention.bytes",
+            "message.max.bytes",
+        ];
+        assert_eq!(
+            described(&bootstrap, ResourceSpecifier::Broker(0), &broker_names).await,
+            expect
+        );
+        assert_eq!(
+            described(
+                &bootstrap,
+                ResourceSpecifier::Topic("own"),
+                &["retention.bytes"]
+            )
+            .await,
+            [("-1".to_string(), "DynamicTopic".to_string())]
+        );
+    })
+    .await;
+
+    broker.restart();
+    with_timeout(Duration::from_secs(60), async {
+        let topic_names = ["segment.bytes", "retention.bytes", "max.message.bytes"];
+        let values: Vec<String> = described(
+            &bootstrap,
+            ResourceSpecifier::Topic("follows"),
+            &topic_names,
+        )
+        .await
+        .into_iter()
+        .map(|(value, _)| value)
+        .collect();
+        assert_eq!(values, ["1048576", "1048576", "3000000"]);
+        // AlterConfigs replaces this broker's dynamic configs: without them
+        // the topic is back to Kafka's defaults, the cluster default stays.
+        let admin = admin_client(&bootstrap);
+        let change = AlterConfig::new(ResourceSpecifier::Broker(0));
+        let answers = admin
+            .alter_configs([&change], &AdminOptions::new())
+            .await
+            .expect("AlterConfigs");
+        assert!(answers.iter().all(|a| a.is_ok()), "{answers:?}");
+        assert_eq!(
+            described(
+                &bootstrap,
+                ResourceSpecifier::Topic("follows"),
+                &topic_names
+            )
+            .await,
+            [
+                ("1073741824".to_string(), "Default".to_string()),
+                ("-1".to_string(), "Default".to_string()),
+                ("3000000".to_string(), "DynamicDefaultBroker".to_string()),
+            ]
+        );
+    })
+    .await;
+}
