@@ -718,14 +718,8 @@ async fn alter_topic_configs(
             }
         }
     }
-    if validate_only || records.is_empty() {
-        return outcomes;
-    }
-    if let Err(e) = commit(shard, records).await {
-        tracing::error!(error = %e, "metadata commit failed");
-        for o in outcomes.iter_mut().filter(|o| o.0 == 0) {
-            *o = (ErrorCode::KafkaStorageError.code(), Some(e.to_string()));
-        }
+    if !validate_only {
+        commit_outcomes(shard, records, &mut outcomes).await;
     }
     outcomes
 }
@@ -778,8 +772,21 @@ async fn alter_broker_configs(
             });
         }
     }
-    if validate_only || records.is_empty() {
-        return outcomes;
+    if !validate_only {
+        commit_outcomes(shard, records, &mut outcomes).await;
+    }
+    outcomes
+}
+
+/// Commits `records` (if any); when that fails, every successful outcome
+/// becomes KAFKA_STORAGE_ERROR.
+async fn commit_outcomes(
+    shard: &Rc<Shard>,
+    records: Vec<MetadataRecord>,
+    outcomes: &mut [AdminOutcome],
+) {
+    if records.is_empty() {
+        return;
     }
     if let Err(e) = commit(shard, records).await {
         tracing::error!(error = %e, "metadata commit failed");
@@ -787,7 +794,6 @@ async fn alter_broker_configs(
             *o = (ErrorCode::KafkaStorageError.code(), Some(e.to_string()));
         }
     }
-    outcomes
 }
 
 /// Checks a CreatePartitions assignment as Kafka's controller does, for a
@@ -910,14 +916,8 @@ async fn create_partitions(
         held += added as u64;
         outcomes.push((0, None));
     }
-    if validate_only || records.is_empty() {
-        return outcomes;
-    }
-    if let Err(e) = commit(shard, records).await {
-        tracing::error!(error = %e, "metadata commit failed");
-        for o in outcomes.iter_mut().filter(|o| o.0 == 0) {
-            *o = (ErrorCode::KafkaStorageError.code(), Some(e.to_string()));
-        }
+    if !validate_only {
+        commit_outcomes(shard, records, &mut outcomes).await;
     }
     outcomes
 }

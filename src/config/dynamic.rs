@@ -18,7 +18,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use super::broker_config_table::find_broker_config;
-use super::topic_config::config_type;
+use super::topic_config::{config_type, list_changed};
 use super::{BrokerDefaults, ConfigAlteration, ConfigOp};
 
 /// `max.connections`: connections the broker serves at once; past it new
@@ -42,17 +42,20 @@ pub const DYNAMIC_BROKER_CONFIGS: [&str; 4] = [
 ];
 
 /// The broker values of topic configs that change here without a restart:
-/// those Kafka changes at runtime (`DynamicLogConfig`), except the
-/// tiered-storage ones and `min.insync.replicas` and
-/// `unclean.leader.election.enable`, which mean nothing on one node yet.
-/// Topics without their own value follow a change at once.
-pub const DYNAMIC_LOG_CONFIGS: [&str; 24] = [
+/// those Kafka changes at runtime (`DynamicLogConfig`) that this broker
+/// acts on. Not the tiered-storage ones, `min.insync.replicas` and
+/// `unclean.leader.election.enable` (nothing to act on with one node yet),
+/// nor those whose topic configs are accepted but not acted on yet
+/// (`log.roll.jitter.ms`, `log.preallocate`, `log.segment.delete.delay.ms`,
+/// `log.cleaner.max.compaction.lag.ms`, `log.message.timestamp.before.max.ms`
+/// and `.after.max.ms`). Topics without their own value follow a change at
+/// once.
+pub const DYNAMIC_LOG_CONFIGS: [&str; 18] = [
     "compression.gzip.level",
     "compression.lz4.level",
     "compression.type",
     "compression.zstd.level",
     "log.cleaner.delete.retention.ms",
-    "log.cleaner.max.compaction.lag.ms",
     "log.cleaner.min.cleanable.ratio",
     "log.cleaner.min.compaction.lag.ms",
     "log.cleanup.policy",
@@ -60,22 +63,46 @@ pub const DYNAMIC_LOG_CONFIGS: [&str; 24] = [
     "log.flush.interval.ms",
     "log.index.interval.bytes",
     "log.index.size.max.bytes",
-    "log.message.timestamp.after.max.ms",
-    "log.message.timestamp.before.max.ms",
     "log.message.timestamp.type",
-    "log.preallocate",
     "log.retention.bytes",
     "log.retention.ms",
-    "log.roll.jitter.ms",
     "log.roll.ms",
     "log.segment.bytes",
-    "log.segment.delete.delay.ms",
     "message.max.bytes",
 ];
 
 /// Whether broker config `name` changes here without a restart.
 pub fn is_dynamic(name: &str) -> bool {
     DYNAMIC_BROKER_CONFIGS.contains(&name) || DYNAMIC_LOG_CONFIGS.contains(&name)
+}
+
+/// [`defaults_with`] for a node already running on them: a value that no
+/// longer fits (a command line changed since it was stored) is left out,
+/// with an error in the log, and the others still apply.
+pub fn defaults_in_force(
+    static_defaults: &BrokerDefaults,
+    dynamic: &DynamicBrokerConfigs,
+    node: i32,
+) -> BrokerDefaults {
+    let mut defaults = static_defaults.clone();
+    for name in DYNAMIC_LOG_CONFIGS {
+        let Some(value) = dynamic
+            .broker_value(node, name)
+            .or_else(|| dynamic.default_value(name))
+        else {
+            continue;
+        };
+        let config_type = find_broker_config(name).map_or(config_type::STRING, |d| d.config_type);
+        let mut candidate = defaults.clone();
+        match candidate
+            .set(name, value, config_type)
+            .and_then(|()| candidate.validate())
+        {
+            Ok(()) => defaults = candidate,
+            Err(message) => tracing::error!(name, %message, "dynamic broker config ignored"),
+        }
+    }
+    defaults
 }
 
 /// Checks one dynamic value on its own, as Kafka parses a resource's
@@ -246,30 +273,14 @@ pub fn altered_layer(
                     ConfigOp::Delete => {
                         next.remove(name);
                     }
-                    ConfigOp::Append(elements) | ConfigOp::Subtract(elements) => {
+                    ConfigOp::Append(_) | ConfigOp::Subtract(_) => {
                         let current = next.get(name).cloned().unwrap_or_else(|| {
                             find_broker_config(name)
                                 .and_then(|def| def.default)
                                 .unwrap_or_default()
                                 .to_string()
                         });
-                        let mut parts: Vec<&str> = current
-                            .split(',')
-                            .map(str::trim)
-                            .filter(|p| !p.is_empty())
-                            .collect();
-                        let changed = elements.split(',').map(str::trim).filter(|e| !e.is_empty());
-                        if matches!(op, ConfigOp::Append(_)) {
-                            for element in changed {
-                                if !parts.contains(&element) {
-                                    parts.push(element);
-                                }
-                            }
-                        } else {
-                            let removed: Vec<&str> = changed.collect();
-                            parts.retain(|p| !removed.contains(p));
-                        }
-                        next.insert(name.clone(), parts.join(","));
+                        next.insert(name.clone(), list_changed(&current, op));
                     }
                 }
             }

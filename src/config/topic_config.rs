@@ -1117,6 +1117,30 @@ pub enum ConfigOp {
     Subtract(String),
 }
 
+/// The LIST value `current` after an APPEND (its elements not yet in it
+/// join, in order) or a SUBTRACT (its elements leave), as Kafka's
+/// `ConfigAdminManager` computes both: comma-separated, empty elements
+/// dropped. Other operations leave it as it is.
+pub(crate) fn list_changed(current: &str, op: &ConfigOp) -> String {
+    let mut parts: Vec<&str> = current.split(',').filter(|p| !p.is_empty()).collect();
+    match op {
+        ConfigOp::Append(elements) => {
+            let mut present: HashSet<&str> = parts.iter().copied().collect();
+            for element in elements.split(',').filter(|e| !e.is_empty()) {
+                if present.insert(element) {
+                    parts.push(element);
+                }
+            }
+        }
+        ConfigOp::Subtract(elements) => {
+            let removed: HashSet<&str> = elements.split(',').filter(|e| !e.is_empty()).collect();
+            parts.retain(|p| !removed.contains(p));
+        }
+        ConfigOp::Set(_) | ConfigOp::Delete => {}
+    }
+    parts.join(",")
+}
+
 /// How an alter request changes a topic's overrides.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigAlteration {
@@ -1227,7 +1251,7 @@ impl TopicConfigs {
                 ConfigOp::Delete => {
                     next.remove(name);
                 }
-                ConfigOp::Append(elements) | ConfigOp::Subtract(elements) => {
+                ConfigOp::Append(_) | ConfigOp::Subtract(_) => {
                     let verb = if matches!(op, ConfigOp::Append(_)) {
                         "APPEND"
                     } else {
@@ -1246,21 +1270,7 @@ impl TopicConfigs {
                         .get(name)
                         .cloned()
                         .unwrap_or_else(|| def.default.to_string());
-                    let mut parts: Vec<&str> =
-                        current.split(',').filter(|p| !p.is_empty()).collect();
-                    let mut present: HashSet<&str> = parts.iter().copied().collect();
-                    let changed = elements.split(',').filter(|e| !e.is_empty());
-                    if matches!(op, ConfigOp::Append(_)) {
-                        for element in changed {
-                            if present.insert(element) {
-                                parts.push(element);
-                            }
-                        }
-                    } else {
-                        let removed: HashSet<&str> = changed.collect();
-                        parts.retain(|p| !removed.contains(p));
-                    }
-                    let joined = parts.join(",");
+                    let joined = list_changed(&current, op);
                     next.insert(name.clone(), joined);
                 }
             }

@@ -354,7 +354,8 @@ impl Shard {
                 MetadataRecord::AlterTopicConfigs { name, topic_id, .. } => {
                     self.reconfigure_partitions(|tp, p| {
                         &tp.topic == name && p.topic_id == *topic_id
-                    });
+                    })
+                    .await;
                 }
                 MetadataRecord::DeleteTopic { name, topic_id } => {
                     let doomed: Vec<Rc<Partition>> = {
@@ -375,8 +376,16 @@ impl Shard {
                 MetadataRecord::BrokerConfigs { .. } => {
                     // Raised limits may free slots for waiting connections.
                     self.connection_counts.wake_all();
-                    // Topics without their own values follow the broker's.
-                    self.reconfigure_partitions(|_, _| true);
+                    // Topics without their own values follow the broker's
+                    // (the cache still holds the values before this record).
+                    let before = self
+                        .defaults_cache
+                        .borrow()
+                        .as_ref()
+                        .map(|(_, d)| d.clone());
+                    if before.as_deref() != Some(&*self.broker_defaults()) {
+                        self.reconfigure_partitions(|_, _| true).await;
+                    }
                 }
                 MetadataRecord::Bootstrap { .. }
                 | MetadataRecord::AccessControlEntry { .. }
@@ -399,15 +408,11 @@ impl Shard {
                 return defaults.clone();
             }
         }
-        let defaults = crate::config::dynamic::defaults_with(
+        let defaults = crate::config::dynamic::defaults_in_force(
             &self.config.broker_defaults,
             &image.broker_configs,
             self.config.node_id,
-        )
-        .unwrap_or_else(|message| {
-            tracing::error!(%message, "dynamic broker defaults of topic configs ignored");
-            self.config.broker_defaults.clone()
-        });
+        );
         let defaults = Rc::new(defaults);
         *cached = Some((image.applied_records, defaults.clone()));
         defaults
@@ -415,7 +420,7 @@ impl Shard {
 
     /// Applies the current topic configs and broker values to this shard's
     /// open partitions that `which` picks.
-    fn reconfigure_partitions(&self, which: impl Fn(&TopicPartition, &Partition) -> bool) {
+    async fn reconfigure_partitions(&self, which: impl Fn(&TopicPartition, &Partition) -> bool) {
         let image = self.image();
         let broker = self.broker_defaults();
         let mine: Vec<Rc<Partition>> = self
@@ -437,6 +442,7 @@ impl Shard {
             if let Err(e) = partition.reconfigure(settings, segment) {
                 tracing::error!(topic = %partition.topic, partition = partition.index, error = %e, "cannot apply altered topic configs");
             }
+            glommio::yield_if_needed().await;
         }
     }
 

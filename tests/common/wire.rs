@@ -46,18 +46,7 @@ impl RawClient {
     pub fn connect(bootstrap: &str) -> RawClient {
         let stream = TcpStream::connect(bootstrap)
             .unwrap_or_else(|error| panic!("connect to {bootstrap}: {error}"));
-        stream.set_nodelay(true).expect("TCP_NODELAY");
-        stream
-            .set_read_timeout(Some(READ_TIMEOUT))
-            .expect("read timeout");
-        stream
-            .set_write_timeout(Some(READ_TIMEOUT))
-            .expect("write timeout");
-        RawClient {
-            stream,
-            next_correlation_id: 1,
-            client_id: CLIENT_ID,
-        }
+        RawClient::over(stream)
     }
 
     /// A client connecting from local address `source` (any 127.x.y.z
@@ -72,7 +61,11 @@ impl RawClient {
         socket
             .connect(&target.into())
             .unwrap_or_else(|error| panic!("connect to {bootstrap} from {source}: {error}"));
-        let stream: TcpStream = socket.into();
+        RawClient::over(socket.into())
+    }
+
+    /// A client on a connected `stream`, with the tests' timeouts.
+    fn over(stream: TcpStream) -> RawClient {
         stream.set_nodelay(true).expect("TCP_NODELAY");
         stream
             .set_read_timeout(Some(READ_TIMEOUT))
