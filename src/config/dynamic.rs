@@ -76,6 +76,21 @@ pub fn is_dynamic(name: &str) -> bool {
     DYNAMIC_BROKER_CONFIGS.contains(&name) || DYNAMIC_LOG_CONFIGS.contains(&name)
 }
 
+/// The dynamic values of topic configs' broker values on node `node` (its
+/// own, else the default's), each with its broker config type.
+fn log_values<'a>(
+    dynamic: &'a DynamicBrokerConfigs,
+    node: i32,
+) -> impl Iterator<Item = (&'static str, &'a str, i8)> + 'a {
+    DYNAMIC_LOG_CONFIGS.into_iter().filter_map(move |name| {
+        let value = dynamic
+            .broker_value(node, name)
+            .or_else(|| dynamic.default_value(name))?;
+        let config_type = find_broker_config(name).map_or(config_type::STRING, |d| d.config_type);
+        Some((name, value, config_type))
+    })
+}
+
 /// [`defaults_with`] for a node already running on them: a value that no
 /// longer fits (a command line changed since it was stored) is left out,
 /// with an error in the log, and the others still apply.
@@ -85,14 +100,7 @@ pub fn defaults_in_force(
     node: i32,
 ) -> BrokerDefaults {
     let mut defaults = static_defaults.clone();
-    for name in DYNAMIC_LOG_CONFIGS {
-        let Some(value) = dynamic
-            .broker_value(node, name)
-            .or_else(|| dynamic.default_value(name))
-        else {
-            continue;
-        };
-        let config_type = find_broker_config(name).map_or(config_type::STRING, |d| d.config_type);
+    for (name, value, config_type) in log_values(dynamic, node) {
         let mut candidate = defaults.clone();
         match candidate
             .set(name, value, config_type)
@@ -145,14 +153,7 @@ pub fn defaults_with(
     node: i32,
 ) -> Result<BrokerDefaults, String> {
     let mut defaults = static_defaults.clone();
-    for name in DYNAMIC_LOG_CONFIGS {
-        let Some(value) = dynamic
-            .broker_value(node, name)
-            .or_else(|| dynamic.default_value(name))
-        else {
-            continue;
-        };
-        let config_type = find_broker_config(name).map_or(config_type::STRING, |d| d.config_type);
+    for (name, value, config_type) in log_values(dynamic, node) {
         defaults.set(name, value, config_type)?;
     }
     defaults.validate()?;
