@@ -400,6 +400,12 @@ pub struct ServeArgs {
     /// Most members one group may have [group.max.size].
     #[arg(long, default_value_t = i32::MAX)]
     pub group_max_size: i32,
+    /// A member of a consumer group (KIP-848 protocol) that sends no heartbeat for this long is removed [group.consumer.session.timeout.ms].
+    #[arg(long, default_value_t = 45_000)]
+    pub group_consumer_session_timeout_ms: i32,
+    /// How often members of a consumer group (KIP-848 protocol) are told to heartbeat [group.consumer.heartbeat.interval.ms].
+    #[arg(long, default_value_t = 5_000)]
+    pub group_consumer_heartbeat_interval_ms: i32,
     /// Partitions of the __transaction_state topic; fixed once the topic exists [transaction.state.log.num.partitions].
     #[arg(long, default_value_t = 50)]
     pub transaction_state_log_num_partitions: i32,
@@ -723,6 +729,11 @@ impl ServeArgs {
         if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms {
             bail!("--group-min-session-timeout-ms must not exceed --group-max-session-timeout-ms");
         }
+        if self.group_consumer_heartbeat_interval_ms < 1
+            || self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms
+        {
+            bail!("--group-consumer-heartbeat-interval-ms must be at least 1 and below --group-consumer-session-timeout-ms");
+        }
         if self.transaction_state_log_num_partitions < 1 {
             bail!("--transaction-state-log-num-partitions must be at least 1");
         }
@@ -858,6 +869,8 @@ impl ServeArgs {
                 group_min_session_timeout_ms: self.group_min_session_timeout_ms,
                 group_max_session_timeout_ms: self.group_max_session_timeout_ms,
                 group_max_size: self.group_max_size,
+                group_consumer_session_timeout_ms: self.group_consumer_session_timeout_ms,
+                group_consumer_heartbeat_interval_ms: self.group_consumer_heartbeat_interval_ms,
             },
             txns: TxnSettings {
                 transaction_state_log_num_partitions: self.transaction_state_log_num_partitions,

@@ -261,6 +261,10 @@ pub struct GroupSettings {
     pub group_max_session_timeout_ms: i32,
     /// `group.max.size`.
     pub group_max_size: i32,
+    /// `group.consumer.session.timeout.ms` (KIP-848 groups).
+    pub group_consumer_session_timeout_ms: i32,
+    /// `group.consumer.heartbeat.interval.ms` (KIP-848 groups).
+    pub group_consumer_heartbeat_interval_ms: i32,
 }
 
 impl Default for GroupSettings {
@@ -274,6 +278,8 @@ impl Default for GroupSettings {
             group_min_session_timeout_ms: 6000,
             group_max_session_timeout_ms: 1_800_000,
             group_max_size: i32::MAX,
+            group_consumer_session_timeout_ms: 45_000,
+            group_consumer_heartbeat_interval_ms: 5_000,
         }
     }
 }
@@ -422,6 +428,14 @@ impl BrokerConfig {
             "group.max.size" => differs(
                 mine.group_max_size.to_string(),
                 kafka.group_max_size.to_string(),
+            ),
+            "group.consumer.session.timeout.ms" => differs(
+                mine.group_consumer_session_timeout_ms.to_string(),
+                kafka.group_consumer_session_timeout_ms.to_string(),
+            ),
+            "group.consumer.heartbeat.interval.ms" => differs(
+                mine.group_consumer_heartbeat_interval_ms.to_string(),
+                kafka.group_consumer_heartbeat_interval_ms.to_string(),
             ),
             _ => None,
         }

@@ -196,6 +196,9 @@ pub(crate) struct Group {
     /// Tombstones for the group are being appended: writers see it as Dead,
     /// readers still see its last committed view.
     pub deleting: bool,
+    /// Set for a KIP-848 consumer group: its membership lives there and the
+    /// classic membership above stays empty (Kafka's group "type").
+    pub consumer: Option<Box<super::consumer::ConsumerGroup>>,
 }
 
 impl Group {
@@ -220,6 +223,7 @@ impl Group {
             new_member_added: false,
             offsets: BTreeMap::new(),
             deleting: false,
+            consumer: None,
         }
     }
 
@@ -496,9 +500,13 @@ impl Group {
         member_id: &str,
         group_instance_id: Option<&str>,
         generation_id: i32,
+        api_version: i16,
     ) -> Result<(), ErrorCode> {
         if self.deleting {
             return Err(ErrorCode::CoordinatorNotAvailable);
+        }
+        if let Some(consumer) = &self.consumer {
+            return consumer.validate_offset_commit(member_id, generation_id, Some(api_version));
         }
         // Generation -1 comes from admin tools and consumers that assign
         // partitions themselves: allowed while nobody is a member.
@@ -534,6 +542,9 @@ impl Group {
         if self.deleting {
             return Err(ErrorCode::CoordinatorNotAvailable);
         }
+        if let Some(consumer) = &self.consumer {
+            return consumer.validate_offset_commit(member_id, generation_id, None);
+        }
         if generation_id < 0 && self.is_in(GroupState::Empty) {
             return Ok(());
         }
@@ -547,7 +558,9 @@ impl Group {
     }
 
     pub fn offset_expiration(&self) -> OffsetExpiration {
-        if self.protocol_type.is_none() {
+        // Consumer groups: from the commit, for topics nobody subscribes
+        // to (Kafka's `ConsumerGroup.offsetExpirationCondition`).
+        if self.protocol_type.is_none() || self.consumer.is_some() {
             // A group that only stores offsets (manual assignment).
             return OffsetExpiration::SinceCommit;
         }
@@ -566,6 +579,10 @@ impl Group {
     /// Whether the group consumes `topic`. When the subscriptions are unknown
     /// a consumer group is assumed to (Kafka's `isSubscribedToTopic`).
     pub fn is_subscribed_to_topic(&self, topic: &str) -> bool {
+        if let Some(consumer) = &self.consumer {
+            return consumer.subscription_metadata.contains_key(topic)
+                || consumer.subscribed_topic_names().contains(topic);
+        }
         match &self.subscribed_topics {
             Some(topics) => topics.contains(topic),
             None => self.uses_consumer_protocol(),

@@ -38,6 +38,7 @@ use bytes::Bytes;
 
 use super::api::*;
 use super::classic::{Group, GroupState, Member, OffsetAndMetadata, OffsetExpiration};
+use super::consumer::ConsumerGroup;
 use super::consumer_protocol;
 use super::records::{CoordinatorRecord, GroupMetadataKey, OffsetCommitKey};
 use super::timer::{TimerAction, TimerKey, Timers};
@@ -45,8 +46,12 @@ use super::txn_offsets::PendingTxnOffsets;
 use super::{GroupConfig, GROUPS_PER_COORDINATOR_MAX};
 use crate::protocol::ErrorCode;
 
-/// The group type ListGroups reports for every group here.
+/// The group type ListGroups reports for classic groups.
 const CLASSIC_GROUP_TYPE: &str = "classic";
+/// The group type of KIP-848 consumer groups.
+const CONSUMER_GROUP_TYPE: &str = "consumer";
+/// The protocol type ListGroups reports for KIP-848 consumer groups.
+const CONSUMER_PROTOCOL_TYPE: &str = "consumer";
 
 /// The groups and committed offsets of one `__consumer_offsets` partition.
 #[derive(Debug)]
@@ -391,6 +396,30 @@ impl GroupCoordinator {
         request.protocols = dedup_protocols(std::mem::take(&mut request.protocols));
 
         let is_unknown_member = request.member_id.is_empty();
+        if let Some(group) = self.groups.get_mut(&request.group_id) {
+            if let Some(consumer) = &group.consumer {
+                if !consumer.is_empty() || group.deleting {
+                    // Kafka would let a classic member join (its migration
+                    // path); not supported here.
+                    return reject(
+                        out,
+                        ErrorCode::InconsistentGroupProtocol,
+                        &request.member_id,
+                    );
+                }
+                // An empty consumer group becomes a classic one again.
+                tracing::info!(group_id = %request.group_id, "converting an empty consumer group to a classic group");
+                group.consumer = None;
+                self.core.append(
+                    vec![CoordinatorRecord::ConsumerGroupMetadata {
+                        group: request.group_id.clone(),
+                        epoch: None,
+                    }],
+                    AfterAppend::Nothing,
+                    out,
+                );
+            }
+        }
         if !self.groups.contains_key(&request.group_id) {
             // Only a first join creates a group; a member id for an unknown
             // group is stale.
@@ -742,6 +771,7 @@ impl GroupCoordinator {
             &request.member_id,
             request.group_instance_id.as_deref(),
             request.generation_id,
+            request.api_version,
         ) {
             return fail_all(error);
         }
@@ -1085,6 +1115,20 @@ impl GroupCoordinator {
             .iter()
             .map(|wanted| {
                 let group = self.groups.get(&wanted.group_id);
+                // A KIP-848 member reading its group's offsets must be a
+                // member at that epoch (Kafka's `validateOffsetFetch`).
+                let consumer = group.and_then(|g| g.consumer.as_ref());
+                if let (Some(consumer), Some((member_id, member_epoch))) =
+                    (consumer, &wanted.member)
+                {
+                    if let Err(error) = consumer.validate_offset_fetch(member_id, *member_epoch) {
+                        return OffsetFetchGroupResponse {
+                            group_id: wanted.group_id.clone(),
+                            error: Some(error),
+                            topics: Vec::new(),
+                        };
+                    }
+                }
                 let topics = match &wanted.topics {
                     Some(topics) => topics
                         .iter()
@@ -1152,14 +1196,22 @@ impl GroupCoordinator {
         let groups = self
             .groups
             .values()
-            .filter(|g| states.is_empty() || states.contains(&g.state.as_str().to_lowercase()))
-            .filter(|_| types.is_empty() || types.contains(CLASSIC_GROUP_TYPE))
-            .map(|g| ListedGroup {
-                group_id: g.group_id.clone(),
-                protocol_type: g.protocol_type.clone().unwrap_or_default(),
-                group_state: g.state.as_str().to_string(),
-                group_type: CLASSIC_GROUP_TYPE.to_string(),
+            .map(|g| match &g.consumer {
+                Some(consumer) => ListedGroup {
+                    group_id: g.group_id.clone(),
+                    protocol_type: CONSUMER_PROTOCOL_TYPE.to_string(),
+                    group_state: consumer.state_name().to_string(),
+                    group_type: CONSUMER_GROUP_TYPE.to_string(),
+                },
+                None => ListedGroup {
+                    group_id: g.group_id.clone(),
+                    protocol_type: g.protocol_type.clone().unwrap_or_default(),
+                    group_state: g.state.as_str().to_string(),
+                    group_type: CLASSIC_GROUP_TYPE.to_string(),
+                },
             })
+            .filter(|g| states.is_empty() || states.contains(&g.group_state.to_lowercase()))
+            .filter(|g| types.is_empty() || types.contains(&g.group_type))
             .collect();
         ListGroupsResponse { groups }
     }
@@ -1177,10 +1229,17 @@ impl GroupCoordinator {
                     protocol_type: String::new(),
                     protocol_data: String::new(),
                     members: Vec::new(),
+                    not_classic: false,
                 };
                 let Some(group) = self.groups.get(group_id) else {
                     return dead((api_version >= 6).then_some(ErrorCode::GroupIdNotFound));
                 };
+                if group.consumer.is_some() {
+                    return DescribedGroup {
+                        not_classic: true,
+                        ..dead((api_version >= 6).then_some(ErrorCode::GroupIdNotFound))
+                    };
+                }
                 let stable_protocol = group
                     .is_in(GroupState::Stable)
                     .then(|| group.protocol_name.clone().unwrap_or_default());
@@ -1205,6 +1264,7 @@ impl GroupCoordinator {
                             member_assignment: m.assignment.clone(),
                         })
                         .collect(),
+                    not_classic: false,
                 }
             })
             .collect()
@@ -1230,7 +1290,12 @@ impl GroupCoordinator {
             let error = match self.groups.get_mut(group_id) {
                 None => Some(ErrorCode::GroupIdNotFound),
                 Some(group) if group.deleting => Some(ErrorCode::GroupIdNotFound),
-                Some(group) if !group.is_in(GroupState::Empty) => Some(ErrorCode::NonEmptyGroup),
+                Some(group)
+                    if !group.is_in(GroupState::Empty)
+                        || group.consumer.as_ref().is_some_and(|c| !c.is_empty()) =>
+                {
+                    Some(ErrorCode::NonEmptyGroup)
+                }
                 Some(group) => {
                     let pending = self.txn_offsets.partitions_of_group(group_id);
                     self.core
@@ -1472,6 +1537,22 @@ impl GroupCoordinator {
                             .expire_pending_sync(group, generation_id, now_ms, &mut out);
                     }
                 }
+                (
+                    TimerKey::ConsumerSession {
+                        group_id,
+                        member_id,
+                    },
+                    TimerAction::ExpireConsumerSession,
+                ) => self.expire_consumer_member(&group_id, &member_id, None, &mut out),
+                (
+                    TimerKey::ConsumerRevocation {
+                        group_id,
+                        member_id,
+                    },
+                    TimerAction::ExpireConsumerRevocation { member_epoch },
+                ) => {
+                    self.expire_consumer_member(&group_id, &member_id, Some(member_epoch), &mut out)
+                }
                 (TimerKey::OffsetsRetention, TimerAction::OffsetsRetention) => {
                     self.expire_offsets(now_ms, &mut out);
                     self.core.schedule_offsets_retention(now_ms);
@@ -1685,9 +1766,19 @@ impl GroupCoordinator {
             let all_expired =
                 Self::expired_offsets(group, pending, now_ms, retention_ms, &mut records);
             // A group with open transactions stays, as in Kafka.
-            if all_expired && group.is_in(GroupState::Empty) && !pending.has_group(&group.group_id)
+            let consumer_members = group.consumer.as_ref().is_some_and(|c| !c.is_empty());
+            if all_expired
+                && group.is_in(GroupState::Empty)
+                && !consumer_members
+                && !pending.has_group(&group.group_id)
             {
                 tracing::info!(group_id = %group.group_id, "deleting empty group whose offsets expired");
+                if group.consumer.is_some() {
+                    records.push(CoordinatorRecord::ConsumerGroupMetadata {
+                        group: group.group_id.clone(),
+                        epoch: None,
+                    });
+                }
                 records.push(CoordinatorRecord::GroupMetadata {
                     key: GroupMetadataKey {
                         group: group.group_id.clone(),
@@ -1822,6 +1913,30 @@ impl GroupCoordinator {
                     }
                 }
             },
+            CoordinatorRecord::ConsumerGroupMetadata { group, epoch } => {
+                if !loading {
+                    return;
+                }
+                match epoch {
+                    Some(epoch) => {
+                        let entry = self
+                            .groups
+                            .entry(group.clone())
+                            .or_insert_with(|| Group::new(group, now_ms));
+                        // Members are not kept: the group comes back empty
+                        // at its epoch.
+                        entry.consumer = Some(Box::new(ConsumerGroup::at_epoch(*epoch)));
+                    }
+                    None => {
+                        if let Some(entry) = self.groups.get_mut(group) {
+                            entry.consumer = None;
+                            if entry.offsets.is_empty() && entry.members.is_empty() {
+                                self.groups.remove(group);
+                            }
+                        }
+                    }
+                }
+            }
             CoordinatorRecord::GroupMetadata { key, value } => match value {
                 Some(value) => {
                     if loading {
@@ -2174,6 +2289,12 @@ impl Core {
                     value: None,
                 });
             }
+        }
+        if group.consumer.is_some() {
+            records.push(CoordinatorRecord::ConsumerGroupMetadata {
+                group: group.group_id.clone(),
+                epoch: None,
+            });
         }
         records.push(CoordinatorRecord::GroupMetadata {
             key: GroupMetadataKey {
@@ -2873,5 +2994,6 @@ impl Core {
     }
 }
 
+mod consumer_groups;
 #[cfg(test)]
 mod tests;

@@ -28,6 +28,8 @@
 //! where we differ, the code says so.
 
 pub mod api;
+pub mod assignor;
+pub mod consumer;
 pub mod consumer_protocol;
 pub mod coordinator;
 pub mod records;
@@ -85,6 +87,12 @@ pub struct GroupConfig {
     pub offsets_retention_ms: i64,
     /// `offsets.retention.check.interval.ms`.
     pub offsets_retention_check_interval_ms: i64,
+    /// `group.consumer.session.timeout.ms`: a KIP-848 member that sends no
+    /// heartbeat for this long is removed.
+    pub consumer_session_timeout_ms: i32,
+    /// `group.consumer.heartbeat.interval.ms`: how often KIP-848 members
+    /// are told to heartbeat.
+    pub consumer_heartbeat_interval_ms: i32,
 }
 
 impl Default for GroupConfig {
@@ -98,6 +106,8 @@ impl Default for GroupConfig {
             offset_metadata_max_bytes: 4096,
             offsets_retention_ms: 10_080 * 60 * 1000,
             offsets_retention_check_interval_ms: 600_000,
+            consumer_session_timeout_ms: 45_000,
+            consumer_heartbeat_interval_ms: 5_000,
         }
     }
 }
@@ -117,6 +127,8 @@ impl GroupConfig {
         assert!(self.new_member_join_timeout_ms >= 0);
         assert!(self.offsets_retention_ms >= 0);
         assert!(self.offsets_retention_check_interval_ms >= 1);
+        assert!(self.consumer_session_timeout_ms >= 1);
+        assert!(self.consumer_heartbeat_interval_ms >= 1);
     }
 }
 

@@ -3,8 +3,10 @@
 //!
 //! Every record is a key and a value. The key starts with an `int16` record
 //! type (historically "key version"): 0 or 1 for an offset commit, 2 for
-//! group metadata (3 and up are KIP-848, share and streams records, which
-//! this broker neither writes nor reads). The value starts with an `int16`
+//! group metadata, 3 for a KIP-848 consumer group's epoch (4 and up are
+//! KIP-848 members and assignments, share and streams records, which this
+//! broker neither writes nor reads: it keeps consumer-group members in
+//! memory only). The value starts with an `int16`
 //! schema version. A null value is a tombstone.
 //!
 //! ```text
@@ -47,6 +49,8 @@ pub const GROUP_METADATA_KEY_TYPE: i16 = 2;
 pub const OFFSET_COMMIT_VALUE_VERSION_MAX: i16 = 4;
 /// Highest GroupMetadataValue version.
 pub const GROUP_METADATA_VALUE_VERSION_MAX: i16 = 4;
+/// Key type of a KIP-848 consumer group's metadata record.
+pub const CONSUMER_GROUP_METADATA_KEY_TYPE: i16 = 3;
 /// GroupMetadataValue version Kafka 4.x writes.
 pub const GROUP_METADATA_VALUE_VERSION_WRITTEN: i16 = 3;
 
@@ -184,6 +188,15 @@ pub enum CoordinatorRecord {
         /// The metadata; None deletes the group.
         value: Option<GroupMetadataValue>,
     },
+    /// A KIP-848 consumer group's epoch (`ConsumerGroupMetadataKey` and
+    /// `ConsumerGroupMetadataValue` v0: `epoch:int32`, flexible), or its
+    /// tombstone: the group exists as a consumer group until then.
+    ConsumerGroupMetadata {
+        /// The group.
+        group: String,
+        /// The group epoch; None deletes the consumer group.
+        epoch: Option<i32>,
+    },
 }
 
 impl CoordinatorRecord {
@@ -192,6 +205,12 @@ impl CoordinatorRecord {
         match self {
             CoordinatorRecord::OffsetCommit { key, .. } => key.encode(),
             CoordinatorRecord::GroupMetadata { key, .. } => key.encode(),
+            CoordinatorRecord::ConsumerGroupMetadata { group, .. } => {
+                let mut writer = Writer::new(false);
+                writer.i16(CONSUMER_GROUP_METADATA_KEY_TYPE);
+                writer.string(group);
+                writer.finish()
+            }
         }
     }
 
@@ -204,6 +223,13 @@ impl CoordinatorRecord {
             CoordinatorRecord::GroupMetadata { value, .. } => value
                 .as_ref()
                 .map(|v| v.encode(GROUP_METADATA_VALUE_VERSION_WRITTEN)),
+            CoordinatorRecord::ConsumerGroupMetadata { epoch, .. } => epoch.map(|epoch| {
+                let mut writer = Writer::new(true);
+                writer.i16(0);
+                writer.i32(epoch);
+                writer.tagged_fields();
+                writer.finish()
+            }),
         }
     }
 
@@ -235,6 +261,29 @@ impl CoordinatorRecord {
                 let value = value.map(GroupMetadataValue::decode).transpose()?;
                 Ok(CoordinatorRecord::GroupMetadata { key, value })
             }
+            CONSUMER_GROUP_METADATA_KEY_TYPE => {
+                let group = reader.string()?;
+                reader.finish()?;
+                let epoch = match value {
+                    None => None,
+                    Some(bytes) => {
+                        let version = Reader::new(bytes, false).i16()?;
+                        if version != 0 {
+                            return Err(RecordError::UnsupportedValueVersion {
+                                record: "ConsumerGroupMetadataValue",
+                                version,
+                            });
+                        }
+                        let mut reader = Reader::new(bytes, true);
+                        reader.i16()?;
+                        let epoch = reader.i32()?;
+                        reader.skip_tagged_fields()?;
+                        reader.finish()?;
+                        Some(epoch)
+                    }
+                };
+                Ok(CoordinatorRecord::ConsumerGroupMetadata { group, epoch })
+            }
             record_type => Err(RecordError::UnsupportedRecordType { record_type }),
         }
     }
@@ -244,6 +293,7 @@ impl CoordinatorRecord {
         match self {
             CoordinatorRecord::OffsetCommit { key, .. } => &key.group,
             CoordinatorRecord::GroupMetadata { key, .. } => &key.group,
+            CoordinatorRecord::ConsumerGroupMetadata { group, .. } => group,
         }
     }
 }

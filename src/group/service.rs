@@ -95,7 +95,9 @@ use futures::channel::oneshot;
 use futures::future::{select, Either, LocalBoxFuture};
 use futures::FutureExt;
 
+use crate::cluster::image::MetadataImage;
 use crate::config::BrokerConfig;
+use crate::group::consumer::TopicsView;
 use crate::group::{
     Append, Effects, GroupConfig, GroupCoordinator, Outcome, Reply, RequestId, Response,
     GROUP_MEMBERS_MAX,
@@ -106,6 +108,25 @@ use crate::protocol::record_batch::{
     TxnMarkerRecord,
 };
 use crate::shard::messages::TopicPartition;
+
+/// Consumer groups (KIP-848) see the topics of the shard's metadata image.
+impl TopicsView for crate::cluster::image::MetadataImage {
+    fn version(&self) -> u64 {
+        self.applied_records
+    }
+
+    fn topic(&self, name: &str) -> Option<(uuid::Uuid, i32)> {
+        MetadataImage::topic(self, name).map(|t| (t.topic_id, t.partition_shards.len() as i32))
+    }
+
+    fn topic_name(&self, id: &uuid::Uuid) -> Option<String> {
+        self.topic_names.get(id).cloned()
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.topics.keys().cloned().collect()
+    }
+}
 
 /// Bytes read per step while loading an offsets partition.
 const LOAD_READ_BYTES: usize = 1024 * 1024;
@@ -148,6 +169,8 @@ pub fn group_config(config: &BrokerConfig) -> GroupConfig {
             .min(GROUP_MEMBERS_MAX),
         offset_metadata_max_bytes: usize::try_from(groups.offset_metadata_max_bytes).unwrap_or(0),
         offsets_retention_ms: groups.offsets_retention_minutes.saturating_mul(60_000),
+        consumer_session_timeout_ms: groups.group_consumer_session_timeout_ms,
+        consumer_heartbeat_interval_ms: groups.group_consumer_heartbeat_interval_ms,
         ..GroupConfig::default()
     }
 }
@@ -273,7 +296,12 @@ impl GroupShard {
     }
 
     /// Runs one group call on this shard.
-    pub fn submit(&self, partition: i32, call: GroupCall) -> LocalBoxFuture<'static, ShardReply> {
+    pub fn submit(
+        &self,
+        partition: i32,
+        call: GroupCall,
+        topics: &dyn TopicsView,
+    ) -> LocalBoxFuture<'static, ShardReply> {
         if let GroupCall::ListGroups(request) = &call {
             let mut groups = Vec::new();
             for slot in self.slots.borrow().values() {
@@ -348,6 +376,16 @@ impl GroupShard {
             GroupCall::TxnOffsetCommit(r) => {
                 let outcome = s.coordinator.txn_offset_commit(now, id, r);
                 finish(&mut s, id, outcome, GroupReply::TxnOffsetCommit)
+            }
+            GroupCall::ConsumerGroupHeartbeat(r) => {
+                let (response, effects) = s.coordinator.consumer_group_heartbeat(now, r, topics);
+                absorb(&mut s, effects);
+                ready(GroupReply::ConsumerGroupHeartbeat(response))
+            }
+            GroupCall::ConsumerGroupDescribe { group_ids } => {
+                ready(GroupReply::ConsumerGroupDescribe(
+                    s.coordinator.consumer_group_describe(&group_ids, topics),
+                ))
             }
             GroupCall::ListGroups(_) => unreachable!("handled above"),
         }
@@ -690,6 +728,7 @@ mod tests {
         let response = coordinator.offset_fetch(&OffsetFetchRequest {
             groups: vec![OffsetFetchGroup {
                 group_id: "g".into(),
+                member: None,
                 topics: Some(vec![OffsetFetchTopic {
                     name: "t".into(),
                     partition_indexes: vec![partition],

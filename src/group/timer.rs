@@ -19,6 +19,10 @@ pub(crate) enum TimerKey {
     Sync { group_id: String },
     /// The periodic sweep for expired offsets and empty groups.
     OffsetsRetention,
+    /// A consumer-group (KIP-848) member's session expires.
+    ConsumerSession { group_id: String, member_id: String },
+    /// A consumer-group member had to revoke partitions by now.
+    ConsumerRevocation { group_id: String, member_id: String },
 }
 
 /// What to do when a deadline passes.
@@ -35,6 +39,11 @@ pub(crate) enum TimerAction {
     ExpireSync { generation_id: i32 },
     /// Expire offsets and delete empty groups.
     OffsetsRetention,
+    /// Remove the consumer-group member.
+    ExpireConsumerSession,
+    /// Remove the consumer-group member if it is still revoking at this
+    /// epoch.
+    ExpireConsumerRevocation { member_epoch: i32 },
 }
 
 /// A set of keyed deadlines.

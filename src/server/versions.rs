@@ -206,6 +206,18 @@ pub const API_RANGES: &[ApiRange] = &[
     // TRANSACTION_ABORTABLE error of KIP-890 verification, which we never
     // send; v5 is transactions V2, not enabled here.
     ApiRange {
+        key: ApiKey::ConsumerGroupHeartbeat,
+        advertised_min: 0,
+        max: 1,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::ConsumerGroupDescribe,
+        advertised_min: 0,
+        max: 1,
+        served_min: 0,
+    },
+    ApiRange {
         key: ApiKey::TxnOffsetCommit,
         advertised_min: 0,
         max: 4,

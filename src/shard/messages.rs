@@ -304,6 +304,13 @@ pub enum GroupCall {
     /// TxnOffsetCommit: offsets of a producer's transaction, pending until
     /// its marker reaches this offsets partition.
     TxnOffsetCommit(group::TxnOffsetCommitRequest),
+    /// ConsumerGroupHeartbeat (KIP-848).
+    ConsumerGroupHeartbeat(group::ConsumerGroupHeartbeatRequest),
+    /// ConsumerGroupDescribe for groups of this partition.
+    ConsumerGroupDescribe {
+        /// Groups, all coordinated by this partition.
+        group_ids: Vec<String>,
+    },
 }
 
 /// The group coordinator's answer.
@@ -331,6 +338,10 @@ pub enum GroupReply {
     OffsetDelete(group::OffsetDeleteResponse),
     /// TxnOffsetCommit.
     TxnOffsetCommit(group::TxnOffsetCommitResponse),
+    /// ConsumerGroupHeartbeat.
+    ConsumerGroupHeartbeat(group::ConsumerGroupHeartbeatResponse),
+    /// ConsumerGroupDescribe, in request order.
+    ConsumerGroupDescribe(Vec<group::DescribedConsumerGroup>),
     /// No coordinator could answer: NOT_COORDINATOR,
     /// COORDINATOR_LOAD_IN_PROGRESS or COORDINATOR_NOT_AVAILABLE; the
     /// handler puts it in every error field of the response.

@@ -1031,7 +1031,7 @@ impl Shard {
         partition: i32,
         call: messages::GroupCall,
     ) -> LocalBoxFuture<'static, ShardReply> {
-        self.groups.submit(partition, call)
+        self.groups.submit(partition, call, &*self.image())
     }
 
     /// Starts the group coordinators of the offsets partitions this shard owns.

@@ -272,6 +272,7 @@ impl Harness {
         let response = self.coordinator.offset_fetch(&OffsetFetchRequest {
             groups: vec![OffsetFetchGroup {
                 group_id: GROUP.to_string(),
+                member: None,
                 topics: Some(vec![OffsetFetchTopic {
                     name: topic.to_string(),
                     partition_indexes: vec![partition],
@@ -631,10 +632,12 @@ fn offsets_commit_and_fetch_with_minus_one_for_never_committed() {
         groups: vec![
             OffsetFetchGroup {
                 group_id: GROUP.to_string(),
+                member: None,
                 topics: None,
             },
             OffsetFetchGroup {
                 group_id: "other".to_string(),
+                member: None,
                 topics: None,
             },
         ],
@@ -938,6 +941,7 @@ fn replay_from_records_reproduces_state() {
     let everything = OffsetFetchRequest {
         groups: vec![OffsetFetchGroup {
             group_id: GROUP.to_string(),
+            member: None,
             topics: None,
         }],
         require_stable: false,
@@ -1303,14 +1307,27 @@ fn failed_static_rejoin_record_restores_the_old_member_id() {
     assert_eq!(h.state(), (GroupState::Stable, 1));
 }
 
-/// Loading skips records of types this broker does not handle (KIP-848,
-/// share and streams records share the topic) and reports malformed ones.
+/// Loading skips records of types this broker does not handle (KIP-848
+/// members and assignments, share and streams records share the topic),
+/// reads a consumer group's epoch record, and reports malformed ones.
 #[test]
 fn replay_skips_foreign_record_types_and_reports_malformed_ones() {
     let mut coordinator = GroupCoordinator::new(GroupConfig::default(), 1, 0);
-    // ConsumerGroupMetadataKey (type 3) for group "g".
+    // ConsumerGroupMemberMetadataKey (type 5) for group "g", member "m".
     assert!(coordinator
-        .replay_bytes(0, &[0, 3, 0, 1, b'g'], Some(&[0, 0, 0, 0, 0, 1]))
+        .replay_bytes(0, &[0, 5, 0, 1, b'g', 0, 1, b'm'], Some(&[0, 0, 0]))
+        .is_ok());
+    assert_eq!(coordinator.group_count(), 0);
+    // ConsumerGroupMetadataKey (type 3) for "g": epoch 7, one tagged field
+    // (MetadataHash, tag 0, 8 bytes) that is skipped.
+    let value = [0, 0, 0, 0, 0, 7, 1, 0, 8, 0, 0, 0, 0, 0, 0, 0, 9];
+    assert!(coordinator
+        .replay_bytes(0, &[0, 3, 0, 1, b'g'], Some(&value))
+        .is_ok());
+    assert!(coordinator.is_consumer_group("g"));
+    // Its tombstone makes it go away again.
+    assert!(coordinator
+        .replay_bytes(0, &[0, 3, 0, 1, b'g'], None)
         .is_ok());
     assert_eq!(coordinator.group_count(), 0);
     assert!(coordinator
@@ -1435,6 +1452,7 @@ impl Harness {
         let response = self.coordinator.offset_fetch(&OffsetFetchRequest {
             groups: vec![OffsetFetchGroup {
                 group_id: GROUP.to_string(),
+                member: None,
                 topics: Some(vec![OffsetFetchTopic {
                     name: topic.to_string(),
                     partition_indexes: vec![partition],
@@ -1573,6 +1591,7 @@ fn commit_marker_replaces_only_offsets_written_before_the_txn_record() {
     let everything = OffsetFetchRequest {
         groups: vec![OffsetFetchGroup {
             group_id: GROUP.to_string(),
+            member: None,
             topics: None,
         }],
         require_stable: true,
@@ -1606,6 +1625,7 @@ fn load_replays_pending_offsets_and_markers_in_log_order() {
         let response = c.offset_fetch(&OffsetFetchRequest {
             groups: vec![OffsetFetchGroup {
                 group_id: GROUP.to_string(),
+                member: None,
                 topics: Some(vec![OffsetFetchTopic {
                     name: "orders".to_string(),
                     partition_indexes: vec![partition],

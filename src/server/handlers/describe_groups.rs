@@ -46,10 +46,13 @@ pub fn to_wire(
         Ok(described) => {
             wire.error_code = group::error_code(described.error);
             if version >= 6 && described.error == Some(ErrorCode::GroupIdNotFound) {
-                wire.error_message = Some(str_bytes(&format!(
-                    "Group {} not found.",
-                    described.group_id
-                )));
+                let why = if described.not_classic {
+                    "is not a classic group"
+                } else {
+                    "not found"
+                };
+                wire.error_message =
+                    Some(str_bytes(&format!("Group {} {why}.", described.group_id)));
             }
             wire.group_id = group_id(&described.group_id);
             wire.group_state = str_bytes(&described.group_state);
@@ -161,6 +164,7 @@ mod tests {
                 member_metadata: Bytes::from_static(b"meta"),
                 member_assignment: Bytes::from_static(b"assign"),
             }],
+            not_classic: false,
         }
     }
 

@@ -12,6 +12,8 @@ pub mod alter_user_scram_credentials;
 pub mod api_versions;
 pub mod authorized_operations;
 pub mod client_quotas;
+pub mod consumer_group_describe;
+pub mod consumer_group_heartbeat;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
@@ -471,6 +473,24 @@ pub async fn dispatch(
                 client_id: header.client_id.as_deref().unwrap_or_default().to_string(),
                 client_host: groups::client_host(peer),
             },
+        ),
+        ApiKey::ConsumerGroupHeartbeat => consumer_group_heartbeat::handle(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+            groups::Client {
+                client_id: header.client_id.as_deref().unwrap_or_default().to_string(),
+                client_host: groups::client_host(peer),
+            },
+        ),
+        ApiKey::ConsumerGroupDescribe => consumer_group_describe::handle(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
         ),
         ApiKey::SyncGroup => sync_group::handle(
             shard,

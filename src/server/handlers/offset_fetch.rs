@@ -49,6 +49,11 @@ pub fn to_coordinator(request: &OffsetFetchRequest, version: i16) -> Vec<group::
             .iter()
             .map(|g| group::OffsetFetchGroup {
                 group_id: string(&g.group_id),
+                member: g
+                    .member_id
+                    .as_ref()
+                    .filter(|_| version >= 9)
+                    .map(|m| (m.to_string(), g.member_epoch)),
                 topics: g.topics.as_ref().map(|topics| {
                     topics
                         .iter()
@@ -63,6 +68,7 @@ pub fn to_coordinator(request: &OffsetFetchRequest, version: i16) -> Vec<group::
     } else {
         vec![group::OffsetFetchGroup {
             group_id: string(&request.group_id),
+            member: None,
             topics: request.topics.as_ref().map(|topics| {
                 topics
                     .iter()
@@ -100,6 +106,7 @@ pub fn split_topics(
     let (allowed, refused) = topics.iter().cloned().partition(|t| describable(&t.name));
     let asked = group::OffsetFetchGroup {
         group_id: wanted.group_id.clone(),
+        member: wanted.member.clone(),
         topics: Some(allowed),
     };
     (asked, refused)
@@ -355,6 +362,7 @@ mod tests {
     fn wanted() -> group::OffsetFetchGroup {
         group::OffsetFetchGroup {
             group_id: "g".into(),
+            member: None,
             topics: Some(vec![group::OffsetFetchTopic {
                 name: "t".into(),
                 partition_indexes: vec![0, 1],
@@ -474,6 +482,7 @@ mod tests {
     fn an_all_topics_answer_leaves_out_what_may_not_be_described() {
         let all = group::OffsetFetchGroup {
             group_id: "g".into(),
+            member: None,
             topics: None,
         };
         let (asked, refused) = split_topics(&all, |_| false);

@@ -1,0 +1,622 @@
+//! One KIP-848 consumer group's membership: members with their
+//! subscriptions and epochs, the group epoch, the target assignment the
+//! server-side assignor computed, and each member's reconciliation towards
+//! it (Kafka's `ConsumerGroup`, `ConsumerGroupMember` and
+//! `CurrentAssignmentBuilder`).
+//!
+//! The rules, as in Kafka 4.x:
+//! - Anything that changes what the group consumes (a member joins or
+//!   leaves, a subscription changes, a subscribed topic gains partitions or
+//!   appears or disappears) bumps the group epoch; the target assignment is
+//!   then recomputed at that epoch.
+//! - A member moves to the target epoch only once it has given up (stopped
+//!   reporting as owned) the partitions the target takes away from it; until
+//!   then it is in UNREVOKED_PARTITIONS at its old epoch.
+//! - A partition is handed to its new owner only once its previous owner
+//!   has released it (UNRELEASED_PARTITIONS meanwhile).
+//!
+//! Pure state: the coordinator ([`super::coordinator`]) drives it, with
+//! timers and records.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use uuid::Uuid;
+
+use super::assignor::{self, Assignment};
+
+/// The member epoch a member sends to leave the group.
+pub const LEAVE_GROUP_MEMBER_EPOCH: i32 = -1;
+/// The member epoch a static member sends to leave temporarily (it keeps
+/// its assignment until its session times out).
+pub const LEAVE_GROUP_STATIC_MEMBER_EPOCH: i32 = -2;
+
+/// What the group knows of the cluster's topics.
+pub trait TopicsView {
+    /// A number that changes whenever any topic changes.
+    fn version(&self) -> u64;
+    /// Topic id and partition count of topic `name`.
+    fn topic(&self, name: &str) -> Option<(Uuid, i32)>;
+    /// Name of topic `id`.
+    fn topic_name(&self, id: &Uuid) -> Option<String>;
+    /// Every topic name, internal ones included (for regular expressions).
+    fn names(&self) -> Vec<String>;
+}
+
+/// Where a member is in reconciling towards its target assignment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemberState {
+    /// At the target epoch with everything it may have.
+    Stable,
+    /// Must revoke partitions before moving on.
+    UnrevokedPartitions,
+    /// At the target epoch, waiting for partitions others still own.
+    UnreleasedPartitions,
+}
+
+/// One member of a consumer group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerMember {
+    /// `member_id`.
+    pub member_id: String,
+    /// `instance_id` (static membership).
+    pub instance_id: Option<String>,
+    /// `rack_id`.
+    pub rack_id: Option<String>,
+    /// The client id of its last heartbeat.
+    pub client_id: String,
+    /// Its address as Kafka prints it (`/127.0.0.1`).
+    pub client_host: String,
+    /// `rebalance_timeout_ms`: how long it has to revoke partitions.
+    pub rebalance_timeout_ms: i32,
+    /// Subscribed topic names, sorted.
+    pub subscribed_topic_names: Vec<String>,
+    /// Subscribed regular expression (v1).
+    pub subscribed_topic_regex: Option<String>,
+    /// Preferred server assignor.
+    pub server_assignor: Option<String>,
+    /// Reconciliation state.
+    pub state: MemberState,
+    /// Current epoch; [`LEAVE_GROUP_STATIC_MEMBER_EPOCH`] for a static member
+    /// that left temporarily.
+    pub member_epoch: i32,
+    /// The epoch before the current one.
+    pub previous_member_epoch: i32,
+    /// Partitions it owns and may consume.
+    pub assigned: Assignment,
+    /// Partitions it still owns but must give up.
+    pub pending_revocation: Assignment,
+}
+
+impl ConsumerMember {
+    /// A member that has not been reconciled yet.
+    pub fn new(member_id: &str) -> Self {
+        ConsumerMember {
+            member_id: member_id.to_string(),
+            instance_id: None,
+            rack_id: None,
+            client_id: String::new(),
+            client_host: String::new(),
+            rebalance_timeout_ms: -1,
+            subscribed_topic_names: Vec::new(),
+            subscribed_topic_regex: None,
+            server_assignor: None,
+            state: MemberState::Stable,
+            member_epoch: 0,
+            previous_member_epoch: -1,
+            assigned: Assignment::new(),
+            pending_revocation: Assignment::new(),
+        }
+    }
+
+    /// Whether it reports, in `owned` (None: not reported), any partition
+    /// of `partitions`. Not reporting counts as still owning them.
+    fn owns_any(owned: Option<&Assignment>, partitions: &Assignment) -> bool {
+        let Some(owned) = owned else { return true };
+        owned.iter().any(|(topic, set)| {
+            partitions
+                .get(topic)
+                .is_some_and(|revoking| !revoking.is_disjoint(set))
+        })
+    }
+}
+
+/// A consumer group's membership.
+#[derive(Debug, Clone, Default)]
+pub struct ConsumerGroup {
+    /// The group epoch.
+    pub group_epoch: i32,
+    /// The epoch of the target assignment.
+    pub target_epoch: i32,
+    /// Members by id.
+    pub members: BTreeMap<String, ConsumerMember>,
+    /// Static members: instance id to member id.
+    pub static_members: HashMap<String, String>,
+    /// The target assignment by member id.
+    pub target: BTreeMap<String, Assignment>,
+    /// The assignor the target was computed with.
+    pub assignor: String,
+    /// Which member owns each partition (assigned or pending revocation).
+    owners: HashMap<(Uuid, i32), String>,
+    /// Subscribed topics when the target was last computed: name to (id,
+    /// partitions).
+    pub subscription_metadata: BTreeMap<String, (Uuid, i32)>,
+    /// The topics' version `subscription_metadata` was read at.
+    metadata_version: Option<u64>,
+    /// Resolved regular expressions: regex to (topics version, names).
+    regexes: HashMap<String, (u64, BTreeSet<String>)>,
+}
+
+/// Compiles a subscription regex as Kafka's RE2J `matches()` reads it (the
+/// whole topic name must match). None when it is not a valid expression.
+pub fn compile_regex(regex: &str) -> Result<regex::Regex, String> {
+    regex::RegexBuilder::new(&format!("^(?:{regex})$"))
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+impl ConsumerGroup {
+    /// An empty group at `epoch` (as loaded from its record).
+    pub fn at_epoch(epoch: i32) -> Self {
+        ConsumerGroup {
+            group_epoch: epoch,
+            target_epoch: epoch,
+            ..ConsumerGroup::default()
+        }
+    }
+
+    /// Whether the group has no members.
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// Kafka's state name: Empty, Assigning, Reconciling or Stable.
+    pub fn state_name(&self) -> &'static str {
+        if self.members.is_empty() {
+            "Empty"
+        } else if self.group_epoch != self.target_epoch {
+            "Assigning"
+        } else if self
+            .members
+            .values()
+            .any(|m| m.member_epoch != self.target_epoch || m.state != MemberState::Stable)
+        {
+            "Reconciling"
+        } else {
+            "Stable"
+        }
+    }
+
+    /// Every topic name a member subscribes to (names and regex matches).
+    pub fn subscribed_topic_names(&self) -> BTreeSet<String> {
+        let mut names = BTreeSet::new();
+        for member in self.members.values() {
+            names.extend(member.subscribed_topic_names.iter().cloned());
+            if let Some(regex) = &member.subscribed_topic_regex {
+                if let Some((_, matched)) = self.regexes.get(regex) {
+                    names.extend(matched.iter().cloned());
+                }
+            }
+        }
+        names
+    }
+
+    /// Resolves the members' regular expressions against `topics` where the
+    /// topics changed since; returns whether any resolution changed.
+    pub fn refresh_regexes(&mut self, topics: &dyn TopicsView) -> bool {
+        let wanted: BTreeSet<&String> = self
+            .members
+            .values()
+            .filter_map(|m| m.subscribed_topic_regex.as_ref())
+            .collect();
+        let before = self.regexes.len();
+        self.regexes.retain(|regex, _| wanted.contains(regex));
+        let mut changed = before != self.regexes.len();
+        let version = topics.version();
+        let mut names: Option<Vec<String>> = None;
+        for regex in wanted {
+            if self.regexes.get(regex).is_some_and(|(v, _)| *v == version) {
+                continue;
+            }
+            let all = names.get_or_insert_with(|| topics.names());
+            let matched: BTreeSet<String> = match compile_regex(regex) {
+                Ok(re) => all.iter().filter(|n| re.is_match(n)).cloned().collect(),
+                Err(_) => BTreeSet::new(),
+            };
+            let previous = self
+                .regexes
+                .insert(regex.clone(), (version, matched.clone()));
+            if previous.map(|(_, m)| m) != Some(matched) {
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// Re-reads the subscribed topics' ids and partition counts; returns
+    /// whether they changed. Skipped while the topics did not change.
+    pub fn refresh_subscription_metadata(&mut self, topics: &dyn TopicsView, force: bool) -> bool {
+        let version = topics.version();
+        if !force && self.metadata_version == Some(version) {
+            return false;
+        }
+        self.metadata_version = Some(version);
+        let metadata: BTreeMap<String, (Uuid, i32)> = self
+            .subscribed_topic_names()
+            .into_iter()
+            .filter_map(|name| topics.topic(&name).map(|t| (name, t)))
+            .collect();
+        if metadata == self.subscription_metadata {
+            return false;
+        }
+        self.subscription_metadata = metadata;
+        true
+    }
+
+    /// The assignor the group uses: the one most members prefer (ties: the
+    /// earlier in [`assignor::ASSIGNORS`]), else the default.
+    fn preferred_assignor(&self) -> String {
+        let mut votes: BTreeMap<usize, usize> = BTreeMap::new();
+        for member in self.members.values() {
+            if let Some(name) = &member.server_assignor {
+                if let Some(i) = assignor::ASSIGNORS.iter().position(|a| a == name) {
+                    *votes.entry(i).or_default() += 1;
+                }
+            }
+        }
+        let best = votes
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+            .map_or(0, |(&i, _)| i);
+        assignor::ASSIGNORS[best].to_string()
+    }
+
+    /// Recomputes the target assignment at the group epoch.
+    pub fn compute_target(&mut self) {
+        let ids_by_name = &self.subscription_metadata;
+        let subscriptions: BTreeMap<String, BTreeSet<Uuid>> = self
+            .members
+            .values()
+            .map(|m| {
+                let mut ids: BTreeSet<Uuid> = m
+                    .subscribed_topic_names
+                    .iter()
+                    .filter_map(|n| ids_by_name.get(n).map(|t| t.0))
+                    .collect();
+                if let Some((_, matched)) = m
+                    .subscribed_topic_regex
+                    .as_ref()
+                    .and_then(|r| self.regexes.get(r))
+                {
+                    ids.extend(
+                        matched
+                            .iter()
+                            .filter_map(|n| ids_by_name.get(n).map(|t| t.0)),
+                    );
+                }
+                (m.member_id.clone(), ids)
+            })
+            .collect();
+        let partitions: BTreeMap<Uuid, i32> = ids_by_name.values().copied().collect();
+        self.assignor = self.preferred_assignor();
+        self.target = assignor::assign(&self.assignor, &subscriptions, &partitions, &self.target);
+        self.target_epoch = self.group_epoch;
+    }
+
+    /// The epoch of the member owning a partition, -1 when free.
+    fn owner_of(&self, topic: Uuid, partition: i32) -> Option<&String> {
+        self.owners.get(&(topic, partition))
+    }
+
+    /// Stores `member`, replacing the one with its id, and keeps the
+    /// partition owners in step.
+    pub fn put_member(&mut self, member: ConsumerMember) {
+        self.release_partitions(&member.member_id);
+        for (topic, set) in member
+            .assigned
+            .iter()
+            .chain(member.pending_revocation.iter())
+        {
+            for &p in set {
+                self.owners.insert((*topic, p), member.member_id.clone());
+            }
+        }
+        if let Some(instance_id) = &member.instance_id {
+            self.static_members
+                .insert(instance_id.clone(), member.member_id.clone());
+        }
+        self.members.insert(member.member_id.clone(), member);
+    }
+
+    fn release_partitions(&mut self, member_id: &str) {
+        if let Some(old) = self.members.get(member_id) {
+            for (topic, set) in old.assigned.iter().chain(old.pending_revocation.iter()) {
+                for p in set {
+                    if self.owners.get(&(*topic, *p)).map(String::as_str) == Some(member_id) {
+                        self.owners.remove(&(*topic, *p));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Removes a member, releasing its partitions.
+    pub fn remove_member(&mut self, member_id: &str) -> Option<ConsumerMember> {
+        self.release_partitions(member_id);
+        let member = self.members.remove(member_id)?;
+        if let Some(instance_id) = &member.instance_id {
+            if self.static_members.get(instance_id).map(String::as_str) == Some(member_id) {
+                self.static_members.remove(instance_id);
+            }
+        }
+        self.target.remove(member_id);
+        Some(member)
+    }
+
+    /// Kafka's `ConsumerGroup.validateOffsetCommit`: a commit without a
+    /// member (epoch < 0; an admin tool or manual assignment) is accepted
+    /// while the group has no members (transactional ones always); else the
+    /// member must exist (UNKNOWN_MEMBER_ID), commit with OffsetCommit v9+
+    /// (UNSUPPORTED_VERSION) and at its epoch (STALE_MEMBER_EPOCH;
+    /// ILLEGAL_GENERATION for TxnOffsetCommit). `api_version` is None for
+    /// TxnOffsetCommit.
+    pub fn validate_offset_commit(
+        &self,
+        member_id: &str,
+        member_epoch: i32,
+        api_version: Option<i16>,
+    ) -> Result<(), crate::protocol::ErrorCode> {
+        use crate::protocol::ErrorCode;
+        let transactional = api_version.is_none();
+        if member_epoch < 0 && (self.members.is_empty() || (transactional && member_id.is_empty()))
+        {
+            return Ok(());
+        }
+        let member = self
+            .members
+            .get(member_id)
+            .ok_or(ErrorCode::UnknownMemberId)?;
+        if api_version.is_some_and(|v| v < 9) {
+            return Err(ErrorCode::UnsupportedVersion);
+        }
+        if member_epoch != member.member_epoch {
+            return Err(if transactional {
+                ErrorCode::IllegalGeneration
+            } else {
+                ErrorCode::StaleMemberEpoch
+            });
+        }
+        Ok(())
+    }
+
+    /// Kafka's `ConsumerGroup.validateOffsetFetch`: a member fetching its
+    /// offsets (OffsetFetch v9+) must exist at that epoch.
+    pub fn validate_offset_fetch(
+        &self,
+        member_id: &str,
+        member_epoch: i32,
+    ) -> Result<(), crate::protocol::ErrorCode> {
+        use crate::protocol::ErrorCode;
+        if member_epoch < 0 && member_id.is_empty() {
+            return Ok(());
+        }
+        let member = self
+            .members
+            .get(member_id)
+            .ok_or(ErrorCode::UnknownMemberId)?;
+        if member_epoch != member.member_epoch {
+            return Err(ErrorCode::StaleMemberEpoch);
+        }
+        Ok(())
+    }
+
+    /// Kafka's `CurrentAssignmentBuilder.build`: the member's next state
+    /// given its target and the partitions it reports as owned (`owned`,
+    /// None when not reported).
+    pub fn reconcile(&self, member: &ConsumerMember, owned: Option<&Assignment>) -> ConsumerMember {
+        match member.state {
+            MemberState::Stable if member.member_epoch == self.target_epoch => member.clone(),
+            MemberState::Stable | MemberState::UnreleasedPartitions => {
+                self.next_assignment(member, member.member_epoch, owned)
+            }
+            MemberState::UnrevokedPartitions => {
+                if ConsumerMember::owns_any(owned, &member.pending_revocation) {
+                    return member.clone();
+                }
+                let epoch = (member.member_epoch + 1).min(self.target_epoch);
+                let mut revoked = member.clone();
+                revoked.pending_revocation.clear();
+                // The partitions given up are free for others from now on.
+                self.next_assignment(&revoked, epoch, owned)
+            }
+        }
+    }
+
+    /// Kafka's `computeNextAssignment`.
+    fn next_assignment(
+        &self,
+        member: &ConsumerMember,
+        member_epoch: i32,
+        owned: Option<&Assignment>,
+    ) -> ConsumerMember {
+        let empty = BTreeSet::new();
+        let target = self.target.get(&member.member_id);
+        let mut topics: BTreeSet<Uuid> = member.assigned.keys().copied().collect();
+        if let Some(t) = target {
+            topics.extend(t.keys().copied());
+        }
+        let mut keep = Assignment::new();
+        let mut revoke = Assignment::new();
+        let mut add = Assignment::new();
+        let mut unreleased = false;
+        for topic in topics {
+            let wanted = target.and_then(|t| t.get(&topic)).unwrap_or(&empty);
+            let current = member.assigned.get(&topic).unwrap_or(&empty);
+            let kept: BTreeSet<i32> = current.intersection(wanted).copied().collect();
+            let revoking: BTreeSet<i32> = current.difference(&kept).copied().collect();
+            let mut adding = BTreeSet::new();
+            for &p in wanted.difference(&kept) {
+                match self.owner_of(topic, p) {
+                    Some(owner) if owner != &member.member_id => unreleased = true,
+                    _ => {
+                        adding.insert(p);
+                    }
+                }
+            }
+            if !kept.is_empty() {
+                keep.insert(topic, kept);
+            }
+            if !revoking.is_empty() {
+                revoke.insert(topic, revoking);
+            }
+            if !adding.is_empty() {
+                add.insert(topic, adding);
+            }
+        }
+        let mut next = member.clone();
+        if !revoke.is_empty() && ConsumerMember::owns_any(owned, &revoke) {
+            next.state = MemberState::UnrevokedPartitions;
+            next.set_epoch(member_epoch);
+            next.assigned = keep;
+            next.pending_revocation = revoke;
+            return next;
+        }
+        for (topic, set) in add {
+            keep.entry(topic).or_default().extend(set);
+        }
+        next.state = if unreleased {
+            MemberState::UnreleasedPartitions
+        } else {
+            MemberState::Stable
+        };
+        next.set_epoch(self.target_epoch);
+        next.assigned = keep;
+        next.pending_revocation.clear();
+        next
+    }
+}
+
+impl ConsumerMember {
+    fn set_epoch(&mut self, epoch: i32) {
+        if epoch != self.member_epoch {
+            self.previous_member_epoch = self.member_epoch;
+            self.member_epoch = epoch;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Topics(BTreeMap<String, (Uuid, i32)>, u64);
+
+    impl TopicsView for Topics {
+        fn version(&self) -> u64 {
+            self.1
+        }
+        fn topic(&self, name: &str) -> Option<(Uuid, i32)> {
+            self.0.get(name).copied()
+        }
+        fn topic_name(&self, id: &Uuid) -> Option<String> {
+            self.0
+                .iter()
+                .find(|(_, t)| t.0 == *id)
+                .map(|(n, _)| n.clone())
+        }
+        fn names(&self) -> Vec<String> {
+            self.0.keys().cloned().collect()
+        }
+    }
+
+    fn member(id: &str, topics: &[&str]) -> ConsumerMember {
+        let mut m = ConsumerMember::new(id);
+        m.subscribed_topic_names = topics.iter().map(|t| t.to_string()).collect();
+        m
+    }
+
+    fn count(a: &Assignment) -> usize {
+        a.values().map(BTreeSet::len).sum()
+    }
+
+    /// A second member gets partitions only after the first one revoked
+    /// them: the first stays at its epoch until it stops reporting them.
+    #[test]
+    fn partitions_move_only_after_revocation() {
+        let t = Uuid::from_bytes([7; 16]);
+        let topics = Topics([("t".to_string(), (t, 4))].into(), 1);
+        let mut group = ConsumerGroup::default();
+        group.put_member(member("a", &["t"]));
+        group.group_epoch = 1;
+        group.refresh_subscription_metadata(&topics, true);
+        group.compute_target();
+        let a = group.reconcile(&group.members["a"], Some(&Assignment::new()));
+        assert_eq!(
+            (a.member_epoch, a.state, count(&a.assigned)),
+            (1, MemberState::Stable, 4)
+        );
+        group.put_member(a.clone());
+
+        group.put_member(member("b", &["t"]));
+        group.group_epoch = 2;
+        group.compute_target();
+        let b = group.reconcile(&group.members["b"], Some(&Assignment::new()));
+        assert_eq!(b.member_epoch, 2);
+        assert_eq!(b.state, MemberState::UnreleasedPartitions);
+        assert!(b.assigned.is_empty());
+        group.put_member(b);
+
+        // a still owns all four: must revoke two, stays at epoch 1.
+        let a2 = group.reconcile(&group.members["a"], Some(&a.assigned));
+        assert_eq!(
+            (a2.member_epoch, a2.state),
+            (1, MemberState::UnrevokedPartitions)
+        );
+        assert_eq!((count(&a2.assigned), count(&a2.pending_revocation)), (2, 2));
+        group.put_member(a2.clone());
+        // Reporting them still owned changes nothing.
+        assert_eq!(group.reconcile(&group.members["a"], Some(&a.assigned)), a2);
+        // Once it reports only what it keeps, it moves to epoch 2.
+        let a3 = group.reconcile(&group.members["a"], Some(&a2.assigned));
+        assert_eq!(
+            (a3.member_epoch, a3.state, count(&a3.assigned)),
+            (2, MemberState::Stable, 2)
+        );
+        group.put_member(a3);
+        let b2 = group.reconcile(&group.members["b"], Some(&Assignment::new()));
+        assert_eq!(
+            (b2.member_epoch, b2.state, count(&b2.assigned)),
+            (2, MemberState::Stable, 2)
+        );
+        group.put_member(b2);
+        assert_eq!(group.state_name(), "Stable");
+    }
+
+    #[test]
+    fn regex_matches_whole_names_and_follows_topic_changes() {
+        let mut group = ConsumerGroup::default();
+        let mut m = ConsumerMember::new("a");
+        m.subscribed_topic_regex = Some("orders-.*".into());
+        group.put_member(m);
+        let t1 = Topics(
+            [
+                ("orders-1".to_string(), (Uuid::from_bytes([1; 16]), 1)),
+                ("xorders-2".to_string(), (Uuid::from_bytes([2; 16]), 1)),
+            ]
+            .into(),
+            1,
+        );
+        assert!(group.refresh_regexes(&t1));
+        assert_eq!(
+            group.subscribed_topic_names(),
+            BTreeSet::from(["orders-1".to_string()])
+        );
+        assert!(!group.refresh_regexes(&t1));
+        let mut t2 = Topics(t1.0.clone(), 2);
+        t2.0.insert("orders-3".into(), (Uuid::from_bytes([3; 16]), 2));
+        assert!(group.refresh_regexes(&t2));
+        assert!(group.refresh_subscription_metadata(&t2, false));
+        assert_eq!(group.subscription_metadata.len(), 2);
+        assert!(compile_regex("(").is_err());
+    }
+}

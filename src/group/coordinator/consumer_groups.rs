@@ -1,0 +1,705 @@
+//! KIP-848 consumer groups in the coordinator: ConsumerGroupHeartbeat
+//! (join, heartbeat, leave), ConsumerGroupDescribe, and their session and
+//! revocation timers, following Kafka 4.x `GroupMetadataManager`
+//! (`consumerGroupHeartbeat`, `consumerGroupLeave`,
+//! `consumerGroupFenceMember`). The membership itself is
+//! [`crate::group::consumer`].
+//!
+//! A consumer group shares its [`Group`] entry (and so its committed
+//! offsets) with the classic code; its `consumer` part is set. Differences
+//! from Kafka, on purpose or not yet done:
+//! - Only the group's epoch is written to `__consumer_offsets`; members and
+//!   assignments live in memory. After a restart the group is there, empty,
+//!   and its members are told UNKNOWN_MEMBER_ID and rejoin.
+//! - The response does not wait for that record to be durable.
+//! - A non-empty classic group is not converted (Kafka's online upgrade):
+//!   GROUP_ID_NOT_FOUND, as Kafka answers when its migration policy
+//!   forbids it; an empty one is. Classic members cannot join a consumer
+//!   group with members (INCONSISTENT_GROUP_PROTOCOL).
+//! - Regular expressions are resolved at each heartbeat after the topics
+//!   changed, not by a background task.
+
+use super::*;
+use crate::group::assignor::{Assignment, ASSIGNORS};
+use crate::group::consumer::{
+    compile_regex, ConsumerGroup, ConsumerMember, MemberState, TopicsView,
+    LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+};
+
+type Refusal = (ErrorCode, String);
+
+fn refuse<T>(error: ErrorCode, message: impl Into<String>) -> Result<T, Refusal> {
+    Err((error, message.into()))
+}
+
+fn session_key(group_id: &str, member_id: &str) -> TimerKey {
+    TimerKey::ConsumerSession {
+        group_id: group_id.to_string(),
+        member_id: member_id.to_string(),
+    }
+}
+
+fn revocation_key(group_id: &str, member_id: &str) -> TimerKey {
+    TimerKey::ConsumerRevocation {
+        group_id: group_id.to_string(),
+        member_id: member_id.to_string(),
+    }
+}
+
+/// Kafka's `throwIfConsumerGroupHeartbeatRequestIsInvalid`.
+fn validate(request: &ConsumerGroupHeartbeatRequest) -> Result<(), Refusal> {
+    let invalid = |message: &str| refuse(ErrorCode::InvalidRequest, message);
+    // Kafka's "empty" includes blank.
+    let blank = |s: &str| s.trim().is_empty();
+    if (request.api_version >= 1
+        || request.member_epoch > 0
+        || request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH)
+        && blank(&request.member_id)
+    {
+        return invalid("MemberId can't be empty.");
+    }
+    if blank(&request.group_id) {
+        return invalid("GroupId can't be empty.");
+    }
+    if request.instance_id.as_deref().is_some_and(blank) {
+        return invalid("InstanceId can't be empty.");
+    }
+    if request.rack_id.as_deref().is_some_and(blank) {
+        return invalid("RackId can't be empty.");
+    }
+    match request.member_epoch {
+        0 => {
+            if request.rebalance_timeout_ms == -1 {
+                return invalid("RebalanceTimeoutMs must be provided in first request.");
+            }
+            if request
+                .topic_partitions
+                .as_ref()
+                .map_or(true, |t| !t.is_empty())
+            {
+                return invalid("TopicPartitions must be empty when (re-)joining.");
+            }
+            if request.subscribed_topic_names.is_none() && request.subscribed_topic_regex.is_none()
+            {
+                return invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.");
+            }
+        }
+        LEAVE_GROUP_STATIC_MEMBER_EPOCH => {
+            if request.instance_id.is_none() {
+                return invalid("InstanceId can't be null.");
+            }
+        }
+        epoch if epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH => {
+            return invalid("MemberEpoch is invalid.")
+        }
+        _ => {}
+    }
+    if let Some(assignor) = &request.server_assignor {
+        if !ASSIGNORS.contains(&assignor.as_str()) {
+            return refuse(
+                ErrorCode::UnsupportedAssignor,
+                format!(
+                    "ServerAssignor {assignor} is not supported. Supported assignors: {}.",
+                    ASSIGNORS.join(", ")
+                ),
+            );
+        }
+    }
+    if let Some(regex) = request
+        .subscribed_topic_regex
+        .as_deref()
+        .filter(|r| !r.is_empty())
+    {
+        if let Err(e) = compile_regex(regex) {
+            return refuse(
+                ErrorCode::InvalidRegularExpression,
+                format!("SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}."),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Kafka's `throwIfMemberEpochIsInvalid`: a newer epoch than known, or an
+/// older one that is not the previous epoch with a subset of the current
+/// assignment (a lost response), is fenced.
+fn check_member_epoch(
+    member: &ConsumerMember,
+    received: i32,
+    owned: Option<&Assignment>,
+) -> Result<(), Refusal> {
+    let fenced = |which: &str| {
+        refuse(
+            ErrorCode::FencedMemberEpoch,
+            format!(
+                "The consumer group member has a {which} member epoch ({received}) than the one known by the group coordinator ({}). The member must abandon all its partitions and rejoin.",
+                member.member_epoch
+            ),
+        )
+    };
+    if received > member.member_epoch {
+        return fenced("greater");
+    }
+    if received < member.member_epoch {
+        let subset = owned.is_some_and(|owned| {
+            owned.iter().all(|(topic, set)| {
+                set.is_empty()
+                    || member
+                        .assigned
+                        .get(topic)
+                        .is_some_and(|assigned| set.is_subset(assigned))
+            })
+        });
+        if received != member.previous_member_epoch || !subset {
+            return fenced("smaller");
+        }
+    }
+    Ok(())
+}
+
+/// A consumer group's description, with topic names from `topics`.
+fn describe_assignment(
+    assignment: &Assignment,
+    topics: &dyn TopicsView,
+) -> Vec<DescribedTopicPartitions> {
+    assignment
+        .iter()
+        .filter(|(_, set)| !set.is_empty())
+        .map(|(id, set)| DescribedTopicPartitions {
+            topic_id: *id,
+            topic_name: topics.topic_name(id).unwrap_or_default(),
+            partitions: set.iter().copied().collect(),
+        })
+        .collect()
+}
+
+impl GroupCoordinator {
+    /// ConsumerGroupHeartbeat: always answered at once. Effects carry the
+    /// group-epoch records to append.
+    pub fn consumer_group_heartbeat(
+        &mut self,
+        now_ms: i64,
+        request: ConsumerGroupHeartbeatRequest,
+        topics: &dyn TopicsView,
+    ) -> (ConsumerGroupHeartbeatResponse, Effects) {
+        let mut out = Effects::default();
+        let result = validate(&request).and_then(|()| {
+            if request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
+                || request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
+            {
+                self.consumer_group_leave(now_ms, &request, topics, &mut out)
+            } else {
+                self.consumer_group_join_or_heartbeat(now_ms, request, topics, &mut out)
+            }
+        });
+        let response = result.unwrap_or_else(|(error, message)| {
+            ConsumerGroupHeartbeatResponse::error(error, message)
+        });
+        (response, out)
+    }
+
+    /// Whether group `group_id` is a consumer group.
+    pub fn is_consumer_group(&self, group_id: &str) -> bool {
+        self.groups
+            .get(group_id)
+            .is_some_and(|g| g.consumer.is_some() && !g.deleting)
+    }
+
+    fn consumer_group_join_or_heartbeat(
+        &mut self,
+        now_ms: i64,
+        request: ConsumerGroupHeartbeatRequest,
+        topics: &dyn TopicsView,
+        out: &mut Effects,
+    ) -> Result<ConsumerGroupHeartbeatResponse, Refusal> {
+        let group_id = request.group_id.clone();
+        let joining = request.member_epoch == 0;
+        match self.groups.get_mut(&group_id) {
+            None if !joining => {
+                return refuse(
+                    ErrorCode::GroupIdNotFound,
+                    format!("Consumer group {group_id} not found."),
+                )
+            }
+            None => {
+                if self.groups.len() >= GROUPS_PER_COORDINATOR_MAX {
+                    tracing::warn!(group_id, "group limit reached; refusing a new group");
+                    return refuse(ErrorCode::CoordinatorNotAvailable, "Too many groups.");
+                }
+                let mut group = Group::new(&group_id, now_ms);
+                group.consumer = Some(Box::default());
+                self.groups.insert(group_id.clone(), group);
+            }
+            Some(group) if group.deleting => {
+                return refuse(
+                    ErrorCode::CoordinatorNotAvailable,
+                    format!("Group {group_id} is being deleted."),
+                )
+            }
+            Some(group) if group.consumer.is_some() => {}
+            Some(group)
+                if joining && group.is_in(GroupState::Empty) && group.members.is_empty() =>
+            {
+                // An empty classic group (offsets only) becomes a consumer
+                // group and keeps its offsets.
+                tracing::info!(
+                    group_id,
+                    "converting an empty classic group to a consumer group"
+                );
+                group.consumer = Some(Box::default());
+                group.protocol_type = None;
+                group.protocol_name = None;
+            }
+            Some(_) => {
+                return refuse(
+                    ErrorCode::GroupIdNotFound,
+                    format!("Group {group_id} is not a consumer group."),
+                )
+            }
+        }
+        let max_size = self.core.config.group_members_max;
+        let session_timeout_ms = self.core.config.consumer_session_timeout_ms;
+        let heartbeat_interval_ms = self.core.config.consumer_heartbeat_interval_ms;
+        let member_id = if request.member_id.is_empty() {
+            // v0: the coordinator names a joining member.
+            self.core.rng.uuid()
+        } else {
+            request.member_id.clone()
+        };
+        let group = self.groups.get_mut(&group_id).expect("group exists");
+        let consumer: &mut ConsumerGroup = group.consumer.as_mut().expect("consumer group");
+        if (request.member_id.is_empty() || !consumer.members.contains_key(&member_id))
+            && consumer.members.len() >= max_size
+        {
+            return refuse(
+                ErrorCode::GroupMaxSizeReached,
+                format!(
+                    "The consumer group has reached its maximum capacity of {max_size} members."
+                ),
+            );
+        }
+        let owned = request.topic_partitions.as_ref();
+
+        // The member as it was (a fresh one for a join), and which static
+        // member it replaces.
+        let mut replaced: Option<String> = None;
+        let existing_static = request
+            .instance_id
+            .as_ref()
+            .and_then(|i| consumer.static_members.get(i))
+            .cloned();
+        let member: ConsumerMember = match (&request.instance_id, joining) {
+            (Some(instance_id), true) => match existing_static {
+                None => ConsumerMember::new(&member_id),
+                Some(old_id) => {
+                    let old = &consumer.members[&old_id];
+                    if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+                        return refuse(
+                            ErrorCode::UnreleasedInstanceId,
+                            format!("Static member {member_id} with instance id {instance_id} cannot join the group because the instance id is owned by {old_id} member."),
+                        );
+                    }
+                    // The new id takes over the old one's partitions.
+                    let mut taken_over = old.clone();
+                    taken_over.member_id = member_id.clone();
+                    taken_over.member_epoch = 0;
+                    taken_over.previous_member_epoch = 0;
+                    replaced = Some(old_id);
+                    taken_over
+                }
+            },
+            (Some(instance_id), false) => {
+                let Some(old_id) = existing_static else {
+                    return refuse(
+                        ErrorCode::UnknownMemberId,
+                        format!("Instance id {instance_id} is unknown."),
+                    );
+                };
+                if old_id != member_id {
+                    return refuse(
+                        ErrorCode::FencedInstanceId,
+                        format!("Static member {member_id} with instance id {instance_id} was fenced by member {old_id}."),
+                    );
+                }
+                let member = consumer.members[&old_id].clone();
+                check_member_epoch(&member, request.member_epoch, owned)?;
+                member
+            }
+            (None, true) => match consumer.members.get(&member_id) {
+                // Kafka checks a known member's epoch 0 like any other: only
+                // a member still at its first epoch may send it again.
+                Some(existing) => {
+                    check_member_epoch(existing, 0, owned)?;
+                    existing.clone()
+                }
+                None => ConsumerMember::new(&member_id),
+            },
+            (None, false) => {
+                let Some(member) = consumer.members.get(&member_id) else {
+                    return refuse(
+                        ErrorCode::UnknownMemberId,
+                        format!("Member {member_id} is not a member of group {group_id}."),
+                    );
+                };
+                check_member_epoch(member, request.member_epoch, owned)?;
+                member.clone()
+            }
+        };
+        let is_new = !consumer.members.contains_key(&member_id) && replaced.is_none();
+
+        // 1. The member's new subscription and settings.
+        let mut updated = member.clone();
+        if let Some(instance_id) = &request.instance_id {
+            updated.instance_id = Some(instance_id.clone());
+        }
+        if let Some(rack_id) = &request.rack_id {
+            updated.rack_id = Some(rack_id.clone());
+        }
+        if request.rebalance_timeout_ms != -1 {
+            updated.rebalance_timeout_ms = request.rebalance_timeout_ms;
+        }
+        if let Some(assignor) = &request.server_assignor {
+            updated.server_assignor = Some(assignor.clone());
+        }
+        if let Some(names) = &request.subscribed_topic_names {
+            let mut names = names.clone();
+            names.sort();
+            names.dedup();
+            updated.subscribed_topic_names = names;
+        }
+        if let Some(regex) = &request.subscribed_topic_regex {
+            updated.subscribed_topic_regex = (!regex.is_empty()).then(|| regex.clone());
+        }
+        updated.client_id.clone_from(&request.client_id);
+        updated.client_host.clone_from(&request.client_host);
+        let mut bump = consumer.group_epoch == 0
+            || updated.subscribed_topic_names != member.subscribed_topic_names
+            || updated.subscribed_topic_regex != member.subscribed_topic_regex
+            || (is_new
+                && (!updated.subscribed_topic_names.is_empty()
+                    || updated.subscribed_topic_regex.is_some()));
+        if let Some(old_id) = &replaced {
+            tracing::info!(group_id, member_id, old_member_id = %old_id, "static member rejoins, replacing its previous member id");
+            let target = consumer.target.remove(old_id);
+            consumer.remove_member(old_id);
+            self.core.timers.cancel(&session_key(&group_id, old_id));
+            self.core.timers.cancel(&revocation_key(&group_id, old_id));
+            if let Some(target) = target {
+                consumer.target.insert(member_id.clone(), target);
+            }
+        } else if is_new {
+            tracing::info!(group_id, member_id, "member joins the consumer group");
+        }
+        consumer.put_member(updated);
+
+        // 2. The subscribed topics, and the group epoch.
+        bump |= consumer.refresh_regexes(topics);
+        bump |= consumer.refresh_subscription_metadata(topics, bump);
+        if bump {
+            consumer.group_epoch += 1;
+            out_epoch_record(&mut self.core, &group_id, consumer.group_epoch, out);
+        }
+        if consumer.group_epoch > consumer.target_epoch {
+            consumer.compute_target();
+        }
+
+        // 3. Reconcile the member towards its target.
+        let current = consumer.members[&member_id].clone();
+        let reconciled = consumer.reconcile(&current, owned);
+        if reconciled != current {
+            if reconciled.state == MemberState::UnrevokedPartitions {
+                let timeout = i64::from(reconciled.rebalance_timeout_ms.max(0));
+                self.core.timers.schedule(
+                    revocation_key(&group_id, &member_id),
+                    now_ms.saturating_add(timeout),
+                    TimerAction::ExpireConsumerRevocation {
+                        member_epoch: reconciled.member_epoch,
+                    },
+                );
+            } else {
+                self.core
+                    .timers
+                    .cancel(&revocation_key(&group_id, &member_id));
+            }
+        }
+        let assignment_changed = reconciled.assigned != member.assigned;
+        let response = ConsumerGroupHeartbeatResponse {
+            error: None,
+            error_message: None,
+            member_id: Some(member_id.clone()),
+            member_epoch: reconciled.member_epoch,
+            heartbeat_interval_ms,
+            assignment: None,
+        };
+        let full_request = request.rebalance_timeout_ms != -1
+            && (request.subscribed_topic_names.is_some()
+                || request.subscribed_topic_regex.is_some())
+            && request.topic_partitions.is_some();
+        let assignment =
+            (joining || full_request || assignment_changed).then(|| reconciled.assigned.clone());
+        consumer.put_member(reconciled);
+        self.core.timers.schedule(
+            session_key(&group_id, &member_id),
+            now_ms.saturating_add(i64::from(session_timeout_ms)),
+            TimerAction::ExpireConsumerSession,
+        );
+        Ok(ConsumerGroupHeartbeatResponse {
+            assignment,
+            ..response
+        })
+    }
+
+    /// Kafka's `consumerGroupLeave`.
+    fn consumer_group_leave(
+        &mut self,
+        now_ms: i64,
+        request: &ConsumerGroupHeartbeatRequest,
+        topics: &dyn TopicsView,
+        out: &mut Effects,
+    ) -> Result<ConsumerGroupHeartbeatResponse, Refusal> {
+        let group_id = &request.group_id;
+        let Some(consumer) = self
+            .groups
+            .get_mut(group_id)
+            .filter(|g| !g.deleting)
+            .and_then(|g| g.consumer.as_mut())
+        else {
+            return refuse(
+                ErrorCode::GroupIdNotFound,
+                format!("Group {group_id} not found."),
+            );
+        };
+        let member_id = match &request.instance_id {
+            None => {
+                if !consumer.members.contains_key(&request.member_id) {
+                    return refuse(
+                        ErrorCode::UnknownMemberId,
+                        format!(
+                            "Member {} is not a member of group {group_id}.",
+                            request.member_id
+                        ),
+                    );
+                }
+                request.member_id.clone()
+            }
+            Some(instance_id) => {
+                let Some(owner) = consumer.static_members.get(instance_id).cloned() else {
+                    return refuse(
+                        ErrorCode::UnknownMemberId,
+                        format!("Instance id {instance_id} is unknown."),
+                    );
+                };
+                if owner != request.member_id {
+                    return refuse(
+                        ErrorCode::FencedInstanceId,
+                        format!("Static member {} with instance id {instance_id} was fenced by member {owner}.", request.member_id),
+                    );
+                }
+                if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+                    // It keeps its assignment until its session expires.
+                    tracing::info!(group_id, member_id = %owner, instance_id, "static member temporarily left the consumer group");
+                    let mut member = consumer.members[&owner].clone();
+                    member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH;
+                    consumer.put_member(member);
+                    self.core.timers.cancel(&revocation_key(group_id, &owner));
+                    return Ok(leave_response(&owner, LEAVE_GROUP_STATIC_MEMBER_EPOCH));
+                }
+                owner
+            }
+        };
+        tracing::info!(group_id, member_id, "member left the consumer group");
+        self.fence_consumer_member(group_id, &member_id, topics, out);
+        let _ = now_ms;
+        Ok(leave_response(&member_id, request.member_epoch))
+    }
+
+    /// Removes a member (left, session expired, or did not revoke in
+    /// time): its partitions are free, and the group epoch moves on so the
+    /// others get a new target at their next heartbeat.
+    fn fence_consumer_member(
+        &mut self,
+        group_id: &str,
+        member_id: &str,
+        topics: &dyn TopicsView,
+        out: &mut Effects,
+    ) {
+        let Some(consumer) = self
+            .groups
+            .get_mut(group_id)
+            .and_then(|g| g.consumer.as_mut())
+        else {
+            return;
+        };
+        if consumer.remove_member(member_id).is_none() {
+            return;
+        }
+        self.core.timers.cancel(&session_key(group_id, member_id));
+        self.core
+            .timers
+            .cancel(&revocation_key(group_id, member_id));
+        consumer.refresh_regexes(topics);
+        consumer.refresh_subscription_metadata(topics, true);
+        consumer.group_epoch += 1;
+        out_epoch_record(&mut self.core, group_id, consumer.group_epoch, out);
+    }
+
+    /// A consumer-group timer fired: the member's session expired, or it
+    /// did not revoke partitions within its rebalance timeout.
+    pub(super) fn expire_consumer_member(
+        &mut self,
+        group_id: &str,
+        member_id: &str,
+        revoking_epoch: Option<i32>,
+        out: &mut Effects,
+    ) {
+        let Some(group) = self.groups.get(group_id) else {
+            return;
+        };
+        let Some(member) = group
+            .consumer
+            .as_ref()
+            .and_then(|c| c.members.get(member_id))
+        else {
+            return;
+        };
+        if let Some(epoch) = revoking_epoch {
+            if member.member_epoch != epoch || member.state != MemberState::UnrevokedPartitions {
+                return;
+            }
+            tracing::info!(
+                group_id,
+                member_id,
+                "member did not revoke its partitions within the rebalance timeout; removing it"
+            );
+        } else {
+            tracing::info!(
+                group_id,
+                member_id,
+                "consumer group member session expired; removing it"
+            );
+        }
+        // Timers have no topic view: keep the subscription metadata as it
+        // is (the next heartbeat refreshes it).
+        let topics = FrozenTopics(
+            self.groups[group_id]
+                .consumer
+                .as_ref()
+                .map(|c| c.subscription_metadata.clone())
+                .unwrap_or_default(),
+        );
+        self.fence_consumer_member(group_id, member_id, &topics, out);
+    }
+
+    /// ConsumerGroupDescribe for groups of this coordinator.
+    pub fn consumer_group_describe(
+        &self,
+        group_ids: &[String],
+        topics: &dyn TopicsView,
+    ) -> Vec<DescribedConsumerGroup> {
+        group_ids
+            .iter()
+            .map(|group_id| {
+                let not_found = |message: String| DescribedConsumerGroup {
+                    error: Some(ErrorCode::GroupIdNotFound),
+                    error_message: Some(message),
+                    group_id: group_id.clone(),
+                    group_state: "Dead".to_string(),
+                    group_epoch: -1,
+                    assignment_epoch: -1,
+                    assignor_name: String::new(),
+                    members: Vec::new(),
+                };
+                if group_id.is_empty() {
+                    return DescribedConsumerGroup {
+                        error: Some(ErrorCode::InvalidGroupId),
+                        error_message: None,
+                        ..not_found(String::new())
+                    };
+                }
+                let group = match self.groups.get(group_id) {
+                    Some(group) if !group.deleting => group,
+                    _ => return not_found(format!("Group {group_id} not found.")),
+                };
+                let Some(consumer) = &group.consumer else {
+                    return not_found(format!("Group {group_id} is not a consumer group."));
+                };
+                let empty = Assignment::new();
+                DescribedConsumerGroup {
+                    error: None,
+                    error_message: None,
+                    group_id: group_id.clone(),
+                    group_state: consumer.state_name().to_string(),
+                    group_epoch: consumer.group_epoch,
+                    assignment_epoch: consumer.target_epoch,
+                    assignor_name: if consumer.assignor.is_empty() {
+                        ASSIGNORS[0].to_string()
+                    } else {
+                        consumer.assignor.clone()
+                    },
+                    members: consumer
+                        .members
+                        .values()
+                        .map(|m| DescribedConsumerMember {
+                            member_id: m.member_id.clone(),
+                            instance_id: m.instance_id.clone(),
+                            rack_id: m.rack_id.clone(),
+                            member_epoch: m.member_epoch,
+                            client_id: m.client_id.clone(),
+                            client_host: m.client_host.clone(),
+                            subscribed_topic_names: m.subscribed_topic_names.clone(),
+                            subscribed_topic_regex: m.subscribed_topic_regex.clone(),
+                            assignment: describe_assignment(&m.assigned, topics),
+                            target_assignment: describe_assignment(
+                                consumer.target.get(&m.member_id).unwrap_or(&empty),
+                                topics,
+                            ),
+                        })
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+}
+
+fn leave_response(member_id: &str, member_epoch: i32) -> ConsumerGroupHeartbeatResponse {
+    ConsumerGroupHeartbeatResponse {
+        error: None,
+        error_message: None,
+        member_id: Some(member_id.to_string()),
+        member_epoch,
+        heartbeat_interval_ms: 0,
+        assignment: None,
+    }
+}
+
+fn out_epoch_record(core: &mut Core, group_id: &str, epoch: i32, out: &mut Effects) {
+    core.append(
+        vec![CoordinatorRecord::ConsumerGroupMetadata {
+            group: group_id.to_string(),
+            epoch: Some(epoch),
+        }],
+        AfterAppend::Nothing,
+        out,
+    );
+}
+
+/// The topics as a group last saw them, for timers.
+struct FrozenTopics(BTreeMap<String, (uuid::Uuid, i32)>);
+
+impl TopicsView for FrozenTopics {
+    fn version(&self) -> u64 {
+        u64::MAX
+    }
+    fn topic(&self, name: &str) -> Option<(uuid::Uuid, i32)> {
+        self.0.get(name).copied()
+    }
+    fn topic_name(&self, id: &uuid::Uuid) -> Option<String> {
+        self.0
+            .iter()
+            .find(|(_, t)| t.0 == *id)
+            .map(|(n, _)| n.clone())
+    }
+    fn names(&self) -> Vec<String> {
+        self.0.keys().cloned().collect()
+    }
+}

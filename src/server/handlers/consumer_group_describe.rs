@@ -1,0 +1,164 @@
+//! ConsumerGroupDescribe (key 69), v0-v1: KIP-848 consumer groups with
+//! their epochs, assignor and members (subscriptions, current and target
+//! assignments). A classic group is GROUP_ID_NOT_FOUND ("Group X is not a
+//! consumer group."), which is how the admin client knows to fall back to
+//! DescribeGroups. Groups are split by coordinator and put back in request
+//! order.
+//!
+//! Authorization, as in Kafka: DESCRIBE on each group, else
+//! GROUP_AUTHORIZATION_FAILED for it.
+
+use std::rc::Rc;
+
+use kafka_protocol::messages::consumer_group_describe_response::{
+    Assignment, DescribedGroup, Member, TopicPartitions,
+};
+use kafka_protocol::messages::{
+    ApiKey, ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
+};
+
+use super::encode_response;
+use super::groups::{
+    call_by_partition, group_id, opt_str_bytes, string, unexpected, AUTHORIZED_OPERATIONS_OMITTED,
+    GROUP_AUTHORIZED_OPERATIONS,
+};
+use super::str_bytes;
+use crate::group;
+use crate::protocol::ErrorCode;
+use crate::security::acl::{AclOperation, ResourceType};
+use crate::server::connection::Responder;
+use crate::shard::messages::{GroupCall, GroupReply};
+use crate::shard::Shard;
+
+fn assignment(partitions: Vec<group::DescribedTopicPartitions>) -> Assignment {
+    let mut wire = Assignment::default();
+    wire.topic_partitions = partitions
+        .into_iter()
+        .map(|p| {
+            let mut topic = TopicPartitions::default();
+            topic.topic_id = p.topic_id;
+            topic.topic_name = str_bytes(&p.topic_name).into();
+            topic.partitions = p.partitions;
+            topic
+        })
+        .collect();
+    wire
+}
+
+/// The wire description of one group.
+pub fn to_wire(
+    requested: &str,
+    described: Result<group::DescribedConsumerGroup, ErrorCode>,
+    authorized_operations: Option<i32>,
+) -> DescribedGroup {
+    let mut wire = DescribedGroup::default();
+    wire.group_id = group_id(requested);
+    match described {
+        Ok(d) => {
+            wire.error_code = group::error_code(d.error);
+            wire.error_message = opt_str_bytes(d.error_message.as_deref());
+            wire.group_state = str_bytes(&d.group_state);
+            wire.group_epoch = d.group_epoch;
+            wire.assignment_epoch = d.assignment_epoch;
+            wire.assignor_name = str_bytes(&d.assignor_name);
+            wire.members = d
+                .members
+                .into_iter()
+                .map(|m| {
+                    let mut member = Member::default();
+                    member.member_id = str_bytes(&m.member_id);
+                    member.instance_id = opt_str_bytes(m.instance_id.as_deref());
+                    member.rack_id = opt_str_bytes(m.rack_id.as_deref());
+                    member.member_epoch = m.member_epoch;
+                    member.client_id = str_bytes(&m.client_id);
+                    member.client_host = str_bytes(&m.client_host);
+                    member.subscribed_topic_names = m
+                        .subscribed_topic_names
+                        .iter()
+                        .map(|n| str_bytes(n).into())
+                        .collect();
+                    // "" for a member without one, as Kafka answers.
+                    member.subscribed_topic_regex = Some(str_bytes(
+                        m.subscribed_topic_regex.as_deref().unwrap_or_default(),
+                    ));
+                    member.assignment = assignment(m.assignment);
+                    member.target_assignment = assignment(m.target_assignment);
+                    // v1: 1 = the member speaks the consumer protocol.
+                    member.member_type = 1;
+                    member
+                })
+                .collect();
+        }
+        Err(error) => {
+            wire.error_code = error.code();
+        }
+    }
+    wire.authorized_operations = match authorized_operations {
+        Some(operations) if wire.error_code == 0 => operations,
+        _ => AUTHORIZED_OPERATIONS_OMITTED,
+    };
+    wire
+}
+
+/// Answers ConsumerGroupDescribe.
+pub fn handle(
+    shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
+    request: ConsumerGroupDescribeRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Responder {
+    let shard = shard.clone();
+    let access = access.clone();
+    Box::pin(async move {
+        let ids: Vec<String> = request.group_ids.iter().map(|g| string(g)).collect();
+        let allowed: Vec<bool> = ids
+            .iter()
+            .map(|g| access.group(AclOperation::Describe, g))
+            .collect();
+        let items = ids
+            .iter()
+            .zip(&allowed)
+            .filter(|(_, ok)| **ok)
+            .map(|(g, _)| (g.clone(), g.clone()))
+            .collect();
+        let mut described = call_by_partition(
+            &shard,
+            items,
+            |group_ids| GroupCall::ConsumerGroupDescribe { group_ids },
+            |reply| match reply {
+                GroupReply::ConsumerGroupDescribe(described) => Ok(described),
+                GroupReply::Unavailable(error) => Err(error),
+                other => Err(unexpected("ConsumerGroupDescribe", &other)),
+            },
+        )
+        .await
+        .into_iter();
+        let operations = |id: &str| {
+            request
+                .include_authorized_operations
+                .then(|| access.operations(ResourceType::Group, id) & GROUP_AUTHORIZED_OPERATIONS)
+        };
+        let mut response = ConsumerGroupDescribeResponse::default();
+        response.groups = ids
+            .iter()
+            .zip(allowed)
+            .map(|(id, ok)| {
+                if ok {
+                    let d = described
+                        .next()
+                        .unwrap_or(Err(ErrorCode::UnknownServerError));
+                    to_wire(id, d, operations(id))
+                } else {
+                    to_wire(id, Err(ErrorCode::GroupAuthorizationFailed), None)
+                }
+            })
+            .collect();
+        encode_response(
+            ApiKey::ConsumerGroupDescribe,
+            version,
+            correlation_id,
+            &response,
+        )
+    })
+}
