@@ -61,6 +61,7 @@ public class JavaClient {
             case "quotas" -> quotas(bootstrap, topic);
             case "reauth" -> reauth(bootstrap, topic);
             case "connection-limits" -> connectionLimits(bootstrap);
+            case "consumer-protocol" -> consumerProtocol(bootstrap, topic);
             default -> throw new IllegalArgumentException("unknown mode " + mode);
         }
     }
@@ -351,6 +352,94 @@ public class JavaClient {
      * broker 0 (--entity-name 0); then a bad value, and what --describe
      * shows of both resources: name=value (source) [synonyms].
      */
+    // KIP-848 (group.protocol=consumer): one member takes every partition,
+    // a second one joins and the server-side assignor splits them once the
+    // first has revoked its share, the Admin describes and lists the group
+    // as Kafka 4.x does, the second member leaves and the first gets
+    // everything back, and the committed offsets outlive the members.
+    static void consumerProtocol(String bootstrap, String topic) throws Exception {
+        String t = topic + "-848";
+        String group = topic + "-848-group";
+        Map<String, Object> adminProps = withSasl(Map.of("bootstrap.servers", bootstrap));
+        try (Admin admin = Admin.create(adminProps)) {
+            admin.createTopics(List.of(new NewTopic(t, 6, (short) 1))).all().get();
+        }
+        Properties pp = new Properties();
+        pp.putAll(withSasl(Map.of("bootstrap.servers", bootstrap)));
+        pp.put("key.serializer", StringSerializer.class.getName());
+        pp.put("value.serializer", StringSerializer.class.getName());
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(pp)) {
+            for (int i = 0; i < 60; i++) {
+                producer.send(new ProducerRecord<>(t, i % 6, "k" + i, "v" + i));
+            }
+            producer.flush();
+        }
+        Properties cp = new Properties();
+        cp.putAll(withSasl(Map.of("bootstrap.servers", bootstrap)));
+        cp.put("group.id", group);
+        cp.put("group.protocol", "consumer");
+        cp.put("auto.offset.reset", "earliest");
+        cp.put("enable.auto.commit", "false");
+        cp.put("key.deserializer", StringDeserializer.class.getName());
+        cp.put("value.deserializer", StringDeserializer.class.getName());
+        StringBuilder json = new StringBuilder("{");
+        KafkaConsumer<String, String> a = new KafkaConsumer<>(cp);
+        a.subscribe(List.of(t));
+        int consumed = 0;
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (consumed < 60 && System.currentTimeMillis() < deadline) {
+            consumed += a.poll(Duration.ofMillis(200)).count();
+        }
+        a.commitSync();
+        json.append("\"consumed\": ").append(consumed);
+        KafkaConsumer<String, String> b = new KafkaConsumer<>(cp);
+        b.subscribe(List.of(t));
+        deadline = System.currentTimeMillis() + 60_000;
+        while (!(a.assignment().size() == 3 && b.assignment().size() == 3) && System.currentTimeMillis() < deadline) {
+            a.poll(Duration.ofMillis(100));
+            b.poll(Duration.ofMillis(100));
+        }
+        Set<TopicPartition> both = new java.util.HashSet<>(a.assignment());
+        both.addAll(b.assignment());
+        json.append(", \"split\": \"").append(a.assignment().size()).append("+").append(b.assignment().size())
+                .append(" of ").append(both.size()).append("\"");
+        try (Admin admin = Admin.create(adminProps)) {
+            var described = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
+            List<Integer> sizes = described.members().stream()
+                    .map(m -> m.assignment().topicPartitions().size()).sorted().collect(Collectors.toList());
+            json.append(", \"described\": \"").append(described.type()).append(" ").append(described.groupState())
+                    .append(" ").append(described.partitionAssignor()).append(" ").append(sizes)
+                    .append(" epoch>0=").append(described.groupEpoch().orElse(-1) > 0).append("\"");
+            var listed = admin.listGroups().all().get().stream()
+                    .filter(g -> g.groupId().equals(group)).findFirst().orElseThrow();
+            json.append(", \"listed\": \"").append(listed.type().orElse(null)).append(" ")
+                    .append(listed.protocol()).append(" ").append(listed.groupState().orElse(null)).append("\"");
+            b.close();
+            deadline = System.currentTimeMillis() + 60_000;
+            while (a.assignment().size() != 6 && System.currentTimeMillis() < deadline) {
+                a.poll(Duration.ofMillis(100));
+            }
+            json.append(", \"after_leave\": ").append(a.assignment().size());
+            a.commitSync();
+            a.close();
+            var empty = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
+            json.append(", \"empty\": \"").append(empty.groupState()).append(" ").append(empty.members().size()).append("\"");
+            long committed = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get()
+                    .values().stream().mapToLong(o -> o.offset()).sum();
+            json.append(", \"committed\": ").append(committed);
+            admin.deleteConsumerGroups(List.of(group)).all().get();
+            String after;
+            try {
+                admin.describeConsumerGroups(List.of(group)).all().get();
+                after = "still there";
+            } catch (java.util.concurrent.ExecutionException e) {
+                after = e.getCause().getClass().getSimpleName();
+            }
+            json.append(", \"after_delete\": \"").append(after).append("\"");
+        }
+        System.out.println(json.append("}"));
+    }
+
     static void connectionLimits(String bootstrap) throws Exception {
         ConfigResource cluster = new ConfigResource(ConfigResource.Type.BROKER, "");
         ConfigResource broker = new ConfigResource(ConfigResource.Type.BROKER,

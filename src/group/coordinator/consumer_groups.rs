@@ -84,10 +84,8 @@ fn validate(request: &ConsumerGroupHeartbeatRequest) -> Result<(), Refusal> {
                 return invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.");
             }
         }
-        LEAVE_GROUP_STATIC_MEMBER_EPOCH => {
-            if request.instance_id.is_none() {
-                return invalid("InstanceId can't be null.");
-            }
+        LEAVE_GROUP_STATIC_MEMBER_EPOCH if request.instance_id.is_none() => {
+            return invalid("InstanceId can't be null.");
         }
         epoch if epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH => {
             return invalid("MemberEpoch is invalid.")
@@ -701,5 +699,301 @@ impl TopicsView for FrozenTopics {
     }
     fn names(&self) -> Vec<String> {
         self.0.keys().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const G: &str = "g";
+
+    struct Topics {
+        version: u64,
+        topics: BTreeMap<String, (uuid::Uuid, i32)>,
+    }
+
+    impl TopicsView for Topics {
+        fn version(&self) -> u64 {
+            self.version
+        }
+        fn topic(&self, name: &str) -> Option<(uuid::Uuid, i32)> {
+            self.topics.get(name).copied()
+        }
+        fn topic_name(&self, id: &uuid::Uuid) -> Option<String> {
+            self.topics
+                .iter()
+                .find(|(_, t)| t.0 == *id)
+                .map(|(n, _)| n.clone())
+        }
+        fn names(&self) -> Vec<String> {
+            self.topics.keys().cloned().collect()
+        }
+    }
+
+    fn topics(partitions: i32) -> Topics {
+        Topics {
+            version: 1,
+            topics: [(
+                "t".to_string(),
+                (uuid::Uuid::from_bytes([1; 16]), partitions),
+            )]
+            .into(),
+        }
+    }
+
+    fn join(member_id: &str) -> ConsumerGroupHeartbeatRequest {
+        ConsumerGroupHeartbeatRequest {
+            group_id: G.into(),
+            member_id: member_id.into(),
+            member_epoch: 0,
+            instance_id: None,
+            rack_id: None,
+            rebalance_timeout_ms: 300_000,
+            subscribed_topic_names: Some(vec!["t".into()]),
+            subscribed_topic_regex: None,
+            server_assignor: None,
+            topic_partitions: Some(Assignment::new()),
+            client_id: "c".into(),
+            client_host: "/127.0.0.1".into(),
+            api_version: 1,
+        }
+    }
+
+    fn beat(member_id: &str, epoch: i32, owned: &Assignment) -> ConsumerGroupHeartbeatRequest {
+        ConsumerGroupHeartbeatRequest {
+            member_epoch: epoch,
+            rebalance_timeout_ms: -1,
+            subscribed_topic_names: None,
+            topic_partitions: Some(owned.clone()),
+            ..join(member_id)
+        }
+    }
+
+    fn coordinator() -> GroupCoordinator {
+        GroupCoordinator::new(GroupConfig::default(), 1, 0)
+    }
+
+    fn count(a: &Option<Assignment>) -> usize {
+        a.as_ref()
+            .map_or(0, |a| a.values().map(BTreeSet::len).sum())
+    }
+
+    #[test]
+    fn invalid_requests_get_kafkas_errors_and_messages() {
+        let mut c = coordinator();
+        let t = topics(2);
+        let cases = [
+            (ConsumerGroupHeartbeatRequest { member_id: " ".into(), ..join("") }, ErrorCode::InvalidRequest, "MemberId can't be empty."),
+            (ConsumerGroupHeartbeatRequest { group_id: "".into(), ..join("m") }, ErrorCode::InvalidRequest, "GroupId can't be empty."),
+            (ConsumerGroupHeartbeatRequest { rebalance_timeout_ms: -1, ..join("m") }, ErrorCode::InvalidRequest, "RebalanceTimeoutMs must be provided in first request."),
+            (ConsumerGroupHeartbeatRequest { topic_partitions: None, ..join("m") }, ErrorCode::InvalidRequest, "TopicPartitions must be empty when (re-)joining."),
+            (ConsumerGroupHeartbeatRequest { subscribed_topic_names: None, ..join("m") }, ErrorCode::InvalidRequest, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."),
+            (ConsumerGroupHeartbeatRequest { member_epoch: -2, ..join("m") }, ErrorCode::InvalidRequest, "InstanceId can't be null."),
+            (ConsumerGroupHeartbeatRequest { member_epoch: -3, ..join("m") }, ErrorCode::InvalidRequest, "MemberEpoch is invalid."),
+            (ConsumerGroupHeartbeatRequest { server_assignor: Some("sticky".into()), ..join("m") }, ErrorCode::UnsupportedAssignor, "ServerAssignor sticky is not supported. Supported assignors: uniform, range."),
+            (ConsumerGroupHeartbeatRequest { subscribed_topic_regex: Some("[".into()), ..join("m") }, ErrorCode::InvalidRegularExpression, "SubscribedTopicRegex `[` is not a valid regular expression"),
+            (beat("m", 3, &Assignment::new()), ErrorCode::GroupIdNotFound, "Consumer group g not found."),
+        ];
+        for (request, error, message) in cases {
+            let (response, _) = c.consumer_group_heartbeat(0, request, &t);
+            assert_eq!(response.error, Some(error), "{message}");
+            let got = response.error_message.unwrap_or_default();
+            assert!(got.starts_with(message), "{got} / {message}");
+            assert_eq!(
+                (
+                    response.member_id,
+                    response.member_epoch,
+                    response.assignment
+                ),
+                (None, 0, None)
+            );
+        }
+        // v0 lets the coordinator name a joining member.
+        let (response, effects) = c.consumer_group_heartbeat(
+            0,
+            ConsumerGroupHeartbeatRequest {
+                api_version: 0,
+                ..join("")
+            },
+            &t,
+        );
+        assert_eq!(response.error, None);
+        assert!(!response.member_id.unwrap().is_empty());
+        assert_eq!((response.member_epoch, count(&response.assignment)), (1, 2));
+        assert_eq!(effects.appends.len(), 1, "the group epoch is written");
+    }
+
+    #[test]
+    fn epochs_fence_stale_members_and_commits_check_them() {
+        let mut c = coordinator();
+        let t = topics(2);
+        let (a, _) = c.consumer_group_heartbeat(0, join("a"), &t);
+        let owned = a.assignment.clone().unwrap();
+        assert_eq!(
+            (
+                a.member_epoch,
+                owned.values().map(BTreeSet::len).sum::<usize>()
+            ),
+            (1, 2)
+        );
+        let (ahead, _) = c.consumer_group_heartbeat(0, beat("a", 5, &owned), &t);
+        assert_eq!(ahead.error, Some(ErrorCode::FencedMemberEpoch));
+        let (unknown, _) = c.consumer_group_heartbeat(0, beat("x", 1, &owned), &t);
+        assert_eq!(unknown.error, Some(ErrorCode::UnknownMemberId));
+        assert_eq!(
+            unknown.error_message.as_deref(),
+            Some("Member x is not a member of group g.")
+        );
+        // A plain heartbeat at the current epoch changes nothing.
+        let (same, _) = c.consumer_group_heartbeat(0, beat("a", 1, &owned), &t);
+        assert_eq!(
+            (same.error, same.member_epoch, same.assignment),
+            (None, 1, None)
+        );
+
+        // b joins: a must revoke one partition first and stays at epoch 1.
+        let (b, _) = c.consumer_group_heartbeat(0, join("b"), &t);
+        assert_eq!((b.member_epoch, count(&b.assignment)), (2, 0));
+        let (a2, _) = c.consumer_group_heartbeat(0, beat("a", 1, &owned), &t);
+        assert_eq!((a2.member_epoch, count(&a2.assignment)), (1, 1));
+        let kept = a2.assignment.unwrap();
+        // Offsets: the member's epoch must match; v8 is too old for it.
+        let commit = |c: &GroupCoordinator, member: &str, epoch: i32, version: i16| {
+            c.groups[G].validate_offset_commit(member, None, epoch, version)
+        };
+        assert_eq!(commit(&c, "a", 1, 9), Ok(()));
+        assert_eq!(commit(&c, "a", 2, 9), Err(ErrorCode::StaleMemberEpoch));
+        assert_eq!(commit(&c, "a", 1, 8), Err(ErrorCode::UnsupportedVersion));
+        assert_eq!(commit(&c, "", -1, 9), Err(ErrorCode::UnknownMemberId));
+        // Having revoked, a moves to epoch 2; b gets the freed partition.
+        let (a3, _) = c.consumer_group_heartbeat(0, beat("a", 1, &kept), &t);
+        assert_eq!((a3.member_epoch, a3.assignment), (2, None));
+        let (b2, _) = c.consumer_group_heartbeat(0, beat("b", 2, &Assignment::new()), &t);
+        assert_eq!((b2.member_epoch, count(&b2.assignment)), (2, 1));
+        let described = c.consumer_group_describe(&[G.into(), "none".into()], &t);
+        assert_eq!(
+            (described[0].group_state.as_str(), described[0].group_epoch),
+            ("Stable", 2)
+        );
+        assert_eq!(described[0].members[0].assignment[0].topic_name, "t");
+        assert_eq!(
+            described[1].error_message.as_deref(),
+            Some("Group none not found.")
+        );
+        // Leaving bumps the epoch; the group is Assigning until a heartbeat.
+        let (left, _) = c.consumer_group_heartbeat(0, beat("b", -1, &Assignment::new()), &t);
+        assert_eq!(
+            (left.member_id.as_deref(), left.member_epoch),
+            (Some("b"), -1)
+        );
+        assert_eq!(
+            c.consumer_group_describe(&[G.into()], &t)[0].group_state,
+            "Assigning"
+        );
+        let (a4, _) = c.consumer_group_heartbeat(0, beat("a", 2, &kept), &t);
+        assert_eq!((a4.member_epoch, count(&a4.assignment)), (3, 2));
+    }
+
+    #[test]
+    fn static_members_keep_their_partitions_across_a_temporary_leave() {
+        let mut c = coordinator();
+        let t = topics(3);
+        let static_join = |id: &str| ConsumerGroupHeartbeatRequest {
+            instance_id: Some("i".into()),
+            ..join(id)
+        };
+        let (first, _) = c.consumer_group_heartbeat(0, static_join("m1"), &t);
+        assert_eq!((first.member_epoch, count(&first.assignment)), (1, 3));
+        let (taken, _) = c.consumer_group_heartbeat(0, static_join("m2"), &t);
+        assert_eq!(taken.error, Some(ErrorCode::UnreleasedInstanceId));
+        let left = ConsumerGroupHeartbeatRequest {
+            instance_id: Some("i".into()),
+            ..beat("m1", -2, &Assignment::new())
+        };
+        let (left, _) = c.consumer_group_heartbeat(0, left, &t);
+        assert_eq!(left.member_epoch, -2);
+        // The new instance takes over at once, without a new group epoch.
+        let (back, effects) = c.consumer_group_heartbeat(0, static_join("m2"), &t);
+        assert_eq!((back.member_epoch, count(&back.assignment)), (1, 3));
+        assert!(effects.appends.is_empty());
+        let (old, _) = c.consumer_group_heartbeat(
+            0,
+            ConsumerGroupHeartbeatRequest {
+                instance_id: Some("i".into()),
+                ..beat("m1", 1, &Assignment::new())
+            },
+            &t,
+        );
+        assert_eq!(old.error, Some(ErrorCode::FencedInstanceId));
+    }
+
+    #[test]
+    fn sessions_expire_and_classic_groups_are_told_apart() {
+        let mut c = coordinator();
+        let t = topics(2);
+        c.consumer_group_heartbeat(0, join("a"), &t);
+        assert!(c.is_consumer_group(G));
+        // DescribeGroups (classic) does not describe it; v6 says why.
+        let described = c.describe_groups(&[G.into()], 6);
+        assert_eq!(
+            (described[0].error, described[0].not_classic),
+            (Some(ErrorCode::GroupIdNotFound), true)
+        );
+        let listed = c.list_groups(&ListGroupsRequest {
+            states_filter: vec![],
+            types_filter: vec!["Consumer".into()],
+        });
+        assert_eq!(listed.groups[0].group_state, "Stable");
+        assert_eq!(
+            c.delete_groups(0, RequestId(1), &[G.into()])
+                .reply
+                .ready()
+                .unwrap()
+                .results[0]
+                .1,
+            Some(ErrorCode::NonEmptyGroup)
+        );
+        // No heartbeat for the session timeout: the member is removed.
+        let effects = c.on_tick(45_000);
+        assert_eq!(effects.appends.len(), 1);
+        let described = c.consumer_group_describe(&[G.into()], &t);
+        assert_eq!(
+            (
+                described[0].group_state.as_str(),
+                described[0].members.len()
+            ),
+            ("Empty", 0)
+        );
+        // An empty consumer group becomes a classic group on a classic join.
+        let outcome = c.join_group(
+            45_000,
+            RequestId(2),
+            JoinGroupRequest {
+                group_id: G.into(),
+                session_timeout_ms: 10_000,
+                rebalance_timeout_ms: 10_000,
+                member_id: String::new(),
+                group_instance_id: None,
+                protocol_type: "consumer".into(),
+                protocols: vec![JoinProtocol {
+                    name: "range".into(),
+                    metadata: Bytes::new(),
+                }],
+                client_id: "c".into(),
+                client_host: "/127.0.0.1".into(),
+                api_version: 9,
+            },
+        );
+        assert_eq!(
+            outcome.reply.ready().unwrap().error,
+            Some(ErrorCode::MemberIdRequired)
+        );
+        assert!(!c.is_consumer_group(G));
+        let (refused, _) = c.consumer_group_heartbeat(45_000, beat("a", 1, &Assignment::new()), &t);
+        assert_eq!(
+            refused.error_message.as_deref(),
+            Some("Group g is not a consumer group.")
+        );
     }
 }

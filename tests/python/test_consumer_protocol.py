@@ -1,0 +1,214 @@
+"""KIP-848 consumer groups (`group.protocol=consumer`) with real clients.
+
+Goal: the Java client 4.x and librdkafka run consumer groups on the new
+protocol as they do against Kafka 4.1.1: the server-side assignor splits the
+partitions once a member has revoked its share, a member that leaves or
+dies gives its partitions back, a regular expression subscription picks up
+topics created later, the Admin describes and lists the group as Kafka
+does, and members carry on after the broker is killed and restarted.
+
+Each behaviour was first run against Kafka 4.1.1 (KRaft, single node) with
+the same clients; the Java mode's whole output is what Kafka gave.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from conftest import Broker, serve
+from test_java_client import classpath, run_java  # noqa: F401 (classpath is a fixture)
+
+SESSION_TIMEOUT_MS = 6000
+
+
+@pytest.fixture(scope="module")
+def short_session_broker(tmp_path_factory):
+    """A broker of its own (killed and restarted here) whose consumer-group
+    members time out after 6 s and heartbeat every second."""
+    yield from serve(Broker(tmp_path_factory.mktemp("ringbroker-consumer-protocol"), extra_args=[
+        "--group-consumer-session-timeout-ms", str(SESSION_TIMEOUT_MS),
+        "--group-consumer-heartbeat-interval-ms", "1000",
+    ]))
+
+
+def create(bootstrap, *topics):
+    """Creates (name, partitions) topics."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(name, n, 1) for name, n in topics]).values():
+        future.result(30)
+
+
+def produce(bootstrap, topic, values, partitions):
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value, partition=i % partitions)
+    assert producer.flush(30) == 0
+
+
+class Member:
+    """A librdkafka consumer on the consumer protocol, polled by a thread;
+    `owned` follows its (incremental) assign and revoke callbacks."""
+
+    def __init__(self, bootstrap, group, subscription, **settings):
+        self.owned = set()
+        self.values = []
+        self.errors = []
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.consumer = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+            "auto.offset.reset": "earliest", "auto.commit.interval.ms": 200, **settings,
+        })
+        self.consumer.subscribe(subscription, on_assign=self._assigned, on_revoke=self._revoked)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _assigned(self, _consumer, partitions):
+        with self.lock:
+            self.owned |= {(p.topic, p.partition) for p in partitions}
+
+    def _revoked(self, _consumer, partitions):
+        with self.lock:
+            self.owned -= {(p.topic, p.partition) for p in partitions}
+
+    def _run(self):
+        while not self.stop.is_set():
+            message = self.consumer.poll(0.1)
+            if message is None:
+                continue
+            if message.error():
+                self.errors.append(str(message.error()))
+                continue
+            with self.lock:
+                self.values.append(message.value())
+
+    def partitions(self):
+        with self.lock:
+            return set(self.owned)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(30)
+        self.consumer.close()
+
+
+def wait_for(condition, what, timeout=30):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        time.sleep(0.1)
+
+
+def test_java_consumer_protocol_splits_rebalances_and_describes_like_kafka(classpath, broker, topic):
+    seen = run_java(classpath, "consumer-protocol", broker, topic)
+    # Exactly what Kafka 4.1.1 answered to the same program.
+    assert seen == {
+        "consumed": 60, "split": "3+3 of 6",
+        "described": "Consumer Stable uniform [3, 3] epoch>0=true",
+        "listed": "Consumer consumer Stable", "after_leave": 6, "empty": "Empty 0",
+        "committed": 60, "after_delete": "GroupIdNotFoundException",
+    }
+
+
+def test_librdkafka_members_share_partitions_and_take_them_back(broker, topic):
+    create(broker.bootstrap, (topic, 6))
+    produce(broker.bootstrap, topic, [b"a%d" % i for i in range(600)], 6)
+    group = topic + "-group"
+    first = Member(broker.bootstrap, group, [topic])
+    everything = {(topic, p) for p in range(6)}
+    wait_for(lambda: first.partitions() == everything and len(first.values) == 600,
+             "the first member owns every partition and read every record")
+    second = Member(broker.bootstrap, group, [topic])
+    wait_for(lambda: len(first.partitions()) == 3 and len(second.partitions()) == 3,
+             "the uniform assignor splits the partitions 3 + 3")
+    assert first.partitions() | second.partitions() == everything
+    # New records go to whoever owns their partition, each exactly once.
+    produce(broker.bootstrap, topic, [b"b%d" % i for i in range(60)], 6)
+    wait_for(lambda: len([v for v in first.values + second.values if v.startswith(b"b")]) >= 60,
+             "the 60 new records are read")
+    second.close()
+    wait_for(lambda: first.partitions() == everything, "the first member gets everything back")
+    first.close()
+    both = first.values + second.values
+    assert sorted(both) == sorted([b"a%d" % i for i in range(600)] + [b"b%d" % i for i in range(60)])
+    assert first.errors == [] and second.errors == []
+
+
+def test_regex_subscription_picks_up_topics_created_later(broker, topic):
+    create(broker.bootstrap, (topic + "-rx-a", 2), (topic + "-other", 2))
+    member = Member(broker.bootstrap, topic + "-group", ["^" + topic + "-rx-.*"])
+    first = {(topic + "-rx-a", 0), (topic + "-rx-a", 1)}
+    wait_for(lambda: member.partitions() == first, "the matching topic is assigned")
+    create(broker.bootstrap, (topic + "-rx-b", 3))
+    later = first | {(topic + "-rx-b", p) for p in range(3)}
+    # Kafka picks it up within about two heartbeats (5 s each).
+    wait_for(lambda: member.partitions() == later, "the topic created later is assigned too")
+    produce(broker.bootstrap, topic + "-rx-b", [b"x%d" % i for i in range(9)], 3)
+    produce(broker.bootstrap, topic + "-other", [b"y%d" % i for i in range(4)], 2)
+    wait_for(lambda: len(member.values) >= 9, "the new topic's records are read")
+    time.sleep(0.5)
+    member.close()
+    assert sorted(member.values) == sorted(b"x%d" % i for i in range(9))
+
+
+MEMBER_PROCESS = textwrap.dedent("""
+    import sys, time
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "group.protocol": "consumer"})
+    c.subscribe([sys.argv[3]])
+    while True:
+        c.poll(0.1)
+""")
+
+
+def test_a_killed_member_loses_its_partitions_after_the_session_timeout(short_session_broker, topic):
+    bootstrap = short_session_broker.bootstrap
+    create(bootstrap, (topic, 4))
+    group = topic + "-group"
+    survivor = Member(bootstrap, group, [topic])
+    everything = {(topic, p) for p in range(4)}
+    wait_for(lambda: survivor.partitions() == everything, "the first member owns everything")
+    doomed = subprocess.Popen([sys.executable, "-c", MEMBER_PROCESS, bootstrap, group, topic])
+    try:
+        wait_for(lambda: len(survivor.partitions()) == 2, "the second member takes half")
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait(10)
+        killed_at = time.monotonic()
+        wait_for(lambda: survivor.partitions() == everything,
+                 "the survivor gets the dead member's partitions back", timeout=30)
+        # Not before the session timeout (less a heartbeat of slack).
+        assert time.monotonic() - killed_at >= SESSION_TIMEOUT_MS / 1000 - 1.5
+    finally:
+        doomed.kill()
+        survivor.close()
+
+
+def test_members_carry_on_after_the_broker_is_killed_and_restarted(short_session_broker, topic):
+    bootstrap = short_session_broker.bootstrap
+    create(bootstrap, (topic, 3))
+    produce(bootstrap, topic, [b"a%d" % i for i in range(30)], 3)
+    group = topic + "-group"
+    member = Member(bootstrap, group, [topic])
+    wait_for(lambda: len(member.values) == 30, "the records before the crash are read")
+    time.sleep(1)  # auto-commit
+    short_session_broker.kill()
+    short_session_broker.start()
+    # The group is still a consumer group (its epoch record was replayed);
+    # the member is told it is unknown, rejoins and goes on reading.
+    produce(bootstrap, topic, [b"b%d" % i for i in range(30)], 3)
+    wait_for(lambda: len(member.values) >= 60, "the records after the restart are read", timeout=60)
+    member.close()
+    after = [v for v in member.values if v.startswith(b"b")]
+    assert sorted(after) == sorted(b"b%d" % i for i in range(30))
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    listed = admin.list_consumer_groups().result(30)
+    types = {g.group_id: str(g.type) for g in listed.valid}
+    assert types.get(group) == "ConsumerGroupType.CONSUMER", types
