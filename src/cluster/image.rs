@@ -171,6 +171,9 @@ pub struct MetadataImage {
     pub topic_names: HashMap<Uuid, String>,
     /// Number of records applied (the metadata offset).
     pub applied_records: u64,
+    /// The metadata offset of the last topic created or deleted or given
+    /// partitions: what consumer groups' subscriptions depend on.
+    pub topics_version: u64,
     /// First producer id not yet handed out.
     pub next_producer_id: i64,
     /// SCRAM credentials by user, then mechanism.
@@ -187,6 +190,14 @@ impl MetadataImage {
     /// Applies one record, in log order.
     pub fn apply(&mut self, record: &MetadataRecord) {
         self.applied_records += 1;
+        if matches!(
+            record,
+            MetadataRecord::CreateTopic { .. }
+                | MetadataRecord::CreatePartitions { .. }
+                | MetadataRecord::DeleteTopic { .. }
+        ) {
+            self.topics_version = self.applied_records;
+        }
         match record {
             MetadataRecord::Bootstrap { cluster_id } => self.cluster_id.clone_from(cluster_id),
             MetadataRecord::CreateTopic {

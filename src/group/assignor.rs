@@ -26,6 +26,10 @@ use uuid::Uuid;
 /// Partitions by topic id.
 pub type Assignment = BTreeMap<Uuid, BTreeSet<i32>>;
 
+/// Work (member and partition visits) the balancing step of `uniform` may
+/// do in one assignment, so that no input keeps the shard busy for long.
+const BALANCE_WORK_MAX: usize = 20_000_000;
+
 /// The assignors this broker offers, in Kafka's default order (the first is
 /// the default).
 pub const ASSIGNORS: &[&str] = &["uniform", "range"];
@@ -139,37 +143,41 @@ fn uniform(
         }
     }
     // 3. Balance: move from the most-loaded member to a less-loaded one that
-    //    subscribes to the partition's topic, while counts differ by > 1.
-    //    Each move lowers the spread, so at most one move per partition.
+    //    subscribes to one of the donor's topics, while counts differ by
+    //    more than one. Each move lowers the spread, so at most one move
+    //    per partition; the work is bounded too (beyond it the assignment
+    //    stays valid, only less balanced).
     let mut moves_left = taken.len();
-    while moves_left > 0 {
+    let mut budget = BALANCE_WORK_MAX;
+    'moves: while moves_left > 0 && budget > 0 {
         moves_left -= 1;
         let mut by_load: Vec<(&str, usize)> = owned.iter().map(|(m, s)| (*m, s.len())).collect();
         by_load.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-        let mut moved = false;
-        'donors: for &(donor, donor_load) in &by_load {
+        budget = budget.saturating_sub(by_load.len());
+        for &(donor, donor_load) in &by_load {
+            let donor_topics: BTreeSet<Uuid> = owned[donor].iter().map(|(t, _)| *t).collect();
+            budget = budget.saturating_sub(donor_load);
             for &(taker, taker_load) in by_load.iter().rev() {
-                if taker_load + 1 >= donor_load {
+                if taker_load + 1 >= donor_load || budget == 0 {
                     break;
                 }
+                budget -= 1;
                 let topics = &subscriptions[taker];
+                if donor_topics.is_disjoint(topics) {
+                    continue;
+                }
                 // The donor's highest partition the taker can have.
-                let candidate = owned[donor]
+                let tp = *owned[donor]
                     .iter()
                     .rev()
                     .find(|(topic, _)| topics.contains(topic))
-                    .copied();
-                if let Some(tp) = candidate {
-                    owned.get_mut(donor).expect("donor").remove(&tp);
-                    owned.get_mut(taker).expect("taker").insert(tp);
-                    moved = true;
-                    break 'donors;
-                }
+                    .expect("a shared topic");
+                owned.get_mut(donor).expect("donor").remove(&tp);
+                owned.get_mut(taker).expect("taker").insert(tp);
+                continue 'moves;
             }
         }
-        if !moved {
-            break;
-        }
+        break;
     }
     owned
         .into_iter()

@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use uuid::Uuid;
 
 use super::assignor::{self, Assignment};
+use super::records::{ConsumerMemberValue, CurrentAssignmentValue};
 
 /// The member epoch a member sends to leave the group.
 pub const LEAVE_GROUP_MEMBER_EPOCH: i32 = -1;
@@ -140,31 +141,60 @@ pub struct ConsumerGroup {
     /// Subscribed topics when the target was last computed: name to (id,
     /// partitions).
     pub subscription_metadata: BTreeMap<String, (Uuid, i32)>,
+    /// [`metadata_hash`] of `subscription_metadata`, kept in the group's
+    /// record so that a reloaded group knows whether topics changed.
+    pub metadata_hash: i64,
     /// The topics' version `subscription_metadata` was read at.
     metadata_version: Option<u64>,
     /// Resolved regular expressions: regex to (topics version, names).
     regexes: HashMap<String, (u64, BTreeSet<String>)>,
 }
 
+/// A 64-bit FNV-1a hash of subscribed topics (names, ids, partition
+/// counts), never 0 (0 means "no hash" in the record).
+pub fn metadata_hash(metadata: &BTreeMap<String, (Uuid, i32)>) -> i64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |bytes: &[u8]| {
+        for &b in bytes {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    for (name, (id, partitions)) in metadata {
+        eat(name.as_bytes());
+        eat(&[0]);
+        eat(id.as_bytes());
+        eat(&partitions.to_be_bytes());
+    }
+    match hash as i64 {
+        0 => 1,
+        h => h,
+    }
+}
+
 /// Compiles a subscription regex as Kafka's RE2J `matches()` reads it (the
 /// whole topic name must match). None when it is not a valid expression.
 pub fn compile_regex(regex: &str) -> Result<regex::Regex, String> {
-    regex::RegexBuilder::new(&format!("^(?:{regex})$"))
-        .size_limit(1 << 20)
-        .build()
-        .map_err(|e| e.to_string())
+    if regex.len() > REGEX_LENGTH_MAX {
+        return Err(format!("longer than {REGEX_LENGTH_MAX} bytes"));
+    }
+    // The expression alone first: wrapped, `a)|(b` would parse.
+    let build = |pattern: &str| {
+        regex::RegexBuilder::new(pattern)
+            .size_limit(1 << 20)
+            .nest_limit(100)
+            .build()
+            .map_err(|e| e.to_string())
+    };
+    build(regex)?;
+    build(&format!("^(?:{regex})$"))
 }
 
-impl ConsumerGroup {
-    /// An empty group at `epoch` (as loaded from its record).
-    pub fn at_epoch(epoch: i32) -> Self {
-        ConsumerGroup {
-            group_epoch: epoch,
-            target_epoch: epoch,
-            ..ConsumerGroup::default()
-        }
-    }
+/// Longest subscription regex accepted (Kafka has no bound; no topic name
+/// is longer than 249 characters).
+pub const REGEX_LENGTH_MAX: usize = 16 * 1024;
 
+impl ConsumerGroup {
     /// Whether the group has no members.
     pub fn is_empty(&self) -> bool {
         self.members.is_empty()
@@ -223,10 +253,12 @@ impl ConsumerGroup {
                 Ok(re) => all.iter().filter(|n| re.is_match(n)).cloned().collect(),
                 Err(_) => BTreeSet::new(),
             };
+            // A first resolution is no change: the member's new regex (or
+            // the reloaded group's topic hash) already accounts for it.
             let previous = self
                 .regexes
                 .insert(regex.clone(), (version, matched.clone()));
-            if previous.map(|(_, m)| m) != Some(matched) {
+            if previous.is_some_and(|(_, m)| m != matched) {
                 changed = true;
             }
         }
@@ -234,7 +266,9 @@ impl ConsumerGroup {
     }
 
     /// Re-reads the subscribed topics' ids and partition counts; returns
-    /// whether they changed. Skipped while the topics did not change.
+    /// whether they changed (by their hash, so that a group reloaded from
+    /// its records, which keep only the hash, sees a change made while the
+    /// broker was down). Skipped while the topics did not change.
     pub fn refresh_subscription_metadata(&mut self, topics: &dyn TopicsView, force: bool) -> bool {
         let version = topics.version();
         if !force && self.metadata_version == Some(version) {
@@ -246,16 +280,18 @@ impl ConsumerGroup {
             .into_iter()
             .filter_map(|name| topics.topic(&name).map(|t| (name, t)))
             .collect();
-        if metadata == self.subscription_metadata {
+        let hash = metadata_hash(&metadata);
+        self.subscription_metadata = metadata;
+        if hash == self.metadata_hash {
             return false;
         }
-        self.subscription_metadata = metadata;
+        self.metadata_hash = hash;
         true
     }
 
     /// The assignor the group uses: the one most members prefer (ties: the
     /// earlier in [`assignor::ASSIGNORS`]), else the default.
-    fn preferred_assignor(&self) -> String {
+    pub fn preferred_assignor(&self) -> String {
         let mut votes: BTreeMap<usize, usize> = BTreeMap::new();
         for member in self.members.values() {
             if let Some(name) = &member.server_assignor {
@@ -271,8 +307,9 @@ impl ConsumerGroup {
         assignor::ASSIGNORS[best].to_string()
     }
 
-    /// Recomputes the target assignment at the group epoch.
-    pub fn compute_target(&mut self) {
+    /// Recomputes the target assignment at the group epoch; returns the
+    /// members whose target changed.
+    pub fn compute_target(&mut self) -> Vec<String> {
         let ids_by_name = &self.subscription_metadata;
         let subscriptions: BTreeMap<String, BTreeSet<Uuid>> = self
             .members
@@ -299,8 +336,15 @@ impl ConsumerGroup {
             .collect();
         let partitions: BTreeMap<Uuid, i32> = ids_by_name.values().copied().collect();
         self.assignor = self.preferred_assignor();
-        self.target = assignor::assign(&self.assignor, &subscriptions, &partitions, &self.target);
+        let target = assignor::assign(&self.assignor, &subscriptions, &partitions, &self.target);
+        let changed = target
+            .iter()
+            .filter(|(member, a)| self.target.get(*member) != Some(a))
+            .map(|(member, _)| member.clone())
+            .collect();
+        self.target = target;
         self.target_epoch = self.group_epoch;
+        changed
     }
 
     /// The epoch of the member owning a partition, -1 when free.
@@ -319,6 +363,17 @@ impl ConsumerGroup {
         {
             for &p in set {
                 self.owners.insert((*topic, p), member.member_id.clone());
+            }
+        }
+        // An instance id the member no longer has is free again.
+        let old_instance = self
+            .members
+            .get(&member.member_id)
+            .and_then(|old| old.instance_id.clone())
+            .filter(|old| member.instance_id.as_ref() != Some(old));
+        if let Some(old) = old_instance {
+            if self.static_members.get(&old) == Some(&member.member_id) {
+                self.static_members.remove(&old);
             }
         }
         if let Some(instance_id) = &member.instance_id {
@@ -368,7 +423,8 @@ impl ConsumerGroup {
     ) -> Result<(), crate::protocol::ErrorCode> {
         use crate::protocol::ErrorCode;
         let transactional = api_version.is_none();
-        if member_epoch < 0 && (self.members.is_empty() || (transactional && member_id.is_empty()))
+        if (member_epoch < 0 && self.members.is_empty())
+            || (transactional && member_epoch == -1 && member_id.is_empty())
         {
             return Ok(());
         }
@@ -397,9 +453,6 @@ impl ConsumerGroup {
         member_epoch: i32,
     ) -> Result<(), crate::protocol::ErrorCode> {
         use crate::protocol::ErrorCode;
-        if member_epoch < 0 && member_id.is_empty() {
-            return Ok(());
-        }
         let member = self
             .members
             .get(member_id)
@@ -496,12 +549,81 @@ impl ConsumerGroup {
     }
 }
 
-impl ConsumerMember {
-    fn set_epoch(&mut self, epoch: i32) {
-        if epoch != self.member_epoch {
-            self.previous_member_epoch = self.member_epoch;
-            self.member_epoch = epoch;
+impl MemberState {
+    /// The state's number in Kafka's records.
+    pub fn code(self) -> i8 {
+        match self {
+            MemberState::Stable => 0,
+            MemberState::UnrevokedPartitions => 1,
+            MemberState::UnreleasedPartitions => 2,
         }
+    }
+
+    /// The state of a record's number (unknown ones as Stable).
+    pub fn from_code(code: i8) -> Self {
+        match code {
+            1 => MemberState::UnrevokedPartitions,
+            2 => MemberState::UnreleasedPartitions,
+            _ => MemberState::Stable,
+        }
+    }
+}
+
+impl ConsumerMember {
+    /// Its `ConsumerGroupMemberMetadataValue`.
+    pub fn metadata_value(&self) -> ConsumerMemberValue {
+        ConsumerMemberValue {
+            instance_id: self.instance_id.clone(),
+            rack_id: self.rack_id.clone(),
+            client_id: self.client_id.clone(),
+            client_host: self.client_host.clone(),
+            subscribed_topic_names: self.subscribed_topic_names.clone(),
+            subscribed_topic_regex: self.subscribed_topic_regex.clone(),
+            rebalance_timeout_ms: self.rebalance_timeout_ms,
+            server_assignor: self.server_assignor.clone(),
+        }
+    }
+
+    /// Takes the fields of a `ConsumerGroupMemberMetadataValue`.
+    pub fn set_metadata(&mut self, value: &ConsumerMemberValue) {
+        self.instance_id.clone_from(&value.instance_id);
+        self.rack_id.clone_from(&value.rack_id);
+        self.client_id.clone_from(&value.client_id);
+        self.client_host.clone_from(&value.client_host);
+        self.subscribed_topic_names
+            .clone_from(&value.subscribed_topic_names);
+        self.subscribed_topic_regex
+            .clone_from(&value.subscribed_topic_regex);
+        self.rebalance_timeout_ms = value.rebalance_timeout_ms;
+        self.server_assignor.clone_from(&value.server_assignor);
+    }
+
+    /// Its `ConsumerGroupCurrentMemberAssignmentValue`.
+    pub fn assignment_value(&self) -> CurrentAssignmentValue {
+        CurrentAssignmentValue {
+            member_epoch: self.member_epoch,
+            previous_member_epoch: self.previous_member_epoch,
+            state: self.state.code(),
+            assigned: self.assigned.clone(),
+            pending_revocation: self.pending_revocation.clone(),
+        }
+    }
+
+    /// Takes the fields of a `ConsumerGroupCurrentMemberAssignmentValue`.
+    pub fn set_assignment(&mut self, value: &CurrentAssignmentValue) {
+        self.member_epoch = value.member_epoch;
+        self.previous_member_epoch = value.previous_member_epoch;
+        self.state = MemberState::from_code(value.state);
+        self.assigned.clone_from(&value.assigned);
+        self.pending_revocation
+            .clone_from(&value.pending_revocation);
+    }
+
+    /// Kafka's `updateMemberEpoch`: the previous epoch is always the one
+    /// before this update, even when the epoch stays.
+    fn set_epoch(&mut self, epoch: i32) {
+        self.previous_member_epoch = self.member_epoch;
+        self.member_epoch = epoch;
     }
 }
 
@@ -606,7 +728,8 @@ mod tests {
             .into(),
             1,
         );
-        assert!(group.refresh_regexes(&t1));
+        // A first resolution is not a change by itself.
+        assert!(!group.refresh_regexes(&t1));
         assert_eq!(
             group.subscribed_topic_names(),
             BTreeSet::from(["orders-1".to_string()])
@@ -618,5 +741,7 @@ mod tests {
         assert!(group.refresh_subscription_metadata(&t2, false));
         assert_eq!(group.subscription_metadata.len(), 2);
         assert!(compile_regex("(").is_err());
+        assert!(compile_regex("a)|(b").is_err());
+        assert!(compile_regex(&"a".repeat(REGEX_LENGTH_MAX + 1)).is_err());
     }
 }

@@ -38,7 +38,6 @@ use bytes::Bytes;
 
 use super::api::*;
 use super::classic::{Group, GroupState, Member, OffsetAndMetadata, OffsetExpiration};
-use super::consumer::ConsumerGroup;
 use super::consumer_protocol;
 use super::records::{CoordinatorRecord, GroupMetadataKey, OffsetCommitKey};
 use super::timer::{TimerAction, TimerKey, Timers};
@@ -398,7 +397,10 @@ impl GroupCoordinator {
         let is_unknown_member = request.member_id.is_empty();
         if let Some(group) = self.groups.get_mut(&request.group_id) {
             if let Some(consumer) = &group.consumer {
-                if !consumer.is_empty() || group.deleting {
+                if group.deleting {
+                    return reject(out, ErrorCode::CoordinatorNotAvailable, &request.member_id);
+                }
+                if !consumer.is_empty() {
                     // Kafka would let a classic member join (its migration
                     // path); not supported here.
                     return reject(
@@ -411,10 +413,7 @@ impl GroupCoordinator {
                 tracing::info!(group_id = %request.group_id, "converting an empty consumer group to a classic group");
                 group.consumer = None;
                 self.core.append(
-                    vec![CoordinatorRecord::ConsumerGroupMetadata {
-                        group: request.group_id.clone(),
-                        epoch: None,
-                    }],
+                    consumer_groups::group_tombstones(&request.group_id).to_vec(),
                     AfterAppend::Nothing,
                     out,
                 );
@@ -643,6 +642,11 @@ impl GroupCoordinator {
                 error: Some(ErrorCode::CoordinatorNotAvailable),
                 members: Vec::new(),
             };
+        }
+        if group.consumer.is_some() {
+            // Admin removal of consumer-group members (Kafka's
+            // `classicGroupLeaveToConsumerGroup`).
+            return self.leave_consumer_group(&request, out);
         }
         let core = &mut self.core;
         let mut members = Vec::with_capacity(request.members.len());
@@ -1657,6 +1661,7 @@ impl GroupCoordinator {
                 self.core.prepare_rebalance(group, now_ms, &mut out);
             }
         }
+        self.schedule_loaded_consumer_members(now_ms);
         self.core.schedule_offsets_retention(now_ms);
         out
     }
@@ -1774,10 +1779,7 @@ impl GroupCoordinator {
             {
                 tracing::info!(group_id = %group.group_id, "deleting empty group whose offsets expired");
                 if group.consumer.is_some() {
-                    records.push(CoordinatorRecord::ConsumerGroupMetadata {
-                        group: group.group_id.clone(),
-                        epoch: None,
-                    });
+                    records.extend(consumer_groups::group_tombstones(&group.group_id));
                 }
                 records.push(CoordinatorRecord::GroupMetadata {
                     key: GroupMetadataKey {
@@ -1913,40 +1915,23 @@ impl GroupCoordinator {
                     }
                 }
             },
-            CoordinatorRecord::ConsumerGroupMetadata { group, epoch } => {
-                if !loading {
-                    return;
-                }
-                match epoch {
-                    Some(epoch) => {
-                        let entry = self
-                            .groups
-                            .entry(group.clone())
-                            .or_insert_with(|| Group::new(group, now_ms));
-                        // Members are not kept: the group comes back empty
-                        // at its epoch.
-                        entry.consumer = Some(Box::new(ConsumerGroup::at_epoch(*epoch)));
-                    }
-                    None => {
-                        if let Some(entry) = self.groups.get_mut(group) {
-                            entry.consumer = None;
-                            if entry.offsets.is_empty() && entry.members.is_empty() {
-                                self.groups.remove(group);
-                            }
-                        }
-                    }
+            CoordinatorRecord::ConsumerGroup { key, value } => {
+                // Live membership is ahead of its records: replay only.
+                if loading {
+                    self.replay_consumer_record(now_ms, key, value.as_ref());
                 }
             }
             CoordinatorRecord::GroupMetadata { key, value } => match value {
                 Some(value) => {
                     if loading {
-                        let offsets = self
+                        let (offsets, consumer) = self
                             .groups
                             .remove(&key.group)
-                            .map(|g| g.offsets)
+                            .map(|g| (g.offsets, g.consumer))
                             .unwrap_or_default();
                         let mut group = Group::from_record(&key.group, value);
                         group.offsets = offsets;
+                        group.consumer = consumer;
                         self.groups.insert(key.group.clone(), group);
                     }
                 }
@@ -2291,10 +2276,7 @@ impl Core {
             }
         }
         if group.consumer.is_some() {
-            records.push(CoordinatorRecord::ConsumerGroupMetadata {
-                group: group.group_id.clone(),
-                epoch: None,
-            });
+            records.extend(consumer_groups::group_tombstones(&group.group_id));
         }
         records.push(CoordinatorRecord::GroupMetadata {
             key: GroupMetadataKey {

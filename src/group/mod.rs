@@ -93,6 +93,8 @@ pub struct GroupConfig {
     /// `group.consumer.heartbeat.interval.ms`: how often KIP-848 members
     /// are told to heartbeat.
     pub consumer_heartbeat_interval_ms: i32,
+    /// `group.consumer.max.size`, at most [`GROUP_MEMBERS_MAX`].
+    pub consumer_group_members_max: usize,
 }
 
 impl Default for GroupConfig {
@@ -108,6 +110,7 @@ impl Default for GroupConfig {
             offsets_retention_check_interval_ms: 600_000,
             consumer_session_timeout_ms: 45_000,
             consumer_heartbeat_interval_ms: 5_000,
+            consumer_group_members_max: GROUP_MEMBERS_MAX,
         }
     }
 }

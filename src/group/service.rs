@@ -112,7 +112,7 @@ use crate::shard::messages::TopicPartition;
 /// Consumer groups (KIP-848) see the topics of the shard's metadata image.
 impl TopicsView for crate::cluster::image::MetadataImage {
     fn version(&self) -> u64 {
-        self.applied_records
+        self.topics_version
     }
 
     fn topic(&self, name: &str) -> Option<(uuid::Uuid, i32)> {

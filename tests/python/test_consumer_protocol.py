@@ -59,6 +59,8 @@ class Member:
 
     def __init__(self, bootstrap, group, subscription, **settings):
         self.owned = set()
+        self.revocations = 0
+        self.losses = 0
         self.values = []
         self.errors = []
         self.lock = threading.Lock()
@@ -67,7 +69,8 @@ class Member:
             "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
             "auto.offset.reset": "earliest", "auto.commit.interval.ms": 200, **settings,
         })
-        self.consumer.subscribe(subscription, on_assign=self._assigned, on_revoke=self._revoked)
+        self.consumer.subscribe(subscription, on_assign=self._assigned, on_revoke=self._revoked,
+                                on_lost=self._lost)
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -77,6 +80,12 @@ class Member:
 
     def _revoked(self, _consumer, partitions):
         with self.lock:
+            self.revocations += 1
+            self.owned -= {(p.topic, p.partition) for p in partitions}
+
+    def _lost(self, _consumer, partitions):
+        with self.lock:
+            self.losses += 1
             self.owned -= {(p.topic, p.partition) for p in partitions}
 
     def _run(self):
@@ -199,12 +208,17 @@ def test_members_carry_on_after_the_broker_is_killed_and_restarted(short_session
     member = Member(bootstrap, group, [topic])
     wait_for(lambda: len(member.values) == 30, "the records before the crash are read")
     time.sleep(1)  # auto-commit
+    owned = member.partitions()
     short_session_broker.kill()
     short_session_broker.start()
-    # The group is still a consumer group (its epoch record was replayed);
-    # the member is told it is unknown, rejoins and goes on reading.
+    # The group, its member and their epochs and partitions were replayed
+    # from __consumer_offsets: the member goes on as if nothing happened,
+    # without losing or giving up a partition.
     produce(bootstrap, topic, [b"b%d" % i for i in range(30)], 3)
     wait_for(lambda: len(member.values) >= 60, "the records after the restart are read", timeout=60)
+    time.sleep(2)  # a couple of heartbeats on the restarted broker
+    assert (member.losses, member.revocations) == (0, 0)
+    assert member.partitions() == owned
     member.close()
     after = [v for v in member.values if v.startswith(b"b")]
     assert sorted(after) == sorted(b"b%d" % i for i in range(30))

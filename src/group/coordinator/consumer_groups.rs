@@ -8,10 +8,11 @@
 //! A consumer group shares its [`Group`] entry (and so its committed
 //! offsets) with the classic code; its `consumer` part is set. Differences
 //! from Kafka, on purpose or not yet done:
-//! - Only the group's epoch is written to `__consumer_offsets`; members and
-//!   assignments live in memory. After a restart the group is there, empty,
-//!   and its members are told UNKNOWN_MEMBER_ID and rejoin.
-//! - The response does not wait for that record to be durable.
+//! - The group, its members and assignments are written to
+//!   `__consumer_offsets` in Kafka's record types (3, 5, 6, 7, 8) and
+//!   reloaded, so members keep their epochs and partitions across a
+//!   restart; regex resolutions (type 16) are not written, they are redone.
+//!   The response does not wait for those records to be durable.
 //! - A non-empty classic group is not converted (Kafka's online upgrade):
 //!   GROUP_ID_NOT_FOUND, as Kafka answers when its migration policy
 //!   forbids it; an empty one is. Classic members cannot join a consumer
@@ -24,6 +25,11 @@ use crate::group::assignor::{Assignment, ASSIGNORS};
 use crate::group::consumer::{
     compile_regex, ConsumerGroup, ConsumerMember, MemberState, TopicsView,
     LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+};
+use crate::group::records::{
+    ConsumerGroupKey, ConsumerGroupValue, CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY_TYPE,
+    CONSUMER_GROUP_MEMBER_KEY_TYPE, CONSUMER_GROUP_METADATA_KEY_TYPE,
+    CONSUMER_GROUP_TARGET_EPOCH_KEY_TYPE, CONSUMER_GROUP_TARGET_MEMBER_KEY_TYPE,
 };
 
 type Refusal = (ErrorCode, String);
@@ -103,19 +109,47 @@ fn validate(request: &ConsumerGroupHeartbeatRequest) -> Result<(), Refusal> {
             );
         }
     }
-    if let Some(regex) = request
-        .subscribed_topic_regex
-        .as_deref()
-        .filter(|r| !r.is_empty())
-    {
-        if let Err(e) = compile_regex(regex) {
-            return refuse(
-                ErrorCode::InvalidRegularExpression,
-                format!("SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}."),
-            );
+    for (what, id) in [
+        ("GroupId", Some(&request.group_id)),
+        ("MemberId", Some(&request.member_id)),
+        ("InstanceId", request.instance_id.as_ref()),
+    ] {
+        // They are keys of `__consumer_offsets` records: int16 lengths.
+        if id.is_some_and(|id| id.len() > i16::MAX as usize) {
+            return invalid(&format!("{what} is longer than {} bytes.", i16::MAX));
+        }
+    }
+    if let Some(names) = &request.subscribed_topic_names {
+        if names.len() > SUBSCRIBED_TOPICS_MAX {
+            return invalid(&format!(
+                "SubscribedTopicNames has more than {SUBSCRIBED_TOPICS_MAX} topics."
+            ));
+        }
+        if names.iter().any(|n| n.len() > TOPIC_NAME_MAX) {
+            return invalid(&format!(
+                "SubscribedTopicNames has a name longer than {TOPIC_NAME_MAX} bytes."
+            ));
         }
     }
     Ok(())
+}
+
+/// Most topic names one member may subscribe to (Kafka has no bound).
+pub const SUBSCRIBED_TOPICS_MAX: usize = 10_000;
+/// Longest topic name Kafka allows.
+const TOPIC_NAME_MAX: usize = 249;
+/// Coordinator appends not yet acknowledged past which heartbeats are
+/// refused (retriable) until the log catches up.
+const APPENDS_IN_FLIGHT_MAX: usize = 10_000;
+
+/// Kafka's regex check, done only when a member's regex changes.
+fn check_regex(regex: &str) -> Result<(), Refusal> {
+    compile_regex(regex).map(|_| ()).or_else(|e| {
+        refuse(
+            ErrorCode::InvalidRegularExpression,
+            format!("SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}."),
+        )
+    })
 }
 
 /// Kafka's `throwIfMemberEpochIsInvalid`: a newer epoch than known, or an
@@ -141,11 +175,10 @@ fn check_member_epoch(
     if received < member.member_epoch {
         let subset = owned.is_some_and(|owned| {
             owned.iter().all(|(topic, set)| {
-                set.is_empty()
-                    || member
-                        .assigned
-                        .get(topic)
-                        .is_some_and(|assigned| set.is_subset(assigned))
+                member
+                    .assigned
+                    .get(topic)
+                    .is_some_and(|assigned| set.is_subset(assigned))
             })
         });
         if received != member.previous_member_epoch || !subset {
@@ -160,13 +193,16 @@ fn describe_assignment(
     assignment: &Assignment,
     topics: &dyn TopicsView,
 ) -> Vec<DescribedTopicPartitions> {
+    // Topics deleted since are left out, as Kafka does.
     assignment
         .iter()
         .filter(|(_, set)| !set.is_empty())
-        .map(|(id, set)| DescribedTopicPartitions {
-            topic_id: *id,
-            topic_name: topics.topic_name(id).unwrap_or_default(),
-            partitions: set.iter().copied().collect(),
+        .filter_map(|(id, set)| {
+            Some(DescribedTopicPartitions {
+                topic_id: *id,
+                topic_name: topics.topic_name(id)?,
+                partitions: set.iter().copied().collect(),
+            })
         })
         .collect()
 }
@@ -181,6 +217,14 @@ impl GroupCoordinator {
         topics: &dyn TopicsView,
     ) -> (ConsumerGroupHeartbeatResponse, Effects) {
         let mut out = Effects::default();
+        if self.core.in_flight.len() >= APPENDS_IN_FLIGHT_MAX {
+            let busy = "The coordinator is writing too much; retry.";
+            return (
+                ConsumerGroupHeartbeatResponse::error(ErrorCode::CoordinatorNotAvailable, busy),
+                out,
+            );
+        }
+        let group_id = request.group_id.clone();
         let result = validate(&request).and_then(|()| {
             if request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
                 || request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
@@ -191,9 +235,28 @@ impl GroupCoordinator {
             }
         });
         let response = result.unwrap_or_else(|(error, message)| {
+            // A group this refused request created (or converted) goes
+            // back, as Kafka's would with the request's records.
+            self.forget_untouched_consumer_group(&group_id);
             ConsumerGroupHeartbeatResponse::error(error, message)
         });
         (response, out)
+    }
+
+    fn forget_untouched_consumer_group(&mut self, group_id: &str) {
+        let Some(group) = self.groups.get_mut(group_id) else {
+            return;
+        };
+        if group
+            .consumer
+            .as_ref()
+            .is_some_and(|c| c.group_epoch == 0 && c.is_empty())
+        {
+            group.consumer = None;
+            if group.offsets.is_empty() && group.members.is_empty() && !group.deleting {
+                self.groups.remove(group_id);
+            }
+        }
     }
 
     /// Whether group `group_id` is a consumer group.
@@ -255,7 +318,7 @@ impl GroupCoordinator {
                 )
             }
         }
-        let max_size = self.core.config.group_members_max;
+        let max_size = self.core.config.consumer_group_members_max;
         let session_timeout_ms = self.core.config.consumer_session_timeout_ms;
         let heartbeat_interval_ms = self.core.config.consumer_heartbeat_interval_ms;
         let member_id = if request.member_id.is_empty() {
@@ -288,9 +351,18 @@ impl GroupCoordinator {
             .cloned();
         let member: ConsumerMember = match (&request.instance_id, joining) {
             (Some(instance_id), true) => match existing_static {
-                None => ConsumerMember::new(&member_id),
+                None => consumer
+                    .members
+                    .get(&member_id)
+                    .cloned()
+                    .unwrap_or_else(|| ConsumerMember::new(&member_id)),
                 Some(old_id) => {
-                    let old = &consumer.members[&old_id];
+                    let Some(old) = consumer.members.get(&old_id) else {
+                        return refuse(
+                            ErrorCode::UnknownMemberId,
+                            format!("Instance id {instance_id} is unknown."),
+                        );
+                    };
                     if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH {
                         return refuse(
                             ErrorCode::UnreleasedInstanceId,
@@ -319,7 +391,12 @@ impl GroupCoordinator {
                         format!("Static member {member_id} with instance id {instance_id} was fenced by member {old_id}."),
                     );
                 }
-                let member = consumer.members[&old_id].clone();
+                let Some(member) = consumer.members.get(&old_id).cloned() else {
+                    return refuse(
+                        ErrorCode::UnknownMemberId,
+                        format!("Instance id {instance_id} is unknown."),
+                    );
+                };
                 check_member_epoch(&member, request.member_epoch, owned)?;
                 member
             }
@@ -345,7 +422,17 @@ impl GroupCoordinator {
         };
         let is_new = !consumer.members.contains_key(&member_id) && replaced.is_none();
 
-        // 1. The member's new subscription and settings.
+        // 1. The member's new subscription and settings; a regex new to the
+        // member is checked (Kafka: new to the group).
+        if let Some(regex) = request
+            .subscribed_topic_regex
+            .as_deref()
+            .filter(|r| !r.is_empty())
+        {
+            if member.subscribed_topic_regex.as_deref() != Some(regex) {
+                check_regex(regex)?;
+            }
+        }
         let mut updated = member.clone();
         if let Some(instance_id) = &request.instance_id {
             updated.instance_id = Some(instance_id.clone());
@@ -376,17 +463,30 @@ impl GroupCoordinator {
             || (is_new
                 && (!updated.subscribed_topic_names.is_empty()
                     || updated.subscribed_topic_regex.is_some()));
+        let mut records = Vec::new();
         if let Some(old_id) = &replaced {
+            member_tombstones(&group_id, old_id, &mut records);
             tracing::info!(group_id, member_id, old_member_id = %old_id, "static member rejoins, replacing its previous member id");
             let target = consumer.target.remove(old_id);
             consumer.remove_member(old_id);
             self.core.timers.cancel(&session_key(&group_id, old_id));
             self.core.timers.cancel(&revocation_key(&group_id, old_id));
             if let Some(target) = target {
+                records.push(target_record(&group_id, &member_id, &target));
                 consumer.target.insert(member_id.clone(), target);
             }
         } else if is_new {
             tracing::info!(group_id, member_id, "member joins the consumer group");
+        }
+        if is_new || replaced.is_some() || updated.metadata_value() != member.metadata_value() {
+            records.push(record(
+                CONSUMER_GROUP_MEMBER_KEY_TYPE,
+                &group_id,
+                Some(&member_id),
+                Some(ConsumerGroupValue::Member(Box::new(
+                    updated.metadata_value(),
+                ))),
+            ));
         }
         consumer.put_member(updated);
 
@@ -395,16 +495,29 @@ impl GroupCoordinator {
         bump |= consumer.refresh_subscription_metadata(topics, bump);
         if bump {
             consumer.group_epoch += 1;
-            out_epoch_record(&mut self.core, &group_id, consumer.group_epoch, out);
+            records.push(epoch_record(&group_id, consumer));
         }
         if consumer.group_epoch > consumer.target_epoch {
-            consumer.compute_target();
+            for changed in consumer.compute_target() {
+                records.push(target_record(
+                    &group_id,
+                    &changed,
+                    &consumer.target[&changed],
+                ));
+            }
+            records.push(record(
+                CONSUMER_GROUP_TARGET_EPOCH_KEY_TYPE,
+                &group_id,
+                None,
+                Some(ConsumerGroupValue::TargetEpoch(consumer.target_epoch)),
+            ));
         }
 
         // 3. Reconcile the member towards its target.
         let current = consumer.members[&member_id].clone();
         let reconciled = consumer.reconcile(&current, owned);
         if reconciled != current {
+            records.push(assignment_record(&group_id, &reconciled));
             if reconciled.state == MemberState::UnrevokedPartitions {
                 let timeout = i64::from(reconciled.rebalance_timeout_ms.max(0));
                 self.core.timers.schedule(
@@ -436,6 +549,9 @@ impl GroupCoordinator {
         let assignment =
             (joining || full_request || assignment_changed).then(|| reconciled.assigned.clone());
         consumer.put_member(reconciled);
+        if !records.is_empty() {
+            self.core.append(records, AfterAppend::Nothing, out);
+        }
         self.core.timers.schedule(
             session_key(&group_id, &member_id),
             now_ms.saturating_add(i64::from(session_timeout_ms)),
@@ -456,15 +572,16 @@ impl GroupCoordinator {
         out: &mut Effects,
     ) -> Result<ConsumerGroupHeartbeatResponse, Refusal> {
         let group_id = &request.group_id;
-        let Some(consumer) = self
-            .groups
-            .get_mut(group_id)
-            .filter(|g| !g.deleting)
-            .and_then(|g| g.consumer.as_mut())
-        else {
+        let Some(group) = self.groups.get_mut(group_id).filter(|g| !g.deleting) else {
             return refuse(
                 ErrorCode::GroupIdNotFound,
                 format!("Group {group_id} not found."),
+            );
+        };
+        let Some(consumer) = group.consumer.as_mut() else {
+            return refuse(
+                ErrorCode::GroupIdNotFound,
+                format!("Group {group_id} is not a consumer group."),
             );
         };
         let member_id = match &request.instance_id {
@@ -496,9 +613,19 @@ impl GroupCoordinator {
                 if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH {
                     // It keeps its assignment until its session expires.
                     tracing::info!(group_id, member_id = %owner, instance_id, "static member temporarily left the consumer group");
-                    let mut member = consumer.members[&owner].clone();
+                    let Some(mut member) = consumer.members.get(&owner).cloned() else {
+                        return refuse(
+                            ErrorCode::UnknownMemberId,
+                            format!("Instance id {instance_id} is unknown."),
+                        );
+                    };
+                    // It keeps what it owns but gives up what it was
+                    // revoking (Kafka's static member leave).
                     member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH;
+                    member.pending_revocation.clear();
+                    let written = assignment_record(group_id, &member);
                     consumer.put_member(member);
+                    self.core.append(vec![written], AfterAppend::Nothing, out);
                     self.core.timers.cancel(&revocation_key(group_id, &owner));
                     return Ok(leave_response(&owner, LEAVE_GROUP_STATIC_MEMBER_EPOCH));
                 }
@@ -509,6 +636,59 @@ impl GroupCoordinator {
         self.fence_consumer_member(group_id, &member_id, topics, out);
         let _ = now_ms;
         Ok(leave_response(&member_id, request.member_epoch))
+    }
+
+    /// LeaveGroup on a consumer group (the Admin's
+    /// `removeMembersFromConsumerGroup`): members named by id, or by
+    /// instance id when the id is empty, are removed.
+    pub(super) fn leave_consumer_group(
+        &mut self,
+        request: &LeaveGroupRequest,
+        out: &mut Effects,
+    ) -> LeaveGroupResponse {
+        let group_id = &request.group_id;
+        let mut members = Vec::with_capacity(request.members.len());
+        for member in &request.members {
+            let consumer = self.groups.get(group_id).and_then(|g| g.consumer.as_ref());
+            let target = consumer.and_then(|c| {
+                if member.member_id.is_empty() {
+                    member
+                        .group_instance_id
+                        .as_ref()
+                        .and_then(|i| c.static_members.get(i).cloned())
+                } else {
+                    c.members
+                        .get(&member.member_id)
+                        .filter(|m| {
+                            member.group_instance_id.is_none()
+                                || m.instance_id == member.group_instance_id
+                        })
+                        .map(|m| m.member_id.clone())
+                }
+            });
+            let error = match target {
+                Some(member_id) => {
+                    tracing::info!(group_id, member_id, "member removed through LeaveGroup");
+                    let topics = FrozenTopics(
+                        consumer
+                            .map(|c| c.subscription_metadata.clone())
+                            .unwrap_or_default(),
+                    );
+                    self.fence_consumer_member(group_id, &member_id, &topics, out);
+                    None
+                }
+                None => Some(ErrorCode::UnknownMemberId),
+            };
+            members.push(LeaveGroupMemberResponse {
+                member_id: member.member_id.clone(),
+                group_instance_id: member.group_instance_id.clone(),
+                error,
+            });
+        }
+        LeaveGroupResponse {
+            error: None,
+            members,
+        }
     }
 
     /// Removes a member (left, session expired, or did not revoke in
@@ -538,7 +718,118 @@ impl GroupCoordinator {
         consumer.refresh_regexes(topics);
         consumer.refresh_subscription_metadata(topics, true);
         consumer.group_epoch += 1;
-        out_epoch_record(&mut self.core, group_id, consumer.group_epoch, out);
+        let mut records = Vec::new();
+        member_tombstones(group_id, member_id, &mut records);
+        records.push(epoch_record(group_id, consumer));
+        self.core.append(records, AfterAppend::Nothing, out);
+    }
+
+    /// Rebuilds a consumer group from one of its records while loading.
+    pub(super) fn replay_consumer_record(
+        &mut self,
+        now_ms: i64,
+        key: &ConsumerGroupKey,
+        value: Option<&ConsumerGroupValue>,
+    ) {
+        let group_id = &key.group;
+        let member_id = key.member_id.as_deref().unwrap_or_default();
+        let Some(value) = value else {
+            // Tombstones.
+            let Some(group) = self.groups.get_mut(group_id) else {
+                return;
+            };
+            if key.record_type == CONSUMER_GROUP_METADATA_KEY_TYPE {
+                group.consumer = None;
+                if group.offsets.is_empty() && group.members.is_empty() {
+                    self.groups.remove(group_id);
+                }
+                return;
+            }
+            let Some(consumer) = group.consumer.as_mut() else {
+                return;
+            };
+            match key.record_type {
+                CONSUMER_GROUP_MEMBER_KEY_TYPE => {
+                    consumer.remove_member(member_id);
+                }
+                CONSUMER_GROUP_TARGET_MEMBER_KEY_TYPE => {
+                    consumer.target.remove(member_id);
+                }
+                CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY_TYPE => {
+                    if let Some(mut member) = consumer.members.get(member_id).cloned() {
+                        member.assigned.clear();
+                        member.pending_revocation.clear();
+                        consumer.put_member(member);
+                    }
+                }
+                _ => {}
+            }
+            return;
+        };
+        let group = self
+            .groups
+            .entry(group_id.clone())
+            .or_insert_with(|| Group::new(group_id, now_ms));
+        let consumer = group.consumer.get_or_insert_with(Box::default);
+        let member = || {
+            consumer
+                .members
+                .get(member_id)
+                .cloned()
+                .unwrap_or_else(|| ConsumerMember::new(member_id))
+        };
+        match value {
+            ConsumerGroupValue::Metadata {
+                epoch,
+                metadata_hash,
+            } => {
+                consumer.group_epoch = *epoch;
+                consumer.metadata_hash = *metadata_hash;
+            }
+            ConsumerGroupValue::Member(v) => {
+                let mut m = member();
+                m.set_metadata(v);
+                consumer.put_member(m);
+            }
+            ConsumerGroupValue::TargetEpoch(epoch) => consumer.target_epoch = *epoch,
+            ConsumerGroupValue::TargetMember(partitions) => {
+                consumer
+                    .target
+                    .insert(member_id.to_string(), partitions.clone());
+            }
+            ConsumerGroupValue::CurrentAssignment(v) => {
+                let mut m = member();
+                m.set_assignment(v);
+                consumer.put_member(m);
+            }
+        }
+    }
+
+    /// After loading: every consumer-group member's session starts now, and
+    /// a member that was revoking has its rebalance timeout again.
+    pub(super) fn schedule_loaded_consumer_members(&mut self, now_ms: i64) {
+        let session_ms = i64::from(self.core.config.consumer_session_timeout_ms);
+        for (group_id, group) in &self.groups {
+            let Some(consumer) = &group.consumer else {
+                continue;
+            };
+            for (member_id, member) in &consumer.members {
+                self.core.timers.schedule(
+                    session_key(group_id, member_id),
+                    now_ms.saturating_add(session_ms),
+                    TimerAction::ExpireConsumerSession,
+                );
+                if member.state == MemberState::UnrevokedPartitions {
+                    self.core.timers.schedule(
+                        revocation_key(group_id, member_id),
+                        now_ms.saturating_add(i64::from(member.rebalance_timeout_ms.max(0))),
+                        TimerAction::ExpireConsumerRevocation {
+                            member_epoch: member.member_epoch,
+                        },
+                    );
+                }
+            }
+        }
     }
 
     /// A consumer-group timer fired: the member's session expired, or it
@@ -601,9 +892,9 @@ impl GroupCoordinator {
                     error: Some(ErrorCode::GroupIdNotFound),
                     error_message: Some(message),
                     group_id: group_id.clone(),
-                    group_state: "Dead".to_string(),
-                    group_epoch: -1,
-                    assignment_epoch: -1,
+                    group_state: String::new(),
+                    group_epoch: 0,
+                    assignment_epoch: 0,
                     assignor_name: String::new(),
                     members: Vec::new(),
                 };
@@ -629,11 +920,7 @@ impl GroupCoordinator {
                     group_state: consumer.state_name().to_string(),
                     group_epoch: consumer.group_epoch,
                     assignment_epoch: consumer.target_epoch,
-                    assignor_name: if consumer.assignor.is_empty() {
-                        ASSIGNORS[0].to_string()
-                    } else {
-                        consumer.assignor.clone()
-                    },
+                    assignor_name: consumer.preferred_assignor(),
                     members: consumer
                         .members
                         .values()
@@ -670,15 +957,73 @@ fn leave_response(member_id: &str, member_epoch: i32) -> ConsumerGroupHeartbeatR
     }
 }
 
-fn out_epoch_record(core: &mut Core, group_id: &str, epoch: i32, out: &mut Effects) {
-    core.append(
-        vec![CoordinatorRecord::ConsumerGroupMetadata {
+fn record(
+    record_type: i16,
+    group_id: &str,
+    member_id: Option<&str>,
+    value: Option<ConsumerGroupValue>,
+) -> CoordinatorRecord {
+    CoordinatorRecord::ConsumerGroup {
+        key: ConsumerGroupKey {
+            record_type,
             group: group_id.to_string(),
-            epoch: Some(epoch),
-        }],
-        AfterAppend::Nothing,
-        out,
-    );
+            member_id: member_id.map(str::to_string),
+        },
+        value,
+    }
+}
+
+fn epoch_record(group_id: &str, consumer: &ConsumerGroup) -> CoordinatorRecord {
+    record(
+        CONSUMER_GROUP_METADATA_KEY_TYPE,
+        group_id,
+        None,
+        Some(ConsumerGroupValue::Metadata {
+            epoch: consumer.group_epoch,
+            metadata_hash: consumer.metadata_hash,
+        }),
+    )
+}
+
+fn target_record(group_id: &str, member_id: &str, target: &Assignment) -> CoordinatorRecord {
+    record(
+        CONSUMER_GROUP_TARGET_MEMBER_KEY_TYPE,
+        group_id,
+        Some(member_id),
+        Some(ConsumerGroupValue::TargetMember(target.clone())),
+    )
+}
+
+fn assignment_record(group_id: &str, member: &ConsumerMember) -> CoordinatorRecord {
+    record(
+        CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY_TYPE,
+        group_id,
+        Some(&member.member_id),
+        Some(ConsumerGroupValue::CurrentAssignment(
+            member.assignment_value(),
+        )),
+    )
+}
+
+/// A removed member's tombstones, in Kafka's order: current assignment,
+/// target assignment, metadata.
+fn member_tombstones(group_id: &str, member_id: &str, records: &mut Vec<CoordinatorRecord>) {
+    for record_type in [
+        CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY_TYPE,
+        CONSUMER_GROUP_TARGET_MEMBER_KEY_TYPE,
+        CONSUMER_GROUP_MEMBER_KEY_TYPE,
+    ] {
+        records.push(record(record_type, group_id, Some(member_id), None));
+    }
+}
+
+/// The tombstones that end an empty consumer group: its target epoch, then
+/// its metadata.
+pub(super) fn group_tombstones(group_id: &str) -> [CoordinatorRecord; 2] {
+    [
+        record(CONSUMER_GROUP_TARGET_EPOCH_KEY_TYPE, group_id, None, None),
+        record(CONSUMER_GROUP_METADATA_KEY_TYPE, group_id, None, None),
+    ]
 }
 
 /// The topics as a group last saw them, for timers.
@@ -703,12 +1048,12 @@ impl TopicsView for FrozenTopics {
 }
 
 #[cfg(test)]
-mod tests {
+mod tests_support {
     use super::*;
 
-    const G: &str = "g";
+    pub const G: &str = "g";
 
-    struct Topics {
+    pub struct Topics {
         version: u64,
         topics: BTreeMap<String, (uuid::Uuid, i32)>,
     }
@@ -731,7 +1076,7 @@ mod tests {
         }
     }
 
-    fn topics(partitions: i32) -> Topics {
+    pub fn topics(partitions: i32) -> Topics {
         Topics {
             version: 1,
             topics: [(
@@ -742,7 +1087,7 @@ mod tests {
         }
     }
 
-    fn join(member_id: &str) -> ConsumerGroupHeartbeatRequest {
+    pub fn join(member_id: &str) -> ConsumerGroupHeartbeatRequest {
         ConsumerGroupHeartbeatRequest {
             group_id: G.into(),
             member_id: member_id.into(),
@@ -760,7 +1105,7 @@ mod tests {
         }
     }
 
-    fn beat(member_id: &str, epoch: i32, owned: &Assignment) -> ConsumerGroupHeartbeatRequest {
+    pub fn beat(member_id: &str, epoch: i32, owned: &Assignment) -> ConsumerGroupHeartbeatRequest {
         ConsumerGroupHeartbeatRequest {
             member_epoch: epoch,
             rebalance_timeout_ms: -1,
@@ -770,14 +1115,20 @@ mod tests {
         }
     }
 
-    fn coordinator() -> GroupCoordinator {
+    pub fn coordinator() -> GroupCoordinator {
         GroupCoordinator::new(GroupConfig::default(), 1, 0)
     }
 
-    fn count(a: &Option<Assignment>) -> usize {
+    pub fn count(a: &Option<Assignment>) -> usize {
         a.as_ref()
             .map_or(0, |a| a.values().map(BTreeSet::len).sum())
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::*;
+    use super::*;
 
     #[test]
     fn invalid_requests_get_kafkas_errors_and_messages() {
@@ -916,7 +1267,10 @@ mod tests {
         // The new instance takes over at once, without a new group epoch.
         let (back, effects) = c.consumer_group_heartbeat(0, static_join("m2"), &t);
         assert_eq!((back.member_epoch, count(&back.assignment)), (1, 3));
-        assert!(effects.appends.is_empty());
+        let epoch_written = effects.appends.iter().flat_map(|a| &a.records).any(|r| {
+            matches!(r, CoordinatorRecord::ConsumerGroup { key, .. } if key.record_type == CONSUMER_GROUP_METADATA_KEY_TYPE)
+        });
+        assert!(!epoch_written);
         let (old, _) = c.consumer_group_heartbeat(
             0,
             ConsumerGroupHeartbeatRequest {
@@ -994,6 +1348,135 @@ mod tests {
         assert_eq!(
             refused.error_message.as_deref(),
             Some("Group g is not a consumer group.")
+        );
+    }
+}
+
+#[cfg(test)]
+mod reload_tests {
+    use super::tests_support::*;
+    use super::*;
+
+    /// What the heartbeats wrote, replayed into a fresh coordinator, gives
+    /// the same group: members keep their epochs and partitions, so their
+    /// next heartbeat carries on without a new group epoch.
+    #[test]
+    fn a_reloaded_group_keeps_its_members_epochs_and_partitions() {
+        let mut c = coordinator();
+        let t = topics(4);
+        let mut written = Vec::new();
+        let mut run = |c: &mut GroupCoordinator, r| {
+            let (response, effects) = c.consumer_group_heartbeat(0, r, &t);
+            for append in effects.appends {
+                written.extend(append.records);
+            }
+            response
+        };
+        let a = run(&mut c, join("a"));
+        let owned_a = a.assignment.clone().unwrap();
+        let b = run(&mut c, join("b"));
+        assert_eq!(b.member_epoch, 2);
+        let a2 = run(&mut c, beat("a", 1, &owned_a));
+        let kept = a2.assignment.clone().unwrap();
+        run(&mut c, beat("a", 1, &kept));
+        let b2 = run(&mut c, beat("b", 2, &Assignment::new()));
+        assert_eq!(count(&b2.assignment), 2);
+        let before = c.consumer_group_describe(&[G.into()], &t);
+
+        let mut reloaded = coordinator();
+        for r in &written {
+            let (key, value) = (r.key_bytes(), r.value_bytes());
+            reloaded
+                .replay_bytes(0, &key, value.as_deref())
+                .expect("replays");
+        }
+        reloaded.loaded(0);
+        assert_eq!(reloaded.consumer_group_describe(&[G.into()], &t), before);
+        let (again, effects) =
+            reloaded.consumer_group_heartbeat(1, beat("b", 2, &b2.assignment.clone().unwrap()), &t);
+        assert_eq!(
+            (again.error, again.member_epoch, again.assignment),
+            (None, 2, None)
+        );
+        assert!(
+            effects.appends.is_empty(),
+            "nothing changed: {:?}",
+            effects.appends
+        );
+        // Sessions restarted at load: expiring them empties the group.
+        reloaded.on_tick(45_001);
+        assert_eq!(
+            reloaded.consumer_group_describe(&[G.into()], &t)[0].group_state,
+            "Empty"
+        );
+    }
+}
+
+#[cfg(test)]
+mod review_tests {
+    use super::tests_support::*;
+    use super::*;
+
+    /// A member that changes its instance id frees the old one: joining
+    /// with it later is a new member, never a lookup of a removed one.
+    #[test]
+    fn an_instance_id_given_up_is_free_again() {
+        let mut c = coordinator();
+        let t = topics(2);
+        let with = |id: &str, instance: &str| ConsumerGroupHeartbeatRequest {
+            instance_id: Some(instance.into()),
+            ..join(id)
+        };
+        c.consumer_group_heartbeat(0, with("a", "i1"), &t);
+        let (again, _) = c.consumer_group_heartbeat(0, with("a", "i2"), &t);
+        assert_eq!(again.error, None);
+        let leave = ConsumerGroupHeartbeatRequest {
+            instance_id: Some("i2".into()),
+            ..beat("a", -1, &Assignment::new())
+        };
+        assert_eq!(c.consumer_group_heartbeat(0, leave, &t).0.error, None);
+        let (fresh, _) = c.consumer_group_heartbeat(0, with("b", "i1"), &t);
+        assert_eq!((fresh.error, count(&fresh.assignment)), (None, 2));
+    }
+
+    /// The Admin's removeMembersFromConsumerGroup (LeaveGroup) removes
+    /// consumer-group members by id or instance id.
+    #[test]
+    fn leave_group_removes_consumer_group_members() {
+        let mut c = coordinator();
+        let t = topics(2);
+        c.consumer_group_heartbeat(0, join("a"), &t);
+        let static_b = ConsumerGroupHeartbeatRequest {
+            instance_id: Some("ib".into()),
+            ..join("b")
+        };
+        c.consumer_group_heartbeat(0, static_b, &t);
+        let outcome = c.leave_group(
+            0,
+            LeaveGroupRequest {
+                group_id: G.into(),
+                members: vec![
+                    LeaveGroupMember {
+                        member_id: "a".into(),
+                        group_instance_id: None,
+                    },
+                    LeaveGroupMember {
+                        member_id: String::new(),
+                        group_instance_id: Some("ib".into()),
+                    },
+                    LeaveGroupMember {
+                        member_id: "zz".into(),
+                        group_instance_id: None,
+                    },
+                ],
+            },
+        );
+        let response = outcome.reply.ready().expect("answered at once");
+        let errors: Vec<_> = response.members.iter().map(|m| m.error).collect();
+        assert_eq!(errors, vec![None, None, Some(ErrorCode::UnknownMemberId)]);
+        assert_eq!(
+            c.consumer_group_describe(&[G.into()], &t)[0].members.len(),
+            0
         );
     }
 }

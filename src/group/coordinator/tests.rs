@@ -1308,14 +1308,14 @@ fn failed_static_rejoin_record_restores_the_old_member_id() {
 }
 
 /// Loading skips records of types this broker does not handle (KIP-848
-/// members and assignments, share and streams records share the topic),
+/// regex resolutions, share and streams records share the topic),
 /// reads a consumer group's epoch record, and reports malformed ones.
 #[test]
 fn replay_skips_foreign_record_types_and_reports_malformed_ones() {
     let mut coordinator = GroupCoordinator::new(GroupConfig::default(), 1, 0);
-    // ConsumerGroupMemberMetadataKey (type 5) for group "g", member "m".
+    // ConsumerGroupRegularExpressionKey (type 16) for group "g", regex "m".
     assert!(coordinator
-        .replay_bytes(0, &[0, 5, 0, 1, b'g', 0, 1, b'm'], Some(&[0, 0, 0]))
+        .replay_bytes(0, &[0, 16, 0, 1, b'g', 0, 1, b'm'], Some(&[0, 0, 0]))
         .is_ok());
     assert_eq!(coordinator.group_count(), 0);
     // ConsumerGroupMetadataKey (type 3) for "g": epoch 7, one tagged field
