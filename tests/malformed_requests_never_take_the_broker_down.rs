@@ -481,3 +481,61 @@ fn clock_ticks_per_second() -> f64 {
         100.0
     }
 }
+
+fn unsigned_varint(mut n: usize, out: &mut Vec<u8>) {
+    while n >= 0x80 {
+        out.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn compact_string(s: &str, out: &mut Vec<u8>) {
+    unsigned_varint(s.len() + 1, out);
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// Kafka limits every string field to 0x7fff bytes, in the compact form of
+/// flexible versions too ("string field groupId had invalid length 40000",
+/// and the connection is closed). Such a group id once reached the offsets
+/// topic's record keys (int16 lengths) and took the broker down.
+#[test]
+fn a_string_field_over_32767_bytes_closes_the_connection_like_kafka() {
+    let mut broker = Broker::start_default();
+    let long = "g".repeat(40_000);
+    // OffsetCommit v8 (flexible): group, generation -1, member "", no
+    // instance, one topic with one partition.
+    let mut commit = Vec::new();
+    compact_string(&long, &mut commit);
+    commit.extend_from_slice(&(-1i32).to_be_bytes());
+    compact_string("", &mut commit);
+    commit.push(0);
+    unsigned_varint(2, &mut commit);
+    compact_string("t", &mut commit);
+    unsigned_varint(2, &mut commit);
+    commit.extend_from_slice(&0i32.to_be_bytes());
+    commit.extend_from_slice(&5i64.to_be_bytes());
+    commit.extend_from_slice(&(-1i32).to_be_bytes());
+    commit.extend_from_slice(&[0, 0, 0, 0]);
+    // ConsumerGroupHeartbeat v1: the same group id, then anything.
+    let mut heartbeat = Vec::new();
+    compact_string(&long, &mut heartbeat);
+    compact_string("m", &mut heartbeat);
+    heartbeat.extend_from_slice(&[0; 16]);
+    for (api_key, version, body) in [
+        (ApiKey::OffsetCommit, 8i16, commit),
+        (ApiKey::ConsumerGroupHeartbeat, 1, heartbeat),
+    ] {
+        let mut payload = Vec::new();
+        payload.extend_from_slice(&(api_key as i16).to_be_bytes());
+        payload.extend_from_slice(&version.to_be_bytes());
+        payload.extend_from_slice(&7i32.to_be_bytes());
+        payload.extend_from_slice(&[0, 1, b'c', 0]);
+        payload.extend_from_slice(&body);
+        let what = format!("{api_key:?} v{version} with a 40000-byte group id");
+        let mut client = RawClient::connect(&broker.bootstrap());
+        client.write_raw(&frame(&payload)).expect("send");
+        assert_closed_without_answer(client.outcome_within(CLOSE_WAIT), &what);
+        assert_broker_healthy(&mut broker, &what);
+    }
+}

@@ -510,6 +510,10 @@ impl Decoder<Option<StdString>> for CompactString {
     fn decode<B: ByteBuf>(&self, buf: &mut B) -> Result<Option<StdString>> {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
+            // ringbroker patch: Kafka refuses string fields over 0x7fff
+            // bytes in compact form too, and the length must not drive an
+            // allocation.
+            n if n - 1 > 0x7fff => bail!("string field had invalid length {}", n - 1),
             n => {
                 let mut strbuf = vec![0; (n - 1) as usize];
                 buf.try_copy_to_slice(&mut strbuf)?;
@@ -523,6 +527,8 @@ impl<T: NewType<StrBytes>> Decoder<Option<T>> for CompactString {
     fn decode<B: ByteBuf>(&self, buf: &mut B) -> Result<Option<T>> {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
+            // ringbroker patch: as above.
+            n if n - 1 > 0x7fff => bail!("string field had invalid length {}", n - 1),
             n => {
                 let strbuf = StrBytes::try_from(buf.try_get_bytes((n - 1) as usize)?)?;
                 Ok(Some(strbuf.into()))
@@ -655,6 +661,10 @@ impl Decoder<Option<Vec<u8>>> for Bytes {
         match Int32.decode(buf)? {
             -1 => Ok(None),
             n if n >= 0 => {
+                // ringbroker patch: the length must not drive an allocation.
+                if n as usize > buf.remaining() {
+                    bail!("Data length {n} exceeds the bytes left");
+                }
                 let mut data = vec![0; n as usize];
                 buf.try_copy_to_slice(&mut data)?;
                 Ok(Some(data))
@@ -804,6 +814,10 @@ impl Decoder<Option<Vec<u8>>> for CompactBytes {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
             n => {
+                // ringbroker patch: the length must not drive an allocation.
+                if (n - 1) as usize > buf.remaining() {
+                    bail!("Data length {} exceeds the bytes left", n - 1);
+                }
                 let mut data = vec![0; (n - 1) as usize];
                 buf.try_copy_to_slice(&mut data)?;
                 Ok(Some(data))
