@@ -39,15 +39,18 @@ pub const ASSIGNORS: &[&str] = &["uniform", "range"];
 ///
 /// `subscriptions` maps each member to the topics it subscribes to;
 /// `partitions` gives each topic's partition count (topics missing there are
-/// ignored); `previous` is the last target assignment.
+/// ignored); `previous` is the last target assignment; `instance_ids` maps
+/// static members to their instance ids (`range` puts them first, in
+/// instance-id order, as Kafka's does).
 pub fn assign(
     name: &str,
     subscriptions: &BTreeMap<String, BTreeSet<Uuid>>,
     partitions: &BTreeMap<Uuid, i32>,
     previous: &BTreeMap<String, Assignment>,
+    instance_ids: &BTreeMap<String, String>,
 ) -> BTreeMap<String, Assignment> {
     match name {
-        "range" => range(subscriptions, partitions),
+        "range" => range(subscriptions, partitions, instance_ids),
         _ => uniform(subscriptions, partitions, previous),
     }
 }
@@ -55,16 +58,23 @@ pub fn assign(
 fn range(
     subscriptions: &BTreeMap<String, BTreeSet<Uuid>>,
     partitions: &BTreeMap<Uuid, i32>,
+    instance_ids: &BTreeMap<String, String>,
 ) -> BTreeMap<String, Assignment> {
     let mut out: BTreeMap<String, Assignment> = subscriptions
         .keys()
         .map(|m| (m.clone(), Assignment::new()))
         .collect();
+    // Static members first by instance id, then the others by member id.
+    let mut ordered: Vec<&String> = subscriptions.keys().collect();
+    ordered.sort_by_key(|m| match instance_ids.get(*m) {
+        Some(instance) => (0, instance.as_str()),
+        None => (1, m.as_str()),
+    });
     for (&topic, &count) in partitions {
-        let members: Vec<&String> = subscriptions
+        let members: Vec<&String> = ordered
             .iter()
-            .filter(|(_, topics)| topics.contains(&topic))
-            .map(|(m, _)| m)
+            .copied()
+            .filter(|m| subscriptions[*m].contains(&topic))
             .collect();
         if members.is_empty() || count <= 0 {
             continue;
@@ -195,6 +205,15 @@ fn uniform(
 mod tests {
     use super::*;
 
+    fn assign4(
+        name: &str,
+        subscriptions: &BTreeMap<String, BTreeSet<Uuid>>,
+        partitions: &BTreeMap<Uuid, i32>,
+        previous: &BTreeMap<String, Assignment>,
+    ) -> BTreeMap<String, Assignment> {
+        assign(name, subscriptions, partitions, previous, &BTreeMap::new())
+    }
+
     fn topic(n: u8) -> Uuid {
         Uuid::from_bytes([n; 16])
     }
@@ -227,10 +246,10 @@ mod tests {
     fn uniform_balances_and_is_sticky() {
         let parts: BTreeMap<Uuid, i32> = [(topic(1), 6), (topic(2), 3)].into();
         let one = subs(&[("a", &[1, 2])]);
-        let first = assign("uniform", &one, &parts, &BTreeMap::new());
+        let first = assign4("uniform", &one, &parts, &BTreeMap::new());
         assert_eq!(count(&first["a"]), 9);
         let two = subs(&[("a", &[1, 2]), ("b", &[1, 2])]);
-        let second = assign("uniform", &two, &parts, &first);
+        let second = assign4("uniform", &two, &parts, &first);
         all_once(&second, &parts);
         let (ca, cb) = (count(&second["a"]), count(&second["b"]));
         assert!(ca.abs_diff(cb) <= 1, "{ca} {cb}");
@@ -239,9 +258,9 @@ mod tests {
             assert!(ps.is_subset(&first["a"][t]));
         }
         // Stable inputs, stable output.
-        assert_eq!(assign("uniform", &two, &parts, &second), second);
+        assert_eq!(assign4("uniform", &two, &parts, &second), second);
         // b leaves: a gets everything back.
-        let third = assign("uniform", &one, &parts, &second);
+        let third = assign4("uniform", &one, &parts, &second);
         assert_eq!(count(&third["a"]), 9);
     }
 
@@ -249,7 +268,7 @@ mod tests {
     fn uniform_handles_different_subscriptions() {
         let parts: BTreeMap<Uuid, i32> = [(topic(1), 4), (topic(2), 4)].into();
         let s = subs(&[("a", &[1]), ("b", &[1, 2]), ("c", &[2])]);
-        let out = assign("uniform", &s, &parts, &BTreeMap::new());
+        let out = assign4("uniform", &s, &parts, &BTreeMap::new());
         all_once(&out, &parts);
         assert!(out["a"].keys().all(|t| *t == topic(1)));
         assert!(out["c"].keys().all(|t| *t == topic(2)));
@@ -260,7 +279,7 @@ mod tests {
         );
         // A topic nobody subscribes to and a missing topic are ignored.
         let parts3: BTreeMap<Uuid, i32> = [(topic(1), 2), (topic(3), 5)].into();
-        let out = assign(
+        let out = assign4(
             "uniform",
             &subs(&[("a", &[1, 9])]),
             &parts3,
@@ -272,7 +291,7 @@ mod tests {
     #[test]
     fn range_gives_contiguous_ranges_in_member_order() {
         let parts: BTreeMap<Uuid, i32> = [(topic(1), 5)].into();
-        let out = assign(
+        let out = assign4(
             "range",
             &subs(&[("b", &[1]), ("a", &[1])]),
             &parts,
@@ -280,7 +299,7 @@ mod tests {
         );
         assert_eq!(out["a"][&topic(1)], BTreeSet::from([0, 1, 2]));
         assert_eq!(out["b"][&topic(1)], BTreeSet::from([3, 4]));
-        let out = assign(
+        let out = assign4(
             "range",
             &subs(&[("a", &[1]), ("b", &[1]), ("c", &[])]),
             &[(topic(1), 1)].into(),
@@ -288,5 +307,15 @@ mod tests {
         );
         assert_eq!(count(&out["a"]), 1);
         assert!(out["b"].is_empty() && out["c"].is_empty());
+        // Static members come first, in instance-id order.
+        let statics: BTreeMap<String, String> = [("b".to_string(), "i0".to_string())].into();
+        let out = assign(
+            "range",
+            &subs(&[("a", &[1]), ("b", &[1])]),
+            &parts,
+            &BTreeMap::new(),
+            &statics,
+        );
+        assert_eq!(out["b"][&topic(1)], BTreeSet::from([0, 1, 2]));
     }
 }

@@ -43,6 +43,28 @@ pub trait TopicsView {
     fn names(&self) -> Vec<String>;
 }
 
+/// A fixed set of topics (name to id and partition count) at a version.
+#[derive(Debug, Clone, Default)]
+pub struct TopicsSnapshot(pub BTreeMap<String, (Uuid, i32)>, pub u64);
+
+impl TopicsView for TopicsSnapshot {
+    fn version(&self) -> u64 {
+        self.1
+    }
+    fn topic(&self, name: &str) -> Option<(Uuid, i32)> {
+        self.0.get(name).copied()
+    }
+    fn topic_name(&self, id: &Uuid) -> Option<String> {
+        self.0
+            .iter()
+            .find(|(_, t)| t.0 == *id)
+            .map(|(n, _)| n.clone())
+    }
+    fn names(&self) -> Vec<String> {
+        self.0.keys().cloned().collect()
+    }
+}
+
 /// Where a member is in reconciling towards its target assignment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemberState {
@@ -336,7 +358,18 @@ impl ConsumerGroup {
             .collect();
         let partitions: BTreeMap<Uuid, i32> = ids_by_name.values().copied().collect();
         self.assignor = self.preferred_assignor();
-        let target = assignor::assign(&self.assignor, &subscriptions, &partitions, &self.target);
+        let instance_ids: BTreeMap<String, String> = self
+            .members
+            .values()
+            .filter_map(|m| Some((m.member_id.clone(), m.instance_id.clone()?)))
+            .collect();
+        let target = assignor::assign(
+            &self.assignor,
+            &subscriptions,
+            &partitions,
+            &self.target,
+            &instance_ids,
+        );
         let changed = target
             .iter()
             .filter(|(member, a)| self.target.get(*member) != Some(a))
@@ -631,25 +664,7 @@ impl ConsumerMember {
 mod tests {
     use super::*;
 
-    struct Topics(BTreeMap<String, (Uuid, i32)>, u64);
-
-    impl TopicsView for Topics {
-        fn version(&self) -> u64 {
-            self.1
-        }
-        fn topic(&self, name: &str) -> Option<(Uuid, i32)> {
-            self.0.get(name).copied()
-        }
-        fn topic_name(&self, id: &Uuid) -> Option<String> {
-            self.0
-                .iter()
-                .find(|(_, t)| t.0 == *id)
-                .map(|(n, _)| n.clone())
-        }
-        fn names(&self) -> Vec<String> {
-            self.0.keys().cloned().collect()
-        }
-    }
+    use TopicsSnapshot as Topics;
 
     fn member(id: &str, topics: &[&str]) -> ConsumerMember {
         let mut m = ConsumerMember::new(id);

@@ -23,7 +23,7 @@
 use super::*;
 use crate::group::assignor::{Assignment, ASSIGNORS};
 use crate::group::consumer::{
-    compile_regex, ConsumerGroup, ConsumerMember, MemberState, TopicsView,
+    compile_regex, ConsumerGroup, ConsumerMember, MemberState, TopicsSnapshot, TopicsView,
     LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
 };
 use crate::group::records::{
@@ -669,7 +669,7 @@ impl GroupCoordinator {
             let error = match target {
                 Some(member_id) => {
                     tracing::info!(group_id, member_id, "member removed through LeaveGroup");
-                    let topics = FrozenTopics(
+                    let topics = frozen_topics(
                         consumer
                             .map(|c| c.subscription_metadata.clone())
                             .unwrap_or_default(),
@@ -869,7 +869,7 @@ impl GroupCoordinator {
         }
         // Timers have no topic view: keep the subscription metadata as it
         // is (the next heartbeat refreshes it).
-        let topics = FrozenTopics(
+        let topics = frozen_topics(
             self.groups[group_id]
                 .consumer
                 .as_ref()
@@ -944,6 +944,12 @@ impl GroupCoordinator {
             })
             .collect()
     }
+}
+
+/// The topics as a group last saw them, for timers and LeaveGroup, which
+/// have no metadata image at hand (the next heartbeat reads it again).
+fn frozen_topics(topics: BTreeMap<String, (uuid::Uuid, i32)>) -> TopicsSnapshot {
+    TopicsSnapshot(topics, u64::MAX)
 }
 
 fn leave_response(member_id: &str, member_epoch: i32) -> ConsumerGroupHeartbeatResponse {
@@ -1026,65 +1032,21 @@ pub(super) fn group_tombstones(group_id: &str) -> [CoordinatorRecord; 2] {
     ]
 }
 
-/// The topics as a group last saw them, for timers.
-struct FrozenTopics(BTreeMap<String, (uuid::Uuid, i32)>);
-
-impl TopicsView for FrozenTopics {
-    fn version(&self) -> u64 {
-        u64::MAX
-    }
-    fn topic(&self, name: &str) -> Option<(uuid::Uuid, i32)> {
-        self.0.get(name).copied()
-    }
-    fn topic_name(&self, id: &uuid::Uuid) -> Option<String> {
-        self.0
-            .iter()
-            .find(|(_, t)| t.0 == *id)
-            .map(|(n, _)| n.clone())
-    }
-    fn names(&self) -> Vec<String> {
-        self.0.keys().cloned().collect()
-    }
-}
-
 #[cfg(test)]
 mod tests_support {
     use super::*;
 
     pub const G: &str = "g";
 
-    pub struct Topics {
-        version: u64,
-        topics: BTreeMap<String, (uuid::Uuid, i32)>,
-    }
-
-    impl TopicsView for Topics {
-        fn version(&self) -> u64 {
-            self.version
-        }
-        fn topic(&self, name: &str) -> Option<(uuid::Uuid, i32)> {
-            self.topics.get(name).copied()
-        }
-        fn topic_name(&self, id: &uuid::Uuid) -> Option<String> {
-            self.topics
-                .iter()
-                .find(|(_, t)| t.0 == *id)
-                .map(|(n, _)| n.clone())
-        }
-        fn names(&self) -> Vec<String> {
-            self.topics.keys().cloned().collect()
-        }
-    }
-
-    pub fn topics(partitions: i32) -> Topics {
-        Topics {
-            version: 1,
-            topics: [(
+    pub fn topics(partitions: i32) -> TopicsSnapshot {
+        TopicsSnapshot(
+            [(
                 "t".to_string(),
                 (uuid::Uuid::from_bytes([1; 16]), partitions),
             )]
             .into(),
-        }
+            1,
+        )
     }
 
     pub fn join(member_id: &str) -> ConsumerGroupHeartbeatRequest {

@@ -53,6 +53,16 @@ pub struct Client {
     pub client_host: String,
 }
 
+impl Client {
+    /// The sender of a request with `header`, connected from `peer`.
+    pub fn of(header: &kafka_protocol::messages::RequestHeader, peer: Option<SocketAddr>) -> Self {
+        Client {
+            client_id: header.client_id.as_deref().unwrap_or_default().to_string(),
+            client_host: client_host(peer),
+        }
+    }
+}
+
 /// The client's address as Kafka prints it (Java's `InetAddress.toString`
 /// of an unresolved address): `/` then the IP, IPv4-mapped IPv6 addresses as
 /// IPv4, IPv6 uncompressed (`/0:0:0:0:0:0:0:1`). "" when unknown.

@@ -469,10 +469,7 @@ pub async fn dispatch(
             decode(&mut body, version)?,
             version,
             correlation_id,
-            groups::Client {
-                client_id: header.client_id.as_deref().unwrap_or_default().to_string(),
-                client_host: groups::client_host(peer),
-            },
+            groups::Client::of(&header, peer),
         ),
         ApiKey::ConsumerGroupHeartbeat => consumer_group_heartbeat::handle(
             shard,
@@ -480,10 +477,7 @@ pub async fn dispatch(
             decode(&mut body, version)?,
             version,
             correlation_id,
-            groups::Client {
-                client_id: header.client_id.as_deref().unwrap_or_default().to_string(),
-                client_host: groups::client_host(peer),
-            },
+            groups::Client::of(&header, peer),
         ),
         ApiKey::ConsumerGroupDescribe => consumer_group_describe::handle(
             shard,
