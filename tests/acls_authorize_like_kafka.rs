@@ -772,3 +772,95 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
     }
     assert_eq!(error, 0);
 }
+
+/// KIP-848 consumer groups under ACLs, as Kafka's KafkaApis and group
+/// coordinator judge them: READ on the group, DESCRIBE on every subscribed
+/// topic name, and a regex matches only the topics the member may
+/// DESCRIBE.
+#[test]
+fn consumer_group_heartbeats_are_authorized_like_kafka() {
+    use kafka_protocol::messages::{
+        ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse,
+        ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
+    };
+    let (bootstrap, _broker) = bootstrap_or_broker();
+    let mut client = RawClient::connect(&bootstrap);
+    assert_eq!(create_topic(&mut client, "acl848-secret"), 0);
+    assert_eq!(create_topic(&mut client, "acl848-open"), 0);
+    const BOB: &str = "User:bob";
+    assert_eq!(
+        create_acls(
+            &mut client,
+            &[
+                (2, "acl848-secret", 3, BOB, "*", 3, 3),
+                (3, "g848-secret", 3, BOB, "*", 3, 3)
+            ]
+        ),
+        vec![(0, Some(String::new())), (0, Some(String::new()))]
+    );
+    let mut metadata = MetadataRequest::default();
+    let mut wanted = MetadataRequestTopic::default();
+    wanted.name = Some(TopicName(s("acl848-open")));
+    metadata.topics = Some(vec![wanted]);
+    let described: MetadataResponse = client.request(ApiKey::Metadata, 12, &metadata);
+    let open_id = described.topics[0].topic_id;
+
+    let join = |group: &str, member: &str| {
+        let mut request = ConsumerGroupHeartbeatRequest::default();
+        request.group_id = GroupId(s(group));
+        request.member_id = s(member);
+        request.member_epoch = 0;
+        request.rebalance_timeout_ms = 30_000;
+        request.topic_partitions = Some(Vec::new());
+        request
+    };
+    let mut secret_group = join("g848-secret", "m1");
+    secret_group.subscribed_topic_names = Some(vec![TopicName(s("acl848-open"))]);
+    let answer: ConsumerGroupHeartbeatResponse =
+        client.request(ApiKey::ConsumerGroupHeartbeat, 1, &secret_group);
+    assert_eq!(answer.error_code, GROUP_AUTHORIZATION_FAILED);
+
+    let mut secret_topic = join("g848", "m1");
+    secret_topic.subscribed_topic_names = Some(vec![
+        TopicName(s("acl848-open")),
+        TopicName(s("acl848-secret")),
+    ]);
+    let answer: ConsumerGroupHeartbeatResponse =
+        client.request(ApiKey::ConsumerGroupHeartbeat, 1, &secret_topic);
+    assert_eq!(answer.error_code, TOPIC_AUTHORIZATION_FAILED);
+
+    // The regex matches both topics; only the one it may see is assigned.
+    // (Kafka resolves regexes in the background: keep heartbeating.)
+    let mut regex = join("g848", "m2");
+    regex.subscribed_topic_regex = Some(s("acl848-.*"));
+    let mut answer: ConsumerGroupHeartbeatResponse =
+        client.request(ApiKey::ConsumerGroupHeartbeat, 1, &regex);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while answer
+        .assignment
+        .as_ref()
+        .map_or(true, |a| a.topic_partitions.is_empty())
+    {
+        assert_eq!(answer.error_code, 0, "{:?}", answer.error_message);
+        assert!(std::time::Instant::now() < deadline, "never assigned");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let mut beat = ConsumerGroupHeartbeatRequest::default();
+        beat.group_id = GroupId(s("g848"));
+        beat.member_id = s("m2");
+        beat.member_epoch = answer.member_epoch;
+        beat.rebalance_timeout_ms = -1;
+        beat.topic_partitions = Some(Vec::new());
+        answer = client.request(ApiKey::ConsumerGroupHeartbeat, 1, &beat);
+    }
+    let assigned: Vec<_> = answer.assignment.unwrap().topic_partitions;
+    assert_eq!(assigned.len(), 1);
+    assert_eq!((assigned[0].topic_id, assigned[0].partitions.clone()), (open_id, vec![0]));
+
+    let mut describe = ConsumerGroupDescribeRequest::default();
+    describe.group_ids = vec![GroupId(s("g848")), GroupId(s("g848-secret"))];
+    let described: ConsumerGroupDescribeResponse =
+        client.request(ApiKey::ConsumerGroupDescribe, 0, &describe);
+    let codes: Vec<i16> = described.groups.iter().map(|g| g.error_code).collect();
+    assert_eq!(codes, vec![0, GROUP_AUTHORIZATION_FAILED]);
+    assert_eq!(described.groups[0].members.len(), 1);
+}

@@ -128,6 +128,50 @@ impl TopicsView for crate::cluster::image::MetadataImage {
     }
 }
 
+/// The topics of an image as a caller sees them: regular expressions match
+/// only the topics it may DESCRIBE (Kafka filters a regex's resolution by
+/// the rights of the member whose heartbeat resolved it).
+pub struct DescribableTopics<'a> {
+    /// The shard's image.
+    pub image: &'a MetadataImage,
+    /// The authorizer.
+    pub authorizer: &'a crate::security::acl::AuthorizerConfig,
+    /// Who asks.
+    pub caller: crate::security::acl::Caller,
+}
+
+impl TopicsView for DescribableTopics<'_> {
+    fn version(&self) -> u64 {
+        self.image.version()
+    }
+
+    fn topic(&self, name: &str) -> Option<(uuid::Uuid, i32)> {
+        TopicsView::topic(self.image, name)
+    }
+
+    fn topic_name(&self, id: &uuid::Uuid) -> Option<String> {
+        self.image.topic_name(id)
+    }
+
+    fn names(&self) -> Vec<String> {
+        use crate::security::acl::{AclOperation, ResourceType};
+        self.image
+            .topics
+            .keys()
+            .filter(|name| {
+                self.authorizer.authorize(
+                    &self.image.acls,
+                    &self.caller,
+                    AclOperation::Describe,
+                    ResourceType::Topic,
+                    name,
+                )
+            })
+            .cloned()
+            .collect()
+    }
+}
+
 /// Bytes read per step while loading an offsets partition.
 const LOAD_READ_BYTES: usize = 1024 * 1024;
 /// Longest a coordinator's timer task sleeps without looking again.
@@ -377,8 +421,8 @@ impl GroupShard {
                 let outcome = s.coordinator.txn_offset_commit(now, id, r);
                 finish(&mut s, id, outcome, GroupReply::TxnOffsetCommit)
             }
-            GroupCall::ConsumerGroupHeartbeat(r) => {
-                let (response, effects) = s.coordinator.consumer_group_heartbeat(now, r, topics);
+            GroupCall::ConsumerGroupHeartbeat { request: r, .. } => {
+                let (response, effects) = s.coordinator.consumer_group_heartbeat(now, *r, topics);
                 absorb(&mut s, effects);
                 ready(GroupReply::ConsumerGroupHeartbeat(response))
             }

@@ -49,6 +49,14 @@ impl Access {
         }
     }
 
+    /// The caller's principal and host, to be judged on another shard.
+    pub fn caller_identity(&self) -> (String, String) {
+        (
+            self.caller.principal.to_string(),
+            self.caller.host.to_string(),
+        )
+    }
+
     /// True when an authorizer is configured.
     pub fn enabled(&self) -> bool {
         self.authorizer.enabled

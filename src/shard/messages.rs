@@ -305,7 +305,13 @@ pub enum GroupCall {
     /// its marker reaches this offsets partition.
     TxnOffsetCommit(group::TxnOffsetCommitRequest),
     /// ConsumerGroupHeartbeat (KIP-848).
-    ConsumerGroupHeartbeat(group::ConsumerGroupHeartbeatRequest),
+    ConsumerGroupHeartbeat {
+        /// The request.
+        request: Box<group::ConsumerGroupHeartbeatRequest>,
+        /// The caller's principal and host when an authorizer is on: the
+        /// topics its regex matches are only those it may DESCRIBE.
+        caller: Option<(String, String)>,
+    },
     /// ConsumerGroupDescribe for groups of this partition.
     ConsumerGroupDescribe {
         /// Groups, all coordinated by this partition.

@@ -1031,7 +1031,25 @@ impl Shard {
         partition: i32,
         call: messages::GroupCall,
     ) -> LocalBoxFuture<'static, ShardReply> {
-        self.groups.submit(partition, call, &*self.image())
+        let image = self.image();
+        if let messages::GroupCall::ConsumerGroupHeartbeat {
+            caller: Some((principal, host)),
+            ..
+        } = &call
+        {
+            if self.authorizer.enabled {
+                let view = crate::group::service::DescribableTopics {
+                    image: &image,
+                    authorizer: &self.authorizer,
+                    caller: crate::security::acl::Caller {
+                        principal: principal.as_str().into(),
+                        host: host.as_str().into(),
+                    },
+                };
+                return self.groups.submit(partition, call, &view);
+            }
+        }
+        self.groups.submit(partition, call, &*image)
     }
 
     /// Starts the group coordinators of the offsets partitions this shard owns.

@@ -6,7 +6,8 @@
 //! order.
 //!
 //! Authorization, as in Kafka: DESCRIBE on each group, else
-//! GROUP_AUTHORIZATION_FAILED for it.
+//! GROUP_AUTHORIZATION_FAILED for it; a group with a topic (subscribed or
+//! assigned) the caller may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED.
 
 use std::rc::Rc;
 
@@ -43,6 +44,38 @@ fn assignment(partitions: Vec<group::DescribedTopicPartitions>) -> Assignment {
         })
         .collect();
     wire
+}
+
+/// Kafka's answer for a group whose members subscribe to or are assigned
+/// a topic the caller may not DESCRIBE: TOPIC_AUTHORIZATION_FAILED and
+/// nothing else about the group.
+fn hide_undescribable_topics(
+    described: group::DescribedConsumerGroup,
+    describable: impl Fn(&str) -> bool,
+) -> group::DescribedConsumerGroup {
+    let hidden = described.members.iter().any(|m| {
+        m.subscribed_topic_names
+            .iter()
+            .chain(m.assignment.iter().map(|t| &t.topic_name))
+            .chain(m.target_assignment.iter().map(|t| &t.topic_name))
+            .any(|t| !describable(t))
+    });
+    if !hidden {
+        return described;
+    }
+    group::DescribedConsumerGroup {
+        error: Some(ErrorCode::TopicAuthorizationFailed),
+        error_message: Some(
+            "The group has described topic(s) that the client is not authorized to describe."
+                .to_string(),
+        ),
+        group_id: described.group_id,
+        group_state: String::new(),
+        group_epoch: 0,
+        assignment_epoch: 0,
+        assignor_name: String::new(),
+        members: Vec::new(),
+    }
 }
 
 /// The wire description of one group.
@@ -147,7 +180,12 @@ pub fn handle(
                 if ok {
                     let d = described
                         .next()
-                        .unwrap_or(Err(ErrorCode::UnknownServerError));
+                        .unwrap_or(Err(ErrorCode::UnknownServerError))
+                        .map(|d| {
+                            hide_undescribable_topics(d, |t| {
+                                access.topic(AclOperation::Describe, t)
+                            })
+                        });
                     to_wire(id, d, operations(id))
                 } else {
                     to_wire(id, Err(ErrorCode::GroupAuthorizationFailed), None)

@@ -8,7 +8,8 @@
 //!
 //! Authorization (Kafka's `KafkaApis`): READ on the group, else
 //! GROUP_AUTHORIZATION_FAILED; DESCRIBE on every subscribed topic name,
-//! else TOPIC_AUTHORIZATION_FAILED.
+//! else TOPIC_AUTHORIZATION_FAILED; a regex matches only topics the caller
+//! may DESCRIBE.
 
 use std::rc::Rc;
 
@@ -101,6 +102,7 @@ pub fn handle(
     client: Client,
 ) -> Responder {
     let shard = shard.clone();
+    let caller = access.enabled().then(|| access.caller_identity());
     let group_allowed = access.group(AclOperation::Read, &request.group_id);
     let topics_allowed = request
         .subscribed_topic_names
@@ -122,7 +124,16 @@ pub fn handle(
             refused(ErrorCode::TopicAuthorizationFailed)
         } else {
             let group_id = call.group_id.clone();
-            match call_group(&shard, &group_id, GroupCall::ConsumerGroupHeartbeat(call)).await {
+            match call_group(
+                &shard,
+                &group_id,
+                GroupCall::ConsumerGroupHeartbeat {
+                    request: Box::new(call),
+                    caller,
+                },
+            )
+            .await
+            {
                 GroupReply::ConsumerGroupHeartbeat(response) => response,
                 GroupReply::Unavailable(error) => refused(error),
                 other => refused(unexpected("ConsumerGroupHeartbeat", &other)),
