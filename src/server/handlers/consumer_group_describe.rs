@@ -173,25 +173,28 @@ pub fn handle(
                 .then(|| access.operations(ResourceType::Group, id) & GROUP_AUTHORIZED_OPERATIONS)
         };
         let mut response = ConsumerGroupDescribeResponse::default();
-        response.groups = ids
+        // As Kafka: the refused groups first, then the others in request
+        // order.
+        let refused = ids
             .iter()
-            .zip(allowed)
-            .map(|(id, ok)| {
-                if ok {
-                    let d = described
-                        .next()
-                        .unwrap_or(Err(ErrorCode::UnknownServerError))
-                        .map(|d| {
-                            hide_undescribable_topics(d, |t| {
-                                access.topic(AclOperation::Describe, t)
-                            })
-                        });
-                    to_wire(id, d, operations(id))
-                } else {
-                    to_wire(id, Err(ErrorCode::GroupAuthorizationFailed), None)
-                }
+            .zip(&allowed)
+            .filter(|(_, ok)| !**ok)
+            .map(|(id, _)| to_wire(id, Err(ErrorCode::GroupAuthorizationFailed), None));
+        let answered: Vec<DescribedGroup> = ids
+            .iter()
+            .zip(&allowed)
+            .filter(|(_, ok)| **ok)
+            .map(|(id, _)| {
+                let d = described
+                    .next()
+                    .unwrap_or(Err(ErrorCode::UnknownServerError))
+                    .map(|d| {
+                        hide_undescribable_topics(d, |t| access.topic(AclOperation::Describe, t))
+                    });
+                to_wire(id, d, operations(id))
             })
             .collect();
+        response.groups = refused.chain(answered).collect();
         encode_response(
             ApiKey::ConsumerGroupDescribe,
             version,
