@@ -745,13 +745,7 @@ async fn alter_broker_configs(
         let mut trial = layers.clone();
         trial.set_layer(broker, next.clone());
         let node = shard.config.node_id;
-        let value = |name: &str| {
-            trial
-                .broker_value(node, name)
-                .or_else(|| trial.default_value(name))
-                .map(str::to_string)
-                .or_else(|| shard.config.static_value(name))
-        };
+        let value = |name: &str| shard.config.value_in_force(&trial, name);
         let checked = next
             .iter()
             .try_for_each(|(name, value)| crate::config::dynamic::check_value(name, value))

@@ -441,6 +441,20 @@ impl BrokerConfig {
         }
     }
 
+    /// The value of broker config `name` on this node with `dynamic`
+    /// layered over it: this node's dynamic value, else the cluster
+    /// default's, else [`BrokerConfig::static_value`].
+    pub fn value_in_force(
+        &self,
+        dynamic: &crate::config::dynamic::DynamicBrokerConfigs,
+        name: &str,
+    ) -> Option<String> {
+        dynamic
+            .value_on(self.node_id, name)
+            .map(str::to_string)
+            .or_else(|| self.static_value(name))
+    }
+
     /// True when broker config `name` differs from Kafka's default here.
     pub fn broker_overridden(&self, name: &str) -> bool {
         let mine = self.broker_defaults.value_of(name);

@@ -83,9 +83,7 @@ fn log_values<'a>(
     node: i32,
 ) -> impl Iterator<Item = (&'static str, &'a str, i8)> + 'a {
     DYNAMIC_LOG_CONFIGS.into_iter().filter_map(move |name| {
-        let value = dynamic
-            .broker_value(node, name)
-            .or_else(|| dynamic.default_value(name))?;
+        let value = dynamic.value_on(node, name)?;
         let config_type = find_broker_config(name).map_or(config_type::STRING, |d| d.config_type);
         Some((name, value, config_type))
     })
@@ -200,6 +198,13 @@ impl DynamicBrokerConfigs {
     /// The cluster-wide dynamic value of `name`.
     pub fn default_value(&self, name: &str) -> Option<&str> {
         self.default.get(name).map(String::as_str)
+    }
+
+    /// The dynamic value of `name` on node `node`: its own, else the
+    /// cluster default.
+    pub fn value_on(&self, node: i32, name: &str) -> Option<&str> {
+        self.broker_value(node, name)
+            .or_else(|| self.default_value(name))
     }
 }
 

@@ -53,14 +53,7 @@ pub enum Admission {
 /// longer make sense together (a command-line value changed since) are
 /// ignored, with an error in the log.
 pub fn limits_in_force(config: &BrokerConfig, dynamic: &DynamicBrokerConfigs) -> ConnectionLimits {
-    let node = config.node_id;
-    let layered = |name: &str| {
-        dynamic
-            .broker_value(node, name)
-            .or_else(|| dynamic.default_value(name))
-            .map(str::to_string)
-            .or_else(|| config.static_value(name))
-    };
+    let layered = |name: &str| config.value_in_force(dynamic, name);
     // Checked as a change at runtime, so that a value no longer right here
     // (a default of 0 connections set beside this node's own value, before
     // its id changed) cannot shut every client out.
