@@ -581,7 +581,7 @@ impl Group {
     pub fn is_subscribed_to_topic(&self, topic: &str) -> bool {
         if let Some(consumer) = &self.consumer {
             return consumer.subscription_metadata.contains_key(topic)
-                || consumer.subscribed_topic_names().contains(topic);
+                || consumer.subscribes_to(topic);
         }
         match &self.subscribed_topics {
             Some(topics) => topics.contains(topic),

@@ -156,8 +156,6 @@ pub struct ConsumerGroup {
     pub static_members: HashMap<String, String>,
     /// The target assignment by member id.
     pub target: BTreeMap<String, Assignment>,
-    /// The assignor the target was computed with.
-    pub assignor: String,
     /// Which member owns each partition (assigned or pending revocation).
     owners: HashMap<(Uuid, i32), String>,
     /// Subscribed topics when the target was last computed: name to (id,
@@ -195,7 +193,7 @@ pub fn metadata_hash(metadata: &BTreeMap<String, (Uuid, i32)>) -> i64 {
 }
 
 /// Compiles a subscription regex as Kafka's RE2J `matches()` reads it (the
-/// whole topic name must match). None when it is not a valid expression.
+/// whole topic name must match); the error says why it is not valid.
 pub fn compile_regex(regex: &str) -> Result<regex::Regex, String> {
     if regex.len() > REGEX_LENGTH_MAX {
         return Err(format!("longer than {REGEX_LENGTH_MAX} bytes"));
@@ -239,18 +237,34 @@ impl ConsumerGroup {
         }
     }
 
+    /// The topic names `member` subscribes to: its names, then what its
+    /// regex matched (possibly both the same name).
+    fn topics_of<'a>(&'a self, member: &'a ConsumerMember) -> impl Iterator<Item = &'a String> {
+        let matched = member
+            .subscribed_topic_regex
+            .as_ref()
+            .and_then(|regex| self.regexes.get(regex))
+            .map(|(_, names)| names);
+        member
+            .subscribed_topic_names
+            .iter()
+            .chain(matched.into_iter().flatten())
+    }
+
     /// Every topic name a member subscribes to (names and regex matches).
     pub fn subscribed_topic_names(&self) -> BTreeSet<String> {
-        let mut names = BTreeSet::new();
-        for member in self.members.values() {
-            names.extend(member.subscribed_topic_names.iter().cloned());
-            if let Some(regex) = &member.subscribed_topic_regex {
-                if let Some((_, matched)) = self.regexes.get(regex) {
-                    names.extend(matched.iter().cloned());
-                }
-            }
-        }
-        names
+        self.members
+            .values()
+            .flat_map(|m| self.topics_of(m))
+            .cloned()
+            .collect()
+    }
+
+    /// Whether a member subscribes to `topic`, by name or regex.
+    pub fn subscribes_to(&self, topic: &str) -> bool {
+        self.members
+            .values()
+            .any(|m| self.topics_of(m).any(|t| t == topic))
     }
 
     /// Resolves the members' regular expressions against `topics` where the
@@ -337,34 +351,22 @@ impl ConsumerGroup {
             .members
             .values()
             .map(|m| {
-                let mut ids: BTreeSet<Uuid> = m
-                    .subscribed_topic_names
-                    .iter()
+                let ids = self
+                    .topics_of(m)
                     .filter_map(|n| ids_by_name.get(n).map(|t| t.0))
                     .collect();
-                if let Some((_, matched)) = m
-                    .subscribed_topic_regex
-                    .as_ref()
-                    .and_then(|r| self.regexes.get(r))
-                {
-                    ids.extend(
-                        matched
-                            .iter()
-                            .filter_map(|n| ids_by_name.get(n).map(|t| t.0)),
-                    );
-                }
                 (m.member_id.clone(), ids)
             })
             .collect();
         let partitions: BTreeMap<Uuid, i32> = ids_by_name.values().copied().collect();
-        self.assignor = self.preferred_assignor();
+        let assignor = self.preferred_assignor();
         let instance_ids: BTreeMap<String, String> = self
             .members
             .values()
             .filter_map(|m| Some((m.member_id.clone(), m.instance_id.clone()?)))
             .collect();
         let target = assignor::assign(
-            &self.assignor,
+            &assignor,
             &subscriptions,
             &partitions,
             &self.target,
@@ -380,7 +382,8 @@ impl ConsumerGroup {
         changed
     }
 
-    /// The epoch of the member owning a partition, -1 when free.
+    /// The member owning a partition (assigned or pending revocation);
+    /// None when it is free.
     fn owner_of(&self, topic: Uuid, partition: i32) -> Option<&String> {
         self.owners.get(&(topic, partition))
     }

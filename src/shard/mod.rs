@@ -1038,13 +1038,16 @@ impl Shard {
         } = &call
         {
             if self.authorizer.enabled {
+                let caller = crate::security::acl::Caller {
+                    principal: principal.as_str().into(),
+                    host: host.as_str().into(),
+                };
+                let access = crate::server::access::Access::new(&self, &caller);
+                let describable =
+                    |topic: &str| access.topic(crate::security::acl::AclOperation::Describe, topic);
                 let view = crate::group::service::DescribableTopics {
                     image: &image,
-                    authorizer: &self.authorizer,
-                    caller: crate::security::acl::Caller {
-                        principal: principal.as_str().into(),
-                        host: host.as_str().into(),
-                    },
+                    describable: &describable,
                 };
                 return self.groups.submit(partition, call, &view);
             }

@@ -21,6 +21,7 @@
 //!   changed, not by a background task.
 
 use super::*;
+use crate::config::limits::TOPIC_NAME_BYTES_MAX;
 use crate::group::assignor::{Assignment, ASSIGNORS};
 use crate::group::consumer::{
     compile_regex, ConsumerGroup, ConsumerMember, MemberState, TopicsSnapshot, TopicsView,
@@ -109,25 +110,17 @@ fn validate(request: &ConsumerGroupHeartbeatRequest) -> Result<(), Refusal> {
             );
         }
     }
-    for (what, id) in [
-        ("GroupId", Some(&request.group_id)),
-        ("MemberId", Some(&request.member_id)),
-        ("InstanceId", request.instance_id.as_ref()),
-    ] {
-        // They are keys of `__consumer_offsets` records: int16 lengths.
-        if id.is_some_and(|id| id.len() > i16::MAX as usize) {
-            return invalid(&format!("{what} is longer than {} bytes.", i16::MAX));
-        }
-    }
+    // Ids longer than the int16 lengths of `__consumer_offsets` keys never
+    // get here: the request decoder refuses strings over 0x7fff bytes.
     if let Some(names) = &request.subscribed_topic_names {
         if names.len() > SUBSCRIBED_TOPICS_MAX {
             return invalid(&format!(
                 "SubscribedTopicNames has more than {SUBSCRIBED_TOPICS_MAX} topics."
             ));
         }
-        if names.iter().any(|n| n.len() > TOPIC_NAME_MAX) {
+        if names.iter().any(|n| n.len() > TOPIC_NAME_BYTES_MAX) {
             return invalid(&format!(
-                "SubscribedTopicNames has a name longer than {TOPIC_NAME_MAX} bytes."
+                "SubscribedTopicNames has a name longer than {TOPIC_NAME_BYTES_MAX} bytes."
             ));
         }
     }
@@ -136,8 +129,6 @@ fn validate(request: &ConsumerGroupHeartbeatRequest) -> Result<(), Refusal> {
 
 /// Most topic names one member may subscribe to (Kafka has no bound).
 pub const SUBSCRIBED_TOPICS_MAX: usize = 10_000;
-/// Longest topic name Kafka allows.
-const TOPIC_NAME_MAX: usize = 249;
 /// Coordinator appends not yet acknowledged past which heartbeats are
 /// refused (retriable) until the log catches up.
 const APPENDS_IN_FLIGHT_MAX: usize = 10_000;
@@ -207,6 +198,42 @@ fn describe_assignment(
         .collect()
 }
 
+impl Core {
+    /// A consumer-group member's session ends `group.consumer.session.timeout.ms`
+    /// from now unless it heartbeats again.
+    fn schedule_consumer_session(&mut self, group_id: &str, member_id: &str, now_ms: i64) {
+        let timeout_ms = i64::from(self.config.consumer_session_timeout_ms);
+        self.timers.schedule(
+            session_key(group_id, member_id),
+            now_ms.saturating_add(timeout_ms),
+            TimerAction::ExpireConsumerSession,
+        );
+    }
+
+    /// A member that must revoke partitions has its rebalance timeout to
+    /// do it at its current epoch.
+    fn schedule_consumer_revocation(
+        &mut self,
+        group_id: &str,
+        member: &ConsumerMember,
+        now_ms: i64,
+    ) {
+        let timeout_ms = i64::from(member.rebalance_timeout_ms.max(0));
+        self.timers.schedule(
+            revocation_key(group_id, &member.member_id),
+            now_ms.saturating_add(timeout_ms),
+            TimerAction::ExpireConsumerRevocation {
+                member_epoch: member.member_epoch,
+            },
+        );
+    }
+
+    fn cancel_consumer_timers(&mut self, group_id: &str, member_id: &str) {
+        self.timers.cancel(&session_key(group_id, member_id));
+        self.timers.cancel(&revocation_key(group_id, member_id));
+    }
+}
+
 impl GroupCoordinator {
     /// ConsumerGroupHeartbeat: always answered at once. Effects carry the
     /// group-epoch records to append.
@@ -229,7 +256,7 @@ impl GroupCoordinator {
             if request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
                 || request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
             {
-                self.consumer_group_leave(now_ms, &request, topics, &mut out)
+                self.consumer_group_leave(&request, topics, &mut out)
             } else {
                 self.consumer_group_join_or_heartbeat(now_ms, request, topics, &mut out)
             }
@@ -319,7 +346,6 @@ impl GroupCoordinator {
             }
         }
         let max_size = self.core.config.consumer_group_members_max;
-        let session_timeout_ms = self.core.config.consumer_session_timeout_ms;
         let heartbeat_interval_ms = self.core.config.consumer_heartbeat_interval_ms;
         let member_id = if request.member_id.is_empty() {
             // v0: the coordinator names a joining member.
@@ -469,8 +495,7 @@ impl GroupCoordinator {
             tracing::info!(group_id, member_id, old_member_id = %old_id, "static member rejoins, replacing its previous member id");
             let target = consumer.target.remove(old_id);
             consumer.remove_member(old_id);
-            self.core.timers.cancel(&session_key(&group_id, old_id));
-            self.core.timers.cancel(&revocation_key(&group_id, old_id));
+            self.core.cancel_consumer_timers(&group_id, old_id);
             if let Some(target) = target {
                 records.push(target_record(&group_id, &member_id, &target));
                 consumer.target.insert(member_id.clone(), target);
@@ -519,14 +544,8 @@ impl GroupCoordinator {
         if reconciled != current {
             records.push(assignment_record(&group_id, &reconciled));
             if reconciled.state == MemberState::UnrevokedPartitions {
-                let timeout = i64::from(reconciled.rebalance_timeout_ms.max(0));
-                self.core.timers.schedule(
-                    revocation_key(&group_id, &member_id),
-                    now_ms.saturating_add(timeout),
-                    TimerAction::ExpireConsumerRevocation {
-                        member_epoch: reconciled.member_epoch,
-                    },
-                );
+                self.core
+                    .schedule_consumer_revocation(&group_id, &reconciled, now_ms);
             } else {
                 self.core
                     .timers
@@ -534,14 +553,7 @@ impl GroupCoordinator {
             }
         }
         let assignment_changed = reconciled.assigned != member.assigned;
-        let response = ConsumerGroupHeartbeatResponse {
-            error: None,
-            error_message: None,
-            member_id: Some(member_id.clone()),
-            member_epoch: reconciled.member_epoch,
-            heartbeat_interval_ms,
-            assignment: None,
-        };
+        let member_epoch = reconciled.member_epoch;
         let full_request = request.rebalance_timeout_ms != -1
             && (request.subscribed_topic_names.is_some()
                 || request.subscribed_topic_regex.is_some())
@@ -552,21 +564,21 @@ impl GroupCoordinator {
         if !records.is_empty() {
             self.core.append(records, AfterAppend::Nothing, out);
         }
-        self.core.timers.schedule(
-            session_key(&group_id, &member_id),
-            now_ms.saturating_add(i64::from(session_timeout_ms)),
-            TimerAction::ExpireConsumerSession,
-        );
+        self.core
+            .schedule_consumer_session(&group_id, &member_id, now_ms);
         Ok(ConsumerGroupHeartbeatResponse {
+            error: None,
+            error_message: None,
+            member_id: Some(member_id),
+            member_epoch,
+            heartbeat_interval_ms,
             assignment,
-            ..response
         })
     }
 
     /// Kafka's `consumerGroupLeave`.
     fn consumer_group_leave(
         &mut self,
-        now_ms: i64,
         request: &ConsumerGroupHeartbeatRequest,
         topics: &dyn TopicsView,
         out: &mut Effects,
@@ -633,8 +645,7 @@ impl GroupCoordinator {
             }
         };
         tracing::info!(group_id, member_id, "member left the consumer group");
-        self.fence_consumer_member(group_id, &member_id, topics, out);
-        let _ = now_ms;
+        self.fence_consumer_member(group_id, &member_id, Some(topics), out);
         Ok(leave_response(&member_id, request.member_epoch))
     }
 
@@ -669,12 +680,7 @@ impl GroupCoordinator {
             let error = match target {
                 Some(member_id) => {
                     tracing::info!(group_id, member_id, "member removed through LeaveGroup");
-                    let topics = frozen_topics(
-                        consumer
-                            .map(|c| c.subscription_metadata.clone())
-                            .unwrap_or_default(),
-                    );
-                    self.fence_consumer_member(group_id, &member_id, &topics, out);
+                    self.fence_consumer_member(group_id, &member_id, None, out);
                     None
                 }
                 None => Some(ErrorCode::UnknownMemberId),
@@ -693,12 +699,14 @@ impl GroupCoordinator {
 
     /// Removes a member (left, session expired, or did not revoke in
     /// time): its partitions are free, and the group epoch moves on so the
-    /// others get a new target at their next heartbeat.
+    /// others get a new target at their next heartbeat. Without `topics`
+    /// (timers, LeaveGroup: no metadata image at hand) the topics are as
+    /// the group last saw them; the next heartbeat reads them again.
     fn fence_consumer_member(
         &mut self,
         group_id: &str,
         member_id: &str,
-        topics: &dyn TopicsView,
+        topics: Option<&dyn TopicsView>,
         out: &mut Effects,
     ) {
         let Some(consumer) = self
@@ -711,10 +719,15 @@ impl GroupCoordinator {
         if consumer.remove_member(member_id).is_none() {
             return;
         }
-        self.core.timers.cancel(&session_key(group_id, member_id));
-        self.core
-            .timers
-            .cancel(&revocation_key(group_id, member_id));
+        self.core.cancel_consumer_timers(group_id, member_id);
+        let last_seen;
+        let topics = match topics {
+            Some(topics) => topics,
+            None => {
+                last_seen = TopicsSnapshot(consumer.subscription_metadata.clone(), u64::MAX);
+                &last_seen
+            }
+        };
         consumer.refresh_regexes(topics);
         consumer.refresh_subscription_metadata(topics, true);
         consumer.group_epoch += 1;
@@ -808,25 +821,16 @@ impl GroupCoordinator {
     /// After loading: every consumer-group member's session starts now, and
     /// a member that was revoking has its rebalance timeout again.
     pub(super) fn schedule_loaded_consumer_members(&mut self, now_ms: i64) {
-        let session_ms = i64::from(self.core.config.consumer_session_timeout_ms);
         for (group_id, group) in &self.groups {
             let Some(consumer) = &group.consumer else {
                 continue;
             };
             for (member_id, member) in &consumer.members {
-                self.core.timers.schedule(
-                    session_key(group_id, member_id),
-                    now_ms.saturating_add(session_ms),
-                    TimerAction::ExpireConsumerSession,
-                );
+                self.core
+                    .schedule_consumer_session(group_id, member_id, now_ms);
                 if member.state == MemberState::UnrevokedPartitions {
-                    self.core.timers.schedule(
-                        revocation_key(group_id, member_id),
-                        now_ms.saturating_add(i64::from(member.rebalance_timeout_ms.max(0))),
-                        TimerAction::ExpireConsumerRevocation {
-                            member_epoch: member.member_epoch,
-                        },
-                    );
+                    self.core
+                        .schedule_consumer_revocation(group_id, member, now_ms);
                 }
             }
         }
@@ -867,16 +871,7 @@ impl GroupCoordinator {
                 "consumer group member session expired; removing it"
             );
         }
-        // Timers have no topic view: keep the subscription metadata as it
-        // is (the next heartbeat refreshes it).
-        let topics = frozen_topics(
-            self.groups[group_id]
-                .consumer
-                .as_ref()
-                .map(|c| c.subscription_metadata.clone())
-                .unwrap_or_default(),
-        );
-        self.fence_consumer_member(group_id, member_id, &topics, out);
+        self.fence_consumer_member(group_id, member_id, None, out);
     }
 
     /// ConsumerGroupDescribe for groups of this coordinator.
@@ -944,12 +939,6 @@ impl GroupCoordinator {
             })
             .collect()
     }
-}
-
-/// The topics as a group last saw them, for timers and LeaveGroup, which
-/// have no metadata image at hand (the next heartbeat reads it again).
-fn frozen_topics(topics: BTreeMap<String, (uuid::Uuid, i32)>) -> TopicsSnapshot {
-    TopicsSnapshot(topics, u64::MAX)
 }
 
 fn leave_response(member_id: &str, member_epoch: i32) -> ConsumerGroupHeartbeatResponse {

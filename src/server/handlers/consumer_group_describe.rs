@@ -144,18 +144,13 @@ pub fn handle(
     let shard = shard.clone();
     let access = access.clone();
     Box::pin(async move {
-        let ids: Vec<String> = request.group_ids.iter().map(|g| string(g)).collect();
-        let allowed: Vec<bool> = ids
+        let (requested, refused): (Vec<String>, Vec<String>) = request
+            .group_ids
             .iter()
-            .map(|g| access.group(AclOperation::Describe, g))
-            .collect();
-        let items = ids
-            .iter()
-            .zip(&allowed)
-            .filter(|(_, ok)| **ok)
-            .map(|(g, _)| (g.clone(), g.clone()))
-            .collect();
-        let mut described = call_by_partition(
+            .map(|g| string(g))
+            .partition(|g| access.group(AclOperation::Describe, g));
+        let items = requested.iter().map(|g| (g.clone(), g.clone())).collect();
+        let described = call_by_partition(
             &shard,
             items,
             |group_ids| GroupCall::ConsumerGroupDescribe { group_ids },
@@ -165,36 +160,24 @@ pub fn handle(
                 other => Err(unexpected("ConsumerGroupDescribe", &other)),
             },
         )
-        .await
-        .into_iter();
+        .await;
         let operations = |id: &str| {
             request
                 .include_authorized_operations
                 .then(|| access.operations(ResourceType::Group, id) & GROUP_AUTHORIZED_OPERATIONS)
         };
+        let describable = |topic: &str| access.topic(AclOperation::Describe, topic);
         let mut response = ConsumerGroupDescribeResponse::default();
         // As Kafka: the refused groups first, then the others in request
         // order.
-        let refused = ids
+        response.groups = refused
             .iter()
-            .zip(&allowed)
-            .filter(|(_, ok)| !**ok)
-            .map(|(id, _)| to_wire(id, Err(ErrorCode::GroupAuthorizationFailed), None));
-        let answered: Vec<DescribedGroup> = ids
-            .iter()
-            .zip(&allowed)
-            .filter(|(_, ok)| **ok)
-            .map(|(id, _)| {
-                let d = described
-                    .next()
-                    .unwrap_or(Err(ErrorCode::UnknownServerError))
-                    .map(|d| {
-                        hide_undescribable_topics(d, |t| access.topic(AclOperation::Describe, t))
-                    });
+            .map(|id| to_wire(id, Err(ErrorCode::GroupAuthorizationFailed), None))
+            .chain(requested.iter().zip(described).map(|(id, d)| {
+                let d = d.map(|d| hide_undescribable_topics(d, describable));
                 to_wire(id, d, operations(id))
-            })
+            }))
             .collect();
-        response.groups = refused.chain(answered).collect();
         encode_response(
             ApiKey::ConsumerGroupDescribe,
             version,
