@@ -47,10 +47,9 @@ pub const DYNAMIC_BROKER_CONFIGS: [&str; 4] = [
 /// `unclean.leader.election.enable` (nothing to act on with one node yet),
 /// nor those whose topic configs are accepted but not acted on yet
 /// (`log.roll.jitter.ms`, `log.preallocate`, `log.segment.delete.delay.ms`,
-/// `log.cleaner.max.compaction.lag.ms`, `log.message.timestamp.before.max.ms`
-/// and `.after.max.ms`). Topics without their own value follow a change at
-/// once.
-pub const DYNAMIC_LOG_CONFIGS: [&str; 18] = [
+/// `log.cleaner.max.compaction.lag.ms`). Topics without their own value
+/// follow a change at once.
+pub const DYNAMIC_LOG_CONFIGS: [&str; 20] = [
     "compression.gzip.level",
     "compression.lz4.level",
     "compression.type",
@@ -63,6 +62,8 @@ pub const DYNAMIC_LOG_CONFIGS: [&str; 18] = [
     "log.flush.interval.ms",
     "log.index.interval.bytes",
     "log.index.size.max.bytes",
+    "log.message.timestamp.after.max.ms",
+    "log.message.timestamp.before.max.ms",
     "log.message.timestamp.type",
     "log.retention.bytes",
     "log.retention.ms",

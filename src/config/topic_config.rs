@@ -1341,6 +1341,18 @@ impl TopicConfigs {
         self.get("message.timestamp.type", broker) == "LogAppendTime"
     }
 
+    /// `message.timestamp.before.max.ms`: how far behind the broker's
+    /// clock a CreateTime timestamp may be.
+    pub fn message_timestamp_before_max_ms(&self, broker: &BrokerDefaults) -> i64 {
+        self.long("message.timestamp.before.max.ms", broker)
+    }
+
+    /// `message.timestamp.after.max.ms`: how far ahead of the broker's
+    /// clock a CreateTime timestamp may be.
+    pub fn message_timestamp_after_max_ms(&self, broker: &BrokerDefaults) -> i64 {
+        self.long("message.timestamp.after.max.ms", broker)
+    }
+
     /// `retention.ms`; -1 means no time limit.
     pub fn retention_ms(&self, broker: &BrokerDefaults) -> i64 {
         self.long("retention.ms", broker)

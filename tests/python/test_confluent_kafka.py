@@ -419,3 +419,50 @@ def test_acl_calls_answer_security_disabled_as_kafka_without_an_authorizer(broke
         assert refused.value.args[0].code() == KafkaError.SECURITY_DISABLED
         assert refused.value.args[0].str() == "No Authorizer is configured."
     assert admin.describe_acls(every).result(timeout=30) == []
+
+
+def test_records_timestamped_more_than_an_hour_ahead_are_refused(broker, topic):
+    """As Kafka 4.x (message.timestamp.after.max.ms = 1 hour): a record
+    stamped two hours ahead fails with INVALID_TIMESTAMP, not retried, and
+    takes no offset; the records around it are written. A topic that raised
+    the bound takes it."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    relaxed = topic + "-relaxed"
+    futures = admin.create_topics(
+        [
+            NewTopic(topic, num_partitions=1, replication_factor=1),
+            NewTopic(
+                relaxed,
+                num_partitions=1,
+                replication_factor=1,
+                config={"message.timestamp.after.max.ms": str(3 * 3600 * 1000)},
+            ),
+        ],
+        operation_timeout=10,
+    )
+    for future in futures.values():
+        future.result(timeout=30)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+    delivered = []
+    now = int(time.time() * 1000)
+    for name, value, timestamp in [
+        (topic, b"now", now),
+        (topic, b"later", now + 2 * 3600 * 1000),
+        (topic, b"again", now),
+        (relaxed, b"later", now + 2 * 3600 * 1000),
+    ]:
+        producer.produce(
+            name,
+            value=value,
+            partition=0,
+            timestamp=timestamp,
+            on_delivery=lambda e, m: delivered.append((m.topic(), m.value(), e and e.code(), m.offset())),
+        )
+        assert producer.flush(30) == 0
+    refused = [d for d in delivered if d[2] is not None]
+    assert refused == [(topic, b"later", KafkaError.INVALID_TIMESTAMP, None)]
+    assert [d for d in delivered if d[2] is None] == [
+        (topic, b"now", None, 0),
+        (topic, b"again", None, 1),
+        (relaxed, b"later", None, 0),
+    ]

@@ -1,7 +1,8 @@
 //! Produce (key 0): the connection reads the request framing first, each
 //! partition's records into a buffer of their own (`produce_frame.rs`).
 //! Batches are validated here, on the connection's shard
-//! (magic 2, exactly one batch, CRC32C, size), recompressed when the
+//! (magic 2, exactly one batch, CRC32C, size, each record's timestamp
+//! window and, on compacted topics, key), recompressed when the
 //! topic's `compression.type` names another codec, grouped by owning shard, and
 //! appended there in request order. acks=0 gets no response (an error on
 //! any partition closes the connection instead, as in Kafka); acks=1 is
@@ -20,7 +21,9 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 use futures::future::join_all;
-use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use kafka_protocol::messages::{ApiKey, ProduceResponse};
 
 use super::{encode_response, str_bytes, ShardGroups};
@@ -105,29 +108,173 @@ fn validate_records(
     Ok(header)
 }
 
-/// Kafka refuses records without a key in a compacted topic: compaction
-/// could never drop them. Only compacted topics pay for decoding.
-fn check_keys_if_compacted(
-    records: Option<&Bytes>,
+/// One partition's answer as it is built.
+struct PartitionAnswer {
+    index: i32,
+    result: ProduceResult,
+    message: Option<String>,
+    record_errors: Vec<(i32, String)>,
+}
+
+/// Why a partition's records were refused: Kafka's error and message and,
+/// when single records were at fault, each of them (its index in the
+/// batch and why), which Produce v8+ answers in `record_errors`.
+#[derive(Debug)]
+struct Refusal {
+    error: ErrorCode,
+    message: Option<String>,
+    record_errors: Vec<(i32, String)>,
+}
+
+impl From<(ErrorCode, String)> for Refusal {
+    fn from((error, message): (ErrorCode, String)) -> Refusal {
+        Refusal {
+            error,
+            message: Some(message),
+            record_errors: Vec::new(),
+        }
+    }
+}
+
+/// What Kafka's LogValidator checks in each record of a topic's batches.
+struct RecordRules {
+    /// `cleanup.policy` has `compact`: every record needs a key.
     compacted: bool,
-) -> Result<(), (ErrorCode, String)> {
-    let (true, Some(records)) = (compacted, records) else {
+    /// `message.timestamp.type` is LogAppendTime: the broker stamps the
+    /// batch and the producer's timestamps are not checked.
+    log_append_time: bool,
+    /// `message.timestamp.before.max.ms`.
+    before_max_ms: i64,
+    /// `message.timestamp.after.max.ms`.
+    after_max_ms: i64,
+}
+
+impl RecordRules {
+    fn of(
+        topic: &crate::cluster::TopicImage,
+        broker: &crate::config::topic_config::BrokerDefaults,
+    ) -> RecordRules {
+        RecordRules {
+            compacted: topic.configs.cleanup_policy_compact(broker),
+            log_append_time: topic.configs.message_timestamp_type_is_log_append(broker),
+            before_max_ms: topic.configs.message_timestamp_before_max_ms(broker),
+            after_max_ms: topic.configs.message_timestamp_after_max_ms(broker),
+        }
+    }
+
+    /// Whether the batch header already shows every record passes, so the
+    /// records need not be decoded (nor decompressed): no key is needed,
+    /// no bound below is set (Kafka's default), and the batch's
+    /// maxTimestamp, which producers write, is within the bound above.
+    fn header_suffices(&self, header: &BatchHeader, now: i64) -> bool {
+        !self.compacted
+            && !header.is_log_append_time()
+            && (self.log_append_time
+                || (self.before_max_ms == i64::MAX
+                    && header.max_timestamp.wrapping_sub(now) <= self.after_max_ms))
+    }
+}
+
+/// Checks each record as Kafka's LogValidator does: a key on a compacted
+/// topic (INVALID_RECORD), a CreateTime timestamp within
+/// [now - before.max.ms, now + after.max.ms] (INVALID_TIMESTAMP; -1, no
+/// timestamp, is never out of range) and no LogAppendTime set by the
+/// producer where it would count. One refused record refuses the batch;
+/// the answer names every refused record, with Kafka's messages (Java's
+/// wrapping arithmetic included).
+fn check_records(
+    records: &Bytes,
+    header: &BatchHeader,
+    rules: &RecordRules,
+    topic_partition: (&str, i32),
+    now: i64,
+) -> Result<(), Refusal> {
+    if rules.header_suffices(header, now) {
         return Ok(());
-    };
+    }
     let mut buf = records.clone();
     let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut buf).map_err(|e| {
-        (
+        Refusal::from((
             ErrorCode::CorruptMessage,
             format!("cannot decode records: {e}"),
-        )
+        ))
     })?;
-    if set.records.iter().any(|r| r.key.is_none()) {
-        return Err((
-            ErrorCode::InvalidRecord,
-            "Compacted topic cannot accept message without key.".into(),
-        ));
+    let (topic, partition) = topic_partition;
+    let mut record_errors = Vec::new();
+    let mut timestamp_refused = false;
+    for (index, record) in set.records.iter().enumerate() {
+        let index = i32::try_from(index).unwrap_or(i32::MAX);
+        // A LogAppendTime batch's records read as its maxTimestamp.
+        let timestamp = if header.is_log_append_time() {
+            header.max_timestamp
+        } else {
+            record.timestamp
+        };
+        if rules.compacted && record.key.is_none() {
+            record_errors.push((
+                index,
+                format!(
+                    "Compacted topic cannot accept message without key in topic partition {topic}-{partition}"
+                ),
+            ));
+        } else if !rules.log_append_time && timestamp != -1 {
+            let behind = now.wrapping_sub(timestamp);
+            if behind > rules.before_max_ms || behind.wrapping_neg() > rules.after_max_ms {
+                timestamp_refused = true;
+                record_errors.push((
+                    index,
+                    format!(
+                        "Timestamp {timestamp} of message with offset {} is out of range. \
+                         The timestamp should be within [{}, {}]",
+                        record.offset,
+                        now.wrapping_sub(rules.before_max_ms),
+                        now.wrapping_add(rules.after_max_ms)
+                    ),
+                ));
+            }
+        } else if header.is_log_append_time() {
+            timestamp_refused = true;
+            record_errors.push((
+                index,
+                format!(
+                    "Invalid timestamp type in message DefaultRecord(offset={}, timestamp={timestamp}, \
+                     key={} bytes, value={} bytes). Producer should not set timestamp type to LogAppendTime.",
+                    record.offset,
+                    record.key.as_ref().map_or(0, Bytes::len),
+                    record.value.as_ref().map_or(0, Bytes::len),
+                ),
+            ));
+        }
     }
-    Ok(())
+    if record_errors.is_empty() {
+        return Ok(());
+    }
+    let (error, message) = if timestamp_refused {
+        (
+            ErrorCode::InvalidTimestamp,
+            "One or more records have been rejected due to invalid timestamp".to_string(),
+        )
+    } else {
+        let shown: Vec<String> = record_errors
+            .iter()
+            .take(3)
+            .map(|(index, message)| format!("RecordError(batchIndex={index}, message='{message}')"))
+            .collect();
+        (
+            ErrorCode::InvalidRecord,
+            format!(
+                "One or more records have been rejected due to {} record errors in total, \
+                 and only showing the first three errors at most: [{}]",
+                record_errors.len(),
+                shown.join(", ")
+            ),
+        )
+    };
+    Err(Refusal {
+        error,
+        message: Some(message),
+        record_errors,
+    })
 }
 
 /// Applies the topic's `compression.type` (`codec` and its level, None
@@ -287,14 +434,14 @@ pub async fn handle(
         });
     let image = shard.image();
     // Results in request order: (topic position, partition position).
-    let mut results: Vec<Vec<(i32, ProduceResult, Option<String>)>> =
-        Vec::with_capacity(request.topic_data.len());
+    let mut results: Vec<Vec<PartitionAnswer>> = Vec::with_capacity(request.topic_data.len());
     let mut flat = Vec::new(); // (topic position, partition position)
 
     // (owning shard, position in `flat`, item), before verification.
     let mut validated: Vec<(usize, usize, ProduceItem)> = Vec::new();
     let acks_valid = (-1..=1).contains(&acks);
     let broker = shard.broker_defaults();
+    let now = crate::partition::now_ms();
     for (ti, topic_data) in request.topic_data.iter_mut().enumerate() {
         let name = topic_data.name.to_string();
         let topic = image.topic(&name);
@@ -306,8 +453,11 @@ pub async fn handle(
         let mut partitions = Vec::with_capacity(topic_data.partition_data.len());
         for (pi, partition_data) in topic_data.partition_data.iter_mut().enumerate() {
             let index = partition_data.index;
-            let refuse = |error: ErrorCode, message: Option<String>| {
-                (index, ProduceResult::error(error.code()), message)
+            let refuse = |error: ErrorCode, message: Option<String>| PartitionAnswer {
+                index,
+                result: ProduceResult::error(error.code()),
+                message,
+                record_errors: Vec::new(),
             };
             if !acks_valid {
                 partitions.push(refuse(ErrorCode::InvalidRequiredAcks, None));
@@ -329,15 +479,16 @@ pub async fn handle(
                 partitions.push(refuse(ErrorCode::InvalidTopicException, None));
                 continue;
             }
-            let compacted = topic.configs.cleanup_policy_compact(&broker);
+            let rules = RecordRules::of(topic, &broker);
             let codec = topic.configs.compression_codec(&broker).map(|codec| {
                 let level = topic.configs.compression_level(codec, &broker);
                 (codec, level)
             });
             let checked = validate_records(partition_data.records.as_ref(), max_message_bytes)
+                .map_err(Refusal::from)
                 .and_then(|header| {
-                    check_keys_if_compacted(partition_data.records.as_ref(), compacted)
-                        .map(|()| header)
+                    let records = partition_data.records.as_ref().expect("validated");
+                    check_records(records, &header, &rules, (&name, index), now).map(|()| header)
                 });
             let stored = checked.and_then(|header| {
                 recompress_for_topic(
@@ -346,6 +497,7 @@ pub async fn handle(
                     codec,
                     max_message_bytes,
                 )
+                .map_err(Refusal::from)
             });
             match stored {
                 Ok(header) => {
@@ -371,15 +523,14 @@ pub async fn handle(
                             header,
                         },
                     ));
-                    partitions.push((
-                        index,
-                        ProduceResult::error(ErrorCode::RequestTimedOut.code()),
-                        None,
-                    ));
+                    partitions.push(refuse(ErrorCode::RequestTimedOut, None));
                 }
-                Err((error, message)) => {
-                    tracing::debug!(topic = %name, partition = index, ?error, %message, "produce refused");
-                    partitions.push(refuse(error, Some(message)));
+                Err(refusal) => {
+                    tracing::debug!(topic = %name, partition = index, ?refusal, "produce refused");
+                    partitions.push(PartitionAnswer {
+                        record_errors: refusal.record_errors,
+                        ..refuse(refusal.error, refusal.message)
+                    });
                 }
             }
         }
@@ -403,10 +554,15 @@ pub async fn handle(
     let refused = match authorized_id {
         _ if !claims_transactional => Vec::new(),
         None => {
-            for result in results.iter_mut().flatten() {
-                result.1 =
-                    ProduceResult::error(ErrorCode::TransactionalIdAuthorizationFailed.code());
-                result.2 = None;
+            for answer in results.iter_mut().flatten() {
+                *answer = PartitionAnswer {
+                    index: answer.index,
+                    result: ProduceResult::error(
+                        ErrorCode::TransactionalIdAuthorizationFailed.code(),
+                    ),
+                    message: None,
+                    record_errors: Vec::new(),
+                };
             }
             validated.clear();
             Vec::new()
@@ -419,9 +575,10 @@ pub async fn handle(
         match refused.iter().find(|(p, _)| *p == position) {
             Some((_, error)) => {
                 let (ti, pi) = flat[position];
-                results[ti][pi].1 = ProduceResult::error(error.code());
+                results[ti][pi].result = ProduceResult::error(error.code());
                 if *error == ErrorCode::InvalidTxnState {
-                    results[ti][pi].2 = Some("Partition was not added to the transaction".into());
+                    results[ti][pi].message =
+                        Some("Partition was not added to the transaction".into());
                 }
             }
             None => groups.push(owner, position, item),
@@ -453,13 +610,13 @@ pub async fn handle(
                 Some(ShardReply::Produce(shard_results)) => {
                     for (position, result) in positions.into_iter().zip(shard_results) {
                         let (ti, pi) = flat[position];
-                        results[ti][pi].1 = result;
+                        results[ti][pi].result = result;
                     }
                 }
                 _ => {
                     for position in positions {
                         let (ti, pi) = flat[position];
-                        results[ti][pi].1 =
+                        results[ti][pi].result =
                             ProduceResult::error(ErrorCode::NotLeaderOrFollower.code());
                     }
                 }
@@ -472,7 +629,7 @@ pub async fn handle(
             let failed = results
                 .iter()
                 .flatten()
-                .any(|(_, result, _)| result.error_code != 0);
+                .any(|answer| answer.result.error_code != 0);
             return if failed {
                 Response::Close("acks=0 produce failed on some partition")
             } else {
@@ -490,7 +647,13 @@ pub async fn handle(
                 t.topic_id = topic_id;
                 t.partition_responses = partitions
                     .into_iter()
-                    .map(|(index, result, message)| {
+                    .map(|answer| {
+                        let PartitionAnswer {
+                            index,
+                            result,
+                            message,
+                            record_errors,
+                        } = answer;
                         let mut p = PartitionProduceResponse::default();
                         p.index = index;
                         p.error_code = result.error_code;
@@ -502,6 +665,15 @@ pub async fn handle(
                         }
                         if version >= 8 {
                             p.error_message = message.as_deref().map(str_bytes);
+                            p.record_errors = record_errors
+                                .into_iter()
+                                .map(|(batch_index, message)| {
+                                    let mut e = BatchIndexAndErrorMessage::default();
+                                    e.batch_index = batch_index;
+                                    e.batch_index_error_message = Some(message.into());
+                                    e
+                                })
+                                .collect();
                         }
                         p
                     })
@@ -518,22 +690,70 @@ mod tests {
     use super::*;
     use crate::protocol::record_batch::tests::sample_batch;
 
+    const NOW: i64 = 1_800_000_000_000;
+    const HOUR: i64 = 3_600_000;
+
+    fn rules(compacted: bool, log_append_time: bool, before_max_ms: i64) -> RecordRules {
+        RecordRules {
+            compacted,
+            log_append_time,
+            before_max_ms,
+            after_max_ms: HOUR,
+        }
+    }
+
+    fn checked(batch: Vec<u8>, rules: &RecordRules) -> Result<(), Refusal> {
+        let batch = Bytes::from(batch);
+        let header = validate_batch(&batch).expect("a valid batch");
+        check_records(&batch, &header, rules, ("t", 3), NOW)
+    }
+
     #[test]
     fn compacted_topics_refuse_keyless_records() {
-        let keyless = Bytes::from(sample_batch(0, 2, 1));
-        assert!(check_keys_if_compacted(Some(&keyless), false).is_ok());
+        let keyless = || sample_batch(0, 2, NOW);
+        assert!(checked(keyless(), &rules(false, false, i64::MAX)).is_ok());
+        let refusal = checked(keyless(), &rules(true, false, i64::MAX)).unwrap_err();
+        assert_eq!(refusal.error, ErrorCode::InvalidRecord);
+        let why = "Compacted topic cannot accept message without key in topic partition t-3";
         assert_eq!(
-            check_keys_if_compacted(Some(&keyless), true).unwrap_err().0,
-            ErrorCode::InvalidRecord
+            refusal.record_errors,
+            [(0, why.to_string()), (1, why.to_string())]
         );
-        let keyed = Bytes::from(crate::protocol::record_batch::build_batch(
+        let keyed = crate::protocol::record_batch::build_batch(
             &[crate::protocol::record_batch::NewRecord {
                 key: Some(b"k"),
                 value: Some(b"v"),
             }],
-            1,
-        ));
-        assert!(check_keys_if_compacted(Some(&keyed), true).is_ok());
+            NOW,
+        );
+        assert!(checked(keyed, &rules(true, false, i64::MAX)).is_ok());
+    }
+
+    #[test]
+    fn timestamps_outside_the_window_are_refused_unless_the_broker_stamps_them() {
+        let within = sample_batch(0, 2, NOW + HOUR);
+        let ahead = || sample_batch(0, 2, NOW + HOUR + 1);
+        assert!(checked(within, &rules(false, false, i64::MAX)).is_ok());
+        let refusal = checked(ahead(), &rules(false, false, i64::MAX)).unwrap_err();
+        assert_eq!(refusal.error, ErrorCode::InvalidTimestamp);
+        assert_eq!(refusal.record_errors.len(), 2);
+        assert_eq!(
+            refusal.record_errors[1].1,
+            format!(
+                "Timestamp {} of message with offset 1 is out of range. The timestamp should be \
+                 within [{}, {}]",
+                NOW + HOUR + 1,
+                NOW.wrapping_sub(i64::MAX),
+                NOW + HOUR
+            )
+        );
+        assert!(checked(ahead(), &rules(false, true, i64::MAX)).is_ok());
+        // A bound below is checked record by record.
+        assert!(checked(sample_batch(0, 1, NOW - 1000), &rules(false, false, 1000)).is_ok());
+        let refusal = checked(sample_batch(0, 1, NOW - 1001), &rules(false, false, 1000));
+        assert_eq!(refusal.unwrap_err().error, ErrorCode::InvalidTimestamp);
+        // No timestamp is never out of range.
+        assert!(checked(sample_batch(0, 1, -1), &rules(false, false, 0)).is_ok());
     }
 
     #[test]
