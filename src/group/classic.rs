@@ -595,6 +595,35 @@ impl Group {
             .contains(&self.state)
     }
 
+    /// Drops the classic membership, which moved into a consumer group
+    /// (Kafka's online upgrade): Empty, no members, no protocol; the
+    /// offsets stay.
+    pub fn clear_membership(&mut self, now_ms: i64) {
+        self.members.clear();
+        self.static_members.clear();
+        self.pending_join_members.clear();
+        self.pending_sync_members.clear();
+        self.supported_protocols.clear();
+        self.awaiting_join_count = 0;
+        self.subscribed_topics = None;
+        self.new_member_added = false;
+        self.leader_id = None;
+        self.protocol_type = None;
+        self.protocol_name = None;
+        self.previous_state = self.state;
+        self.state = GroupState::Empty;
+        self.state_timestamp_ms = Some(now_ms);
+    }
+
+    /// Stable at `generation_id`, as a consumer group turned back into a
+    /// classic group starts (Kafka's `ClassicGroup.fromConsumerGroup`); the
+    /// members are added after.
+    pub fn restart_stable(&mut self, generation_id: i32, now_ms: i64) {
+        self.clear_membership(now_ms);
+        self.generation_id = generation_id;
+        self.state = GroupState::Stable;
+    }
+
     pub fn transition_to(&mut self, state: GroupState, now_ms: i64) {
         assert!(
             state.valid_previous_states().contains(&self.state),

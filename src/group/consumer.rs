@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use uuid::Uuid;
 
 use super::assignor::{self, Assignment};
-use super::records::{ConsumerMemberValue, CurrentAssignmentValue};
+use super::records::{ClassicMemberValue, ConsumerMemberValue, CurrentAssignmentValue};
 
 /// The member epoch a member sends to leave the group.
 pub const LEAVE_GROUP_MEMBER_EPOCH: i32 = -1;
@@ -108,6 +108,10 @@ pub struct ConsumerMember {
     pub assigned: Assignment,
     /// Partitions it still owns but must give up.
     pub pending_revocation: Assignment,
+    /// Set for a member that speaks the classic protocol (JoinGroup,
+    /// SyncGroup, Heartbeat): its session timeout and its JoinGroup's
+    /// protocols.
+    pub classic: Option<ClassicMemberValue>,
 }
 
 impl ConsumerMember {
@@ -128,7 +132,13 @@ impl ConsumerMember {
             previous_member_epoch: -1,
             assigned: Assignment::new(),
             pending_revocation: Assignment::new(),
+            classic: None,
         }
+    }
+
+    /// The protocol a classic member was told it uses: the first it named.
+    pub fn classic_protocol(&self) -> Option<&(String, bytes::Bytes)> {
+        self.classic.as_ref()?.supported_protocols.first()
     }
 
     /// Whether it reports, in `owned` (None: not reported), any partition
@@ -431,6 +441,45 @@ impl ConsumerGroup {
         }
     }
 
+    /// Kafka's `supportsClassicProtocols`: a classic member may join with
+    /// protocol type `consumer` and, in a group with classic members, one
+    /// protocol (assignor) name they all support.
+    pub fn supports_classic_protocols(&self, protocol_type: &str, names: &[&str]) -> bool {
+        if protocol_type != super::consumer_protocol::CONSUMER_PROTOCOL_TYPE {
+            return false;
+        }
+        let classic: Vec<&ClassicMemberValue> = self
+            .members
+            .values()
+            .filter_map(|m| m.classic.as_ref())
+            .collect();
+        if self.members.is_empty() {
+            return !names.is_empty();
+        }
+        names.iter().any(|name| {
+            classic
+                .iter()
+                .all(|c| c.supported_protocols.iter().any(|(n, _)| n == name))
+        })
+    }
+
+    /// Kafka's `waitingOnUnreleasedPartition`: a member waiting for
+    /// partitions of its target that another member still owns.
+    pub fn waiting_on_unreleased(&self, member: &ConsumerMember) -> bool {
+        if member.state != MemberState::UnreleasedPartitions {
+            return false;
+        }
+        let Some(target) = self.target.get(&member.member_id) else {
+            return false;
+        };
+        target.iter().any(|(topic, set)| {
+            set.iter().any(|p| {
+                !member.assigned.get(topic).is_some_and(|a| a.contains(p))
+                    && self.owner_of(*topic, *p).is_some()
+            })
+        })
+    }
+
     /// Removes a member, releasing its partitions.
     pub fn remove_member(&mut self, member_id: &str) -> Option<ConsumerMember> {
         self.release_partitions(member_id);
@@ -448,9 +497,10 @@ impl ConsumerGroup {
     /// member (epoch < 0; an admin tool or manual assignment) is accepted
     /// while the group has no members (transactional ones always); else the
     /// member must exist (UNKNOWN_MEMBER_ID), commit with OffsetCommit v9+
-    /// (UNSUPPORTED_VERSION) and at its epoch (STALE_MEMBER_EPOCH;
-    /// ILLEGAL_GENERATION for TxnOffsetCommit). `api_version` is None for
-    /// TxnOffsetCommit.
+    /// (UNSUPPORTED_VERSION) unless it is a classic member, and at its epoch
+    /// (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for TxnOffsetCommit and
+    /// classic members, whose generation is their epoch). `api_version` is
+    /// None for TxnOffsetCommit.
     pub fn validate_offset_commit(
         &self,
         member_id: &str,
@@ -468,11 +518,12 @@ impl ConsumerGroup {
             .members
             .get(member_id)
             .ok_or(ErrorCode::UnknownMemberId)?;
-        if api_version.is_some_and(|v| v < 9) {
+        let classic = member.classic.is_some();
+        if !classic && api_version.is_some_and(|v| v < 9) {
             return Err(ErrorCode::UnsupportedVersion);
         }
         if member_epoch != member.member_epoch {
-            return Err(if transactional {
+            return Err(if transactional || classic {
                 ErrorCode::IllegalGeneration
             } else {
                 ErrorCode::StaleMemberEpoch
@@ -482,7 +533,8 @@ impl ConsumerGroup {
     }
 
     /// Kafka's `ConsumerGroup.validateOffsetFetch`: a member fetching its
-    /// offsets (OffsetFetch v9+) must exist at that epoch.
+    /// offsets (OffsetFetch v9+) must exist at that epoch (STALE_MEMBER_EPOCH;
+    /// ILLEGAL_GENERATION for a classic member).
     pub fn validate_offset_fetch(
         &self,
         member_id: &str,
@@ -494,7 +546,11 @@ impl ConsumerGroup {
             .get(member_id)
             .ok_or(ErrorCode::UnknownMemberId)?;
         if member_epoch != member.member_epoch {
-            return Err(ErrorCode::StaleMemberEpoch);
+            return Err(if member.classic.is_some() {
+                ErrorCode::IllegalGeneration
+            } else {
+                ErrorCode::StaleMemberEpoch
+            });
         }
         Ok(())
     }
@@ -617,6 +673,7 @@ impl ConsumerMember {
             subscribed_topic_regex: self.subscribed_topic_regex.clone(),
             rebalance_timeout_ms: self.rebalance_timeout_ms,
             server_assignor: self.server_assignor.clone(),
+            classic: self.classic.clone(),
         }
     }
 
@@ -632,6 +689,7 @@ impl ConsumerMember {
             .clone_from(&value.subscribed_topic_regex);
         self.rebalance_timeout_ms = value.rebalance_timeout_ms;
         self.server_assignor.clone_from(&value.server_assignor);
+        self.classic.clone_from(&value.classic);
     }
 
     /// Its `ConsumerGroupCurrentMemberAssignmentValue`.

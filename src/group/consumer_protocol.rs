@@ -63,6 +63,86 @@ pub fn subscribed_topics(metadata: &[u8]) -> Option<Vec<String>> {
     Some(topics)
 }
 
+/// The newest `ConsumerProtocolSubscription` / `ConsumerProtocolAssignment`
+/// version; later ones are read as this one (their fields come after).
+const PROTOCOL_VERSION_MAX: i16 = 3;
+
+/// The version a member's protocol metadata starts with, within what the
+/// broker reads and writes (Kafka's `ConsumerProtocol.deserializeVersion`,
+/// then its check of the assignment version).
+pub fn version_of(metadata: &[u8]) -> i16 {
+    metadata
+        .get(..2)
+        .map_or(0, |v| i16::from_be_bytes([v[0], v[1]]))
+        .clamp(0, PROTOCOL_VERSION_MAX)
+}
+
+/// A whole `ConsumerProtocolSubscription` (topics, owned partitions,
+/// rack), as Kafka reads a classic member's in a consumer group; None when
+/// the bytes do not follow the schema.
+pub fn decode_subscription(
+    metadata: &[u8],
+) -> Option<kafka_protocol::messages::ConsumerProtocolSubscription> {
+    use kafka_protocol::protocol::Decodable;
+    let version = i16::from_be_bytes(metadata.get(..2)?.try_into().ok()?);
+    if version < 0 {
+        return None;
+    }
+    let mut body = Bytes::copy_from_slice(&metadata[2..]);
+    kafka_protocol::messages::ConsumerProtocolSubscription::decode(
+        &mut body,
+        version.min(PROTOCOL_VERSION_MAX),
+    )
+    .ok()
+}
+
+/// A `ConsumerProtocolAssignment`; None when the bytes do not follow the
+/// schema. Zero bytes (what Kafka keeps for a member never synced) read as
+/// no partitions.
+pub fn decode_assignment(
+    assignment: &[u8],
+) -> Option<kafka_protocol::messages::ConsumerProtocolAssignment> {
+    use kafka_protocol::protocol::Decodable;
+    if assignment.is_empty() {
+        return Some(Default::default());
+    }
+    let version = i16::from_be_bytes(assignment.get(..2)?.try_into().ok()?);
+    if version < 0 {
+        return None;
+    }
+    let mut body = Bytes::copy_from_slice(&assignment[2..]);
+    kafka_protocol::messages::ConsumerProtocolAssignment::decode(
+        &mut body,
+        version.min(PROTOCOL_VERSION_MAX),
+    )
+    .ok()
+}
+
+/// Encodes a `ConsumerProtocolAssignment` of `partitions` (topic name,
+/// partitions) at `version`, no user data: what a classic member of a
+/// consumer group gets in its SyncGroup.
+pub fn encode_assignment(partitions: &[(String, Vec<i32>)], version: i16) -> Bytes {
+    use kafka_protocol::messages::consumer_protocol_assignment::TopicPartition;
+    use kafka_protocol::protocol::{Encodable, StrBytes};
+    let mut assignment = kafka_protocol::messages::ConsumerProtocolAssignment::default();
+    assignment.assigned_partitions = partitions
+        .iter()
+        .map(|(topic, partitions)| {
+            let mut tp = TopicPartition::default();
+            tp.topic = kafka_protocol::messages::TopicName(StrBytes::from_string(topic.clone()));
+            tp.partitions.clone_from(partitions);
+            tp
+        })
+        .collect();
+    let version = version.clamp(0, PROTOCOL_VERSION_MAX);
+    let mut buf = bytes::BytesMut::new();
+    buf.extend_from_slice(&version.to_be_bytes());
+    assignment
+        .encode(&mut buf, version)
+        .expect("an assignment of valid names encodes");
+    buf.freeze()
+}
+
 /// Encodes a `ConsumerProtocolSubscription` v0 (no user data) for tests.
 #[cfg(test)]
 pub fn encode_subscription(topics: &[&str]) -> Bytes {

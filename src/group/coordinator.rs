@@ -38,6 +38,7 @@ use bytes::Bytes;
 
 use super::api::*;
 use super::classic::{Group, GroupState, Member, OffsetAndMetadata, OffsetExpiration};
+use super::consumer::TopicsView;
 use super::consumer_protocol;
 use super::records::{CoordinatorRecord, GroupMetadataKey, OffsetCommitKey};
 use super::timer::{TimerAction, TimerKey, Timers};
@@ -363,9 +364,10 @@ impl GroupCoordinator {
         now_ms: i64,
         request_id: RequestId,
         request: JoinGroupRequest,
+        topics: &dyn TopicsView,
     ) -> Outcome<JoinGroupResponse> {
         let mut out = Effects::default();
-        self.join_group_inner(now_ms, request_id, request, &mut out);
+        self.join_group_inner(now_ms, request_id, request, topics, &mut out);
         finish(request_id, out, as_join)
     }
 
@@ -374,6 +376,7 @@ impl GroupCoordinator {
         now_ms: i64,
         request_id: RequestId,
         mut request: JoinGroupRequest,
+        topics: &dyn TopicsView,
         out: &mut Effects,
     ) {
         let reject = |out: &mut Effects, error: ErrorCode, member_id: &str| {
@@ -401,13 +404,9 @@ impl GroupCoordinator {
                     return reject(out, ErrorCode::CoordinatorNotAvailable, &request.member_id);
                 }
                 if !consumer.is_empty() {
-                    // Kafka would let a classic member join (its migration
-                    // path); not supported here.
-                    return reject(
-                        out,
-                        ErrorCode::InconsistentGroupProtocol,
-                        &request.member_id,
-                    );
+                    // A classic member of a consumer group.
+                    return self
+                        .classic_join_consumer_group(now_ms, request_id, request, topics, out);
                 }
                 // An empty consumer group becomes a classic one again.
                 tracing::info!(group_id = %request.group_id, "converting an empty consumer group to a classic group");
@@ -462,17 +461,19 @@ impl GroupCoordinator {
         now_ms: i64,
         request_id: RequestId,
         request: SyncGroupRequest,
+        topics: &dyn TopicsView,
     ) -> Outcome<SyncGroupResponse> {
         let mut out = Effects::default();
-        self.sync_group_inner(now_ms, request_id, request, &mut out);
+        self.sync_group_inner(now_ms, request_id, request, topics, &mut out);
         finish(request_id, out, as_sync)
     }
 
     fn sync_group_inner(
         &mut self,
-        _now_ms: i64,
+        now_ms: i64,
         request_id: RequestId,
         request: SyncGroupRequest,
+        topics: &dyn TopicsView,
         out: &mut Effects,
     ) {
         let reject = |out: &mut Effects, error: ErrorCode| {
@@ -484,6 +485,10 @@ impl GroupCoordinator {
         let Some(group) = self.groups.get_mut(&request.group_id) else {
             return reject(out, ErrorCode::UnknownMemberId);
         };
+        if group.consumer.is_some() && !group.deleting {
+            let response = self.classic_sync_consumer_group(now_ms, &request, topics);
+            return complete_sync(out, request_id, response);
+        }
         if group.is_in(GroupState::Empty) {
             return reject(out, ErrorCode::UnknownMemberId);
         }
@@ -570,6 +575,9 @@ impl GroupCoordinator {
         if group.deleting {
             return Err(ErrorCode::CoordinatorNotAvailable);
         }
+        if group.consumer.is_some() {
+            return self.classic_heartbeat_consumer_group(now_ms, request);
+        }
         group.validate_member(&request.member_id, request.group_instance_id.as_deref())?;
         if request.generation_id != group.generation_id {
             return Err(ErrorCode::IllegalGeneration);
@@ -646,7 +654,7 @@ impl GroupCoordinator {
         if group.consumer.is_some() {
             // Admin removal of consumer-group members (Kafka's
             // `classicGroupLeaveToConsumerGroup`).
-            return self.leave_consumer_group(&request, out);
+            return self.leave_consumer_group(now_ms, &request, out);
         }
         let core = &mut self.core;
         let mut members = Vec::with_capacity(request.members.len());
@@ -1547,16 +1555,38 @@ impl GroupCoordinator {
                         member_id,
                     },
                     TimerAction::ExpireConsumerSession,
-                ) => self.expire_consumer_member(&group_id, &member_id, None, &mut out),
+                ) => self.expire_consumer_member(now_ms, &group_id, &member_id, None, &mut out),
+                (
+                    TimerKey::ConsumerClassicJoin {
+                        group_id,
+                        member_id,
+                    }
+                    | TimerKey::ConsumerClassicSync {
+                        group_id,
+                        member_id,
+                    },
+                    TimerAction::ExpireConsumerSession,
+                ) => {
+                    tracing::info!(
+                        group_id,
+                        member_id,
+                        "classic member did not rejoin or sync within its rebalance timeout"
+                    );
+                    self.expire_consumer_member(now_ms, &group_id, &member_id, None, &mut out)
+                }
                 (
                     TimerKey::ConsumerRevocation {
                         group_id,
                         member_id,
                     },
                     TimerAction::ExpireConsumerRevocation { member_epoch },
-                ) => {
-                    self.expire_consumer_member(&group_id, &member_id, Some(member_epoch), &mut out)
-                }
+                ) => self.expire_consumer_member(
+                    now_ms,
+                    &group_id,
+                    &member_id,
+                    Some(member_epoch),
+                    &mut out,
+                ),
                 (TimerKey::OffsetsRetention, TimerAction::OffsetsRetention) => {
                     self.expire_offsets(now_ms, &mut out);
                     self.core.schedule_offsets_retention(now_ms);
@@ -2976,6 +3006,12 @@ impl Core {
     }
 }
 
+/// No topics, for tests of classic groups, which need none.
+#[cfg(test)]
+const NO_TOPICS: super::consumer::TopicsSnapshot =
+    super::consumer::TopicsSnapshot(BTreeMap::new(), 0);
+
+mod classic_members;
 mod consumer_groups;
 #[cfg(test)]
 mod tests;

@@ -560,6 +560,11 @@ impl Writer {
         self.length(Some(count), false);
     }
 
+    /// Bytes as they are, with no length.
+    fn raw(&mut self, value: &[u8]) {
+        self.buf.put_slice(value);
+    }
+
     /// The (empty) tagged-field section of a flexible struct.
     fn tagged_fields(&mut self) {
         if self.flexible {
@@ -1080,8 +1085,18 @@ impl ConsumerGroupKey {
     }
 }
 
-/// `ConsumerGroupMemberMetadataValue` v0 (without the classic member
-/// metadata, a tagged field this broker never writes).
+/// `ConsumerGroupMemberMetadataValue.ClassicMemberMetadata` (tagged field
+/// 0): set for a member that speaks the classic protocol (JoinGroup,
+/// SyncGroup, Heartbeat) inside a consumer group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassicMemberValue {
+    /// `SessionTimeoutMs`.
+    pub session_timeout_ms: i32,
+    /// `SupportedProtocols`: (name, metadata), in the member's order.
+    pub supported_protocols: Vec<(String, Bytes)>,
+}
+
+/// `ConsumerGroupMemberMetadataValue` v0.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerMemberValue {
     /// `InstanceId`.
@@ -1100,6 +1115,8 @@ pub struct ConsumerMemberValue {
     pub rebalance_timeout_ms: i32,
     /// `ServerAssignor`.
     pub server_assignor: Option<String>,
+    /// `ClassicMemberMetadata` (tagged field 0).
+    pub classic: Option<ClassicMemberValue>,
 }
 
 /// `ConsumerGroupCurrentMemberAssignmentValue` v0.
@@ -1164,6 +1181,25 @@ fn read_partitions(reader: &mut Reader<'_>) -> Result<TopicPartitionsMap, Record
     Ok(out)
 }
 
+/// Reads a `ClassicMemberMetadata` struct (flexible).
+fn read_classic_member(bytes: &[u8]) -> Result<ClassicMemberValue, RecordError> {
+    let mut reader = Reader::new(bytes, true);
+    let session_timeout_ms = reader.i32()?;
+    let mut supported_protocols = Vec::new();
+    for _ in 0..reader.array_len()? {
+        let name = reader.string()?;
+        let metadata = reader.bytes()?;
+        reader.skip_tagged_fields()?;
+        supported_protocols.push((name, metadata));
+    }
+    reader.skip_tagged_fields()?;
+    reader.finish()?;
+    Ok(ClassicMemberValue {
+        session_timeout_ms,
+        supported_protocols,
+    })
+}
+
 impl ConsumerGroupValue {
     /// Encodes the value at version 0 (flexible).
     pub fn encode(&self) -> Bytes {
@@ -1198,6 +1234,24 @@ impl ConsumerGroupValue {
                 writer.nullable_string(m.subscribed_topic_regex.as_deref());
                 writer.i32(m.rebalance_timeout_ms);
                 writer.nullable_string(m.server_assignor.as_deref());
+                if let Some(classic) = &m.classic {
+                    let mut field = Writer::new(true);
+                    field.i32(classic.session_timeout_ms);
+                    field.array_len(classic.supported_protocols.len());
+                    for (name, metadata) in &classic.supported_protocols {
+                        field.string(name);
+                        field.bytes(metadata);
+                        field.tagged_fields();
+                    }
+                    field.tagged_fields();
+                    let field = field.finish();
+                    // One tagged field: tag 0.
+                    writer.unsigned_varint(1);
+                    writer.unsigned_varint(0);
+                    writer.unsigned_varint(field.len() as u64);
+                    writer.raw(&field);
+                    return writer.finish();
+                }
             }
             ConsumerGroupValue::TargetEpoch(epoch) => writer.i32(*epoch),
             ConsumerGroupValue::TargetMember(partitions) => {
@@ -1264,7 +1318,20 @@ impl ConsumerGroupValue {
                 let subscribed_topic_regex = reader.nullable_string()?;
                 let rebalance_timeout_ms = reader.i32()?;
                 let server_assignor = reader.nullable_string()?;
-                ConsumerGroupValue::Member(Box::new(ConsumerMemberValue {
+                let mut classic = None;
+                for _ in 0..reader.unsigned_varint()? {
+                    let tag = reader.unsigned_varint()?;
+                    let size = reader.unsigned_varint()?;
+                    let size = usize::try_from(size).map_err(|_| RecordError::Truncated {
+                        position: reader.position,
+                    })?;
+                    let field = reader.take(size)?;
+                    if tag == 0 {
+                        classic = Some(read_classic_member(field)?);
+                    }
+                }
+                reader.finish()?;
+                return Ok(ConsumerGroupValue::Member(Box::new(ConsumerMemberValue {
                     instance_id,
                     rack_id,
                     client_id,
@@ -1273,7 +1340,8 @@ impl ConsumerGroupValue {
                     subscribed_topic_regex,
                     rebalance_timeout_ms,
                     server_assignor,
-                }))
+                    classic,
+                })));
             }
             CONSUMER_GROUP_TARGET_EPOCH_KEY_TYPE => ConsumerGroupValue::TargetEpoch(reader.i32()?),
             CONSUMER_GROUP_TARGET_MEMBER_KEY_TYPE => {
@@ -1335,6 +1403,31 @@ mod consumer_group_tests {
                     subscribed_topic_regex: Some("x.*".into()),
                     rebalance_timeout_ms: 300_000,
                     server_assignor: Some("range".into()),
+                    classic: None,
+                })),
+            ),
+            (
+                ConsumerGroupKey {
+                    record_type: 5,
+                    group: "g".into(),
+                    member_id: Some("classic".into()),
+                },
+                ConsumerGroupValue::Member(Box::new(ConsumerMemberValue {
+                    instance_id: None,
+                    rack_id: None,
+                    client_id: "c".into(),
+                    client_host: "/127.0.0.1".into(),
+                    subscribed_topic_names: vec!["a".into()],
+                    subscribed_topic_regex: None,
+                    rebalance_timeout_ms: 300_000,
+                    server_assignor: None,
+                    classic: Some(ClassicMemberValue {
+                        session_timeout_ms: 45_000,
+                        supported_protocols: vec![
+                            ("range".into(), Bytes::from_static(b"\0\x01sub")),
+                            ("roundrobin".into(), Bytes::new()),
+                        ],
+                    }),
                 })),
             ),
             (

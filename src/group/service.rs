@@ -366,11 +366,11 @@ impl GroupShard {
         s.next_request_id += 1;
         match call {
             GroupCall::JoinGroup(r) => {
-                let outcome = s.coordinator.join_group(now, id, r);
+                let outcome = s.coordinator.join_group(now, id, r, topics);
                 finish(&mut s, id, outcome, GroupReply::JoinGroup)
             }
             GroupCall::SyncGroup(r) => {
-                let outcome = s.coordinator.sync_group(now, id, r);
+                let outcome = s.coordinator.sync_group(now, id, r, topics);
                 finish(&mut s, id, outcome, GroupReply::SyncGroup)
             }
             GroupCall::Heartbeat(r) => {

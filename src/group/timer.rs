@@ -23,6 +23,12 @@ pub(crate) enum TimerKey {
     ConsumerSession { group_id: String, member_id: String },
     /// A consumer-group member had to revoke partitions by now.
     ConsumerRevocation { group_id: String, member_id: String },
+    /// A classic member of a consumer group, told to rejoin, had to send
+    /// JoinGroup by now.
+    ConsumerClassicJoin { group_id: String, member_id: String },
+    /// A classic member of a consumer group had to send SyncGroup after its
+    /// JoinGroup by now.
+    ConsumerClassicSync { group_id: String, member_id: String },
 }
 
 /// What to do when a deadline passes.
@@ -39,7 +45,8 @@ pub(crate) enum TimerAction {
     ExpireSync { generation_id: i32 },
     /// Expire offsets and delete empty groups.
     OffsetsRetention,
-    /// Remove the consumer-group member.
+    /// Remove the consumer-group member (its session expired, or, as a
+    /// classic member, it did not rejoin or sync in time).
     ExpireConsumerSession,
     /// Remove the consumer-group member if it is still revoking at this
     /// epoch.
@@ -74,7 +81,6 @@ impl Timers {
     }
 
     /// Whether `key` has a deadline.
-    #[cfg(test)]
     pub fn contains(&self, key: &TimerKey) -> bool {
         self.by_key.contains_key(key)
     }

@@ -13,10 +13,9 @@
 //!   reloaded, so members keep their epochs and partitions across a
 //!   restart; regex resolutions (type 16) are not written, they are redone.
 //!   The response does not wait for those records to be durable.
-//! - A non-empty classic group is not converted (Kafka's online upgrade):
-//!   GROUP_ID_NOT_FOUND, as Kafka answers when its migration policy
-//!   forbids it; an empty one is. Classic members cannot join a consumer
-//!   group with members (INCONSISTENT_GROUP_PROTOCOL).
+//! - Classic members in consumer groups, and the conversions between
+//!   classic and consumer groups with members (Kafka's online upgrade and
+//!   downgrade), are in `classic_members.rs`.
 //! - Regular expressions are resolved at each heartbeat after the topics
 //!   changed, not by a background task.
 
@@ -39,7 +38,7 @@ fn refuse<T>(error: ErrorCode, message: impl Into<String>) -> Result<T, Refusal>
     Err((error, message.into()))
 }
 
-fn session_key(group_id: &str, member_id: &str) -> TimerKey {
+pub(super) fn session_key(group_id: &str, member_id: &str) -> TimerKey {
     TimerKey::ConsumerSession {
         group_id: group_id.to_string(),
         member_id: member_id.to_string(),
@@ -51,6 +50,119 @@ fn revocation_key(group_id: &str, member_id: &str) -> TimerKey {
         group_id: group_id.to_string(),
         member_id: member_id.to_string(),
     }
+}
+
+pub(super) fn classic_join_key(group_id: &str, member_id: &str) -> TimerKey {
+    TimerKey::ConsumerClassicJoin {
+        group_id: group_id.to_string(),
+        member_id: member_id.to_string(),
+    }
+}
+
+pub(super) fn classic_sync_key(group_id: &str, member_id: &str) -> TimerKey {
+    TimerKey::ConsumerClassicSync {
+        group_id: group_id.to_string(),
+        member_id: member_id.to_string(),
+    }
+}
+
+/// A static member's new member id takes over the old one's partitions and
+/// target (Kafka's `replaceMember`); `consumer` must hold the old member.
+pub(super) fn replace_static_member(
+    core: &mut Core,
+    group_id: &str,
+    consumer: &mut ConsumerGroup,
+    old_id: &str,
+    member_id: &str,
+    records: &mut Vec<CoordinatorRecord>,
+) {
+    member_tombstones(group_id, old_id, records);
+    tracing::info!(group_id, member_id, old_member_id = %old_id, "static member rejoins, replacing its previous member id");
+    let target = consumer.target.remove(old_id);
+    consumer.remove_member(old_id);
+    core.cancel_consumer_timers(group_id, old_id);
+    if let Some(target) = target {
+        records.push(target_record(group_id, member_id, &target));
+        consumer.target.insert(member_id.to_string(), target);
+    }
+}
+
+/// Steps 1-3 of Kafka's consumer-group heartbeat, which a classic member's
+/// JoinGroup shares: stores the member as the request left it (`member`:
+/// before, after), moves the group epoch on when a member joined or a
+/// subscription (or a subscribed topic) changed, computes the new target,
+/// and reconciles the member towards it given the partitions it reports
+/// as owned. Adds the records to write to `records`; returns the member as
+/// reconciled (and stored).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn update_member(
+    core: &mut Core,
+    group_id: &str,
+    consumer: &mut ConsumerGroup,
+    member: (&ConsumerMember, ConsumerMember),
+    is_new: bool,
+    replaced: bool,
+    owned: Option<&Assignment>,
+    topics: &dyn TopicsView,
+    now_ms: i64,
+    records: &mut Vec<CoordinatorRecord>,
+) -> ConsumerMember {
+    let (before, updated) = member;
+    let member_id = updated.member_id.clone();
+    let mut bump = consumer.group_epoch == 0
+        || updated.subscribed_topic_names != before.subscribed_topic_names
+        || updated.subscribed_topic_regex != before.subscribed_topic_regex
+        || (is_new
+            && (!updated.subscribed_topic_names.is_empty()
+                || updated.subscribed_topic_regex.is_some()));
+    if is_new || replaced || updated.metadata_value() != before.metadata_value() {
+        records.push(record(
+            CONSUMER_GROUP_MEMBER_KEY_TYPE,
+            group_id,
+            Some(&member_id),
+            Some(ConsumerGroupValue::Member(Box::new(
+                updated.metadata_value(),
+            ))),
+        ));
+    }
+    consumer.put_member(updated);
+
+    // 2. The subscribed topics, and the group epoch.
+    bump |= consumer.refresh_regexes(topics);
+    bump |= consumer.refresh_subscription_metadata(topics, bump);
+    if bump {
+        consumer.group_epoch += 1;
+        records.push(epoch_record(group_id, consumer));
+    }
+    if consumer.group_epoch > consumer.target_epoch {
+        for changed in consumer.compute_target() {
+            records.push(target_record(
+                group_id,
+                &changed,
+                &consumer.target[&changed],
+            ));
+        }
+        records.push(record(
+            CONSUMER_GROUP_TARGET_EPOCH_KEY_TYPE,
+            group_id,
+            None,
+            Some(ConsumerGroupValue::TargetEpoch(consumer.target_epoch)),
+        ));
+    }
+
+    // 3. Reconcile the member towards its target.
+    let current = consumer.members[&member_id].clone();
+    let reconciled = consumer.reconcile(&current, owned);
+    if reconciled != current {
+        records.push(assignment_record(group_id, &reconciled));
+        if reconciled.state == MemberState::UnrevokedPartitions {
+            core.schedule_consumer_revocation(group_id, &reconciled, now_ms);
+        } else {
+            core.timers.cancel(&revocation_key(group_id, &member_id));
+        }
+        consumer.put_member(reconciled.clone());
+    }
+    reconciled
 }
 
 /// Kafka's `throwIfConsumerGroupHeartbeatRequestIsInvalid`.
@@ -200,14 +312,44 @@ fn describe_assignment(
 
 impl Core {
     /// A consumer-group member's session ends `group.consumer.session.timeout.ms`
-    /// from now unless it heartbeats again.
-    fn schedule_consumer_session(&mut self, group_id: &str, member_id: &str, now_ms: i64) {
-        let timeout_ms = i64::from(self.config.consumer_session_timeout_ms);
+    /// (a classic member: its JoinGroup's session timeout) from now unless it
+    /// heartbeats again.
+    pub(super) fn schedule_consumer_session(
+        &mut self,
+        group_id: &str,
+        member: &ConsumerMember,
+        now_ms: i64,
+    ) {
+        let timeout_ms = member
+            .classic
+            .as_ref()
+            .map_or(self.config.consumer_session_timeout_ms, |c| {
+                c.session_timeout_ms
+            });
         self.timers.schedule(
-            session_key(group_id, member_id),
-            now_ms.saturating_add(timeout_ms),
+            session_key(group_id, &member.member_id),
+            now_ms.saturating_add(i64::from(timeout_ms)),
             TimerAction::ExpireConsumerSession,
         );
+    }
+
+    /// A classic member told to rejoin has its rebalance timeout to send
+    /// JoinGroup (Kafka's `scheduleConsumerGroupJoinTimeoutIfAbsent`).
+    pub(super) fn schedule_classic_join_if_absent(
+        &mut self,
+        group_id: &str,
+        member: &ConsumerMember,
+        now_ms: i64,
+    ) {
+        let key = classic_join_key(group_id, &member.member_id);
+        if !self.timers.contains(&key) {
+            let timeout_ms = i64::from(member.rebalance_timeout_ms.max(0));
+            self.timers.schedule(
+                key,
+                now_ms.saturating_add(timeout_ms),
+                TimerAction::ExpireConsumerSession,
+            );
+        }
     }
 
     /// A member that must revoke partitions has its rebalance timeout to
@@ -228,9 +370,11 @@ impl Core {
         );
     }
 
-    fn cancel_consumer_timers(&mut self, group_id: &str, member_id: &str) {
+    pub(super) fn cancel_consumer_timers(&mut self, group_id: &str, member_id: &str) {
         self.timers.cancel(&session_key(group_id, member_id));
         self.timers.cancel(&revocation_key(group_id, member_id));
+        self.timers.cancel(&classic_join_key(group_id, member_id));
+        self.timers.cancel(&classic_sync_key(group_id, member_id));
     }
 }
 
@@ -256,7 +400,7 @@ impl GroupCoordinator {
             if request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
                 || request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
             {
-                self.consumer_group_leave(&request, topics, &mut out)
+                self.consumer_group_leave(now_ms, &request, topics, &mut out)
             } else {
                 self.consumer_group_join_or_heartbeat(now_ms, request, topics, &mut out)
             }
@@ -302,6 +446,7 @@ impl GroupCoordinator {
     ) -> Result<ConsumerGroupHeartbeatResponse, Refusal> {
         let group_id = request.group_id.clone();
         let joining = request.member_epoch == 0;
+        let mut upgrade = false;
         match self.groups.get_mut(&group_id) {
             None if !joining => {
                 return refuse(
@@ -338,12 +483,17 @@ impl GroupCoordinator {
                 group.protocol_type = None;
                 group.protocol_name = None;
             }
+            // A classic group with members: Kafka's online upgrade.
+            Some(_) if joining => upgrade = true,
             Some(_) => {
                 return refuse(
                     ErrorCode::GroupIdNotFound,
                     format!("Group {group_id} is not a consumer group."),
                 )
             }
+        }
+        if upgrade {
+            self.upgrade_classic_group(&group_id, now_ms, topics, out)?;
         }
         let max_size = self.core.config.consumer_group_members_max;
         let heartbeat_interval_ms = self.core.config.consumer_heartbeat_interval_ms;
@@ -483,75 +633,31 @@ impl GroupCoordinator {
         }
         updated.client_id.clone_from(&request.client_id);
         updated.client_host.clone_from(&request.client_host);
-        let mut bump = consumer.group_epoch == 0
-            || updated.subscribed_topic_names != member.subscribed_topic_names
-            || updated.subscribed_topic_regex != member.subscribed_topic_regex
-            || (is_new
-                && (!updated.subscribed_topic_names.is_empty()
-                    || updated.subscribed_topic_regex.is_some()));
         let mut records = Vec::new();
         if let Some(old_id) = &replaced {
-            member_tombstones(&group_id, old_id, &mut records);
-            tracing::info!(group_id, member_id, old_member_id = %old_id, "static member rejoins, replacing its previous member id");
-            let target = consumer.target.remove(old_id);
-            consumer.remove_member(old_id);
-            self.core.cancel_consumer_timers(&group_id, old_id);
-            if let Some(target) = target {
-                records.push(target_record(&group_id, &member_id, &target));
-                consumer.target.insert(member_id.clone(), target);
-            }
+            replace_static_member(
+                &mut self.core,
+                &group_id,
+                consumer,
+                old_id,
+                &member_id,
+                &mut records,
+            );
         } else if is_new {
             tracing::info!(group_id, member_id, "member joins the consumer group");
         }
-        if is_new || replaced.is_some() || updated.metadata_value() != member.metadata_value() {
-            records.push(record(
-                CONSUMER_GROUP_MEMBER_KEY_TYPE,
-                &group_id,
-                Some(&member_id),
-                Some(ConsumerGroupValue::Member(Box::new(
-                    updated.metadata_value(),
-                ))),
-            ));
-        }
-        consumer.put_member(updated);
-
-        // 2. The subscribed topics, and the group epoch.
-        bump |= consumer.refresh_regexes(topics);
-        bump |= consumer.refresh_subscription_metadata(topics, bump);
-        if bump {
-            consumer.group_epoch += 1;
-            records.push(epoch_record(&group_id, consumer));
-        }
-        if consumer.group_epoch > consumer.target_epoch {
-            for changed in consumer.compute_target() {
-                records.push(target_record(
-                    &group_id,
-                    &changed,
-                    &consumer.target[&changed],
-                ));
-            }
-            records.push(record(
-                CONSUMER_GROUP_TARGET_EPOCH_KEY_TYPE,
-                &group_id,
-                None,
-                Some(ConsumerGroupValue::TargetEpoch(consumer.target_epoch)),
-            ));
-        }
-
-        // 3. Reconcile the member towards its target.
-        let current = consumer.members[&member_id].clone();
-        let reconciled = consumer.reconcile(&current, owned);
-        if reconciled != current {
-            records.push(assignment_record(&group_id, &reconciled));
-            if reconciled.state == MemberState::UnrevokedPartitions {
-                self.core
-                    .schedule_consumer_revocation(&group_id, &reconciled, now_ms);
-            } else {
-                self.core
-                    .timers
-                    .cancel(&revocation_key(&group_id, &member_id));
-            }
-        }
+        let reconciled = update_member(
+            &mut self.core,
+            &group_id,
+            consumer,
+            (&member, updated),
+            is_new,
+            replaced.is_some(),
+            owned,
+            topics,
+            now_ms,
+            &mut records,
+        );
         let assignment_changed = reconciled.assigned != member.assigned;
         let member_epoch = reconciled.member_epoch;
         let full_request = request.rebalance_timeout_ms != -1
@@ -560,12 +666,11 @@ impl GroupCoordinator {
             && request.topic_partitions.is_some();
         let assignment =
             (joining || full_request || assignment_changed).then(|| reconciled.assigned.clone());
-        consumer.put_member(reconciled);
         if !records.is_empty() {
             self.core.append(records, AfterAppend::Nothing, out);
         }
         self.core
-            .schedule_consumer_session(&group_id, &member_id, now_ms);
+            .schedule_consumer_session(&group_id, &reconciled, now_ms);
         Ok(ConsumerGroupHeartbeatResponse {
             error: None,
             error_message: None,
@@ -579,6 +684,7 @@ impl GroupCoordinator {
     /// Kafka's `consumerGroupLeave`.
     fn consumer_group_leave(
         &mut self,
+        now_ms: i64,
         request: &ConsumerGroupHeartbeatRequest,
         topics: &dyn TopicsView,
         out: &mut Effects,
@@ -645,7 +751,7 @@ impl GroupCoordinator {
             }
         };
         tracing::info!(group_id, member_id, "member left the consumer group");
-        self.fence_consumer_member(group_id, &member_id, Some(topics), out);
+        self.fence_consumer_member(now_ms, group_id, &member_id, Some(topics), out);
         Ok(leave_response(&member_id, request.member_epoch))
     }
 
@@ -654,6 +760,7 @@ impl GroupCoordinator {
     /// instance id when the id is empty, are removed.
     pub(super) fn leave_consumer_group(
         &mut self,
+        now_ms: i64,
         request: &LeaveGroupRequest,
         out: &mut Effects,
     ) -> LeaveGroupResponse {
@@ -680,7 +787,7 @@ impl GroupCoordinator {
             let error = match target {
                 Some(member_id) => {
                     tracing::info!(group_id, member_id, "member removed through LeaveGroup");
-                    self.fence_consumer_member(group_id, &member_id, None, out);
+                    self.fence_consumer_member(now_ms, group_id, &member_id, None, out);
                     None
                 }
                 None => Some(ErrorCode::UnknownMemberId),
@@ -699,11 +806,14 @@ impl GroupCoordinator {
 
     /// Removes a member (left, session expired, or did not revoke in
     /// time): its partitions are free, and the group epoch moves on so the
-    /// others get a new target at their next heartbeat. Without `topics`
-    /// (timers, LeaveGroup: no metadata image at hand) the topics are as
-    /// the group last saw them; the next heartbeat reads them again.
-    fn fence_consumer_member(
+    /// others get a new target at their next heartbeat; or, when only
+    /// classic members remain, the group becomes a classic group again
+    /// (Kafka's online downgrade). Without `topics` (timers, LeaveGroup: no
+    /// metadata image at hand) the topics are as the group last saw them;
+    /// the next heartbeat reads them again.
+    pub(super) fn fence_consumer_member(
         &mut self,
+        now_ms: i64,
         group_id: &str,
         member_id: &str,
         topics: Option<&dyn TopicsView>,
@@ -711,23 +821,24 @@ impl GroupCoordinator {
     ) {
         let Some(consumer) = self
             .groups
-            .get_mut(group_id)
-            .and_then(|g| g.consumer.as_mut())
+            .get(group_id)
+            .and_then(|g| g.consumer.as_deref())
+            .filter(|c| c.members.contains_key(member_id))
         else {
             return;
         };
-        if consumer.remove_member(member_id).is_none() {
+        let last_seen = TopicsSnapshot(consumer.subscription_metadata.clone(), u64::MAX);
+        let topics = topics.unwrap_or(&last_seen);
+        if self.downgrade_to_classic(now_ms, group_id, member_id, topics, out) {
             return;
         }
+        let consumer = self
+            .groups
+            .get_mut(group_id)
+            .and_then(|g| g.consumer.as_mut())
+            .expect("checked above");
+        consumer.remove_member(member_id);
         self.core.cancel_consumer_timers(group_id, member_id);
-        let last_seen;
-        let topics = match topics {
-            Some(topics) => topics,
-            None => {
-                last_seen = TopicsSnapshot(consumer.subscription_metadata.clone(), u64::MAX);
-                &last_seen
-            }
-        };
         consumer.refresh_regexes(topics);
         consumer.refresh_subscription_metadata(topics, true);
         consumer.group_epoch += 1;
@@ -825,9 +936,9 @@ impl GroupCoordinator {
             let Some(consumer) = &group.consumer else {
                 continue;
             };
-            for (member_id, member) in &consumer.members {
+            for member in consumer.members.values() {
                 self.core
-                    .schedule_consumer_session(group_id, member_id, now_ms);
+                    .schedule_consumer_session(group_id, member, now_ms);
                 if member.state == MemberState::UnrevokedPartitions {
                     self.core
                         .schedule_consumer_revocation(group_id, member, now_ms);
@@ -840,6 +951,7 @@ impl GroupCoordinator {
     /// did not revoke partitions within its rebalance timeout.
     pub(super) fn expire_consumer_member(
         &mut self,
+        now_ms: i64,
         group_id: &str,
         member_id: &str,
         revoking_epoch: Option<i32>,
@@ -871,7 +983,7 @@ impl GroupCoordinator {
                 "consumer group member session expired; removing it"
             );
         }
-        self.fence_consumer_member(group_id, member_id, None, out);
+        self.fence_consumer_member(now_ms, group_id, member_id, None, out);
     }
 
     /// ConsumerGroupDescribe for groups of this coordinator.
@@ -952,7 +1064,7 @@ fn leave_response(member_id: &str, member_epoch: i32) -> ConsumerGroupHeartbeatR
     }
 }
 
-fn record(
+pub(super) fn record(
     record_type: i16,
     group_id: &str,
     member_id: Option<&str>,
@@ -968,7 +1080,7 @@ fn record(
     }
 }
 
-fn epoch_record(group_id: &str, consumer: &ConsumerGroup) -> CoordinatorRecord {
+pub(super) fn epoch_record(group_id: &str, consumer: &ConsumerGroup) -> CoordinatorRecord {
     record(
         CONSUMER_GROUP_METADATA_KEY_TYPE,
         group_id,
@@ -980,7 +1092,11 @@ fn epoch_record(group_id: &str, consumer: &ConsumerGroup) -> CoordinatorRecord {
     )
 }
 
-fn target_record(group_id: &str, member_id: &str, target: &Assignment) -> CoordinatorRecord {
+pub(super) fn target_record(
+    group_id: &str,
+    member_id: &str,
+    target: &Assignment,
+) -> CoordinatorRecord {
     record(
         CONSUMER_GROUP_TARGET_MEMBER_KEY_TYPE,
         group_id,
@@ -989,7 +1105,7 @@ fn target_record(group_id: &str, member_id: &str, target: &Assignment) -> Coordi
     )
 }
 
-fn assignment_record(group_id: &str, member: &ConsumerMember) -> CoordinatorRecord {
+pub(super) fn assignment_record(group_id: &str, member: &ConsumerMember) -> CoordinatorRecord {
     record(
         CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY_TYPE,
         group_id,
@@ -1002,7 +1118,11 @@ fn assignment_record(group_id: &str, member: &ConsumerMember) -> CoordinatorReco
 
 /// A removed member's tombstones, in Kafka's order: current assignment,
 /// target assignment, metadata.
-fn member_tombstones(group_id: &str, member_id: &str, records: &mut Vec<CoordinatorRecord>) {
+pub(super) fn member_tombstones(
+    group_id: &str,
+    member_id: &str,
+    records: &mut Vec<CoordinatorRecord>,
+) {
     for record_type in [
         CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY_TYPE,
         CONSUMER_GROUP_TARGET_MEMBER_KEY_TYPE,
@@ -1289,6 +1409,7 @@ mod tests {
                 client_host: "/127.0.0.1".into(),
                 api_version: 9,
             },
+            &NO_TOPICS,
         );
         assert_eq!(
             outcome.reply.ready().unwrap().error,

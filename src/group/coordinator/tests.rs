@@ -138,9 +138,12 @@ impl Harness {
 
     fn join(&mut self, joiner: &Joiner, member_id: &str) -> RequestId {
         let request_id = self.request_id();
-        let outcome =
-            self.coordinator
-                .join_group(self.now_ms, request_id, joiner.request(member_id));
+        let outcome = self.coordinator.join_group(
+            self.now_ms,
+            request_id,
+            joiner.request(member_id),
+            &NO_TOPICS,
+        );
         self.absorb_reply(request_id, outcome, Response::JoinGroup);
         request_id
     }
@@ -201,7 +204,7 @@ impl Harness {
         };
         let outcome = self
             .coordinator
-            .sync_group(self.now_ms, request_id, request);
+            .sync_group(self.now_ms, request_id, request, &NO_TOPICS);
         self.absorb_reply(request_id, outcome, Response::SyncGroup);
         request_id
     }
@@ -965,6 +968,7 @@ fn replay_from_records_reproduces_state() {
             protocol_name: None,
             assignments: Vec::new(),
         },
+        &NO_TOPICS,
     );
     assert_eq!(
         outcome.reply.ready().expect("ready").assignment.as_ref(),
@@ -1037,14 +1041,17 @@ fn join_sync_and_heartbeat_errors() {
     });
     let mut bad = Joiner::new("c").request("");
     bad.session_timeout_ms = 1_000;
-    let outcome = h.coordinator.join_group(0, RequestId(900), bad);
+    let outcome = h.coordinator.join_group(0, RequestId(900), bad, &NO_TOPICS);
     assert_eq!(
         outcome.reply.ready().expect("ready").error,
         Some(ErrorCode::InvalidSessionTimeout)
     );
-    let outcome =
-        h.coordinator
-            .join_group(0, RequestId(901), Joiner::new("c").request("stale-member"));
+    let outcome = h.coordinator.join_group(
+        0,
+        RequestId(901),
+        Joiner::new("c").request("stale-member"),
+        &NO_TOPICS,
+    );
     assert_eq!(
         outcome.reply.ready().expect("ready").error,
         Some(ErrorCode::UnknownMemberId)
@@ -1058,7 +1065,9 @@ fn join_sync_and_heartbeat_errors() {
     // Another protocol type cannot join a consumer group.
     let mut connect = Joiner::new("k").request("");
     connect.protocol_type = "connect".to_string();
-    let outcome = h.coordinator.join_group(h.now_ms, RequestId(902), connect);
+    let outcome = h
+        .coordinator
+        .join_group(h.now_ms, RequestId(902), connect, &NO_TOPICS);
     assert_eq!(
         outcome.reply.ready().expect("ready").error,
         Some(ErrorCode::InconsistentGroupProtocol)
@@ -1099,6 +1108,7 @@ fn join_sync_and_heartbeat_errors() {
             protocol_name: Some("roundrobin".to_string()),
             assignments: Vec::new(),
         },
+        &NO_TOPICS,
     );
     assert_eq!(
         outcome.reply.ready().expect("ready").error,

@@ -1,0 +1,627 @@
+//! Classic members in KIP-848 consumer groups, and the online upgrade of a
+//! classic group into a consumer group, following Kafka 4.x
+//! `GroupMetadataManager` (`classicGroupJoinToConsumerGroup`,
+//! `classicGroupSyncToConsumerGroup`, `classicGroupHeartbeatToConsumerGroup`,
+//! `convertToConsumerGroup`) with its default
+//! `group.consumer.migration.policy=bidirectional` for upgrades.
+//!
+//! This is how a running group moves to the new protocol one consumer at a
+//! time: the first member that sends ConsumerGroupHeartbeat to a classic
+//! group of consumers turns it into a consumer group whose members keep
+//! their generation (as member epoch) and their partitions; the classic
+//! members that remain go on with JoinGroup, SyncGroup and Heartbeat:
+//! - JoinGroup is answered at once with the member's assignment as
+//!   reconciled (no leader, no waiting for the others);
+//! - SyncGroup returns that assignment in the consumer protocol;
+//! - Heartbeat answers REBALANCE_IN_PROGRESS when the member must rejoin
+//!   (the group epoch moved on, it must revoke partitions, or partitions
+//!   it waits for are free);
+//! - a member that does not rejoin, or sync after joining, within its
+//!   rebalance timeout, or whose session times out, is removed.
+//!
+//! A classic member joins a consumer group with members the same way.
+//!
+//! When the last consumer-protocol member leaves (or is removed) and
+//! classic members remain, the group becomes a classic group again and
+//! rebalances (Kafka's online downgrade), so a rollback of the clients
+//! ends where it started.
+//!
+//! Not done: the downgrade Kafka makes when a classic member takes over the
+//! instance id of the last consumer-protocol static member (the group stays
+//! a consumer group then), and answers do not wait for their records to be
+//! durable.
+
+use super::consumer_groups::{
+    assignment_record, classic_join_key, classic_sync_key, epoch_record, group_tombstones,
+    member_tombstones, record, replace_static_member, target_record, update_member,
+};
+use super::*;
+use crate::group::assignor::Assignment;
+use crate::group::consumer::{ConsumerGroup, ConsumerMember, MemberState, TopicsView};
+use crate::group::consumer_protocol::{
+    decode_assignment, decode_subscription, encode_assignment, version_of, CONSUMER_PROTOCOL_TYPE,
+};
+use crate::group::records::{
+    ClassicMemberValue, ConsumerGroupValue, CONSUMER_GROUP_MEMBER_KEY_TYPE,
+    CONSUMER_GROUP_TARGET_EPOCH_KEY_TYPE,
+};
+
+/// Partitions named by topic (a consumer-protocol subscription or
+/// assignment) by topic id; topics the broker does not know are left out,
+/// as Kafka's `toTopicPartitions` does.
+fn to_assignment<'a>(
+    partitions: impl Iterator<Item = (&'a str, &'a [i32])>,
+    topics: &dyn TopicsView,
+) -> Assignment {
+    let mut assignment = Assignment::new();
+    for (topic, set) in partitions {
+        if let Some((id, _)) = topics.topic(topic) {
+            assignment
+                .entry(id)
+                .or_default()
+                .extend(set.iter().copied());
+        }
+    }
+    assignment
+}
+
+/// Kafka's `validateConsumerGroupMember` and
+/// `throwIfMemberDoesNotUseClassicProtocol`: the classic member a SyncGroup
+/// or Heartbeat names.
+fn classic_member<'a>(
+    consumer: &'a ConsumerGroup,
+    member_id: &str,
+    instance_id: Option<&str>,
+) -> Result<&'a ConsumerMember, ErrorCode> {
+    let member = match instance_id {
+        None => consumer.members.get(member_id),
+        Some(instance_id) => {
+            let owner = consumer
+                .static_members
+                .get(instance_id)
+                .ok_or(ErrorCode::UnknownMemberId)?;
+            if owner != member_id {
+                return Err(ErrorCode::FencedInstanceId);
+            }
+            consumer.members.get(owner)
+        }
+    };
+    member
+        .filter(|m| m.classic.is_some())
+        .ok_or(ErrorCode::UnknownMemberId)
+}
+
+impl GroupCoordinator {
+    /// JoinGroup from a classic member to a consumer group with members
+    /// (Kafka's `classicGroupJoinToConsumerGroup`): answered at once.
+    pub(super) fn classic_join_consumer_group(
+        &mut self,
+        now_ms: i64,
+        request_id: RequestId,
+        request: JoinGroupRequest,
+        topics: &dyn TopicsView,
+        out: &mut Effects,
+    ) {
+        let response = self
+            .classic_join(now_ms, request, topics, out)
+            .unwrap_or_else(|(error, member_id)| JoinGroupResponse::error(error, &member_id));
+        complete_join(out, request_id, response);
+    }
+
+    fn classic_join(
+        &mut self,
+        now_ms: i64,
+        request: JoinGroupRequest,
+        topics: &dyn TopicsView,
+        out: &mut Effects,
+    ) -> Result<JoinGroupResponse, (ErrorCode, String)> {
+        let group_id = request.group_id.clone();
+        let unknown = request.member_id.is_empty();
+        let member_id = if unknown {
+            self.core.rng.uuid()
+        } else {
+            request.member_id.clone()
+        };
+        let max_size = self.core.config.consumer_group_members_max;
+        let consumer: &mut ConsumerGroup = self
+            .groups
+            .get_mut(&group_id)
+            .and_then(|g| g.consumer.as_deref_mut())
+            .expect("the caller found a consumer group");
+        let refuse = |error: ErrorCode| Err((error, member_id.clone()));
+        if !consumer.members.contains_key(&member_id) && consumer.members.len() >= max_size {
+            return refuse(ErrorCode::GroupMaxSizeReached);
+        }
+        let names: Vec<&str> = request.protocols.iter().map(|p| p.name.as_str()).collect();
+        if !consumer.supports_classic_protocols(&request.protocol_type, &names) {
+            return refuse(ErrorCode::InconsistentGroupProtocol);
+        }
+        if unknown && request.group_instance_id.is_none() && request.api_version >= 4 {
+            // KIP-394: a dynamic member first learns its id.
+            return Ok(JoinGroupResponse::error(
+                ErrorCode::MemberIdRequired,
+                &member_id,
+            ));
+        }
+        let Some(subscription) = decode_subscription(&request.protocols[0].metadata) else {
+            // Kafka fails the request (an IllegalStateException).
+            tracing::warn!(
+                group_id,
+                member_id,
+                "malformed consumer protocol subscription"
+            );
+            return refuse(ErrorCode::InconsistentGroupProtocol);
+        };
+
+        // The member as it was (a fresh one for a new member), and which
+        // static member it replaces.
+        let mut replaced = None;
+        let member = match &request.group_instance_id {
+            Some(instance_id) if !unknown => match consumer.static_members.get(instance_id) {
+                None => return refuse(ErrorCode::UnknownMemberId),
+                Some(owner) if *owner != member_id => return refuse(ErrorCode::FencedInstanceId),
+                Some(owner) => consumer.members[owner].clone(),
+            },
+            Some(instance_id) => match consumer.static_members.get(instance_id) {
+                None => ConsumerMember::new(&member_id),
+                Some(old_id) => {
+                    // The new id takes over the old one's partitions.
+                    let mut taken_over = consumer.members[old_id].clone();
+                    taken_over.member_id.clone_from(&member_id);
+                    taken_over.member_epoch = 0;
+                    taken_over.previous_member_epoch = 0;
+                    replaced = Some(old_id.clone());
+                    taken_over
+                }
+            },
+            None => consumer
+                .members
+                .get(&member_id)
+                .cloned()
+                .unwrap_or_else(|| ConsumerMember::new(&member_id)),
+        };
+        let is_new = !consumer.members.contains_key(&member_id) && replaced.is_none();
+        let mut updated = member.clone();
+        if let Some(instance_id) = &request.group_instance_id {
+            updated.instance_id = Some(instance_id.clone());
+        }
+        if let Some(rack_id) = &subscription.rack_id {
+            updated.rack_id = Some(rack_id.to_string());
+        }
+        if request.rebalance_timeout_ms != -1 {
+            updated.rebalance_timeout_ms = request.rebalance_timeout_ms;
+        }
+        updated.server_assignor = None;
+        let mut subscribed: Vec<String> =
+            subscription.topics.iter().map(|t| t.to_string()).collect();
+        subscribed.sort();
+        subscribed.dedup();
+        updated.subscribed_topic_names = subscribed;
+        updated.client_id.clone_from(&request.client_id);
+        updated.client_host.clone_from(&request.client_host);
+        updated.classic = Some(ClassicMemberValue {
+            session_timeout_ms: request.session_timeout_ms,
+            supported_protocols: request
+                .protocols
+                .iter()
+                .map(|p| (p.name.clone(), p.metadata.clone()))
+                .collect(),
+        });
+        let owned = to_assignment(
+            subscription
+                .owned_partitions
+                .iter()
+                .map(|tp| (tp.topic.as_str(), tp.partitions.as_slice())),
+            topics,
+        );
+
+        let mut records = Vec::new();
+        if let Some(old_id) = &replaced {
+            replace_static_member(
+                &mut self.core,
+                &group_id,
+                consumer,
+                old_id,
+                &member_id,
+                &mut records,
+            );
+        } else if is_new {
+            tracing::info!(
+                group_id,
+                member_id,
+                "classic member joins the consumer group"
+            );
+        }
+        let reconciled = update_member(
+            &mut self.core,
+            &group_id,
+            consumer,
+            (&member, updated),
+            is_new,
+            replaced.is_some(),
+            Some(&owned),
+            topics,
+            now_ms,
+            &mut records,
+        );
+        if !records.is_empty() {
+            self.core.append(records, AfterAppend::Nothing, out);
+        }
+        let core = &mut self.core;
+        core.timers.cancel(&classic_join_key(&group_id, &member_id));
+        core.schedule_consumer_session(&group_id, &reconciled, now_ms);
+        core.timers.schedule(
+            classic_sync_key(&group_id, &member_id),
+            now_ms.saturating_add(i64::from(reconciled.rebalance_timeout_ms.max(0))),
+            TimerAction::ExpireConsumerSession,
+        );
+        Ok(JoinGroupResponse {
+            error: None,
+            generation_id: reconciled.member_epoch,
+            protocol_type: Some(CONSUMER_PROTOCOL_TYPE.to_string()),
+            protocol_name: Some(request.protocols[0].name.clone()),
+            leader: String::new(),
+            skip_assignment: false,
+            member_id,
+            members: Vec::new(),
+        })
+    }
+
+    /// SyncGroup from a classic member of a consumer group (Kafka's
+    /// `classicGroupSyncToConsumerGroup`): its assignment, in the consumer
+    /// protocol's version of its subscription.
+    pub(super) fn classic_sync_consumer_group(
+        &mut self,
+        now_ms: i64,
+        request: &SyncGroupRequest,
+        topics: &dyn TopicsView,
+    ) -> SyncGroupResponse {
+        self.classic_sync(now_ms, request, topics)
+            .unwrap_or_else(SyncGroupResponse::error)
+    }
+
+    fn classic_sync(
+        &mut self,
+        now_ms: i64,
+        request: &SyncGroupRequest,
+        topics: &dyn TopicsView,
+    ) -> Result<SyncGroupResponse, ErrorCode> {
+        let group_id = &request.group_id;
+        let consumer = self
+            .groups
+            .get(group_id)
+            .and_then(|g| g.consumer.as_deref())
+            .ok_or(ErrorCode::UnknownMemberId)?;
+        let member = classic_member(
+            consumer,
+            &request.member_id,
+            request.group_instance_id.as_deref(),
+        )?;
+        if request.generation_id != member.member_epoch {
+            return Err(ErrorCode::IllegalGeneration);
+        }
+        let (protocol_name, metadata) = member.classic_protocol().expect("a classic member");
+        if request
+            .protocol_type
+            .as_deref()
+            .is_some_and(|t| t != CONSUMER_PROTOCOL_TYPE)
+            || request
+                .protocol_name
+                .as_ref()
+                .is_some_and(|n| n != protocol_name)
+        {
+            return Err(ErrorCode::InconsistentGroupProtocol);
+        }
+        if consumer.group_epoch > member.member_epoch
+            && member.state != MemberState::UnrevokedPartitions
+        {
+            // A rebalance started since its JoinGroup: rejoin first.
+            self.core
+                .schedule_classic_join_if_absent(group_id, member, now_ms);
+            return Err(ErrorCode::RebalanceInProgress);
+        }
+        let mut partitions: Vec<(String, Vec<i32>)> = member
+            .assigned
+            .iter()
+            .filter_map(|(id, set)| Some((topics.topic_name(id)?, set.iter().copied().collect())))
+            .collect();
+        partitions.sort();
+        let assignment = encode_assignment(&partitions, version_of(metadata));
+        self.core
+            .timers
+            .cancel(&classic_sync_key(group_id, &member.member_id));
+        self.core
+            .schedule_consumer_session(group_id, member, now_ms);
+        Ok(SyncGroupResponse {
+            error: None,
+            protocol_type: request.protocol_type.clone(),
+            protocol_name: request.protocol_name.clone(),
+            assignment,
+        })
+    }
+
+    /// Heartbeat from a classic member of a consumer group (Kafka's
+    /// `classicGroupHeartbeatToConsumerGroup`): REBALANCE_IN_PROGRESS when
+    /// it must rejoin to catch up, revoke, or collect freed partitions.
+    pub(super) fn classic_heartbeat_consumer_group(
+        &mut self,
+        now_ms: i64,
+        request: &HeartbeatRequest,
+    ) -> Result<(), ErrorCode> {
+        let group_id = &request.group_id;
+        let consumer = self
+            .groups
+            .get(group_id)
+            .and_then(|g| g.consumer.as_deref())
+            .ok_or(ErrorCode::UnknownMemberId)?;
+        let member = classic_member(
+            consumer,
+            &request.member_id,
+            request.group_instance_id.as_deref(),
+        )?;
+        if request.generation_id != member.member_epoch {
+            return Err(ErrorCode::IllegalGeneration);
+        }
+        self.core
+            .schedule_consumer_session(group_id, member, now_ms);
+        let rejoin = member.member_epoch < consumer.group_epoch
+            || member.state == MemberState::UnrevokedPartitions
+            || (member.state == MemberState::UnreleasedPartitions
+                && !consumer.waiting_on_unreleased(member));
+        if rejoin {
+            self.core
+                .schedule_classic_join_if_absent(group_id, member, now_ms);
+            return Err(ErrorCode::RebalanceInProgress);
+        }
+        Ok(())
+    }
+
+    /// Kafka's online upgrade (`validateOnlineUpgrade`,
+    /// `convertToConsumerGroup`): a consumer-protocol member joins a classic
+    /// group of consumers with members. The classic members become members
+    /// of a consumer group at their generation, keeping their partitions
+    /// (the classic assignment is also the target), and go on as classic
+    /// members; parked JoinGroup and SyncGroup requests are answered
+    /// REBALANCE_IN_PROGRESS so that they rejoin.
+    pub(super) fn upgrade_classic_group(
+        &mut self,
+        group_id: &str,
+        now_ms: i64,
+        topics: &dyn TopicsView,
+        out: &mut Effects,
+    ) -> Result<(), (ErrorCode, String)> {
+        let max_size = self.core.config.consumer_group_members_max;
+        let group = self.groups.get_mut(group_id).expect("the caller found it");
+        let cannot = |why: &str| {
+            Err((
+                ErrorCode::GroupIdNotFound,
+                format!("Cannot upgrade classic group {group_id} to consumer group because {why}"),
+            ))
+        };
+        if !group.uses_consumer_protocol() {
+            return cannot("the group does not use the consumer embedded protocol.");
+        }
+        if group.members.len() > max_size {
+            return cannot("the group size exceeds the consumer group maximum size.");
+        }
+        let generation = group.generation_id;
+        let mut consumer = ConsumerGroup::default();
+        consumer.group_epoch = generation;
+        consumer.target_epoch = generation;
+        for member in group.members.values() {
+            let protocol = group
+                .protocol_name
+                .clone()
+                .or_else(|| member.protocols.first().map(|p| p.name.clone()))
+                .unwrap_or_default();
+            let subscription = decode_subscription(&member.metadata(&protocol));
+            let assignment = decode_assignment(&member.assignment);
+            let (Some(subscription), Some(assignment)) = (subscription, assignment) else {
+                return cannot("the embedded consumer protocol is malformed.");
+            };
+            if assignment.user_data.as_ref().is_some_and(|d| !d.is_empty()) {
+                return cannot("an unsupported custom assignor is in use. Please refer to the documentation or switch to a default assignor before re-attempting the upgrade.");
+            }
+            let mut converted = ConsumerMember::new(&member.member_id);
+            converted.member_epoch = generation;
+            converted.previous_member_epoch = generation;
+            converted.instance_id.clone_from(&member.group_instance_id);
+            converted.rack_id = subscription.rack_id.as_ref().map(|r| r.to_string());
+            converted.rebalance_timeout_ms = member.rebalance_timeout_ms;
+            converted.client_id.clone_from(&member.client_id);
+            converted.client_host.clone_from(&member.client_host);
+            let mut subscribed: Vec<String> =
+                subscription.topics.iter().map(|t| t.to_string()).collect();
+            subscribed.sort();
+            subscribed.dedup();
+            converted.subscribed_topic_names = subscribed;
+            converted.assigned = to_assignment(
+                assignment
+                    .assigned_partitions
+                    .iter()
+                    .map(|tp| (tp.topic.as_str(), tp.partitions.as_slice())),
+                topics,
+            );
+            converted.classic = Some(ClassicMemberValue {
+                session_timeout_ms: member.session_timeout_ms,
+                supported_protocols: member
+                    .protocols
+                    .iter()
+                    .map(|p| (p.name.clone(), p.metadata.clone()))
+                    .collect(),
+            });
+            consumer
+                .target
+                .insert(member.member_id.clone(), converted.assigned.clone());
+            consumer.put_member(converted);
+        }
+        consumer.refresh_subscription_metadata(topics, true);
+        tracing::info!(
+            group_id,
+            members = consumer.members.len(),
+            generation,
+            "converting a classic group with members to a consumer group"
+        );
+
+        // Parked requests rejoin; the classic timers stop.
+        for member in group.members.values() {
+            if let Some(parked) = member.awaiting_join {
+                complete_join(
+                    out,
+                    parked,
+                    JoinGroupResponse::error(ErrorCode::RebalanceInProgress, &member.member_id),
+                );
+            }
+            if let Some(parked) = member.awaiting_sync {
+                complete_sync(
+                    out,
+                    parked,
+                    SyncGroupResponse::error(ErrorCode::RebalanceInProgress),
+                );
+            }
+        }
+        self.core.cancel_group_timers(group);
+        group.clear_membership(now_ms);
+
+        // Kafka's order: the classic group's tombstone, then
+        // `createConsumerGroupRecords`.
+        let mut records = vec![CoordinatorRecord::GroupMetadata {
+            key: GroupMetadataKey {
+                group: group_id.to_string(),
+            },
+            value: None,
+        }];
+        for member in consumer.members.values() {
+            records.push(record(
+                CONSUMER_GROUP_MEMBER_KEY_TYPE,
+                group_id,
+                Some(&member.member_id),
+                Some(ConsumerGroupValue::Member(Box::new(
+                    member.metadata_value(),
+                ))),
+            ));
+        }
+        records.push(epoch_record(group_id, &consumer));
+        for (member_id, target) in &consumer.target {
+            records.push(target_record(group_id, member_id, target));
+        }
+        records.push(record(
+            CONSUMER_GROUP_TARGET_EPOCH_KEY_TYPE,
+            group_id,
+            None,
+            Some(ConsumerGroupValue::TargetEpoch(consumer.target_epoch)),
+        ));
+        for member in consumer.members.values() {
+            records.push(assignment_record(group_id, member));
+            self.core
+                .schedule_consumer_session(group_id, member, now_ms);
+        }
+        group.consumer = Some(Box::new(consumer));
+        self.core.append(records, AfterAppend::Nothing, out);
+        Ok(())
+    }
+
+    /// Kafka's online downgrade (`validateOnlineDowngradeWithFencedMembers`,
+    /// `convertToClassicGroup`): when member `leaving` goes and only classic
+    /// members remain, the group becomes a classic group again at its
+    /// group epoch as generation, each member holding its target
+    /// assignment, and rebalances at once (its members rejoin through
+    /// JoinGroup). Returns whether it did.
+    pub(super) fn downgrade_to_classic(
+        &mut self,
+        now_ms: i64,
+        group_id: &str,
+        leaving: &str,
+        topics: &dyn TopicsView,
+        out: &mut Effects,
+    ) -> bool {
+        let classic_max = self.core.config.group_members_max;
+        let Some(group) = self.groups.get_mut(group_id) else {
+            return false;
+        };
+        let Some(consumer) = group.consumer.as_deref() else {
+            return false;
+        };
+        let mut remaining = consumer
+            .members
+            .values()
+            .filter(|m| m.member_id != leaving)
+            .peekable();
+        if remaining.peek().is_none()
+            || consumer.members.len() - 1 > classic_max
+            || !remaining.all(|m| m.classic.is_some())
+        {
+            return false;
+        }
+        tracing::info!(
+            group_id,
+            leaving,
+            "only classic members remain: converting the consumer group to a classic group"
+        );
+        let consumer = group.consumer.take().expect("checked above");
+        let mut records = Vec::new();
+        for member_id in consumer.members.keys() {
+            member_tombstones(group_id, member_id, &mut records);
+            self.core.cancel_consumer_timers(group_id, member_id);
+        }
+        records.extend(group_tombstones(group_id));
+
+        group.restart_stable(consumer.group_epoch, now_ms);
+        for member in consumer.members.values().filter(|m| m.member_id != leaving) {
+            let classic = member.classic.as_ref().expect("checked above");
+            group.add(
+                Member {
+                    member_id: member.member_id.clone(),
+                    group_instance_id: member.instance_id.clone(),
+                    client_id: member.client_id.clone(),
+                    client_host: member.client_host.clone(),
+                    rebalance_timeout_ms: member.rebalance_timeout_ms,
+                    session_timeout_ms: classic.session_timeout_ms,
+                    protocol_type: CONSUMER_PROTOCOL_TYPE.to_string(),
+                    protocols: classic
+                        .supported_protocols
+                        .iter()
+                        .map(|(name, metadata)| JoinProtocol {
+                            name: name.clone(),
+                            metadata: metadata.clone(),
+                        })
+                        .collect(),
+                    assignment: Bytes::new(),
+                    awaiting_join: None,
+                    awaiting_sync: None,
+                    is_new: false,
+                },
+                None,
+            );
+        }
+        group.protocol_name = group.select_protocol();
+        group.subscribed_topics = group.compute_subscribed_topics();
+        let protocol = group.protocol_name.clone().unwrap_or_default();
+        let empty = Assignment::new();
+        for member in group.members.values_mut() {
+            let target = consumer.target.get(&member.member_id).unwrap_or(&empty);
+            let mut partitions: Vec<(String, Vec<i32>)> = target
+                .iter()
+                .filter_map(|(id, set)| {
+                    Some((topics.topic_name(id)?, set.iter().copied().collect()))
+                })
+                .collect();
+            partitions.sort();
+            member.assignment =
+                encode_assignment(&partitions, version_of(&member.metadata(&protocol)));
+        }
+        records.push(CoordinatorRecord::GroupMetadata {
+            key: GroupMetadataKey {
+                group: group_id.to_string(),
+            },
+            value: Some(group.to_record(None)),
+        });
+        self.core.append(records, AfterAppend::Nothing, out);
+        let member_ids: Vec<String> = group.members.keys().cloned().collect();
+        for member_id in &member_ids {
+            self.core.reschedule_heartbeat(group, member_id, now_ms);
+        }
+        self.core.prepare_rebalance(group, now_ms, out);
+        true
+    }
+}
