@@ -1181,9 +1181,14 @@ fn read_partitions(reader: &mut Reader<'_>) -> Result<TopicPartitionsMap, Record
     Ok(out)
 }
 
-/// Reads a `ClassicMemberMetadata` struct (flexible).
-fn read_classic_member(bytes: &[u8]) -> Result<ClassicMemberValue, RecordError> {
+/// Reads a nullable `ClassicMemberMetadata` struct (flexible): an int8
+/// marker (-1 null, 1 present), then the struct.
+fn read_classic_member(bytes: &[u8]) -> Result<Option<ClassicMemberValue>, RecordError> {
     let mut reader = Reader::new(bytes, true);
+    if reader.i8()? < 0 {
+        reader.finish()?;
+        return Ok(None);
+    }
     let session_timeout_ms = reader.i32()?;
     let mut supported_protocols = Vec::new();
     for _ in 0..reader.array_len()? {
@@ -1194,10 +1199,10 @@ fn read_classic_member(bytes: &[u8]) -> Result<ClassicMemberValue, RecordError> 
     }
     reader.skip_tagged_fields()?;
     reader.finish()?;
-    Ok(ClassicMemberValue {
+    Ok(Some(ClassicMemberValue {
         session_timeout_ms,
         supported_protocols,
-    })
+    }))
 }
 
 impl ConsumerGroupValue {
@@ -1235,7 +1240,9 @@ impl ConsumerGroupValue {
                 writer.i32(m.rebalance_timeout_ms);
                 writer.nullable_string(m.server_assignor.as_deref());
                 if let Some(classic) = &m.classic {
+                    // A nullable struct: an int8 1 (present) before it.
                     let mut field = Writer::new(true);
+                    field.i8(1);
                     field.i32(classic.session_timeout_ms);
                     field.array_len(classic.supported_protocols.len());
                     for (name, metadata) in &classic.supported_protocols {
@@ -1327,7 +1334,7 @@ impl ConsumerGroupValue {
                     })?;
                     let field = reader.take(size)?;
                     if tag == 0 {
-                        classic = Some(read_classic_member(field)?);
+                        classic = read_classic_member(field)?;
                     }
                 }
                 reader.finish()?;
@@ -1478,5 +1485,34 @@ mod consumer_group_tests {
         }
         .encode();
         assert_eq!(&value[..], &[0, 0, 0, 0, 0, 1, 0]);
+    }
+
+    /// A `ConsumerGroupMemberMetadataValue` Kafka 4.1.1 wrote for a classic
+    /// librdkafka member (cooperative-sticky) of a consumer group: read
+    /// field by field, and written back to the same bytes.
+    #[test]
+    fn a_classic_member_record_reads_and_writes_as_kafkas() {
+        let kafka = "000000000872646b61666b610b2f3132372e302e302e310213726f6c6c2d3137393634373536\
+            313334343301000493e00001004401000027100213636f6f70657261746976652d737469636b79\
+            290003000000010012726f6c6c2d313739363437353631333434330000000000000000ffffffff\
+            00000000";
+        let bytes: Vec<u8> = (0..kafka.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&kafka[i..i + 2], 16).expect("hex"))
+            .collect();
+        let value = ConsumerGroupValue::decode(CONSUMER_GROUP_MEMBER_KEY_TYPE, &bytes)
+            .expect("Kafka's record decodes");
+        let ConsumerGroupValue::Member(member) = &value else {
+            panic!("{value:?}");
+        };
+        assert_eq!(member.client_id, "rdkafka");
+        assert_eq!(member.subscribed_topic_names, ["roll-1796475613443"]);
+        assert_eq!(member.rebalance_timeout_ms, 300_000);
+        let classic = member.classic.as_ref().expect("classic metadata");
+        assert_eq!(classic.session_timeout_ms, 10_000);
+        assert_eq!(classic.supported_protocols.len(), 1);
+        assert_eq!(classic.supported_protocols[0].0, "cooperative-sticky");
+        assert_eq!(classic.supported_protocols[0].1.len(), 40);
+        assert_eq!(&value.encode()[..], &bytes[..]);
     }
 }
