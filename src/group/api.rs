@@ -711,6 +711,8 @@ pub struct DescribedConsumerMember {
     pub assignment: Vec<DescribedTopicPartitions>,
     /// `target_assignment`.
     pub target_assignment: Vec<DescribedTopicPartitions>,
+    /// A member speaking the classic protocol (`member_type` 0, v1).
+    pub classic: bool,
 }
 
 /// One group in a ConsumerGroupDescribe answer.

@@ -158,6 +158,22 @@ impl SplitMix64 {
         z ^ (z >> 31)
     }
 
+    /// A random id as Kafka's `Uuid.randomUuid().toString()` writes it
+    /// (what names KIP-848 members): 16 bytes in URL-safe base64 without
+    /// padding, never starting with '-'.
+    fn kafka_uuid(&mut self) -> String {
+        use base64::Engine;
+        loop {
+            let mut bytes = [0u8; 16];
+            bytes[..8].copy_from_slice(&self.next_u64().to_be_bytes());
+            bytes[8..].copy_from_slice(&self.next_u64().to_be_bytes());
+            let id = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+            if !id.starts_with('-') {
+                return id;
+            }
+        }
+    }
+
     /// A random (v4) UUID in Java's `UUID.toString` form.
     fn uuid(&mut self) -> String {
         let mut bytes = [0u8; 16];

@@ -109,6 +109,20 @@ class Member:
         self.consumer.close()
 
 
+def group_type(bootstrap, group):
+    """The group's type as ListGroups answers it ("CLASSIC", "CONSUMER")."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # alive until answered
+    listed = admin.list_consumer_groups().result(30)
+    types = {g.group_id: g.type.name for g in listed.valid}
+    return types.get(group)
+
+
+CLASSIC = {
+    "group.protocol": "classic", "partition.assignment.strategy": "cooperative-sticky",
+    "session.timeout.ms": 10000, "heartbeat.interval.ms": 500,
+}
+
+
 def wait_for(condition, what, timeout=30):
     deadline = time.monotonic() + timeout
     while not condition():
@@ -226,3 +240,92 @@ def test_members_carry_on_after_the_broker_is_killed_and_restarted(short_session
     listed = admin.list_consumer_groups().result(30)
     types = {g.group_id: str(g.type) for g in listed.valid}
     assert types.get(group) == "ConsumerGroupType.CONSUMER", types
+
+
+def test_a_classic_group_is_upgraded_and_rolled_back_one_member_at_a_time(short_session_broker, topic):
+    """Kafka's migration policy `bidirectional`, as Kafka 4.1.1 ran the same
+    steps: a consumer restarted on the new protocol turns the running
+    classic group into a consumer group in which the other (classic) member
+    keeps its partitions and goes on with JoinGroup/SyncGroup/Heartbeat,
+    across a kill -9 of the broker too; when the new-protocol member leaves,
+    the group is classic again. Every record is read exactly once."""
+    bootstrap = short_session_broker.bootstrap
+    create(bootstrap, (topic, 6))
+    everything = {(topic, p) for p in range(6)}
+    group = topic + "-group"
+    members = []
+
+    def join(**settings):
+        members.append(Member(bootstrap, group, [topic], **settings))
+        return members[-1]
+
+    def read_all(count):
+        wait_for(lambda: sum(len(m.values) for m in members) == count, f"{count} records read")
+        time.sleep(1)  # auto-commit
+
+    produce(bootstrap, topic, [b"a%d" % i for i in range(120)], 6)
+    a, b = join(**CLASSIC), join(**CLASSIC)
+    wait_for(lambda: len(a.partitions()) == 3 and len(b.partitions()) == 3, "two classic members 3 + 3")
+    assert group_type(bootstrap, group) == "CLASSIC"
+    read_all(120)
+
+    b.close()
+    upgraded = join()
+    wait_for(lambda: upgraded.partitions() | a.partitions() == everything
+             and len(upgraded.partitions()) == 3, "the new-protocol member takes the free half")
+    assert group_type(bootstrap, group) == "CONSUMER"
+    produce(bootstrap, topic, [b"b%d" % i for i in range(60)], 6)
+    read_all(180)
+    kept = a.partitions()
+
+    # The classic member's protocols, session and epoch were replayed.
+    short_session_broker.kill()
+    short_session_broker.start()
+    produce(bootstrap, topic, [b"c%d" % i for i in range(60)], 6)
+    read_all(240)
+    assert a.partitions() == kept and a.losses == 0
+    assert group_type(bootstrap, group) == "CONSUMER"
+
+    # Rolled back: the last new-protocol member leaves.
+    upgraded.close()
+    wait_for(lambda: a.partitions() == everything, "the classic member gets everything")
+    wait_for(lambda: group_type(bootstrap, group) == "CLASSIC", "the group is classic again")
+    produce(bootstrap, topic, [b"d%d" % i for i in range(60)], 6)
+    read_all(300)
+    a.close()
+    read = sorted(v for m in members for v in m.values)
+    assert read == sorted(b"%s%d" % (c, i) for c, n in ((b"a", 120), (b"b", 60), (b"c", 60), (b"d", 60))
+                          for i in range(n))
+    assert [m.errors for m in members] == [[]] * len(members)
+
+
+def test_classic_members_join_a_consumer_group_and_commit(broker, topic):
+    """A classic member (eager `range`) joins a group of new-protocol
+    members: it gets its share once the others released it, commits by
+    its generation, and its partitions go back when it leaves; the group
+    stays a consumer group. As Kafka 4.1.1 ran it."""
+    create(broker.bootstrap, (topic, 4))
+    produce(broker.bootstrap, topic, [b"a%d" % i for i in range(40)], 4)
+    group = topic + "-group"
+    everything = {(topic, p) for p in range(4)}
+    modern = Member(broker.bootstrap, group, [topic])
+    wait_for(lambda: modern.partitions() == everything and len(modern.values) == 40, "one member reads all")
+    time.sleep(1)  # auto-commit
+    classic = Member(broker.bootstrap, group, [topic], **{**CLASSIC, "partition.assignment.strategy": "range"})
+    wait_for(lambda: len(classic.partitions()) == 2 and len(modern.partitions()) == 2,
+             "the classic member gets half")
+    assert classic.partitions() | modern.partitions() == everything
+    assert group_type(broker.bootstrap, group) == "CONSUMER"
+    produce(broker.bootstrap, topic, [b"b%d" % i for i in range(40)], 4)
+    wait_for(lambda: len(classic.values) == 20 and len(modern.values) == 60, "each reads its half")
+    time.sleep(1)  # auto-commit
+    classic.close()
+    wait_for(lambda: modern.partitions() == everything, "the partitions come back")
+    assert group_type(broker.bootstrap, group) == "CONSUMER"
+    produce(broker.bootstrap, topic, [b"c%d" % i for i in range(8)], 4)
+    wait_for(lambda: len(modern.values) == 68, "the new records are read once")
+    time.sleep(0.5)
+    modern.close()
+    assert sorted(classic.values + modern.values) == sorted(
+        [b"a%d" % i for i in range(40)] + [b"b%d" % i for i in range(40)] + [b"c%d" % i for i in range(8)])
+    assert classic.errors == [] and modern.errors == []

@@ -118,7 +118,7 @@ impl GroupCoordinator {
         let group_id = request.group_id.clone();
         let unknown = request.member_id.is_empty();
         let member_id = if unknown {
-            self.core.rng.uuid()
+            self.core.rng.kafka_uuid()
         } else {
             request.member_id.clone()
         };
@@ -623,5 +623,260 @@ impl GroupCoordinator {
         }
         self.core.prepare_rebalance(group, now_ms, out);
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::consumer_groups::tests_support::*;
+    use super::*;
+    use crate::group::consumer_protocol::encode_subscription;
+    use crate::group::records::{GroupMetadataValue, MemberMetadata};
+
+    fn classic_join(member_id: &str, protocols: &[&str]) -> JoinGroupRequest {
+        JoinGroupRequest {
+            group_id: G.into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 60_000,
+            member_id: member_id.into(),
+            group_instance_id: None,
+            protocol_type: CONSUMER_PROTOCOL_TYPE.into(),
+            protocols: protocols
+                .iter()
+                .map(|name| JoinProtocol {
+                    name: name.to_string(),
+                    metadata: encode_subscription(&["t"]),
+                })
+                .collect(),
+            client_id: "classic".into(),
+            client_host: "/127.0.0.1".into(),
+            api_version: 9,
+        }
+    }
+
+    fn classic(c: &mut GroupCoordinator, request: JoinGroupRequest) -> JoinGroupResponse {
+        let outcome = c.join_group(0, RequestId(1), request, &topics(4));
+        match outcome.reply {
+            Reply::Ready(response) => response,
+            Reply::Pending => panic!("a classic member of a consumer group waits for nothing"),
+        }
+    }
+
+    fn sync(c: &mut GroupCoordinator, member_id: &str, generation_id: i32) -> SyncGroupResponse {
+        let request = SyncGroupRequest {
+            group_id: G.into(),
+            generation_id,
+            member_id: member_id.into(),
+            group_instance_id: None,
+            protocol_type: Some(CONSUMER_PROTOCOL_TYPE.into()),
+            protocol_name: Some("range".into()),
+            assignments: Vec::new(),
+        };
+        match c.sync_group(0, RequestId(2), request, &topics(4)).reply {
+            Reply::Ready(response) => response,
+            Reply::Pending => panic!("answered at once"),
+        }
+    }
+
+    fn heartbeat(
+        c: &mut GroupCoordinator,
+        member_id: &str,
+        generation_id: i32,
+    ) -> Option<ErrorCode> {
+        c.heartbeat(
+            0,
+            HeartbeatRequest {
+                group_id: G.into(),
+                generation_id,
+                member_id: member_id.into(),
+                group_instance_id: None,
+            },
+        )
+        .error
+    }
+
+    /// The partitions of topic "t" in a SyncGroup assignment.
+    fn assigned(response: &SyncGroupResponse) -> Vec<i32> {
+        let decoded = decode_assignment(&response.assignment).expect("a consumer assignment");
+        decoded
+            .assigned_partitions
+            .iter()
+            .flat_map(|tp| {
+                assert_eq!(tp.topic.as_str(), "t");
+                tp.partitions.clone()
+            })
+            .collect()
+    }
+
+    fn owned(partitions: &[i32]) -> Assignment {
+        [(
+            uuid::Uuid::from_bytes([1; 16]),
+            partitions.iter().copied().collect(),
+        )]
+        .into()
+    }
+
+    #[test]
+    fn a_classic_member_joins_syncs_and_is_told_to_rejoin_like_kafka() {
+        let mut c = coordinator();
+        let (response, _) = c.consumer_group_heartbeat(0, join("m"), &topics(4));
+        assert_eq!((response.member_epoch, count(&response.assignment)), (1, 4));
+
+        // Protocol type and names are checked first; then KIP-394.
+        let connect = JoinGroupRequest {
+            protocol_type: "connect".into(),
+            ..classic_join("", &["range"])
+        };
+        assert_eq!(
+            classic(&mut c, connect).error,
+            Some(ErrorCode::InconsistentGroupProtocol)
+        );
+        let first = classic(&mut c, classic_join("", &["range", "roundrobin"]));
+        assert_eq!(first.error, Some(ErrorCode::MemberIdRequired));
+        let id = first.member_id;
+
+        // Its share (2 of 4) is still owned by "m": it joins at the new
+        // epoch with nothing yet, and is not told to rejoin while it waits.
+        let joined = classic(&mut c, classic_join(&id, &["range", "roundrobin"]));
+        assert_eq!(joined.error, None);
+        assert_eq!(joined.generation_id, 2);
+        assert_eq!(joined.protocol_type.as_deref(), Some("consumer"));
+        assert_eq!(joined.protocol_name.as_deref(), Some("range"));
+        assert_eq!((joined.leader.as_str(), joined.members.len()), ("", 0));
+        assert!(assigned(&sync(&mut c, &id, 2)).is_empty());
+        assert_eq!(
+            sync(&mut c, &id, 1).error,
+            Some(ErrorCode::IllegalGeneration)
+        );
+        assert_eq!(heartbeat(&mut c, &id, 2), None);
+        assert_eq!(
+            heartbeat(&mut c, &id, 1),
+            Some(ErrorCode::IllegalGeneration)
+        );
+        assert_eq!(
+            heartbeat(&mut c, "nobody", 2),
+            Some(ErrorCode::UnknownMemberId)
+        );
+
+        // "m" revokes two partitions; the classic member is told to
+        // rejoin and gets them.
+        let (response, _) =
+            c.consumer_group_heartbeat(0, beat("m", 1, &owned(&[0, 1, 2, 3])), &topics(4));
+        let kept = response.assignment.expect("m must revoke");
+        let kept: Vec<i32> = kept.values().flatten().copied().collect();
+        assert_eq!(kept.len(), 2);
+        c.consumer_group_heartbeat(
+            0,
+            beat("m", response.member_epoch, &owned(&kept)),
+            &topics(4),
+        );
+        assert_eq!(
+            heartbeat(&mut c, &id, 2),
+            Some(ErrorCode::RebalanceInProgress)
+        );
+        let rejoined = classic(&mut c, classic_join(&id, &["range", "roundrobin"]));
+        assert_eq!(rejoined.generation_id, 2);
+        let mine = assigned(&sync(&mut c, &id, 2));
+        assert_eq!(mine.len(), 2);
+        assert!(mine.iter().all(|p| !kept.contains(p)));
+        assert_eq!(heartbeat(&mut c, &id, 2), None);
+
+        // Commits are checked by generation.
+        let consumer = c.groups[G].consumer.as_ref().expect("a consumer group");
+        assert_eq!(consumer.validate_offset_commit(&id, 2, Some(8)), Ok(()));
+        assert_eq!(
+            consumer.validate_offset_commit(&id, 1, Some(8)),
+            Err(ErrorCode::IllegalGeneration)
+        );
+        assert_eq!(
+            consumer.validate_offset_commit("m", 2, Some(8)),
+            Err(ErrorCode::UnsupportedVersion)
+        );
+    }
+
+    #[test]
+    fn a_classic_group_is_upgraded_and_downgraded_with_its_members() {
+        let mut c = coordinator();
+        let member = |id: &str, partitions: &[i32]| MemberMetadata {
+            member_id: id.into(),
+            group_instance_id: None,
+            client_id: "classic".into(),
+            client_host: "/127.0.0.1".into(),
+            rebalance_timeout_ms: 60_000,
+            session_timeout_ms: 10_000,
+            subscription: encode_subscription(&["t"]),
+            assignment: encode_assignment(&[("t".into(), partitions.to_vec())], 0),
+        };
+        let classic = Group::from_record(
+            G,
+            &GroupMetadataValue {
+                protocol_type: "consumer".into(),
+                generation: 5,
+                protocol: Some("range".into()),
+                leader: Some("a".into()),
+                current_state_timestamp_ms: 0,
+                members: vec![member("a", &[0, 1]), member("b", &[2, 3])],
+            },
+        );
+        c.groups.insert(G.into(), classic);
+        c.groups
+            .get_mut(G)
+            .unwrap()
+            .members
+            .get_mut("b")
+            .unwrap()
+            .awaiting_join = Some(RequestId(77));
+
+        let (response, effects) = c.consumer_group_heartbeat(0, join("m"), &topics(4));
+        assert_eq!(response.error, None);
+        // The parked JoinGroup is told to rejoin; the classic group's
+        // tombstone is written first.
+        assert!(effects.completions.iter().any(|done| done.request_id == RequestId(77)
+            && matches!(&done.response, Response::JoinGroup(r) if r.error == Some(ErrorCode::RebalanceInProgress))));
+        let first = &effects.appends[0].records[0];
+        assert!(
+            matches!(first, CoordinatorRecord::GroupMetadata { value: None, .. }),
+            "{first:?}"
+        );
+        let group = &c.groups[G];
+        assert!(group.members.is_empty());
+        let consumer = group.consumer.as_ref().expect("converted");
+        assert_eq!(consumer.group_epoch, 6);
+        for (id, partitions) in [("a", [0, 1]), ("b", [2, 3])] {
+            let converted = &consumer.members[id];
+            assert_eq!(converted.member_epoch, 5);
+            assert_eq!(converted.assigned, owned(&partitions));
+            assert_eq!(
+                converted.classic.as_ref().map(|c| c.session_timeout_ms),
+                Some(10_000)
+            );
+        }
+        // The classic members catch up by rejoining.
+        assert_eq!(
+            heartbeat(&mut c, "a", 5),
+            Some(ErrorCode::RebalanceInProgress)
+        );
+
+        // The new-protocol member leaves: only classic members remain, and
+        // the group is classic again, rebalancing at its epoch.
+        let leave = ConsumerGroupHeartbeatRequest {
+            member_epoch: -1,
+            ..beat("m", response.member_epoch, &Assignment::new())
+        };
+        let (_, effects) = c.consumer_group_heartbeat(0, leave, &topics(4));
+        let group = &c.groups[G];
+        assert!(group.consumer.is_none());
+        assert_eq!(group.state, GroupState::PreparingRebalance);
+        assert_eq!(group.generation_id, 6);
+        assert_eq!(group.protocol_name.as_deref(), Some("range"));
+        assert_eq!(group.members.keys().collect::<Vec<_>>(), ["a", "b"]);
+        let written = &effects.appends[0].records;
+        assert!(
+            matches!(written.last(), Some(CoordinatorRecord::GroupMetadata { value: Some(v), .. }) if v.members.len() == 2)
+        );
+        assert_eq!(
+            heartbeat(&mut c, "a", 6),
+            Some(ErrorCode::RebalanceInProgress)
+        );
     }
 }

@@ -499,7 +499,7 @@ impl GroupCoordinator {
         let heartbeat_interval_ms = self.core.config.consumer_heartbeat_interval_ms;
         let member_id = if request.member_id.is_empty() {
             // v0: the coordinator names a joining member.
-            self.core.rng.uuid()
+            self.core.rng.kafka_uuid()
         } else {
             request.member_id.clone()
         };
@@ -1045,6 +1045,7 @@ impl GroupCoordinator {
                                 consumer.target.get(&m.member_id).unwrap_or(&empty),
                                 topics,
                             ),
+                            classic: m.classic.is_some(),
                         })
                         .collect(),
                 }
@@ -1142,7 +1143,7 @@ pub(super) fn group_tombstones(group_id: &str) -> [CoordinatorRecord; 2] {
 }
 
 #[cfg(test)]
-mod tests_support {
+pub(super) mod tests_support {
     use super::*;
 
     pub const G: &str = "g";

@@ -116,8 +116,8 @@ pub fn to_wire(
                     ));
                     member.assignment = assignment(m.assignment);
                     member.target_assignment = assignment(m.target_assignment);
-                    // v1: 1 = the member speaks the consumer protocol.
-                    member.member_type = 1;
+                    // v1: 0 = classic protocol, 1 = consumer protocol.
+                    member.member_type = if m.classic { 0 } else { 1 };
                     member
                 })
                 .collect();
