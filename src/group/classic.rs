@@ -610,6 +610,9 @@ impl Group {
         self.leader_id = None;
         self.protocol_type = None;
         self.protocol_name = None;
+        // A classic group made again later starts over, as Kafka's new
+        // ClassicGroup does (and as a replay would).
+        self.generation_id = 0;
         self.previous_state = self.state;
         self.state = GroupState::Empty;
         self.state_timestamp_ms = Some(now_ms);

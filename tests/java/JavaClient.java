@@ -62,6 +62,7 @@ public class JavaClient {
             case "reauth" -> reauth(bootstrap, topic);
             case "connection-limits" -> connectionLimits(bootstrap);
             case "consumer-protocol" -> consumerProtocol(bootstrap, topic);
+            case "migration" -> migration(bootstrap, topic);
             default -> throw new IllegalArgumentException("unknown mode " + mode);
         }
     }
@@ -436,6 +437,105 @@ public class JavaClient {
                 after = e.getCause().getClass().getSimpleName();
             }
             json.append(", \"after_delete\": \"").append(after).append("\"");
+        }
+        System.out.println(json.append("}"));
+    }
+
+    /** Polls every consumer until `done` holds or 60 s pass. */
+    static void pollUntil(List<KafkaConsumer<String, String>> consumers, java.util.function.BooleanSupplier done) {
+        long deadline = System.currentTimeMillis() + 60_000;
+        while (!done.getAsBoolean() && System.currentTimeMillis() < deadline) {
+            for (KafkaConsumer<String, String> c : consumers) {
+                c.poll(Duration.ofMillis(50));
+            }
+        }
+    }
+
+    /**
+     * KIP-848's online migration: two classic consumers, one restarted on
+     * the consumer protocol (the group is upgraded, the classic member keeps
+     * its partitions), then it leaves (the group is classic again).
+     */
+    static void migration(String bootstrap, String topic) throws Exception {
+        String t = topic + "-mig";
+        String group = topic + "-mig-group";
+        Map<String, Object> adminProps = withSasl(Map.of("bootstrap.servers", bootstrap));
+        try (Admin admin = Admin.create(adminProps)) {
+            admin.createTopics(List.of(new NewTopic(t, 6, (short) 1))).all().get();
+        }
+        Properties pp = new Properties();
+        pp.putAll(withSasl(Map.of("bootstrap.servers", bootstrap)));
+        pp.put("key.serializer", StringSerializer.class.getName());
+        pp.put("value.serializer", StringSerializer.class.getName());
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(pp)) {
+            for (int i = 0; i < 60; i++) {
+                producer.send(new ProducerRecord<>(t, i % 6, "k" + i, "v" + i));
+            }
+        }
+        Properties classic = new Properties();
+        classic.putAll(withSasl(Map.of("bootstrap.servers", bootstrap)));
+        classic.put("group.id", group);
+        classic.put("group.protocol", "classic");
+        classic.put("auto.offset.reset", "earliest");
+        classic.put("enable.auto.commit", "false");
+        classic.put("key.deserializer", StringDeserializer.class.getName());
+        classic.put("value.deserializer", StringDeserializer.class.getName());
+        Properties modern = new Properties();
+        modern.putAll(classic);
+        modern.put("group.protocol", "consumer");
+        StringBuilder json = new StringBuilder("{");
+        try (Admin admin = Admin.create(adminProps)) {
+            java.util.function.Function<String, String> describe = label -> {
+                try {
+                    var d = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
+                    List<String> members = d.members().stream()
+                            .map(m -> m.assignment().topicPartitions().size() + ":" + m.upgraded().map(u -> u ? "upgraded" : "classic").orElse("-"))
+                            .sorted().collect(Collectors.toList());
+                    return "\"" + label + "\": \"" + d.type() + " " + d.groupState() + " " + members + "\"";
+                } catch (Exception e) {
+                    return "\"" + label + "\": \"" + e.getCause().getClass().getSimpleName() + "\"";
+                }
+            };
+            KafkaConsumer<String, String> a = new KafkaConsumer<>(classic);
+            KafkaConsumer<String, String> b = new KafkaConsumer<>(classic);
+            a.subscribe(List.of(t));
+            b.subscribe(List.of(t));
+            pollUntil(List.of(a, b), () -> a.assignment().size() == 3 && b.assignment().size() == 3);
+            json.append(describe.apply("classic"));
+            a.commitSync();
+            b.close();
+            KafkaConsumer<String, String> upgraded = new KafkaConsumer<>(modern);
+            upgraded.subscribe(List.of(t));
+            pollUntil(List.of(a, upgraded), () -> a.assignment().size() == 3 && upgraded.assignment().size() == 3);
+            Set<TopicPartition> both = new java.util.HashSet<>(a.assignment());
+            both.addAll(upgraded.assignment());
+            json.append(", \"split\": ").append(both.size());
+            long settle = System.currentTimeMillis() + 30_000;
+            String described = describe.apply("upgraded");
+            while (!described.contains("Consumer Stable") && System.currentTimeMillis() < settle) {
+                a.poll(Duration.ofMillis(50));
+                upgraded.poll(Duration.ofMillis(50));
+                described = describe.apply("upgraded");
+            }
+            json.append(", ").append(described);
+            a.commitSync();
+            upgraded.commitSync();
+            upgraded.close();
+            pollUntil(List.of(a), () -> a.assignment().size() == 6);
+            json.append(", \"after_leave\": ").append(a.assignment().size());
+            long deadline = System.currentTimeMillis() + 30_000;
+            String downgraded = describe.apply("downgraded");
+            while (!downgraded.contains("Classic Stable") && System.currentTimeMillis() < deadline) {
+                a.poll(Duration.ofMillis(100));
+                downgraded = describe.apply("downgraded");
+            }
+            json.append(", ").append(downgraded);
+            pollUntil(List.of(a), () -> a.assignment().stream().allMatch(tp -> a.position(tp) == 10));
+            a.commitSync();
+            a.close();
+            long committed = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get()
+                    .values().stream().mapToLong(o -> o.offset()).sum();
+            json.append(", \"committed\": ").append(committed);
         }
         System.out.println(json.append("}"));
     }

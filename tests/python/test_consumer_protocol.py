@@ -141,6 +141,16 @@ def test_java_consumer_protocol_splits_rebalances_and_describes_like_kafka(class
     }
 
 
+def test_java_classic_group_migrates_to_the_consumer_protocol_and_back_like_kafka(classpath, broker, topic):
+    seen = run_java(classpath, "migration", broker, topic)
+    # Exactly what Kafka 4.1.1 answered to the same program.
+    assert seen == {
+        "classic": "Classic Stable [3:-, 3:-]", "split": 6,
+        "upgraded": "Consumer Stable [3:classic, 3:upgraded]", "after_leave": 6,
+        "downgraded": "Classic Stable [6:-]", "committed": 60,
+    }
+
+
 def test_librdkafka_members_share_partitions_and_take_them_back(broker, topic):
     create(broker.bootstrap, (topic, 6))
     produce(broker.bootstrap, topic, [b"a%d" % i for i in range(600)], 6)
@@ -329,3 +339,31 @@ def test_classic_members_join_a_consumer_group_and_commit(broker, topic):
     assert sorted(classic.values + modern.values) == sorted(
         [b"a%d" % i for i in range(40)] + [b"b%d" % i for i in range(40)] + [b"c%d" % i for i in range(8)])
     assert classic.errors == [] and modern.errors == []
+
+
+def test_a_static_classic_consumer_restarted_on_the_new_protocol_keeps_its_partitions(broker, topic):
+    """A static member (group.instance.id) sends no LeaveGroup when it
+    stops; restarted on the consumer protocol with the same instance id it
+    takes over its classic self at once, partitions included, as on Kafka
+    4.1.1 (not UNRELEASED_INSTANCE_ID, which the Java client treats as
+    fatal)."""
+    create(broker.bootstrap, (topic, 4))
+    group = topic + "-group"
+    a = Member(broker.bootstrap, group, [topic], **CLASSIC, **{"group.instance.id": "a"})
+    b = Member(broker.bootstrap, group, [topic], **CLASSIC, **{"group.instance.id": "b"})
+    try:
+        wait_for(lambda: len(a.partitions()) == 2 and len(b.partitions()) == 2, "two static members 2 + 2")
+        held = b.partitions()
+        b.close()
+        restarted = Member(broker.bootstrap, group, [topic], **{"group.instance.id": "b"})
+        try:
+            # Well within the classic session timeout (10 s).
+            wait_for(lambda: restarted.partitions() == held, "the restarted member holds the same partitions",
+                     timeout=5)
+            assert group_type(broker.bootstrap, group) == "CONSUMER"
+            assert a.partitions() | restarted.partitions() == {(topic, p) for p in range(4)}
+            assert restarted.errors == [] and a.errors == []
+        finally:
+            restarted.close()
+    finally:
+        a.close()

@@ -104,7 +104,7 @@ impl GroupCoordinator {
     ) {
         let response = self
             .classic_join(now_ms, request, topics, out)
-            .unwrap_or_else(|(error, member_id)| JoinGroupResponse::error(error, &member_id));
+            .unwrap_or_else(|error| JoinGroupResponse::error(error, ""));
         complete_join(out, request_id, response);
     }
 
@@ -114,7 +114,7 @@ impl GroupCoordinator {
         request: JoinGroupRequest,
         topics: &dyn TopicsView,
         out: &mut Effects,
-    ) -> Result<JoinGroupResponse, (ErrorCode, String)> {
+    ) -> Result<JoinGroupResponse, ErrorCode> {
         let group_id = request.group_id.clone();
         let unknown = request.member_id.is_empty();
         let member_id = if unknown {
@@ -128,7 +128,7 @@ impl GroupCoordinator {
             .get_mut(&group_id)
             .and_then(|g| g.consumer.as_deref_mut())
             .expect("the caller found a consumer group");
-        let refuse = |error: ErrorCode| Err((error, member_id.clone()));
+        let refuse = Err;
         if !consumer.members.contains_key(&member_id) && consumer.members.len() >= max_size {
             return refuse(ErrorCode::GroupMaxSizeReached);
         }
@@ -143,16 +143,6 @@ impl GroupCoordinator {
                 &member_id,
             ));
         }
-        let Some(subscription) = decode_subscription(&request.protocols[0].metadata) else {
-            // Kafka fails the request (an IllegalStateException).
-            tracing::warn!(
-                group_id,
-                member_id,
-                "malformed consumer protocol subscription"
-            );
-            return refuse(ErrorCode::InconsistentGroupProtocol);
-        };
-
         // The member as it was (a fresh one for a new member), and which
         // static member it replaces.
         let mut replaced = None;
@@ -180,6 +170,15 @@ impl GroupCoordinator {
                 .cloned()
                 .unwrap_or_else(|| ConsumerMember::new(&member_id)),
         };
+        let Some(subscription) = decode_subscription(&request.protocols[0].metadata) else {
+            // Kafka fails the request (an IllegalStateException).
+            tracing::warn!(
+                group_id,
+                member_id,
+                "malformed consumer protocol subscription"
+            );
+            return refuse(ErrorCode::UnknownServerError);
+        };
         let is_new = !consumer.members.contains_key(&member_id) && replaced.is_none();
         let mut updated = member.clone();
         if let Some(instance_id) = &request.group_instance_id {
@@ -191,7 +190,6 @@ impl GroupCoordinator {
         if request.rebalance_timeout_ms != -1 {
             updated.rebalance_timeout_ms = request.rebalance_timeout_ms;
         }
-        updated.server_assignor = None;
         let mut subscribed: Vec<String> =
             subscription.topics.iter().map(|t| t.to_string()).collect();
         subscribed.sort();
@@ -522,7 +520,7 @@ impl GroupCoordinator {
     }
 
     /// Kafka's online downgrade (`validateOnlineDowngradeWithFencedMembers`,
-    /// `convertToClassicGroup`): when member `leaving` goes and only classic
+    /// `convertToClassicGroup`): when members `leaving` go and only classic
     /// members remain, the group becomes a classic group again at its
     /// group epoch as generation, each member holding its target
     /// assignment, and rebalances at once (its members rejoin through
@@ -531,7 +529,7 @@ impl GroupCoordinator {
         &mut self,
         now_ms: i64,
         group_id: &str,
-        leaving: &str,
+        leaving: &[String],
         topics: &dyn TopicsView,
         out: &mut Effects,
     ) -> bool {
@@ -545,17 +543,17 @@ impl GroupCoordinator {
         let mut remaining = consumer
             .members
             .values()
-            .filter(|m| m.member_id != leaving)
+            .filter(|m| !leaving.contains(&m.member_id))
             .peekable();
         if remaining.peek().is_none()
-            || consumer.members.len() - 1 > classic_max
+            || consumer.members.len() - leaving.len() > classic_max
             || !remaining.all(|m| m.classic.is_some())
         {
             return false;
         }
         tracing::info!(
             group_id,
-            leaving,
+            ?leaving,
             "only classic members remain: converting the consumer group to a classic group"
         );
         let consumer = group.consumer.take().expect("checked above");
@@ -567,7 +565,11 @@ impl GroupCoordinator {
         records.extend(group_tombstones(group_id));
 
         group.restart_stable(consumer.group_epoch, now_ms);
-        for member in consumer.members.values().filter(|m| m.member_id != leaving) {
+        for member in consumer
+            .members
+            .values()
+            .filter(|m| !leaving.contains(&m.member_id))
+        {
             let classic = member.classic.as_ref().expect("checked above");
             group.add(
                 Member {
@@ -794,12 +796,16 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_classic_group_is_upgraded_and_downgraded_with_its_members() {
-        let mut c = coordinator();
+    /// A Stable classic group at generation 5: "a" owns 0 and 1, "b" 2
+    /// and 3; `instance`: "a"'s group instance id.
+    fn classic_group(instance: Option<&str>) -> Group {
         let member = |id: &str, partitions: &[i32]| MemberMetadata {
             member_id: id.into(),
-            group_instance_id: None,
+            group_instance_id: if id == "a" {
+                instance.map(str::to_string)
+            } else {
+                None
+            },
             client_id: "classic".into(),
             client_host: "/127.0.0.1".into(),
             rebalance_timeout_ms: 60_000,
@@ -807,7 +813,7 @@ mod tests {
             subscription: encode_subscription(&["t"]),
             assignment: encode_assignment(&[("t".into(), partitions.to_vec())], 0),
         };
-        let classic = Group::from_record(
+        Group::from_record(
             G,
             &GroupMetadataValue {
                 protocol_type: "consumer".into(),
@@ -817,8 +823,79 @@ mod tests {
                 current_state_timestamp_ms: 0,
                 members: vec![member("a", &[0, 1]), member("b", &[2, 3])],
             },
+        )
+    }
+
+    #[test]
+    fn a_static_consumer_restarted_on_the_new_protocol_takes_over_its_instance() {
+        let mut c = coordinator();
+        c.groups.insert(G.into(), classic_group(Some("i-a")));
+        let request = ConsumerGroupHeartbeatRequest {
+            instance_id: Some("i-a".into()),
+            ..join("a2")
+        };
+        let (response, _) = c.consumer_group_heartbeat(0, request, &topics(4));
+        assert_eq!(response.error, None, "{:?}", response.error_message);
+        let consumer = c.groups[G].consumer.as_ref().expect("upgraded");
+        assert!(!consumer.members.contains_key("a"));
+        let taken_over = &consumer.members["a2"];
+        assert!(taken_over.classic.is_none());
+        assert_eq!(taken_over.assigned, owned(&[0, 1]));
+        assert_eq!(consumer.static_members["i-a"], "a2");
+    }
+
+    #[test]
+    fn a_refused_upgrade_leaves_the_group_classic() {
+        let mut c = GroupCoordinator::new(
+            GroupConfig {
+                consumer_group_members_max: 2,
+                ..GroupConfig::default()
+            },
+            1,
+            0,
         );
-        c.groups.insert(G.into(), classic);
+        c.groups.insert(G.into(), classic_group(None));
+        let (response, effects) = c.consumer_group_heartbeat(0, join("m"), &topics(4));
+        assert_eq!(response.error, Some(ErrorCode::GroupMaxSizeReached));
+        assert!(effects.appends.is_empty());
+        let group = &c.groups[G];
+        assert!(group.consumer.is_none());
+        assert_eq!((group.members.len(), group.generation_id), (2, 5));
+    }
+
+    #[test]
+    fn leaving_together_downgrades_once_without_the_leavers() {
+        let mut c = coordinator();
+        c.groups.insert(G.into(), classic_group(None));
+        c.consumer_group_heartbeat(0, join("m"), &topics(4));
+        let leave = LeaveGroupRequest {
+            group_id: G.into(),
+            members: ["m", "a"]
+                .iter()
+                .map(|id| LeaveGroupMember {
+                    member_id: id.to_string(),
+                    group_instance_id: None,
+                })
+                .collect(),
+        };
+        let outcome = c.leave_group(0, leave);
+        let Reply::Ready(response) = outcome.reply else {
+            panic!("answered at once");
+        };
+        assert!(
+            response.members.iter().all(|m| m.error.is_none()),
+            "{response:?}"
+        );
+        let group = &c.groups[G];
+        assert!(group.consumer.is_none());
+        assert_eq!(group.members.keys().collect::<Vec<_>>(), ["b"]);
+        assert_eq!(group.state, GroupState::PreparingRebalance);
+    }
+
+    #[test]
+    fn a_classic_group_is_upgraded_and_downgraded_with_its_members() {
+        let mut c = coordinator();
+        c.groups.insert(G.into(), classic_group(None));
         c.groups
             .get_mut(G)
             .unwrap()

@@ -155,7 +155,8 @@ pub(super) fn update_member(
     let reconciled = consumer.reconcile(&current, owned);
     if reconciled != current {
         records.push(assignment_record(group_id, &reconciled));
-        if reconciled.state == MemberState::UnrevokedPartitions {
+        // Classic members have their join and sync timers instead.
+        if reconciled.state == MemberState::UnrevokedPartitions && reconciled.classic.is_none() {
             core.schedule_consumer_revocation(group_id, &reconciled, now_ms);
         } else {
             core.timers.cancel(&revocation_key(group_id, &member_id));
@@ -493,6 +494,26 @@ impl GroupCoordinator {
             }
         }
         if upgrade {
+            // What would refuse the join is checked first: a refused join
+            // leaves the group classic, as Kafka drops the conversion's
+            // records with the request's.
+            let classic_members = self.groups[&group_id].members.len();
+            let max_size = self.core.config.consumer_group_members_max;
+            if classic_members >= max_size {
+                return refuse(
+                    ErrorCode::GroupMaxSizeReached,
+                    format!(
+                        "The consumer group has reached its maximum capacity of {max_size} members."
+                    ),
+                );
+            }
+            if let Some(regex) = request
+                .subscribed_topic_regex
+                .as_deref()
+                .filter(|r| !r.is_empty())
+            {
+                check_regex(regex)?;
+            }
             self.upgrade_classic_group(&group_id, now_ms, topics, out)?;
         }
         let max_size = self.core.config.consumer_group_members_max;
@@ -539,7 +560,10 @@ impl GroupCoordinator {
                             format!("Instance id {instance_id} is unknown."),
                         );
                     };
-                    if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH {
+                    // A classic member's instance id is taken over at once
+                    // (a static consumer restarted on the new protocol).
+                    if old.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH && old.classic.is_none()
+                    {
                         return refuse(
                             ErrorCode::UnreleasedInstanceId,
                             format!("Static member {member_id} with instance id {instance_id} cannot join the group because the instance id is owned by {old_id} member."),
@@ -610,6 +634,8 @@ impl GroupCoordinator {
             }
         }
         let mut updated = member.clone();
+        // It speaks the consumer protocol now.
+        updated.classic = None;
         if let Some(instance_id) = &request.instance_id {
             updated.instance_id = Some(instance_id.clone());
         }
@@ -766,8 +792,9 @@ impl GroupCoordinator {
     ) -> LeaveGroupResponse {
         let group_id = &request.group_id;
         let mut members = Vec::with_capacity(request.members.len());
+        let mut leaving: Vec<String> = Vec::new();
+        let consumer = self.groups.get(group_id).and_then(|g| g.consumer.as_ref());
         for member in &request.members {
-            let consumer = self.groups.get(group_id).and_then(|g| g.consumer.as_ref());
             let target = consumer.and_then(|c| {
                 if member.member_id.is_empty() {
                     member
@@ -787,7 +814,9 @@ impl GroupCoordinator {
             let error = match target {
                 Some(member_id) => {
                     tracing::info!(group_id, member_id, "member removed through LeaveGroup");
-                    self.fence_consumer_member(now_ms, group_id, &member_id, None, out);
+                    if !leaving.contains(&member_id) {
+                        leaving.push(member_id);
+                    }
                     None
                 }
                 None => Some(ErrorCode::UnknownMemberId),
@@ -798,6 +827,8 @@ impl GroupCoordinator {
                 error,
             });
         }
+        // All at once, as Kafka's `consumerGroupFenceMembers`.
+        self.fence_consumer_members(now_ms, group_id, &leaving, None, out);
         LeaveGroupResponse {
             error: None,
             members,
@@ -805,12 +836,7 @@ impl GroupCoordinator {
     }
 
     /// Removes a member (left, session expired, or did not revoke in
-    /// time): its partitions are free, and the group epoch moves on so the
-    /// others get a new target at their next heartbeat; or, when only
-    /// classic members remain, the group becomes a classic group again
-    /// (Kafka's online downgrade). Without `topics` (timers, LeaveGroup: no
-    /// metadata image at hand) the topics are as the group last saw them;
-    /// the next heartbeat reads them again.
+    /// time); see [`Self::fence_consumer_members`].
     pub(super) fn fence_consumer_member(
         &mut self,
         now_ms: i64,
@@ -819,17 +845,42 @@ impl GroupCoordinator {
         topics: Option<&dyn TopicsView>,
         out: &mut Effects,
     ) {
+        self.fence_consumer_members(now_ms, group_id, &[member_id.to_string()], topics, out);
+    }
+
+    /// Removes members (Kafka's `consumerGroupFenceMembers`): their
+    /// partitions are free, and the group epoch moves on once so the others
+    /// get a new target at their next heartbeat; or, when only classic
+    /// members remain, the group becomes a classic group again (Kafka's
+    /// online downgrade). Without `topics` (timers, LeaveGroup: no metadata
+    /// image at hand) the topics are as the group last saw them; the next
+    /// heartbeat reads them again.
+    pub(super) fn fence_consumer_members(
+        &mut self,
+        now_ms: i64,
+        group_id: &str,
+        member_ids: &[String],
+        topics: Option<&dyn TopicsView>,
+        out: &mut Effects,
+    ) {
         let Some(consumer) = self
             .groups
             .get(group_id)
             .and_then(|g| g.consumer.as_deref())
-            .filter(|c| c.members.contains_key(member_id))
         else {
             return;
         };
+        let leaving: Vec<String> = member_ids
+            .iter()
+            .filter(|id| consumer.members.contains_key(*id))
+            .cloned()
+            .collect();
+        if leaving.is_empty() {
+            return;
+        }
         let last_seen = TopicsSnapshot(consumer.subscription_metadata.clone(), u64::MAX);
         let topics = topics.unwrap_or(&last_seen);
-        if self.downgrade_to_classic(now_ms, group_id, member_id, topics, out) {
+        if self.downgrade_to_classic(now_ms, group_id, &leaving, topics, out) {
             return;
         }
         let consumer = self
@@ -837,13 +888,15 @@ impl GroupCoordinator {
             .get_mut(group_id)
             .and_then(|g| g.consumer.as_mut())
             .expect("checked above");
-        consumer.remove_member(member_id);
-        self.core.cancel_consumer_timers(group_id, member_id);
+        let mut records = Vec::new();
+        for member_id in &leaving {
+            consumer.remove_member(member_id);
+            self.core.cancel_consumer_timers(group_id, member_id);
+            member_tombstones(group_id, member_id, &mut records);
+        }
         consumer.refresh_regexes(topics);
         consumer.refresh_subscription_metadata(topics, true);
         consumer.group_epoch += 1;
-        let mut records = Vec::new();
-        member_tombstones(group_id, member_id, &mut records);
         records.push(epoch_record(group_id, consumer));
         self.core.append(records, AfterAppend::Nothing, out);
     }
@@ -939,7 +992,7 @@ impl GroupCoordinator {
             for member in consumer.members.values() {
                 self.core
                     .schedule_consumer_session(group_id, member, now_ms);
-                if member.state == MemberState::UnrevokedPartitions {
+                if member.state == MemberState::UnrevokedPartitions && member.classic.is_none() {
                     self.core
                         .schedule_consumer_revocation(group_id, member, now_ms);
                 }
