@@ -17,13 +17,6 @@ mod common;
 
 use std::time::Duration;
 
-use kafka_protocol::messages::incremental_alter_configs_request::{
-    AlterConfigsResource, AlterableConfig,
-};
-use kafka_protocol::messages::{
-    ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
-};
-use kafka_protocol::protocol::StrBytes;
 use rdkafka::admin::{AdminOptions, AlterConfig, ResourceSpecifier};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -31,32 +24,14 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use common::kafka::{
     admin_client, create_topic, create_topic_with_configs, producer_config, watermarks,
 };
-use common::wire::RawClient;
+use common::wire::{incremental_alter_configs, RawClient};
 use common::{wait_until, with_timeout, Broker, BrokerOptions};
 
 /// Sets configs of the cluster-default BROKER resource ("").
 fn set_cluster_default(bootstrap: &str, configs: &[(&str, &str)]) {
-    let mut resource = AlterConfigsResource::default();
-    resource.resource_type = 4;
-    resource.resource_name = StrBytes::from_static_str("");
-    resource.configs = configs
-        .iter()
-        .map(|(name, value)| {
-            let mut config = AlterableConfig::default();
-            config.name = StrBytes::from_string(name.to_string());
-            config.value = Some(StrBytes::from_string(value.to_string()));
-            config
-        })
-        .collect();
-    let mut request = IncrementalAlterConfigsRequest::default();
-    request.resources = vec![resource];
-    let response: IncrementalAlterConfigsResponse =
-        RawClient::connect(bootstrap).request(ApiKey::IncrementalAlterConfigs, 1, &request);
-    assert_eq!(
-        response.responses[0].error_code, 0,
-        "{:?}",
-        response.responses[0].error_message
-    );
+    let configs: Vec<(&str, Option<&str>)> = configs.iter().map(|(n, v)| (*n, Some(*v))).collect();
+    let answer = incremental_alter_configs(&mut RawClient::connect(bootstrap), 4, "", &configs);
+    assert_eq!(answer.0, 0, "{:?}", answer.1);
 }
 
 /// (value, source) of each of `names` for topic or broker `resource`, as

@@ -15,17 +15,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
-use kafka_protocol::messages::incremental_alter_configs_request::{
-    AlterConfigsResource, AlterableConfig,
-};
 use kafka_protocol::messages::{
-    ApiKey, CreateTopicsRequest, CreateTopicsResponse, IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse, ProduceResponse, TopicName,
+    ApiKey, CreateTopicsRequest, CreateTopicsResponse, ProduceResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Compression, Record};
 
-use common::wire::{encode_batch_compressed, plain_record, produce_request, RawClient};
+use common::wire::{
+    encode_batch_compressed, incremental_alter_configs, plain_record, produce_request, RawClient,
+};
 use common::{Broker, BrokerOptions};
 
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
@@ -85,18 +83,8 @@ fn create_topic(client: &mut RawClient, name: &str, configs: &[(&str, &str)]) {
 }
 
 fn set_topic_config(client: &mut RawClient, topic: &str, name: &str, value: &str) {
-    let mut config = AlterableConfig::default();
-    config.name = StrBytes::from_string(name.to_string());
-    config.value = Some(StrBytes::from_string(value.to_string()));
-    let mut resource = AlterConfigsResource::default();
-    resource.resource_type = 2;
-    resource.resource_name = StrBytes::from_string(topic.to_string());
-    resource.configs = vec![config];
-    let mut request = IncrementalAlterConfigsRequest::default();
-    request.resources = vec![resource];
-    let response: IncrementalAlterConfigsResponse =
-        client.request(ApiKey::IncrementalAlterConfigs, 1, &request);
-    assert_eq!(response.responses[0].error_code, 0, "{response:?}");
+    let answer = incremental_alter_configs(client, 2, topic, &[(name, Some(value))]);
+    assert_eq!(answer, (0, None));
 }
 
 /// Records at `timestamps` (offsets 0, 1, ...), keyed unless `keyless`.
@@ -385,30 +373,14 @@ fn keyless_records_on_a_compacted_topic_are_named_like_kafka() {
     assert_eq!((answer.error, answer.base_offset), (0, 0), "{answer:?}");
 }
 
-/// IncrementalAlterConfigs of the cluster-default broker resource: SET
-/// (`Some`) or DELETE (`None`) one config; (error, message).
+/// Sets (`Some`) or deletes (`None`) a config of the cluster-default
+/// broker resource; (error, message).
 fn alter_cluster_default(
     client: &mut RawClient,
     name: &str,
     value: Option<&str>,
 ) -> (i16, Option<String>) {
-    let mut config = AlterableConfig::default();
-    config.name = StrBytes::from_string(name.to_string());
-    config.config_operation = if value.is_some() { 0 } else { 1 };
-    config.value = value.map(|v| StrBytes::from_string(v.to_string()));
-    let mut resource = AlterConfigsResource::default();
-    resource.resource_type = 4;
-    resource.resource_name = StrBytes::from_static_str("");
-    resource.configs = vec![config];
-    let mut request = IncrementalAlterConfigsRequest::default();
-    request.resources = vec![resource];
-    let response: IncrementalAlterConfigsResponse =
-        client.request(ApiKey::IncrementalAlterConfigs, 1, &request);
-    let answer = &response.responses[0];
-    (
-        answer.error_code,
-        answer.error_message.as_ref().map(|m| m.to_string()),
-    )
+    incremental_alter_configs(client, 4, "", &[(name, value)])
 }
 
 #[test]

@@ -17,20 +17,12 @@ mod common;
 
 use std::time::Duration;
 
-use kafka_protocol::messages::incremental_alter_configs_request::{
-    AlterConfigsResource, AlterableConfig,
-};
-use kafka_protocol::messages::{
-    ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
-};
-use kafka_protocol::protocol::StrBytes;
-
 use common::kafka::{
     assert_read_back_matches, create_topic_with_configs, end_offsets, future_producer, produce_all,
     producer_config, read_partitions, test_message, test_messages, READ_TIMEOUT,
 };
 use common::segment::{parse_batches, segment_files};
-use common::wire::RawClient;
+use common::wire::{incremental_alter_configs, RawClient};
 use common::{with_timeout, Broker, BrokerOptions};
 
 const MESSAGES: u64 = 600;
@@ -85,22 +77,10 @@ fn compressible_messages(count: u64) -> Vec<common::kafka::TestMessage> {
 }
 
 fn set_compression_type(bootstrap: &str, topic: &str, value: &str) {
-    let mut config = AlterableConfig::default();
-    config.name = StrBytes::from_static_str("compression.type");
-    config.config_operation = 0;
-    config.value = Some(StrBytes::from_string(value.to_string()));
-    let mut resource = AlterConfigsResource::default();
-    resource.resource_type = 2;
-    resource.resource_name = StrBytes::from_string(topic.to_string());
-    resource.configs = vec![config];
-    let mut request = IncrementalAlterConfigsRequest::default();
-    request.resources = vec![resource];
-    let response: IncrementalAlterConfigsResponse =
-        RawClient::connect(bootstrap).request(ApiKey::IncrementalAlterConfigs, 1, &request);
-    assert_eq!(
-        response.responses[0].error_code, 0,
-        "alter compression.type"
-    );
+    let mut client = RawClient::connect(bootstrap);
+    let answer =
+        incremental_alter_configs(&mut client, 2, topic, &[("compression.type", Some(value))]);
+    assert_eq!(answer.0, 0, "alter compression.type: {:?}", answer.1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -711,6 +711,24 @@ impl<'a> Reader<'a> {
         Ok(count)
     }
 
+    /// Reads a flexible struct's tagged-field section and returns the
+    /// field with tag `wanted`, if there is one; the others are skipped.
+    fn tagged_field(&mut self, wanted: u64) -> Result<Option<&'a [u8]>, RecordError> {
+        let mut found = None;
+        for _ in 0..self.unsigned_varint()? {
+            let tag = self.unsigned_varint()?;
+            let size = self.unsigned_varint()?;
+            let size = usize::try_from(size).map_err(|_| RecordError::Truncated {
+                position: self.position,
+            })?;
+            let field = self.take(size)?;
+            if tag == wanted {
+                found = Some(field);
+            }
+        }
+        Ok(found)
+    }
+
     /// Skips a flexible struct's tagged fields (none are defined for these
     /// records yet; later Kafka versions may add some).
     fn skip_tagged_fields(&mut self) -> Result<(), RecordError> {
@@ -1293,20 +1311,14 @@ impl ConsumerGroupValue {
         let value = match record_type {
             CONSUMER_GROUP_METADATA_KEY_TYPE => {
                 let epoch = reader.i32()?;
-                let mut metadata_hash = 0;
-                for _ in 0..reader.unsigned_varint()? {
-                    let tag = reader.unsigned_varint()?;
-                    let size = reader.unsigned_varint()?;
-                    let size = usize::try_from(size).map_err(|_| RecordError::Truncated {
-                        position: reader.position,
-                    })?;
-                    let field = reader.take(size)?;
-                    if tag == 0 && size == 8 {
+                let metadata_hash = match reader.tagged_field(0)? {
+                    Some(field) if field.len() == 8 => {
                         let mut array = [0u8; 8];
                         array.copy_from_slice(field);
-                        metadata_hash = i64::from_be_bytes(array);
+                        i64::from_be_bytes(array)
                     }
-                }
+                    _ => 0,
+                };
                 reader.finish()?;
                 return Ok(ConsumerGroupValue::Metadata {
                     epoch,
@@ -1325,18 +1337,10 @@ impl ConsumerGroupValue {
                 let subscribed_topic_regex = reader.nullable_string()?;
                 let rebalance_timeout_ms = reader.i32()?;
                 let server_assignor = reader.nullable_string()?;
-                let mut classic = None;
-                for _ in 0..reader.unsigned_varint()? {
-                    let tag = reader.unsigned_varint()?;
-                    let size = reader.unsigned_varint()?;
-                    let size = usize::try_from(size).map_err(|_| RecordError::Truncated {
-                        position: reader.position,
-                    })?;
-                    let field = reader.take(size)?;
-                    if tag == 0 {
-                        classic = read_classic_member(field)?;
-                    }
-                }
+                let classic = match reader.tagged_field(0)? {
+                    Some(field) => read_classic_member(field)?,
+                    None => None,
+                };
                 reader.finish()?;
                 return Ok(ConsumerGroupValue::Member(Box::new(ConsumerMemberValue {
                     instance_id,

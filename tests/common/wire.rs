@@ -530,3 +530,42 @@ pub fn produce_request(topic: &str, records: Bytes) -> kafka_protocol::messages:
     produce.topic_data = vec![data];
     produce
 }
+
+/// IncrementalAlterConfigs v1 of one resource (`resource_type` 2: a topic,
+/// 4: a broker, "" the cluster default): each config SET to its value, or
+/// DELETEd when None. Returns the resource's (error code, message).
+pub fn incremental_alter_configs(
+    client: &mut RawClient,
+    resource_type: i8,
+    name: &str,
+    configs: &[(&str, Option<&str>)],
+) -> (i16, Option<String>) {
+    use kafka_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    use kafka_protocol::messages::{
+        IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    };
+    let mut resource = AlterConfigsResource::default();
+    resource.resource_type = resource_type;
+    resource.resource_name = StrBytes::from_string(name.to_string());
+    resource.configs = configs
+        .iter()
+        .map(|(name, value)| {
+            let mut config = AlterableConfig::default();
+            config.name = StrBytes::from_string(name.to_string());
+            config.config_operation = if value.is_some() { 0 } else { 1 };
+            config.value = value.map(|v| StrBytes::from_string(v.to_string()));
+            config
+        })
+        .collect();
+    let mut request = IncrementalAlterConfigsRequest::default();
+    request.resources = vec![resource];
+    let response: IncrementalAlterConfigsResponse =
+        client.request(ApiKey::IncrementalAlterConfigs, 1, &request);
+    let answer = &response.responses[0];
+    (
+        answer.error_code,
+        answer.error_message.as_ref().map(|m| m.to_string()),
+    )
+}

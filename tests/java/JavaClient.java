@@ -362,19 +362,7 @@ public class JavaClient {
         String t = topic + "-848";
         String group = topic + "-848-group";
         Map<String, Object> adminProps = withSasl(Map.of("bootstrap.servers", bootstrap));
-        try (Admin admin = Admin.create(adminProps)) {
-            admin.createTopics(List.of(new NewTopic(t, 6, (short) 1))).all().get();
-        }
-        Properties pp = new Properties();
-        pp.putAll(withSasl(Map.of("bootstrap.servers", bootstrap)));
-        pp.put("key.serializer", StringSerializer.class.getName());
-        pp.put("value.serializer", StringSerializer.class.getName());
-        try (KafkaProducer<String, String> producer = new KafkaProducer<>(pp)) {
-            for (int i = 0; i < 60; i++) {
-                producer.send(new ProducerRecord<>(t, i % 6, "k" + i, "v" + i));
-            }
-            producer.flush();
-        }
+        createSixPartitionsOfTen(bootstrap, adminProps, t);
         Properties cp = new Properties();
         cp.putAll(withSasl(Map.of("bootstrap.servers", bootstrap)));
         cp.put("group.id", group);
@@ -441,6 +429,23 @@ public class JavaClient {
         System.out.println(json.append("}"));
     }
 
+    /** Creates topic `t` with 6 partitions and writes 10 records to each. */
+    static void createSixPartitionsOfTen(String bootstrap, Map<String, Object> adminProps, String t) throws Exception {
+        try (Admin admin = Admin.create(adminProps)) {
+            admin.createTopics(List.of(new NewTopic(t, 6, (short) 1))).all().get();
+        }
+        Properties pp = new Properties();
+        pp.putAll(withSasl(Map.of("bootstrap.servers", bootstrap)));
+        pp.put("key.serializer", StringSerializer.class.getName());
+        pp.put("value.serializer", StringSerializer.class.getName());
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(pp)) {
+            for (int i = 0; i < 60; i++) {
+                producer.send(new ProducerRecord<>(t, i % 6, "k" + i, "v" + i));
+            }
+            producer.flush();
+        }
+    }
+
     /** Polls every consumer until `done` holds or 60 s pass. */
     static void pollUntil(List<KafkaConsumer<String, String>> consumers, java.util.function.BooleanSupplier done) {
         long deadline = System.currentTimeMillis() + 60_000;
@@ -460,18 +465,7 @@ public class JavaClient {
         String t = topic + "-mig";
         String group = topic + "-mig-group";
         Map<String, Object> adminProps = withSasl(Map.of("bootstrap.servers", bootstrap));
-        try (Admin admin = Admin.create(adminProps)) {
-            admin.createTopics(List.of(new NewTopic(t, 6, (short) 1))).all().get();
-        }
-        Properties pp = new Properties();
-        pp.putAll(withSasl(Map.of("bootstrap.servers", bootstrap)));
-        pp.put("key.serializer", StringSerializer.class.getName());
-        pp.put("value.serializer", StringSerializer.class.getName());
-        try (KafkaProducer<String, String> producer = new KafkaProducer<>(pp)) {
-            for (int i = 0; i < 60; i++) {
-                producer.send(new ProducerRecord<>(t, i % 6, "k" + i, "v" + i));
-            }
-        }
+        createSixPartitionsOfTen(bootstrap, adminProps, t);
         Properties classic = new Properties();
         classic.putAll(withSasl(Map.of("bootstrap.servers", bootstrap)));
         classic.put("group.id", group);

@@ -33,7 +33,7 @@
 
 use super::consumer_groups::{
     assignment_record, classic_join_key, classic_sync_key, epoch_record, group_tombstones,
-    member_tombstones, record, replace_static_member, target_record, update_member,
+    member_tombstones, record, target_record, update_member,
 };
 use super::*;
 use crate::group::assignor::Assignment;
@@ -65,9 +65,28 @@ fn to_assignment<'a>(
     assignment
 }
 
-/// Kafka's `validateConsumerGroupMember` and
-/// `throwIfMemberDoesNotUseClassicProtocol`: the classic member a SyncGroup
-/// or Heartbeat names.
+/// Kafka's `validateConsumerGroupMember`,
+/// `throwIfMemberDoesNotUseClassicProtocol` and
+/// `throwIfGenerationIdUnmatched`: the consumer group and the classic
+/// member a SyncGroup or Heartbeat names, at that generation.
+fn classic_member_at<'a>(
+    groups: &'a BTreeMap<String, Group>,
+    group_id: &str,
+    member_id: &str,
+    instance_id: Option<&str>,
+    generation_id: i32,
+) -> Result<(&'a ConsumerGroup, &'a ConsumerMember), ErrorCode> {
+    let consumer = groups
+        .get(group_id)
+        .and_then(|g| g.consumer.as_deref())
+        .ok_or(ErrorCode::UnknownMemberId)?;
+    let member = classic_member(consumer, member_id, instance_id)?;
+    if generation_id != member.member_epoch {
+        return Err(ErrorCode::IllegalGeneration);
+    }
+    Ok((consumer, member))
+}
+
 fn classic_member<'a>(
     consumer: &'a ConsumerGroup,
     member_id: &str,
@@ -214,29 +233,13 @@ impl GroupCoordinator {
         );
 
         let mut records = Vec::new();
-        if let Some(old_id) = &replaced {
-            replace_static_member(
-                &mut self.core,
-                &group_id,
-                consumer,
-                old_id,
-                &member_id,
-                &mut records,
-            );
-        } else if is_new {
-            tracing::info!(
-                group_id,
-                member_id,
-                "classic member joins the consumer group"
-            );
-        }
         let reconciled = update_member(
             &mut self.core,
             &group_id,
             consumer,
             (&member, updated),
             is_new,
-            replaced.is_some(),
+            replaced.as_deref(),
             Some(&owned),
             topics,
             now_ms,
@@ -285,19 +288,13 @@ impl GroupCoordinator {
         topics: &dyn TopicsView,
     ) -> Result<SyncGroupResponse, ErrorCode> {
         let group_id = &request.group_id;
-        let consumer = self
-            .groups
-            .get(group_id)
-            .and_then(|g| g.consumer.as_deref())
-            .ok_or(ErrorCode::UnknownMemberId)?;
-        let member = classic_member(
-            consumer,
+        let (consumer, member) = classic_member_at(
+            &self.groups,
+            group_id,
             &request.member_id,
             request.group_instance_id.as_deref(),
+            request.generation_id,
         )?;
-        if request.generation_id != member.member_epoch {
-            return Err(ErrorCode::IllegalGeneration);
-        }
         let (protocol_name, metadata) = member.classic_protocol().expect("a classic member");
         if request
             .protocol_type
@@ -347,19 +344,13 @@ impl GroupCoordinator {
         request: &HeartbeatRequest,
     ) -> Result<(), ErrorCode> {
         let group_id = &request.group_id;
-        let consumer = self
-            .groups
-            .get(group_id)
-            .and_then(|g| g.consumer.as_deref())
-            .ok_or(ErrorCode::UnknownMemberId)?;
-        let member = classic_member(
-            consumer,
+        let (consumer, member) = classic_member_at(
+            &self.groups,
+            group_id,
             &request.member_id,
             request.group_instance_id.as_deref(),
+            request.generation_id,
         )?;
-        if request.generation_id != member.member_epoch {
-            return Err(ErrorCode::IllegalGeneration);
-        }
         self.core
             .schedule_consumer_session(group_id, member, now_ms);
         let rejoin = member.member_epoch < consumer.group_epoch

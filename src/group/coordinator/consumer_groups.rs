@@ -68,7 +68,7 @@ pub(super) fn classic_sync_key(group_id: &str, member_id: &str) -> TimerKey {
 
 /// A static member's new member id takes over the old one's partitions and
 /// target (Kafka's `replaceMember`); `consumer` must hold the old member.
-pub(super) fn replace_static_member(
+fn replace_static_member(
     core: &mut Core,
     group_id: &str,
     consumer: &mut ConsumerGroup,
@@ -89,7 +89,7 @@ pub(super) fn replace_static_member(
 
 /// Steps 1-3 of Kafka's consumer-group heartbeat, which a classic member's
 /// JoinGroup shares: stores the member as the request left it (`member`:
-/// before, after), moves the group epoch on when a member joined or a
+/// before, after; replacing static member `replaced`), moves the group epoch on when a member joined or a
 /// subscription (or a subscribed topic) changed, computes the new target,
 /// and reconciles the member towards it given the partitions it reports
 /// as owned. Adds the records to write to `records`; returns the member as
@@ -101,7 +101,7 @@ pub(super) fn update_member(
     consumer: &mut ConsumerGroup,
     member: (&ConsumerMember, ConsumerMember),
     is_new: bool,
-    replaced: bool,
+    replaced: Option<&str>,
     owned: Option<&Assignment>,
     topics: &dyn TopicsView,
     now_ms: i64,
@@ -109,13 +109,28 @@ pub(super) fn update_member(
 ) -> ConsumerMember {
     let (before, updated) = member;
     let member_id = updated.member_id.clone();
+    if let Some(old_id) = replaced {
+        replace_static_member(core, group_id, consumer, old_id, &member_id, records);
+    } else if is_new {
+        let protocol = if updated.classic.is_some() {
+            "classic"
+        } else {
+            "consumer"
+        };
+        tracing::info!(
+            group_id,
+            member_id,
+            protocol,
+            "member joins the consumer group"
+        );
+    }
     let mut bump = consumer.group_epoch == 0
         || updated.subscribed_topic_names != before.subscribed_topic_names
         || updated.subscribed_topic_regex != before.subscribed_topic_regex
         || (is_new
             && (!updated.subscribed_topic_names.is_empty()
                 || updated.subscribed_topic_regex.is_some()));
-    if is_new || replaced || updated.metadata_value() != before.metadata_value() {
+    if is_new || replaced.is_some() || updated.metadata_value() != before.metadata_value() {
         records.push(record(
             CONSUMER_GROUP_MEMBER_KEY_TYPE,
             group_id,
@@ -660,25 +675,13 @@ impl GroupCoordinator {
         updated.client_id.clone_from(&request.client_id);
         updated.client_host.clone_from(&request.client_host);
         let mut records = Vec::new();
-        if let Some(old_id) = &replaced {
-            replace_static_member(
-                &mut self.core,
-                &group_id,
-                consumer,
-                old_id,
-                &member_id,
-                &mut records,
-            );
-        } else if is_new {
-            tracing::info!(group_id, member_id, "member joins the consumer group");
-        }
         let reconciled = update_member(
             &mut self.core,
             &group_id,
             consumer,
             (&member, updated),
             is_new,
-            replaced.is_some(),
+            replaced.as_deref(),
             owned,
             topics,
             now_ms,
