@@ -367,3 +367,30 @@ def test_a_static_classic_consumer_restarted_on_the_new_protocol_keeps_its_parti
             restarted.close()
     finally:
         a.close()
+
+
+def test_a_static_consumer_rolled_back_to_classic_turns_the_group_classic(broker, topic):
+    """The reverse of the static upgrade: the last new-protocol member,
+    static, restarts on the classic protocol with its instance id; it
+    takes its partitions over at once and the group, now all classic, is a
+    classic group again, as on Kafka 4.1.1."""
+    create(broker.bootstrap, (topic, 4))
+    group = topic + "-group"
+    classic = Member(broker.bootstrap, group, [topic], **CLASSIC)
+    modern = Member(broker.bootstrap, group, [topic], **{"group.instance.id": "m"})
+    try:
+        wait_for(lambda: len(classic.partitions()) == 2 and len(modern.partitions()) == 2, "2 + 2")
+        assert group_type(broker.bootstrap, group) == "CONSUMER"
+        held, kept = modern.partitions(), classic.partitions()
+        modern.close()
+        rolled_back = Member(broker.bootstrap, group, [topic], **CLASSIC, **{"group.instance.id": "m"})
+        try:
+            wait_for(lambda: rolled_back.partitions() == held, "it holds its partitions again", timeout=5)
+            assert group_type(broker.bootstrap, group) == "CLASSIC"
+            time.sleep(2)  # a few classic heartbeats: no rebalance follows
+            assert (classic.partitions(), rolled_back.partitions()) == (kept, held)
+            assert classic.errors == [] and rolled_back.errors == []
+        finally:
+            rolled_back.close()
+    finally:
+        classic.close()

@@ -26,10 +26,11 @@
 //! rebalances (Kafka's online downgrade), so a rollback of the clients
 //! ends where it started.
 //!
-//! Not done: the downgrade Kafka makes when a classic member takes over the
-//! instance id of the last consumer-protocol static member (the group stays
-//! a consumer group then), and answers do not wait for their records to be
-//! durable.
+//! A classic member that takes over the instance id of the last
+//! consumer-protocol static member turns the group classic too (a
+//! rebalance follows only if its subscription differs).
+//!
+//! Not done: answers do not wait for their records to be durable.
 
 use super::consumer_groups::{
     assignment_record, classic_join_key, classic_sync_key, epoch_record, group_tombstones,
@@ -199,6 +200,15 @@ impl GroupCoordinator {
             return refuse(ErrorCode::UnknownServerError);
         };
         let is_new = !consumer.members.contains_key(&member_id) && replaced.is_none();
+        // Taking over the last consumer-protocol member's instance id
+        // leaves only classic members: the group turns classic.
+        let downgrade = replaced.as_ref().is_some_and(|old_id| {
+            consumer.members[old_id].classic.is_none()
+                && consumer
+                    .members
+                    .values()
+                    .all(|m| m.member_id == *old_id || m.classic.is_some())
+        });
         let mut updated = member.clone();
         if let Some(instance_id) = &request.group_instance_id {
             updated.instance_id = Some(instance_id.clone());
@@ -247,6 +257,23 @@ impl GroupCoordinator {
         );
         if !records.is_empty() {
             self.core.append(records, AfterAppend::Nothing, out);
+        }
+        let subscription_changed =
+            reconciled.subscribed_topic_names != member.subscribed_topic_names;
+        if downgrade
+            && self.downgrade_to_classic(now_ms, &group_id, &[], subscription_changed, topics, out)
+        {
+            // Kafka answers as to a member of the consumer group.
+            return Ok(JoinGroupResponse {
+                error: None,
+                generation_id: reconciled.member_epoch,
+                protocol_type: Some(CONSUMER_PROTOCOL_TYPE.to_string()),
+                protocol_name: Some(request.protocols[0].name.clone()),
+                leader: String::new(),
+                skip_assignment: false,
+                member_id,
+                members: Vec::new(),
+            });
         }
         let core = &mut self.core;
         core.timers.cancel(&classic_join_key(&group_id, &member_id));
@@ -511,16 +538,19 @@ impl GroupCoordinator {
     }
 
     /// Kafka's online downgrade (`validateOnlineDowngradeWithFencedMembers`,
-    /// `convertToClassicGroup`): when members `leaving` go and only classic
-    /// members remain, the group becomes a classic group again at its
-    /// group epoch as generation, each member holding its target
-    /// assignment, and rebalances at once (its members rejoin through
+    /// `validateOnlineDowngradeWithReplacedMember`, `convertToClassicGroup`):
+    /// when members `leaving` go (or a classic member took over the last
+    /// consumer-protocol member's instance id) and only classic members
+    /// remain, the group becomes a classic group again at its group epoch
+    /// as generation, each member holding its target assignment, and, with
+    /// `rebalance`, rebalances at once (its members rejoin through
     /// JoinGroup). Returns whether it did.
     pub(super) fn downgrade_to_classic(
         &mut self,
         now_ms: i64,
         group_id: &str,
         leaving: &[String],
+        rebalance: bool,
         topics: &dyn TopicsView,
         out: &mut Effects,
     ) -> bool {
@@ -614,7 +644,9 @@ impl GroupCoordinator {
         for member_id in &member_ids {
             self.core.reschedule_heartbeat(group, member_id, now_ms);
         }
-        self.core.prepare_rebalance(group, now_ms, out);
+        if rebalance {
+            self.core.prepare_rebalance(group, now_ms, out);
+        }
         true
     }
 }
@@ -833,6 +865,43 @@ mod tests {
         assert!(taken_over.classic.is_none());
         assert_eq!(taken_over.assigned, owned(&[0, 1]));
         assert_eq!(consumer.static_members["i-a"], "a2");
+    }
+
+    #[test]
+    fn a_classic_member_taking_over_the_last_new_protocol_instance_turns_the_group_classic() {
+        let mut c = coordinator();
+        c.groups.insert(G.into(), classic_group(None));
+        let request = ConsumerGroupHeartbeatRequest {
+            instance_id: Some("i-m".into()),
+            ..join("m")
+        };
+        let (response, _) = c.consumer_group_heartbeat(0, request, &topics(4));
+        assert_eq!(response.error, None);
+        let epoch = c.groups[G].consumer.as_ref().expect("upgraded").group_epoch;
+        let target = c.groups[G].consumer.as_ref().unwrap().target["m"].clone();
+
+        // The static consumer is rolled back to the classic protocol.
+        let rolled_back = JoinGroupRequest {
+            group_instance_id: Some("i-m".into()),
+            ..classic_join("", &["range"])
+        };
+        let joined = classic(&mut c, rolled_back);
+        assert_eq!(joined.error, None);
+        assert_eq!(joined.generation_id, epoch);
+        let group = &c.groups[G];
+        assert!(group.consumer.is_none());
+        // Same subscription: no rebalance; it holds what "m" was to get.
+        assert_eq!(group.state, GroupState::Stable);
+        assert_eq!(group.generation_id, epoch);
+        assert_eq!(group.members.len(), 3);
+        let mine = decode_assignment(&group.members[&joined.member_id].assignment).unwrap();
+        let partitions: Vec<i32> = mine
+            .assigned_partitions
+            .iter()
+            .flat_map(|tp| tp.partitions.clone())
+            .collect();
+        assert_eq!(owned(&partitions), target);
+        assert_eq!(sync(&mut c, &joined.member_id, epoch).error, None);
     }
 
     #[test]

@@ -883,7 +883,7 @@ impl GroupCoordinator {
         }
         let last_seen = TopicsSnapshot(consumer.subscription_metadata.clone(), u64::MAX);
         let topics = topics.unwrap_or(&last_seen);
-        if self.downgrade_to_classic(now_ms, group_id, &leaving, topics, out) {
+        if self.downgrade_to_classic(now_ms, group_id, &leaving, true, topics, out) {
             return;
         }
         let consumer = self
