@@ -260,20 +260,22 @@ impl GroupCoordinator {
         }
         let subscription_changed =
             reconciled.subscribed_topic_names != member.subscribed_topic_names;
+        // Kafka answers as to a member of the consumer group, even when
+        // the group has just turned classic.
+        let response = JoinGroupResponse {
+            error: None,
+            generation_id: reconciled.member_epoch,
+            protocol_type: Some(CONSUMER_PROTOCOL_TYPE.to_string()),
+            protocol_name: Some(request.protocols[0].name.clone()),
+            leader: String::new(),
+            skip_assignment: false,
+            member_id: member_id.clone(),
+            members: Vec::new(),
+        };
         if downgrade
             && self.downgrade_to_classic(now_ms, &group_id, &[], subscription_changed, topics, out)
         {
-            // Kafka answers as to a member of the consumer group.
-            return Ok(JoinGroupResponse {
-                error: None,
-                generation_id: reconciled.member_epoch,
-                protocol_type: Some(CONSUMER_PROTOCOL_TYPE.to_string()),
-                protocol_name: Some(request.protocols[0].name.clone()),
-                leader: String::new(),
-                skip_assignment: false,
-                member_id,
-                members: Vec::new(),
-            });
+            return Ok(response);
         }
         let core = &mut self.core;
         core.timers.cancel(&classic_join_key(&group_id, &member_id));
@@ -283,16 +285,7 @@ impl GroupCoordinator {
             now_ms.saturating_add(i64::from(reconciled.rebalance_timeout_ms.max(0))),
             TimerAction::ExpireConsumerSession,
         );
-        Ok(JoinGroupResponse {
-            error: None,
-            generation_id: reconciled.member_epoch,
-            protocol_type: Some(CONSUMER_PROTOCOL_TYPE.to_string()),
-            protocol_name: Some(request.protocols[0].name.clone()),
-            leader: String::new(),
-            skip_assignment: false,
-            member_id,
-            members: Vec::new(),
-        })
+        Ok(response)
     }
 
     /// SyncGroup from a classic member of a consumer group (Kafka's
