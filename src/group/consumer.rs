@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use uuid::Uuid;
 
+use super::api::JoinProtocol;
 use super::assignor::{self, Assignment};
 use super::records::{ClassicMemberValue, ConsumerMemberValue, CurrentAssignmentValue};
 
@@ -137,7 +138,7 @@ impl ConsumerMember {
     }
 
     /// The protocol a classic member was told it uses: the first it named.
-    pub fn classic_protocol(&self) -> Option<&(String, bytes::Bytes)> {
+    pub fn classic_protocol(&self) -> Option<&JoinProtocol> {
         self.classic.as_ref()?.supported_protocols.first()
     }
 
@@ -459,7 +460,7 @@ impl ConsumerGroup {
         names.iter().any(|name| {
             classic
                 .iter()
-                .all(|c| c.supported_protocols.iter().any(|(n, _)| n == name))
+                .all(|c| c.supported_protocols.iter().any(|p| &p.name == name))
         })
     }
 

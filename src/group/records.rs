@@ -36,6 +36,7 @@
 //!
 //! Pure code: used on any core.
 
+use super::api::JoinProtocol;
 use bytes::{BufMut, Bytes, BytesMut};
 use std::collections::{BTreeMap, BTreeSet};
 use thiserror::Error;
@@ -1110,8 +1111,8 @@ impl ConsumerGroupKey {
 pub struct ClassicMemberValue {
     /// `SessionTimeoutMs`.
     pub session_timeout_ms: i32,
-    /// `SupportedProtocols`: (name, metadata), in the member's order.
-    pub supported_protocols: Vec<(String, Bytes)>,
+    /// `SupportedProtocols`, in the member's order.
+    pub supported_protocols: Vec<JoinProtocol>,
 }
 
 /// `ConsumerGroupMemberMetadataValue` v0.
@@ -1213,7 +1214,7 @@ fn read_classic_member(bytes: &[u8]) -> Result<Option<ClassicMemberValue>, Recor
         let name = reader.string()?;
         let metadata = reader.bytes()?;
         reader.skip_tagged_fields()?;
-        supported_protocols.push((name, metadata));
+        supported_protocols.push(JoinProtocol { name, metadata });
     }
     reader.skip_tagged_fields()?;
     reader.finish()?;
@@ -1263,9 +1264,9 @@ impl ConsumerGroupValue {
                     field.i8(1);
                     field.i32(classic.session_timeout_ms);
                     field.array_len(classic.supported_protocols.len());
-                    for (name, metadata) in &classic.supported_protocols {
-                        field.string(name);
-                        field.bytes(metadata);
+                    for protocol in &classic.supported_protocols {
+                        field.string(&protocol.name);
+                        field.bytes(&protocol.metadata);
                         field.tagged_fields();
                     }
                     field.tagged_fields();
@@ -1435,8 +1436,14 @@ mod consumer_group_tests {
                     classic: Some(ClassicMemberValue {
                         session_timeout_ms: 45_000,
                         supported_protocols: vec![
-                            ("range".into(), Bytes::from_static(b"\0\x01sub")),
-                            ("roundrobin".into(), Bytes::new()),
+                            JoinProtocol {
+                                name: "range".into(),
+                                metadata: Bytes::from_static(b"\0\x01sub"),
+                            },
+                            JoinProtocol {
+                                name: "roundrobin".into(),
+                                metadata: Bytes::new(),
+                            },
                         ],
                     }),
                 })),
@@ -1515,8 +1522,8 @@ mod consumer_group_tests {
         let classic = member.classic.as_ref().expect("classic metadata");
         assert_eq!(classic.session_timeout_ms, 10_000);
         assert_eq!(classic.supported_protocols.len(), 1);
-        assert_eq!(classic.supported_protocols[0].0, "cooperative-sticky");
-        assert_eq!(classic.supported_protocols[0].1.len(), 40);
+        assert_eq!(classic.supported_protocols[0].name, "cooperative-sticky");
+        assert_eq!(classic.supported_protocols[0].metadata.len(), 40);
         assert_eq!(&value.encode()[..], &bytes[..]);
     }
 }

@@ -66,6 +66,22 @@ fn to_assignment<'a>(
     assignment
 }
 
+/// `assignment` (by topic id) as the `ConsumerProtocolAssignment` a classic
+/// member reads, at `version`: topics by name, sorted; deleted topics left
+/// out.
+fn encode_member_assignment(
+    assignment: &Assignment,
+    topics: &dyn TopicsView,
+    version: i16,
+) -> Bytes {
+    let mut partitions: Vec<(String, Vec<i32>)> = assignment
+        .iter()
+        .filter_map(|(id, set)| Some((topics.topic_name(id)?, set.iter().copied().collect())))
+        .collect();
+    partitions.sort();
+    encode_assignment(&partitions, version)
+}
+
 /// Kafka's `validateConsumerGroupMember`,
 /// `throwIfMemberDoesNotUseClassicProtocol` and
 /// `throwIfGenerationIdUnmatched`: the consumer group and the classic
@@ -228,11 +244,7 @@ impl GroupCoordinator {
         updated.client_host.clone_from(&request.client_host);
         updated.classic = Some(ClassicMemberValue {
             session_timeout_ms: request.session_timeout_ms,
-            supported_protocols: request
-                .protocols
-                .iter()
-                .map(|p| (p.name.clone(), p.metadata.clone()))
-                .collect(),
+            supported_protocols: request.protocols.clone(),
         });
         let owned = to_assignment(
             subscription
@@ -315,7 +327,10 @@ impl GroupCoordinator {
             request.group_instance_id.as_deref(),
             request.generation_id,
         )?;
-        let (protocol_name, metadata) = member.classic_protocol().expect("a classic member");
+        // A member replayed from a record naming no protocol supports none.
+        let Some(protocol) = member.classic_protocol() else {
+            return Err(ErrorCode::InconsistentGroupProtocol);
+        };
         if request
             .protocol_type
             .as_deref()
@@ -323,7 +338,7 @@ impl GroupCoordinator {
             || request
                 .protocol_name
                 .as_ref()
-                .is_some_and(|n| n != protocol_name)
+                .is_some_and(|n| *n != protocol.name)
         {
             return Err(ErrorCode::InconsistentGroupProtocol);
         }
@@ -335,13 +350,8 @@ impl GroupCoordinator {
                 .schedule_classic_join_if_absent(group_id, member, now_ms);
             return Err(ErrorCode::RebalanceInProgress);
         }
-        let mut partitions: Vec<(String, Vec<i32>)> = member
-            .assigned
-            .iter()
-            .filter_map(|(id, set)| Some((topics.topic_name(id)?, set.iter().copied().collect())))
-            .collect();
-        partitions.sort();
-        let assignment = encode_assignment(&partitions, version_of(metadata));
+        let assignment =
+            encode_member_assignment(&member.assigned, topics, version_of(&protocol.metadata));
         self.core
             .timers
             .cancel(&classic_sync_key(group_id, &member.member_id));
@@ -453,11 +463,7 @@ impl GroupCoordinator {
             );
             converted.classic = Some(ClassicMemberValue {
                 session_timeout_ms: member.session_timeout_ms,
-                supported_protocols: member
-                    .protocols
-                    .iter()
-                    .map(|p| (p.name.clone(), p.metadata.clone()))
-                    .collect(),
+                supported_protocols: member.protocols.clone(),
             });
             consumer
                 .target
@@ -594,14 +600,7 @@ impl GroupCoordinator {
                     rebalance_timeout_ms: member.rebalance_timeout_ms,
                     session_timeout_ms: classic.session_timeout_ms,
                     protocol_type: CONSUMER_PROTOCOL_TYPE.to_string(),
-                    protocols: classic
-                        .supported_protocols
-                        .iter()
-                        .map(|(name, metadata)| JoinProtocol {
-                            name: name.clone(),
-                            metadata: metadata.clone(),
-                        })
-                        .collect(),
+                    protocols: classic.supported_protocols.clone(),
                     assignment: Bytes::new(),
                     awaiting_join: None,
                     awaiting_sync: None,
@@ -616,15 +615,8 @@ impl GroupCoordinator {
         let empty = Assignment::new();
         for member in group.members.values_mut() {
             let target = consumer.target.get(&member.member_id).unwrap_or(&empty);
-            let mut partitions: Vec<(String, Vec<i32>)> = target
-                .iter()
-                .filter_map(|(id, set)| {
-                    Some((topics.topic_name(id)?, set.iter().copied().collect()))
-                })
-                .collect();
-            partitions.sort();
             member.assignment =
-                encode_assignment(&partitions, version_of(&member.metadata(&protocol)));
+                encode_member_assignment(target, topics, version_of(&member.metadata(&protocol)));
         }
         records.push(CoordinatorRecord::GroupMetadata {
             key: GroupMetadataKey {

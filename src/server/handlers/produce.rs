@@ -450,6 +450,12 @@ pub async fn handle(
         let max_message_bytes = topic.map_or(broker.message_max_bytes, |t| {
             t.configs.max_message_bytes(&broker)
         });
+        // Topic-level rules, looked up once for all its partitions.
+        let rules = topic.map(|t| RecordRules::of(t, &broker));
+        let codec = topic.and_then(|t| {
+            let codec = t.configs.compression_codec(&broker)?;
+            Some((codec, t.configs.compression_level(codec, &broker)))
+        });
         let mut partitions = Vec::with_capacity(topic_data.partition_data.len());
         for (pi, partition_data) in topic_data.partition_data.iter_mut().enumerate() {
             let index = partition_data.index;
@@ -467,7 +473,7 @@ pub async fn handle(
                 partitions.push(refuse(ErrorCode::TopicAuthorizationFailed, None));
                 continue;
             }
-            let Some(topic) = topic else {
+            let (Some(topic), Some(rules)) = (topic, &rules) else {
                 partitions.push(refuse(ErrorCode::UnknownTopicOrPartition, None));
                 continue;
             };
@@ -479,16 +485,11 @@ pub async fn handle(
                 partitions.push(refuse(ErrorCode::InvalidTopicException, None));
                 continue;
             }
-            let rules = RecordRules::of(topic, &broker);
-            let codec = topic.configs.compression_codec(&broker).map(|codec| {
-                let level = topic.configs.compression_level(codec, &broker);
-                (codec, level)
-            });
             let checked = validate_records(partition_data.records.as_ref(), max_message_bytes)
                 .map_err(Refusal::from)
                 .and_then(|header| {
                     let records = partition_data.records.as_ref().expect("validated");
-                    check_records(records, &header, &rules, (&name, index), now).map(|()| header)
+                    check_records(records, &header, rules, (&name, index), now).map(|()| header)
                 });
             let stored = checked.and_then(|header| {
                 recompress_for_topic(
