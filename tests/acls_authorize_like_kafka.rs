@@ -629,6 +629,28 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
     groups.groups = vec![GroupId(s("g-secret"))];
     let described: DescribeGroupsResponse = client.request(ApiKey::DescribeGroups, 5, &groups);
     assert_eq!(described.groups[0].error_code, GROUP_AUTHORIZATION_FAILED);
+    // Group configs: DESCRIBE_CONFIGS and ALTER_CONFIGS on the group.
+    for (group, expected) in [("g-secret", GROUP_AUTHORIZATION_FAILED), ("g-open", 0)] {
+        let mut resource = DescribeConfigsResource::default();
+        resource.resource_type = 32;
+        resource.resource_name = s(group);
+        let mut request = DescribeConfigsRequest::default();
+        request.resources = vec![resource];
+        let answer: DescribeConfigsResponse = client.request(ApiKey::DescribeConfigs, 4, &request);
+        assert_eq!(answer.results[0].error_code, expected, "describe {group}");
+        assert_eq!(answer.results[0].configs.is_empty(), expected != 0);
+        assert_eq!(
+            common::wire::incremental_alter_configs(
+                &mut client,
+                32,
+                group,
+                &[("consumer.session.timeout.ms", Some("50000"))]
+            )
+            .0,
+            expected,
+            "alter {group}"
+        );
+    }
 
     // An internal topic takes no client's records, whatever its ACLs allow
     // (WRITE here, since none applies): only Kafka's own admin client id
@@ -685,6 +707,15 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
         &DescribeLogDirsRequest::default(),
     );
     assert_eq!(dirs.error_code, CLUSTER_AUTHORIZATION_FAILED);
+    let listed: kafka_protocol::messages::ListConfigResourcesResponse = client.request(
+        ApiKey::ListConfigResources,
+        1,
+        &kafka_protocol::messages::ListConfigResourcesRequest::default(),
+    );
+    assert_eq!(
+        (listed.error_code, listed.config_resources.len()),
+        (CLUSTER_AUTHORIZATION_FAILED, 0)
+    );
     let mut cluster = DescribeClusterRequest::default();
     cluster.include_cluster_authorized_operations = true;
     let described: DescribeClusterResponse = client.request(ApiKey::DescribeCluster, 1, &cluster);

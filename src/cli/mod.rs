@@ -406,6 +406,18 @@ pub struct ServeArgs {
     /// How often members of a consumer group (KIP-848 protocol) are told to heartbeat [group.consumer.heartbeat.interval.ms].
     #[arg(long, default_value_t = 5_000)]
     pub group_consumer_heartbeat_interval_ms: i32,
+    /// Least `consumer.session.timeout.ms` a group config may set; at most --group-consumer-session-timeout-ms [group.consumer.min.session.timeout.ms].
+    #[arg(long, default_value_t = 45_000)]
+    pub group_consumer_min_session_timeout_ms: i32,
+    /// Most `consumer.session.timeout.ms` a group config may set; at least --group-consumer-session-timeout-ms [group.consumer.max.session.timeout.ms].
+    #[arg(long, default_value_t = 60_000)]
+    pub group_consumer_max_session_timeout_ms: i32,
+    /// Least `consumer.heartbeat.interval.ms` a group config may set; at most --group-consumer-heartbeat-interval-ms [group.consumer.min.heartbeat.interval.ms].
+    #[arg(long, default_value_t = 5_000)]
+    pub group_consumer_min_heartbeat_interval_ms: i32,
+    /// Most `consumer.heartbeat.interval.ms` a group config may set; at least --group-consumer-heartbeat-interval-ms [group.consumer.max.heartbeat.interval.ms].
+    #[arg(long, default_value_t = 15_000)]
+    pub group_consumer_max_heartbeat_interval_ms: i32,
     /// Partitions of the __transaction_state topic; fixed once the topic exists [transaction.state.log.num.partitions].
     #[arg(long, default_value_t = 50)]
     pub transaction_state_log_num_partitions: i32,
@@ -729,10 +741,40 @@ impl ServeArgs {
         if self.group_min_session_timeout_ms > self.group_max_session_timeout_ms {
             bail!("--group-min-session-timeout-ms must not exceed --group-max-session-timeout-ms");
         }
-        if self.group_consumer_heartbeat_interval_ms < 1
-            || self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms
-        {
-            bail!("--group-consumer-heartbeat-interval-ms must be at least 1 and below --group-consumer-session-timeout-ms");
+        // Kafka's GroupCoordinatorConfig checks, in its order.
+        let (interval, min_interval, max_interval) = (
+            self.group_consumer_heartbeat_interval_ms,
+            self.group_consumer_min_heartbeat_interval_ms,
+            self.group_consumer_max_heartbeat_interval_ms,
+        );
+        let (session, min_session, max_session) = (
+            self.group_consumer_session_timeout_ms,
+            self.group_consumer_min_session_timeout_ms,
+            self.group_consumer_max_session_timeout_ms,
+        );
+        if min_interval < 1 || min_session < 1 {
+            bail!("--group-consumer-min-heartbeat-interval-ms and --group-consumer-min-session-timeout-ms must be at least 1");
+        }
+        if max_interval < min_interval {
+            bail!("--group-consumer-max-heartbeat-interval-ms must be greater than or equal to --group-consumer-min-heartbeat-interval-ms");
+        }
+        if interval < min_interval {
+            bail!("--group-consumer-heartbeat-interval-ms must be greater than or equal to --group-consumer-min-heartbeat-interval-ms");
+        }
+        if interval > max_interval {
+            bail!("--group-consumer-heartbeat-interval-ms must be less than or equal to --group-consumer-max-heartbeat-interval-ms");
+        }
+        if max_session < min_session {
+            bail!("--group-consumer-max-session-timeout-ms must be greater than or equal to --group-consumer-min-session-timeout-ms");
+        }
+        if session < min_session {
+            bail!("--group-consumer-session-timeout-ms must be greater than or equal to --group-consumer-min-session-timeout-ms");
+        }
+        if session > max_session {
+            bail!("--group-consumer-session-timeout-ms must be less than or equal to --group-consumer-max-session-timeout-ms");
+        }
+        if interval >= session {
+            bail!("--group-consumer-heartbeat-interval-ms must be less than --group-consumer-session-timeout-ms");
         }
         if self.transaction_state_log_num_partitions < 1 {
             bail!("--transaction-state-log-num-partitions must be at least 1");
@@ -871,6 +913,12 @@ impl ServeArgs {
                 group_max_size: self.group_max_size,
                 group_consumer_session_timeout_ms: self.group_consumer_session_timeout_ms,
                 group_consumer_heartbeat_interval_ms: self.group_consumer_heartbeat_interval_ms,
+                group_consumer_min_session_timeout_ms: self.group_consumer_min_session_timeout_ms,
+                group_consumer_max_session_timeout_ms: self.group_consumer_max_session_timeout_ms,
+                group_consumer_min_heartbeat_interval_ms: self
+                    .group_consumer_min_heartbeat_interval_ms,
+                group_consumer_max_heartbeat_interval_ms: self
+                    .group_consumer_max_heartbeat_interval_ms,
             },
             txns: TxnSettings {
                 transaction_state_log_num_partitions: self.transaction_state_log_num_partitions,

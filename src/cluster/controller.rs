@@ -64,6 +64,12 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
         } => ControllerReply::AlterBrokerConfigs(
             alter_broker_configs(shard, resources, validate_only).await,
         ),
+        ControllerRequest::AlterGroupConfigs {
+            resources,
+            validate_only,
+        } => ControllerReply::AlterGroupConfigs(
+            alter_group_configs(shard, resources, validate_only).await,
+        ),
         ControllerRequest::CreatePartitions {
             topics,
             validate_only,
@@ -764,6 +770,37 @@ async fn alter_broker_configs(
                 broker,
                 configs: next,
             });
+        }
+    }
+    if !validate_only {
+        commit_outcomes(shard, records, &mut outcomes).await;
+    }
+    outcomes
+}
+
+/// Changes group configs: each group's configs after its change are
+/// checked together (`config::group_config::altered`), else INVALID_CONFIG
+/// with Kafka's message.
+async fn alter_group_configs(
+    shard: &Rc<Shard>,
+    resources: Vec<(String, ConfigAlteration)>,
+    validate_only: bool,
+) -> Vec<AdminOutcome> {
+    let image = shard.image();
+    let bounds = shard.config.groups.group_bounds();
+    let mut outcomes = Vec::with_capacity(resources.len());
+    let mut records = Vec::new();
+    for (group, alteration) in resources {
+        let empty = BTreeMap::new();
+        let current = image.group_configs.get(&group).unwrap_or(&empty);
+        match crate::config::group_config::altered(&group, current, &alteration, &bounds) {
+            Err((error, message)) => outcomes.push((error.code(), Some(message))),
+            Ok(configs) => {
+                if &configs != current {
+                    records.push(MetadataRecord::GroupConfigs { group, configs });
+                }
+                outcomes.push((0, None));
+            }
         }
     }
     if !validate_only {

@@ -114,7 +114,18 @@ pub enum MetadataRecord {
         /// Every dynamic config the resource now has, as given.
         configs: BTreeMap<String, String>,
     },
+    /// The configs of one GROUP resource were replaced (Kafka's
+    /// ConfigRecords of a GROUP resource); none left forgets the group.
+    GroupConfigs {
+        /// Group id.
+        group: String,
+        /// Every config the group now has, as given.
+        configs: BTreeMap<String, String>,
+    },
 }
+
+/// Group configs by group id (`config::group_config`).
+pub type GroupConfigMap = BTreeMap<String, BTreeMap<String, String>>;
 
 /// A topic as the image knows it.
 #[derive(Debug, Clone)]
@@ -184,6 +195,9 @@ pub struct MetadataImage {
     pub client_quotas: Rc<ClientQuotas>,
     /// The dynamic broker configs.
     pub broker_configs: Rc<DynamicBrokerConfigs>,
+    /// Group configs by group id, only groups that set some (shared
+    /// between images until one changes).
+    pub group_configs: Rc<GroupConfigMap>,
 }
 
 impl MetadataImage {
@@ -277,6 +291,14 @@ impl MetadataImage {
             }
             MetadataRecord::BrokerConfigs { broker, configs } => {
                 Rc::make_mut(&mut self.broker_configs).set_layer(*broker, configs.clone());
+            }
+            MetadataRecord::GroupConfigs { group, configs } => {
+                let groups = Rc::make_mut(&mut self.group_configs);
+                if configs.is_empty() {
+                    groups.remove(group);
+                } else {
+                    groups.insert(group.clone(), configs.clone());
+                }
             }
         }
     }

@@ -265,6 +265,28 @@ pub struct GroupSettings {
     pub group_consumer_session_timeout_ms: i32,
     /// `group.consumer.heartbeat.interval.ms` (KIP-848 groups).
     pub group_consumer_heartbeat_interval_ms: i32,
+    /// `group.consumer.min.session.timeout.ms`: the least a group config may set.
+    pub group_consumer_min_session_timeout_ms: i32,
+    /// `group.consumer.max.session.timeout.ms`: the most a group config may set.
+    pub group_consumer_max_session_timeout_ms: i32,
+    /// `group.consumer.min.heartbeat.interval.ms`.
+    pub group_consumer_min_heartbeat_interval_ms: i32,
+    /// `group.consumer.max.heartbeat.interval.ms`.
+    pub group_consumer_max_heartbeat_interval_ms: i32,
+}
+
+impl GroupSettings {
+    /// What group configs are checked against and default to.
+    pub fn group_bounds(&self) -> super::group_config::GroupBounds {
+        super::group_config::GroupBounds {
+            consumer_session_timeout_ms: self.group_consumer_session_timeout_ms,
+            consumer_min_session_timeout_ms: self.group_consumer_min_session_timeout_ms,
+            consumer_max_session_timeout_ms: self.group_consumer_max_session_timeout_ms,
+            consumer_heartbeat_interval_ms: self.group_consumer_heartbeat_interval_ms,
+            consumer_min_heartbeat_interval_ms: self.group_consumer_min_heartbeat_interval_ms,
+            consumer_max_heartbeat_interval_ms: self.group_consumer_max_heartbeat_interval_ms,
+        }
+    }
 }
 
 impl Default for GroupSettings {
@@ -280,6 +302,10 @@ impl Default for GroupSettings {
             group_max_size: i32::MAX,
             group_consumer_session_timeout_ms: 45_000,
             group_consumer_heartbeat_interval_ms: 5_000,
+            group_consumer_min_session_timeout_ms: 45_000,
+            group_consumer_max_session_timeout_ms: 60_000,
+            group_consumer_min_heartbeat_interval_ms: 5_000,
+            group_consumer_max_heartbeat_interval_ms: 15_000,
         }
     }
 }
@@ -436,6 +462,22 @@ impl BrokerConfig {
             "group.consumer.heartbeat.interval.ms" => differs(
                 mine.group_consumer_heartbeat_interval_ms.to_string(),
                 kafka.group_consumer_heartbeat_interval_ms.to_string(),
+            ),
+            "group.consumer.min.session.timeout.ms" => differs(
+                mine.group_consumer_min_session_timeout_ms.to_string(),
+                kafka.group_consumer_min_session_timeout_ms.to_string(),
+            ),
+            "group.consumer.max.session.timeout.ms" => differs(
+                mine.group_consumer_max_session_timeout_ms.to_string(),
+                kafka.group_consumer_max_session_timeout_ms.to_string(),
+            ),
+            "group.consumer.min.heartbeat.interval.ms" => differs(
+                mine.group_consumer_min_heartbeat_interval_ms.to_string(),
+                kafka.group_consumer_min_heartbeat_interval_ms.to_string(),
+            ),
+            "group.consumer.max.heartbeat.interval.ms" => differs(
+                mine.group_consumer_max_heartbeat_interval_ms.to_string(),
+                kafka.group_consumer_max_heartbeat_interval_ms.to_string(),
             ),
             _ => None,
         }

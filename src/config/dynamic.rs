@@ -18,7 +18,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use super::broker_config_table::find_broker_config;
-use super::topic_config::{config_type, list_changed};
+use super::topic_config::{apply_incremental, config_type};
 use super::{BrokerDefaults, ConfigAlteration, ConfigOp};
 
 /// `max.connections`: connections the broker serves at once; past it new
@@ -271,27 +271,16 @@ pub fn altered_layer(
     match alteration {
         ConfigAlteration::Replace(configs) => configs.iter().cloned().collect(),
         ConfigAlteration::Incremental(changes) => {
-            let mut next = current.clone();
-            for (name, op) in changes {
-                match op {
-                    ConfigOp::Set(value) => {
-                        next.insert(name.clone(), value.clone());
-                    }
-                    ConfigOp::Delete => {
-                        next.remove(name);
-                    }
-                    ConfigOp::Append(_) | ConfigOp::Subtract(_) => {
-                        let current = next.get(name).cloned().unwrap_or_else(|| {
-                            find_broker_config(name)
-                                .and_then(|def| def.default)
-                                .unwrap_or_default()
-                                .to_string()
-                        });
-                        next.insert(name.clone(), list_changed(&current, op));
-                    }
-                }
-            }
-            next
+            // Names were checked: an APPEND or SUBTRACT is on a LIST.
+            apply_incremental(current, changes, |name| {
+                Some(
+                    find_broker_config(name)
+                        .and_then(|def| def.default)
+                        .unwrap_or_default()
+                        .to_string(),
+                )
+            })
+            .unwrap_or_else(|_| current.clone())
         }
     }
 }

@@ -3,7 +3,8 @@
 //! topic-level config table with its validation and inheritance from broker
 //! settings (`topic_config`), the broker config table DescribeConfigs reports
 //! (`broker_config_table`), the broker configs that change at runtime
-//! (`dynamic`), and every fixed bound (`limits`).
+//! (`dynamic`), per-group overrides of the group coordinator's settings
+//! (`group_config`), and every fixed bound (`limits`).
 //!
 //! Lives on: shared, read-only. The tables are `static` and every function is
 //! pure, so any core may call them.
@@ -11,6 +12,7 @@
 pub mod broker;
 pub mod broker_config_table;
 pub mod dynamic;
+pub mod group_config;
 pub mod limits;
 pub mod topic_config;
 

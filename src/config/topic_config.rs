@@ -1150,6 +1150,43 @@ pub enum ConfigAlteration {
     Replace(Vec<(String, String)>),
 }
 
+/// `current` after incremental `changes`, in order, as Kafka's controller
+/// applies them: SET and DELETE, and APPEND and SUBTRACT on the configs
+/// `list_default` gives a starting value for (their value, else that
+/// default); on any other config they are refused with Kafka's message.
+pub(crate) fn apply_incremental(
+    current: &BTreeMap<String, String>,
+    changes: &[(String, ConfigOp)],
+    list_default: impl Fn(&str) -> Option<String>,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut next = current.clone();
+    for (name, op) in changes {
+        match op {
+            ConfigOp::Set(value) => {
+                next.insert(name.clone(), value.clone());
+            }
+            ConfigOp::Delete => {
+                next.remove(name);
+            }
+            ConfigOp::Append(_) | ConfigOp::Subtract(_) => {
+                let verb = if matches!(op, ConfigOp::Append(_)) {
+                    "APPEND"
+                } else {
+                    "SUBTRACT"
+                };
+                let Some(default) = list_default(name) else {
+                    return Err(format!(
+                        "Can't {verb} to key {name} because its type is not LIST."
+                    ));
+                };
+                let current = next.get(name).cloned().unwrap_or(default);
+                next.insert(name.clone(), list_changed(&current, op));
+            }
+        }
+    }
+    Ok(next)
+}
+
 /// One topic's config overrides, kept in Kafka's printed form. Values come from a topic's
 /// CreateTopics or AlterConfigs request, after [`TopicConfigs::from_overrides`] checked them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -1242,39 +1279,13 @@ impl TopicConfigs {
             }
             ConfigAlteration::Incremental(changes) => changes,
         };
-        let mut next = self.overrides.clone();
-        for (name, op) in changes {
-            match op {
-                ConfigOp::Set(value) => {
-                    next.insert(name.clone(), value.clone());
-                }
-                ConfigOp::Delete => {
-                    next.remove(name);
-                }
-                ConfigOp::Append(_) | ConfigOp::Subtract(_) => {
-                    let verb = if matches!(op, ConfigOp::Append(_)) {
-                        "APPEND"
-                    } else {
-                        "SUBTRACT"
-                    };
-                    let Some(def) =
-                        find_topic_config(name).filter(|d| d.config_type == config_type::LIST)
-                    else {
-                        return Err(format!(
-                            "Can't {verb} to key {name} because its type is not LIST."
-                        ));
-                    };
-                    // Kafka's controller starts from the config's own
-                    // default, not the broker's value (`getParts`).
-                    let current = next
-                        .get(name)
-                        .cloned()
-                        .unwrap_or_else(|| def.default.to_string());
-                    let joined = list_changed(&current, op);
-                    next.insert(name.clone(), joined);
-                }
-            }
-        }
+        // Kafka's controller starts a LIST from the config's own default,
+        // not the broker's value (`getParts`).
+        let next = apply_incremental(&self.overrides, changes, |name| {
+            find_topic_config(name)
+                .filter(|d| d.config_type == config_type::LIST)
+                .map(|d| d.default.to_string())
+        })?;
         TopicConfigs::from_overrides(next.iter().map(|(n, v)| (n.as_str(), v.as_str())), broker)
     }
 

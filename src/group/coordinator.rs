@@ -72,6 +72,8 @@ pub struct GroupCoordinator {
 #[derive(Debug)]
 struct Core {
     config: GroupConfig,
+    /// Every group's configs, as of the call being served.
+    group_configs: std::rc::Rc<crate::cluster::image::GroupConfigMap>,
     timers: Timers,
     rng: SplitMix64,
     next_append_id: u64,
@@ -331,6 +333,7 @@ impl GroupCoordinator {
             deferred_markers: Vec::new(),
             core: Core {
                 config,
+                group_configs: std::rc::Rc::default(),
                 timers: Timers::default(),
                 rng: SplitMix64(seed),
                 next_append_id: 0,
@@ -340,6 +343,16 @@ impl GroupCoordinator {
         };
         coordinator.core.schedule_offsets_retention(now_ms);
         coordinator
+    }
+
+    /// Every group's configs (`kafka-configs --entity-type groups`) as of
+    /// now: the next calls use them (a consumer group's session timeout
+    /// and heartbeat interval).
+    pub fn set_group_configs(
+        &mut self,
+        configs: std::rc::Rc<crate::cluster::image::GroupConfigMap>,
+    ) {
+        self.core.group_configs = configs;
     }
 
     /// Number of groups, including those being deleted.
@@ -2214,6 +2227,29 @@ impl GroupCoordinator {
 }
 
 impl Core {
+    /// What group `group_id`'s configs override.
+    fn group_overrides(&self, group_id: &str) -> crate::config::group_config::GroupOverrides {
+        self.group_configs
+            .get(group_id)
+            .map(crate::config::group_config::GroupOverrides::of)
+            .unwrap_or_default()
+    }
+
+    /// `consumer.session.timeout.ms` of group `group_id`, else the broker's.
+    fn consumer_session_timeout_ms(&self, group_id: &str) -> i32 {
+        self.group_overrides(group_id)
+            .consumer_session_timeout_ms
+            .unwrap_or(self.config.consumer_session_timeout_ms)
+    }
+
+    /// `consumer.heartbeat.interval.ms` of group `group_id`, else the
+    /// broker's.
+    fn consumer_heartbeat_interval_ms(&self, group_id: &str) -> i32 {
+        self.group_overrides(group_id)
+            .consumer_heartbeat_interval_ms
+            .unwrap_or(self.config.consumer_heartbeat_interval_ms)
+    }
+
     fn append(&mut self, records: Vec<CoordinatorRecord>, then: AfterAppend, out: &mut Effects) {
         self.append_with_producer(records, None, then, out);
     }

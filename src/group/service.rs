@@ -309,6 +309,8 @@ impl GroupShard {
             match load(&shard, &slot).await {
                 Ok(records) => {
                     let mut s = slot.borrow_mut();
+                    s.coordinator
+                        .set_group_configs(shard.image().group_configs.clone());
                     let effects = s.coordinator.loaded(now_ms());
                     s.loaded = true;
                     absorb(&mut s, effects);
@@ -331,6 +333,7 @@ impl GroupShard {
         partition: i32,
         call: GroupCall,
         topics: &dyn TopicsView,
+        group_configs: &Rc<crate::cluster::image::GroupConfigMap>,
     ) -> LocalBoxFuture<'static, ShardReply> {
         if let GroupCall::ListGroups(request) = &call {
             let mut groups = Vec::new();
@@ -361,6 +364,7 @@ impl GroupShard {
                 ErrorCode::CoordinatorLoadInProgress,
             ));
         }
+        s.coordinator.set_group_configs(group_configs.clone());
         let now = now_ms();
         let id = RequestId(s.next_request_id);
         s.next_request_id += 1;

@@ -182,6 +182,13 @@ pub enum ControllerRequest {
         /// Check without changing.
         validate_only: bool,
     },
+    /// Alter group configs (validate only when asked).
+    AlterGroupConfigs {
+        /// The group id (not empty) and its change.
+        resources: Vec<(String, ConfigAlteration)>,
+        /// Check without changing.
+        validate_only: bool,
+    },
     /// Add partitions to topics (validate only when asked).
     CreatePartitions {
         /// Topics, no name twice.
@@ -254,6 +261,8 @@ pub enum ControllerReply {
     AlterTopicConfigs(Vec<AdminOutcome>),
     /// Per broker resource, in request order.
     AlterBrokerConfigs(Vec<AdminOutcome>),
+    /// Per group resource, in request order.
+    AlterGroupConfigs(Vec<AdminOutcome>),
     /// Per topic, in request order; the throttle time.
     CreatePartitions(Vec<AdminOutcome>, u64),
     /// Per user: (user, error code, message).

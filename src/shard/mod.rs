@@ -292,6 +292,7 @@ impl Shard {
                 MetadataRecord::AccessControlEntry { .. }
                     | MetadataRecord::RemoveAccessControlEntry { .. }
                     | MetadataRecord::ClientQuota { .. }
+                    | MetadataRecord::GroupConfigs { .. }
             )
         };
         let mut records = records.into_iter().peekable();
@@ -299,7 +300,8 @@ impl Shard {
             let before = self.image();
             let mut image = (*before).clone();
             image.apply(&record);
-            // ACL and quota records change nothing but the image: a run of
+            // ACL, quota and group config records change nothing but the
+            // image: a run of
             // them goes into one copy, so a request of n ACLs copies the ACL
             // set once, not n times.
             if image_only(&record) {
@@ -391,6 +393,7 @@ impl Shard {
                 | MetadataRecord::AccessControlEntry { .. }
                 | MetadataRecord::RemoveAccessControlEntry { .. }
                 | MetadataRecord::ClientQuota { .. }
+                | MetadataRecord::GroupConfigs { .. }
                 | MetadataRecord::ProducerIds { .. }
                 | MetadataRecord::UserScramCredential { .. }
                 | MetadataRecord::RemoveUserScramCredential { .. } => {}
@@ -1049,10 +1052,13 @@ impl Shard {
                     image: &image,
                     describable: &describable,
                 };
-                return self.groups.submit(partition, call, &view);
+                return self
+                    .groups
+                    .submit(partition, call, &view, &image.group_configs);
             }
         }
-        self.groups.submit(partition, call, &*image)
+        self.groups
+            .submit(partition, call, &*image, &image.group_configs)
     }
 
     /// Starts the group coordinators of the offsets partitions this shard owns.

@@ -36,6 +36,8 @@ def short_session_broker(tmp_path_factory):
     yield from serve(Broker(tmp_path_factory.mktemp("ringbroker-consumer-protocol"), extra_args=[
         "--group-consumer-session-timeout-ms", str(SESSION_TIMEOUT_MS),
         "--group-consumer-heartbeat-interval-ms", "1000",
+        "--group-consumer-min-session-timeout-ms", "1000",
+        "--group-consumer-min-heartbeat-interval-ms", "1000",
     ]))
 
 
@@ -394,3 +396,63 @@ def test_a_static_consumer_rolled_back_to_classic_turns_the_group_classic(broker
             rolled_back.close()
     finally:
         classic.close()
+
+
+def test_a_group_config_shortens_the_session_of_that_group_only(short_session_broker, topic):
+    """`kafka-configs --entity-type groups --alter --add-config
+    consumer.session.timeout.ms=2000` through librdkafka's Admin: a killed
+    member of that group loses its partitions after 2 s, while one of a group
+    without configs keeps them for the broker's 6 s."""
+    from confluent_kafka.admin import (AlterConfigOpType, ConfigEntry, ConfigResource,
+                                       ResourceType)
+    bootstrap = short_session_broker.bootstrap
+    create(bootstrap, (topic, 4))
+    quick, slow = topic + "-quick", topic + "-slow"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def alter(group, name, value):
+        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+            ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)])
+        return admin.incremental_alter_configs([resource])[resource]
+
+    # Kafka's bounds: here 1 s (--group-consumer-min-session-timeout-ms) to 60 s.
+    with pytest.raises(Exception) as refused:
+        alter(quick, "consumer.session.timeout.ms", "500").result(30)
+    assert ("consumer.session.timeout.ms must be greater than or equal to "
+            "group.consumer.min.session.timeout.ms") in str(refused.value)
+    alter(quick, "consumer.session.timeout.ms", "2000").result(30)
+    resource = ConfigResource(ResourceType.GROUP, quick)
+    described = admin.describe_configs([resource])[resource].result(30)
+    entry = described["consumer.session.timeout.ms"]
+    assert (entry.value, int(entry.source)) == ("2000", 8)  # GROUP_CONFIG
+    assert described["consumer.heartbeat.interval.ms"].value == "1000"  # the broker's
+
+    everything = {(topic, p) for p in range(4)}
+    survivors, doomed = {}, {}
+    try:
+        for group in (quick, slow):
+            survivors[group] = Member(bootstrap, group, [topic])
+            wait_for(lambda: survivors[group].partitions() == everything,
+                     f"the first member of {group} owns everything")
+            doomed[group] = subprocess.Popen(
+                [sys.executable, "-c", MEMBER_PROCESS, bootstrap, group, topic])
+            wait_for(lambda: len(survivors[group].partitions()) == 2,
+                     f"the second member of {group} takes half")
+        for process in doomed.values():
+            process.send_signal(signal.SIGKILL)
+        for process in doomed.values():
+            process.wait(10)
+        killed_at = time.monotonic()
+        wait_for(lambda: survivors[quick].partitions() == everything,
+                 "the quick group's survivor gets the dead member's partitions back")
+        assert time.monotonic() - killed_at >= 2 - 1, "before the group's 2 s session ended"
+        assert len(survivors[slow].partitions()) == 2, \
+            "the group without configs gave partitions back before the broker's 6 s session"
+        wait_for(lambda: survivors[slow].partitions() == everything,
+                 "the slow group's survivor gets them back after 6 s")
+        assert time.monotonic() - killed_at >= SESSION_TIMEOUT_MS / 1000 - 1.5
+    finally:
+        for process in doomed.values():
+            process.kill()
+        for member in survivors.values():
+            member.close()

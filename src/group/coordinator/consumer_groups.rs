@@ -327,21 +327,20 @@ fn describe_assignment(
 }
 
 impl Core {
-    /// A consumer-group member's session ends `group.consumer.session.timeout.ms`
-    /// (a classic member: its JoinGroup's session timeout) from now unless it
-    /// heartbeats again.
+    /// A consumer-group member's session ends the group's
+    /// `consumer.session.timeout.ms` (else the broker's
+    /// `group.consumer.session.timeout.ms`; a classic member: its JoinGroup's
+    /// session timeout) from now unless it heartbeats again.
     pub(super) fn schedule_consumer_session(
         &mut self,
         group_id: &str,
         member: &ConsumerMember,
         now_ms: i64,
     ) {
-        let timeout_ms = member
-            .classic
-            .as_ref()
-            .map_or(self.config.consumer_session_timeout_ms, |c| {
-                c.session_timeout_ms
-            });
+        let timeout_ms = match &member.classic {
+            Some(classic) => classic.session_timeout_ms,
+            None => self.consumer_session_timeout_ms(group_id),
+        };
         self.timers.schedule(
             session_key(group_id, &member.member_id),
             now_ms.saturating_add(i64::from(timeout_ms)),
@@ -532,7 +531,7 @@ impl GroupCoordinator {
             self.upgrade_classic_group(&group_id, now_ms, topics, out)?;
         }
         let max_size = self.core.config.consumer_group_members_max;
-        let heartbeat_interval_ms = self.core.config.consumer_heartbeat_interval_ms;
+        let heartbeat_interval_ms = self.core.consumer_heartbeat_interval_ms(&group_id);
         let member_id = if request.member_id.is_empty() {
             // v0: the coordinator names a joining member.
             self.core.rng.kafka_uuid()

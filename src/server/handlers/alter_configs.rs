@@ -5,8 +5,9 @@
 //! Broker configs: the connection limits change at runtime, for this node
 //! or as the cluster-wide default (`config::dynamic`); every other broker
 //! config is a command-line flag here, and a change of one is refused as
-//! Kafka refuses a static config. Broker loggers, client metrics and group
-//! configs are not supported.
+//! Kafka refuses a static config. Group configs (`config::group_config`)
+//! change through the controller too. Broker loggers and client metrics
+//! are not supported.
 
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -57,6 +58,8 @@ enum Plan {
     /// A change of this node's (Some) or the default's (None) dynamic
     /// configs.
     Broker(Option<i32>, ConfigAlteration),
+    /// A change of a group's configs.
+    Group(ConfigAlteration),
 }
 
 fn invalid_request(message: impl Into<String>) -> Plan {
@@ -76,10 +79,8 @@ fn plan(
         return invalid_request("Each resource must appear at most once.");
     }
     let known = match resource.resource_type {
-        resource_type::TOPIC | resource_type::BROKER => true,
-        resource_type::BROKER_LOGGER | resource_type::CLIENT_METRICS | resource_type::GROUP => {
-            incremental
-        }
+        resource_type::TOPIC | resource_type::BROKER | resource_type::GROUP => true,
+        resource_type::BROKER_LOGGER | resource_type::CLIENT_METRICS => incremental,
         _ => false,
     };
     if !known {
@@ -118,6 +119,10 @@ fn plan(
             }
             plan => plan,
         },
+        resource_type::GROUP if !access.group(AclOperation::AlterConfigs, &resource.name) => {
+            refused(ErrorCode::GroupAuthorizationFailed)
+        }
+        resource_type::GROUP => Plan::Group(alteration(&resource.changes, incremental)),
         resource_type::BROKER_LOGGER if !access.cluster(AclOperation::AlterConfigs) => {
             Plan::Answer((ErrorCode::ClusterAuthorizationFailed.code(), None))
         }
@@ -228,9 +233,23 @@ async fn alter(
         validate_only,
     });
     let broker_outcomes = call_controller(shard, broker_call).await;
+    let groups: Vec<(String, ConfigAlteration)> = resources
+        .iter()
+        .zip(&plans)
+        .filter_map(|(r, p)| match p {
+            Plan::Group(alteration) => Some((r.name.clone(), alteration.clone())),
+            _ => None,
+        })
+        .collect();
+    let group_call = (!groups.is_empty()).then_some(ControllerRequest::AlterGroupConfigs {
+        resources: groups,
+        validate_only,
+    });
+    let group_outcomes = call_controller(shard, group_call).await;
     async move {
         let mut topic_outcomes = topic_outcomes.await.into_iter();
         let mut broker_outcomes = broker_outcomes.await.into_iter();
+        let mut group_outcomes = group_outcomes.await.into_iter();
         let unanswered = || {
             (
                 ErrorCode::RequestTimedOut.code(),
@@ -245,6 +264,7 @@ async fn alter(
                     Plan::Answer(outcome) => outcome,
                     Plan::Topic(_) => topic_outcomes.next().unwrap_or_else(unanswered),
                     Plan::Broker(..) => broker_outcomes.next().unwrap_or_else(unanswered),
+                    Plan::Group(_) => group_outcomes.next().unwrap_or_else(unanswered),
                 };
                 (outcome, r.resource_type, r.name)
             })
@@ -271,7 +291,8 @@ async fn call_controller(
             Some(Ok(completion)) => match completion.await {
                 Ok(ShardReply::Controller(
                     ControllerReply::AlterTopicConfigs(outcomes)
-                    | ControllerReply::AlterBrokerConfigs(outcomes),
+                    | ControllerReply::AlterBrokerConfigs(outcomes)
+                    | ControllerReply::AlterGroupConfigs(outcomes),
                 )) => outcomes,
                 _ => Vec::new(),
             },

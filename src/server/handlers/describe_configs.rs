@@ -1,5 +1,6 @@
-//! DescribeConfigs (key 32): every config of a topic or of this broker with
-//! its value, source, synonyms and documentation, as Kafka 4.0 reports them.
+//! DescribeConfigs (key 32): every config of a topic, of this broker or of
+//! a group with its value, source, synonyms and documentation, as Kafka 4.1
+//! reports them.
 
 use std::rc::Rc;
 
@@ -10,6 +11,7 @@ use super::{encode_response, str_bytes};
 use crate::config::broker_config_table::{
     describe_broker_configs, describe_default_broker_configs,
 };
+use crate::config::group_config::describe_group_configs;
 use crate::config::topic_config::describe_topic_configs;
 use crate::config::topic_config::{config_source, ConfigLayer};
 use crate::protocol::ErrorCode;
@@ -22,6 +24,7 @@ use crate::shard::Shard;
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
 const RESOURCE_BROKER_LOGGER: i8 = 8;
+const RESOURCE_GROUP: i8 = 32;
 
 /// Calls `describe` with where this broker's configs are set, highest
 /// first: its own dynamic configs, the cluster-wide dynamic defaults, the
@@ -85,6 +88,23 @@ pub fn handle(
                 {
                     let error = ErrorCode::ClusterAuthorizationFailed;
                     fail(error, refusal_message(error).to_string())
+                }
+                RESOURCE_GROUP if !access.group(AclOperation::DescribeConfigs, &name) => {
+                    let error = ErrorCode::GroupAuthorizationFailed;
+                    fail(error, refusal_message(error).to_string())
+                }
+                RESOURCE_GROUP if name.is_empty() => fail(
+                    ErrorCode::InvalidRequest,
+                    "Group name must not be empty".to_string(),
+                ),
+                RESOURCE_GROUP => {
+                    result.configs = describe_group_configs(
+                        image.group_configs.get(&name),
+                        &config.groups.group_bounds(),
+                        requested.as_deref(),
+                        include_synonyms,
+                        include_documentation,
+                    );
                 }
                 RESOURCE_TOPIC => match image.topic(&name) {
                     Some(topic) => {

@@ -36,6 +36,7 @@ pub mod heartbeat;
 pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
+pub mod list_config_resources;
 pub mod list_groups;
 pub mod list_offsets;
 pub mod list_partition_reassignments;
@@ -450,6 +451,13 @@ pub async fn dispatch(
             .await
         }
         ApiKey::ElectLeaders => ready(elect_leaders::handle(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
+        ApiKey::ListConfigResources => ready(list_config_resources::handle(
             shard,
             access,
             decode(&mut body, version)?,
