@@ -418,6 +418,12 @@ pub struct ServeArgs {
     /// Most `consumer.heartbeat.interval.ms` a group config may set; at least --group-consumer-heartbeat-interval-ms [group.consumer.max.heartbeat.interval.ms].
     #[arg(long, default_value_t = 15_000)]
     pub group_consumer_max_heartbeat_interval_ms: i32,
+    /// Most members one consumer group (KIP-848 protocol) may have; past it a join gets GROUP_MAX_SIZE_REACHED (at most 10000 here) [group.consumer.max.size].
+    #[arg(long, default_value_t = i32::MAX, value_parser = clap::value_parser!(i32).range(1..))]
+    pub group_consumer_max_size: i32,
+    /// Whether running groups move between protocols: bidirectional, upgrade (classic to consumer only), downgrade (consumer to classic only) or disabled; any case [group.consumer.migration.policy].
+    #[arg(long, default_value = "bidirectional", value_parser = parse_migration_policy)]
+    pub group_consumer_migration_policy: String,
     /// Partitions of the __transaction_state topic; fixed once the topic exists [transaction.state.log.num.partitions].
     #[arg(long, default_value_t = 50)]
     pub transaction_state_log_num_partitions: i32,
@@ -919,6 +925,8 @@ impl ServeArgs {
                     .group_consumer_min_heartbeat_interval_ms,
                 group_consumer_max_heartbeat_interval_ms: self
                     .group_consumer_max_heartbeat_interval_ms,
+                group_consumer_max_size: self.group_consumer_max_size,
+                group_consumer_migration_policy: self.group_consumer_migration_policy.clone(),
             },
             txns: TxnSettings {
                 transaction_state_log_num_partitions: self.transaction_state_log_num_partitions,
@@ -932,6 +940,19 @@ impl ServeArgs {
             },
         })
     }
+}
+
+/// `--group-consumer-migration-policy`: Kafka's policy names in any case,
+/// kept in lower case.
+fn parse_migration_policy(value: &str) -> Result<String, String> {
+    crate::group::MigrationPolicy::parse(value)
+        .map(|policy| policy.name().to_string())
+        .ok_or_else(|| {
+            format!(
+                "Invalid value {value} for configuration group.consumer.migration.policy: String \
+                 must be one of (case insensitive): bidirectional, upgrade, downgrade, disabled"
+            )
+        })
 }
 
 #[cfg(test)]

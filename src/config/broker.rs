@@ -273,6 +273,10 @@ pub struct GroupSettings {
     pub group_consumer_min_heartbeat_interval_ms: i32,
     /// `group.consumer.max.heartbeat.interval.ms`.
     pub group_consumer_max_heartbeat_interval_ms: i32,
+    /// `group.consumer.max.size`.
+    pub group_consumer_max_size: i32,
+    /// `group.consumer.migration.policy`, in lower case.
+    pub group_consumer_migration_policy: String,
 }
 
 impl GroupSettings {
@@ -306,6 +310,8 @@ impl Default for GroupSettings {
             group_consumer_max_session_timeout_ms: 60_000,
             group_consumer_min_heartbeat_interval_ms: 5_000,
             group_consumer_max_heartbeat_interval_ms: 15_000,
+            group_consumer_max_size: i32::MAX,
+            group_consumer_migration_policy: "bidirectional".to_string(),
         }
     }
 }
@@ -474,6 +480,14 @@ impl BrokerConfig {
             "group.consumer.min.heartbeat.interval.ms" => differs(
                 mine.group_consumer_min_heartbeat_interval_ms.to_string(),
                 kafka.group_consumer_min_heartbeat_interval_ms.to_string(),
+            ),
+            "group.consumer.max.size" => differs(
+                mine.group_consumer_max_size.to_string(),
+                kafka.group_consumer_max_size.to_string(),
+            ),
+            "group.consumer.migration.policy" => differs(
+                mine.group_consumer_migration_policy.clone(),
+                kafka.group_consumer_migration_policy.clone(),
             ),
             "group.consumer.max.heartbeat.interval.ms" => differs(
                 mine.group_consumer_max_heartbeat_interval_ms.to_string(),

@@ -95,6 +95,64 @@ pub struct GroupConfig {
     pub consumer_heartbeat_interval_ms: i32,
     /// `group.consumer.max.size`, at most [`GROUP_MEMBERS_MAX`].
     pub consumer_group_members_max: usize,
+    /// `group.consumer.migration.policy`: whether classic groups of
+    /// consumers become consumer groups when a KIP-848 member joins
+    /// (upgrade) and back when only classic members remain (downgrade).
+    pub migration_policy: MigrationPolicy,
+}
+
+/// Kafka's `ConsumerGroupMigrationPolicy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MigrationPolicy {
+    /// Both ways (Kafka's default).
+    #[default]
+    Bidirectional,
+    /// Classic to consumer group only.
+    Upgrade,
+    /// Consumer to classic group only.
+    Downgrade,
+    /// Neither.
+    Disabled,
+}
+
+impl MigrationPolicy {
+    /// Whether a classic group may become a consumer group.
+    pub fn upgrades(self) -> bool {
+        matches!(
+            self,
+            MigrationPolicy::Bidirectional | MigrationPolicy::Upgrade
+        )
+    }
+
+    /// Whether a consumer group may become a classic group.
+    pub fn downgrades(self) -> bool {
+        matches!(
+            self,
+            MigrationPolicy::Bidirectional | MigrationPolicy::Downgrade
+        )
+    }
+
+    /// Kafka's name of the policy.
+    pub fn name(self) -> &'static str {
+        match self {
+            MigrationPolicy::Bidirectional => "bidirectional",
+            MigrationPolicy::Upgrade => "upgrade",
+            MigrationPolicy::Downgrade => "downgrade",
+            MigrationPolicy::Disabled => "disabled",
+        }
+    }
+
+    /// Kafka's `ConsumerGroupMigrationPolicy.parse`: a name in any case.
+    pub fn parse(name: &str) -> Option<MigrationPolicy> {
+        [
+            MigrationPolicy::Bidirectional,
+            MigrationPolicy::Upgrade,
+            MigrationPolicy::Downgrade,
+            MigrationPolicy::Disabled,
+        ]
+        .into_iter()
+        .find(|p| p.name().eq_ignore_ascii_case(name.trim()))
+    }
 }
 
 impl Default for GroupConfig {
@@ -111,6 +169,7 @@ impl Default for GroupConfig {
             consumer_session_timeout_ms: 45_000,
             consumer_heartbeat_interval_ms: 5_000,
             consumer_group_members_max: GROUP_MEMBERS_MAX,
+            migration_policy: MigrationPolicy::Bidirectional,
         }
     }
 }
@@ -132,6 +191,8 @@ impl GroupConfig {
         assert!(self.offsets_retention_check_interval_ms >= 1);
         assert!(self.consumer_session_timeout_ms >= 1);
         assert!(self.consumer_heartbeat_interval_ms >= 1);
+        assert!(self.consumer_group_members_max >= 1);
+        assert!(self.consumer_group_members_max <= GROUP_MEMBERS_MAX);
     }
 }
 

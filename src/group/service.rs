@@ -201,6 +201,13 @@ pub fn group_config(config: &BrokerConfig) -> GroupConfig {
         offsets_retention_ms: groups.offsets_retention_minutes.saturating_mul(60_000),
         consumer_session_timeout_ms: groups.group_consumer_session_timeout_ms,
         consumer_heartbeat_interval_ms: groups.group_consumer_heartbeat_interval_ms,
+        consumer_group_members_max: usize::try_from(groups.group_consumer_max_size)
+            .unwrap_or(GROUP_MEMBERS_MAX)
+            .clamp(1, GROUP_MEMBERS_MAX),
+        migration_policy: crate::group::MigrationPolicy::parse(
+            &groups.group_consumer_migration_policy,
+        )
+        .unwrap_or_default(),
         ..GroupConfig::default()
     }
 }

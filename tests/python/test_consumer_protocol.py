@@ -456,3 +456,63 @@ def test_a_group_config_shortens_the_session_of_that_group_only(short_session_br
             process.kill()
         for member in survivors.values():
             member.close()
+
+
+@pytest.fixture(scope="module")
+def no_migration_broker(tmp_path_factory):
+    """A broker whose groups never change protocol while running
+    (`group.consumer.migration.policy=disabled`) and whose consumer groups
+    take at most two members (`group.consumer.max.size=2`)."""
+    yield from serve(Broker(tmp_path_factory.mktemp("ringbroker-no-migration"), extra_args=[
+        "--group-consumer-migration-policy", "DISABLED",
+        "--group-consumer-max-size", "2",
+    ]))
+
+
+def test_without_online_upgrade_a_new_protocol_member_cannot_join_a_classic_group(
+        no_migration_broker, topic):
+    """Kafka's `group.consumer.migration.policy=disabled`: a consumer on the
+    new protocol joining a running classic group is refused with
+    GROUP_ID_NOT_FOUND (fatal to librdkafka), and the
+    classic members keep the group and their partitions."""
+    bootstrap = no_migration_broker.bootstrap
+    create(bootstrap, (topic, 4))
+    everything = {(topic, p) for p in range(4)}
+    group = topic + "-group"
+    classic = Member(bootstrap, group, [topic], **CLASSIC)
+    upgraded = None
+    try:
+        wait_for(lambda: classic.partitions() == everything, "the classic member owns everything")
+        upgraded = Member(bootstrap, group, [topic])
+        wait_for(lambda: upgraded.errors, "the new-protocol member is refused")
+        # librdkafka shows the code's text, not the broker's message.
+        assert any("_FATAL" in e and "The group id does not exist" in e
+                   for e in upgraded.errors), upgraded.errors
+        assert upgraded.partitions() == set()
+        assert group_type(bootstrap, group) == "CLASSIC"
+        assert classic.partitions() == everything and classic.revocations == 0
+    finally:
+        classic.close()
+        if upgraded is not None:
+            upgraded.close()
+
+
+def test_a_consumer_group_takes_no_more_members_than_its_max_size(no_migration_broker, topic):
+    """`group.consumer.max.size=2`: a third member of a consumer group is
+    refused with GROUP_MAX_SIZE_REACHED (fatal to librdkafka); the two members
+    keep their partitions."""
+    bootstrap = no_migration_broker.bootstrap
+    create(bootstrap, (topic, 4))
+    group = topic + "-group"
+    members = [Member(bootstrap, group, [topic]), Member(bootstrap, group, [topic])]
+    try:
+        wait_for(lambda: all(len(m.partitions()) == 2 for m in members), "two members 2 + 2")
+        members.append(Member(bootstrap, group, [topic]))
+        wait_for(lambda: members[2].errors, "the third member is refused")
+        assert any("_FATAL" in e and "Consumer group has reached maximum size" in e
+                   for e in members[2].errors), members[2].errors
+        assert members[2].partitions() == set()
+        assert all(len(m.partitions()) == 2 for m in members[:2])
+    finally:
+        for member in members:
+            member.close()

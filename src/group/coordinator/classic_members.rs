@@ -82,6 +82,15 @@ fn encode_member_assignment(
     encode_assignment(&partitions, version)
 }
 
+/// GROUP_ID_NOT_FOUND with Kafka's message: classic group `group_id`
+/// cannot become a consumer group because of `why`.
+fn cannot_upgrade(group_id: &str, why: &str) -> (ErrorCode, String) {
+    (
+        ErrorCode::GroupIdNotFound,
+        format!("Cannot upgrade classic group {group_id} to consumer group because {why}"),
+    )
+}
+
 /// Kafka's `validateConsumerGroupMember`,
 /// `throwIfMemberDoesNotUseClassicProtocol` and
 /// `throwIfGenerationIdUnmatched`: the consumer group and the classic
@@ -409,20 +418,8 @@ impl GroupCoordinator {
         topics: &dyn TopicsView,
         out: &mut Effects,
     ) -> Result<(), (ErrorCode, String)> {
-        let max_size = self.core.config.consumer_group_members_max;
         let group = self.groups.get_mut(group_id).expect("the caller found it");
-        let cannot = |why: &str| {
-            Err((
-                ErrorCode::GroupIdNotFound,
-                format!("Cannot upgrade classic group {group_id} to consumer group because {why}"),
-            ))
-        };
-        if !group.uses_consumer_protocol() {
-            return cannot("the group does not use the consumer embedded protocol.");
-        }
-        if group.members.len() > max_size {
-            return cannot("the group size exceeds the consumer group maximum size.");
-        }
+        let cannot = |why: &str| Err(cannot_upgrade(group_id, why));
         let generation = group.generation_id;
         let mut consumer = ConsumerGroup::default();
         consumer.group_epoch = generation;
@@ -536,6 +533,32 @@ impl GroupCoordinator {
         Ok(())
     }
 
+    /// Kafka's `validateOnlineUpgrade`: whether the classic group
+    /// `group_id` (of members) may become a consumer group, checked before
+    /// anything else a ConsumerGroupHeartbeat join to it would refuse.
+    pub(super) fn validate_online_upgrade(
+        &self,
+        group_id: &str,
+    ) -> Result<(), (ErrorCode, String)> {
+        let group = &self.groups[group_id];
+        if !self.core.config.migration_policy.upgrades() {
+            return Err(cannot_upgrade(group_id, "online upgrade is disabled."));
+        }
+        if !group.uses_consumer_protocol() {
+            return Err(cannot_upgrade(
+                group_id,
+                "the group does not use the consumer embedded protocol.",
+            ));
+        }
+        if group.members.len() > self.core.config.consumer_group_members_max {
+            return Err(cannot_upgrade(
+                group_id,
+                "the group size exceeds the consumer group maximum size.",
+            ));
+        }
+        Ok(())
+    }
+
     /// Kafka's online downgrade (`validateOnlineDowngradeWithFencedMembers`,
     /// `validateOnlineDowngradeWithReplacedMember`, `convertToClassicGroup`):
     /// when members `leaving` go (or a classic member took over the last
@@ -566,6 +589,7 @@ impl GroupCoordinator {
             .filter(|m| !leaving.contains(&m.member_id))
             .peekable();
         if remaining.peek().is_none()
+            || !self.core.config.migration_policy.downgrades()
             || consumer.members.len() - leaving.len() > classic_max
             || !remaining.all(|m| m.classic.is_some())
         {
@@ -906,6 +930,61 @@ mod tests {
         let group = &c.groups[G];
         assert!(group.consumer.is_none());
         assert_eq!((group.members.len(), group.generation_id), (2, 5));
+    }
+
+    fn coordinator_with(policy: crate::group::MigrationPolicy) -> GroupCoordinator {
+        GroupCoordinator::new(
+            GroupConfig {
+                migration_policy: policy,
+                ..GroupConfig::default()
+            },
+            1,
+            0,
+        )
+    }
+
+    #[test]
+    fn without_online_upgrade_a_classic_group_stays_classic() {
+        use crate::group::MigrationPolicy;
+        for policy in [MigrationPolicy::Downgrade, MigrationPolicy::Disabled] {
+            let mut c = coordinator_with(policy);
+            c.groups.insert(G.into(), classic_group(None));
+            let (response, effects) = c.consumer_group_heartbeat(0, join("m"), &topics(4));
+            assert_eq!(
+                response.error,
+                Some(ErrorCode::GroupIdNotFound),
+                "{policy:?}"
+            );
+            assert_eq!(
+                response.error_message.as_deref(),
+                Some(
+                    "Cannot upgrade classic group g to consumer group because online upgrade is \
+                     disabled."
+                )
+            );
+            assert!(effects.appends.is_empty());
+            assert!(c.groups[G].consumer.is_none());
+            assert_eq!(c.groups[G].members.len(), 2);
+        }
+    }
+
+    #[test]
+    fn without_online_downgrade_classic_members_stay_in_the_consumer_group() {
+        let mut c = coordinator_with(crate::group::MigrationPolicy::Upgrade);
+        c.groups.insert(G.into(), classic_group(None));
+        let (response, _) = c.consumer_group_heartbeat(0, join("m"), &topics(4));
+        assert_eq!(response.error, None);
+        let leave = ConsumerGroupHeartbeatRequest {
+            member_epoch: -1,
+            ..beat("m", response.member_epoch, &Assignment::new())
+        };
+        c.consumer_group_heartbeat(0, leave, &topics(4));
+        let consumer = c.groups[G]
+            .consumer
+            .as_ref()
+            .expect("still a consumer group");
+        assert_eq!(consumer.members.keys().collect::<Vec<_>>(), ["a", "b"]);
+        assert!(consumer.members.values().all(|m| m.classic.is_some()));
     }
 
     #[test]

@@ -511,6 +511,7 @@ impl GroupCoordinator {
             // What would refuse the join is checked first: a refused join
             // leaves the group classic, as Kafka drops the conversion's
             // records with the request's.
+            self.validate_online_upgrade(&group_id)?;
             let classic_members = self.groups[&group_id].members.len();
             let max_size = self.core.config.consumer_group_members_max;
             if classic_members >= max_size {
