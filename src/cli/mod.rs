@@ -424,6 +424,9 @@ pub struct ServeArgs {
     /// Whether running groups move between protocols: bidirectional, upgrade (classic to consumer only), downgrade (consumer to classic only) or disabled; any case [group.consumer.migration.policy].
     #[arg(long, default_value = "bidirectional", value_parser = parse_migration_policy)]
     pub group_consumer_migration_policy: String,
+    /// Server-side assignors consumer-group members may ask for, the first the default: uniform, range, or Kafka's class names for them [group.consumer.assignors].
+    #[arg(long, default_value = "uniform,range", value_parser = parse_assignors)]
+    pub group_consumer_assignors: String,
     /// Partitions of the __transaction_state topic; fixed once the topic exists [transaction.state.log.num.partitions].
     #[arg(long, default_value_t = 50)]
     pub transaction_state_log_num_partitions: i32,
@@ -927,6 +930,7 @@ impl ServeArgs {
                     .group_consumer_max_heartbeat_interval_ms,
                 group_consumer_max_size: self.group_consumer_max_size,
                 group_consumer_migration_policy: self.group_consumer_migration_policy.clone(),
+                group_consumer_assignors: self.group_consumer_assignors.clone(),
             },
             txns: TxnSettings {
                 transaction_state_log_num_partitions: self.transaction_state_log_num_partitions,
@@ -953,6 +957,29 @@ fn parse_migration_policy(value: &str) -> Result<String, String> {
                  must be one of (case insensitive): bidirectional, upgrade, downgrade, disabled"
             )
         })
+}
+
+/// `--group-consumer-assignors`: a comma-separated list of the built-in
+/// assignors, by name or by Kafka's class name, kept as names.
+fn parse_assignors(value: &str) -> Result<String, String> {
+    let mut names: Vec<&str> = Vec::new();
+    for item in value.split(',').map(str::trim) {
+        let name = match item {
+            "uniform" | "org.apache.kafka.coordinator.group.assignor.UniformAssignor" => "uniform",
+            "range" | "org.apache.kafka.coordinator.group.assignor.RangeAssignor" => "range",
+            other => {
+                return Err(format!(
+                    "unknown assignor {other:?}: this broker offers uniform and range \
+                     (custom assignor classes are not supported)"
+                ))
+            }
+        };
+        if names.contains(&name) {
+            return Err(format!("assignor {name} is listed twice"));
+        }
+        names.push(name);
+    }
+    Ok(names.join(","))
 }
 
 #[cfg(test)]

@@ -277,6 +277,8 @@ pub struct GroupSettings {
     pub group_consumer_max_size: i32,
     /// `group.consumer.migration.policy`, in lower case.
     pub group_consumer_migration_policy: String,
+    /// `group.consumer.assignors`: built-in assignor names, comma-separated.
+    pub group_consumer_assignors: String,
 }
 
 impl GroupSettings {
@@ -312,6 +314,7 @@ impl Default for GroupSettings {
             group_consumer_max_heartbeat_interval_ms: 15_000,
             group_consumer_max_size: i32::MAX,
             group_consumer_migration_policy: "bidirectional".to_string(),
+            group_consumer_assignors: "uniform,range".to_string(),
         }
     }
 }
@@ -480,6 +483,10 @@ impl BrokerConfig {
             "group.consumer.min.heartbeat.interval.ms" => differs(
                 mine.group_consumer_min_heartbeat_interval_ms.to_string(),
                 kafka.group_consumer_min_heartbeat_interval_ms.to_string(),
+            ),
+            "group.consumer.assignors" => differs(
+                mine.group_consumer_assignors.clone(),
+                kafka.group_consumer_assignors.clone(),
             ),
             "group.consumer.max.size" => differs(
                 mine.group_consumer_max_size.to_string(),

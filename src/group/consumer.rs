@@ -336,13 +336,14 @@ impl ConsumerGroup {
         true
     }
 
-    /// The assignor the group uses: the one most members prefer (ties: the
-    /// earlier in [`assignor::ASSIGNORS`]), else the default.
-    pub fn preferred_assignor(&self) -> String {
+    /// The assignor the group uses, of those `offered`
+    /// (`group.consumer.assignors`): the one most members prefer (ties: the
+    /// earlier offered), else the first offered.
+    pub fn preferred_assignor(&self, offered: &[&str]) -> String {
         let mut votes: BTreeMap<usize, usize> = BTreeMap::new();
         for member in self.members.values() {
             if let Some(name) = &member.server_assignor {
-                if let Some(i) = assignor::ASSIGNORS.iter().position(|a| a == name) {
+                if let Some(i) = offered.iter().position(|a| a == name) {
                     *votes.entry(i).or_default() += 1;
                 }
             }
@@ -351,12 +352,12 @@ impl ConsumerGroup {
             .iter()
             .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
             .map_or(0, |(&i, _)| i);
-        assignor::ASSIGNORS[best].to_string()
+        offered.get(best).copied().unwrap_or("uniform").to_string()
     }
 
     /// Recomputes the target assignment at the group epoch; returns the
     /// members whose target changed.
-    pub fn compute_target(&mut self) -> Vec<String> {
+    pub fn compute_target(&mut self, offered: &[&str]) -> Vec<String> {
         let ids_by_name = &self.subscription_metadata;
         let subscriptions: BTreeMap<String, BTreeSet<Uuid>> = self
             .members
@@ -370,7 +371,7 @@ impl ConsumerGroup {
             })
             .collect();
         let partitions: BTreeMap<Uuid, i32> = ids_by_name.values().copied().collect();
-        let assignor = self.preferred_assignor();
+        let assignor = self.preferred_assignor(offered);
         let instance_ids: BTreeMap<String, String> = self
             .members
             .values()
@@ -748,7 +749,7 @@ mod tests {
         group.put_member(member("a", &["t"]));
         group.group_epoch = 1;
         group.refresh_subscription_metadata(&topics, true);
-        group.compute_target();
+        group.compute_target(assignor::ASSIGNORS);
         let a = group.reconcile(&group.members["a"], Some(&Assignment::new()));
         assert_eq!(
             (a.member_epoch, a.state, count(&a.assigned)),
@@ -758,7 +759,7 @@ mod tests {
 
         group.put_member(member("b", &["t"]));
         group.group_epoch = 2;
-        group.compute_target();
+        group.compute_target(assignor::ASSIGNORS);
         let b = group.reconcile(&group.members["b"], Some(&Assignment::new()));
         assert_eq!(b.member_epoch, 2);
         assert_eq!(b.state, MemberState::UnreleasedPartitions);

@@ -99,6 +99,9 @@ pub struct GroupConfig {
     /// consumers become consumer groups when a KIP-848 member joins
     /// (upgrade) and back when only classic members remain (downgrade).
     pub migration_policy: MigrationPolicy,
+    /// `group.consumer.assignors`: the server assignors members may name,
+    /// each one of [`assignor::ASSIGNORS`]; the first is the default.
+    pub consumer_assignors: Vec<&'static str>,
 }
 
 /// Kafka's `ConsumerGroupMigrationPolicy`.
@@ -170,6 +173,7 @@ impl Default for GroupConfig {
             consumer_heartbeat_interval_ms: 5_000,
             consumer_group_members_max: GROUP_MEMBERS_MAX,
             migration_policy: MigrationPolicy::Bidirectional,
+            consumer_assignors: assignor::ASSIGNORS.to_vec(),
         }
     }
 }
@@ -193,6 +197,7 @@ impl GroupConfig {
         assert!(self.consumer_heartbeat_interval_ms >= 1);
         assert!(self.consumer_group_members_max >= 1);
         assert!(self.consumer_group_members_max <= GROUP_MEMBERS_MAX);
+        assert!(!self.consumer_assignors.is_empty());
     }
 }
 

@@ -208,6 +208,18 @@ pub fn group_config(config: &BrokerConfig) -> GroupConfig {
             &groups.group_consumer_migration_policy,
         )
         .unwrap_or_default(),
+        // In the configured order (the first is the default); the command
+        // line names only built-in ones.
+        consumer_assignors: groups
+            .group_consumer_assignors
+            .split(',')
+            .filter_map(|name| {
+                crate::group::assignor::ASSIGNORS
+                    .iter()
+                    .copied()
+                    .find(|a| *a == name)
+            })
+            .collect(),
         ..GroupConfig::default()
     }
 }

@@ -461,11 +461,13 @@ def test_a_group_config_shortens_the_session_of_that_group_only(short_session_br
 @pytest.fixture(scope="module")
 def no_migration_broker(tmp_path_factory):
     """A broker whose groups never change protocol while running
-    (`group.consumer.migration.policy=disabled`) and whose consumer groups
-    take at most two members (`group.consumer.max.size=2`)."""
+    (`group.consumer.migration.policy=disabled`), whose consumer groups
+    take at most two members (`group.consumer.max.size=2`) and offer only
+    the range assignor (`group.consumer.assignors=range`)."""
     yield from serve(Broker(tmp_path_factory.mktemp("ringbroker-no-migration"), extra_args=[
         "--group-consumer-migration-policy", "DISABLED",
         "--group-consumer-max-size", "2",
+        "--group-consumer-assignors", "range",
     ]))
 
 
@@ -514,5 +516,33 @@ def test_a_consumer_group_takes_no_more_members_than_its_max_size(no_migration_b
         assert members[2].partitions() == set()
         assert all(len(m.partitions()) == 2 for m in members[:2])
     finally:
+        for member in members:
+            member.close()
+
+
+def test_only_the_configured_server_assignors_are_offered(no_migration_broker, topic):
+    """`group.consumer.assignors=range`: a member asking for `uniform` is
+    refused with UNSUPPORTED_ASSIGNOR (fatal to librdkafka); members asking
+    for none get contiguous ranges, the only assignor offered being the
+    default."""
+    bootstrap = no_migration_broker.bootstrap
+    create(bootstrap, (topic, 4))
+    group = topic + "-group"
+    refused = Member(bootstrap, group + "-uniform", [topic], **{"group.remote.assignor": "uniform"})
+    members = []
+    try:
+        wait_for(lambda: refused.errors, "the uniform member is refused")
+        assert any("_FATAL" in e and "assignor or its version range is not supported" in e
+                   for e in refused.errors), \
+            refused.errors
+        members = [Member(bootstrap, group, [topic]), Member(bootstrap, group, [topic])]
+        wait_for(lambda: all(len(m.partitions()) == 2 for m in members), "two members 2 + 2")
+        ranges = sorted(sorted(p for _, p in m.partitions()) for m in members)
+        assert ranges == [[0, 1], [2, 3]]
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        described = admin.describe_consumer_groups([group])[group].result(30)
+        assert described.partition_assignor == "range"
+    finally:
+        refused.close()
         for member in members:
             member.close()

@@ -21,7 +21,7 @@
 
 use super::*;
 use crate::config::limits::TOPIC_NAME_BYTES_MAX;
-use crate::group::assignor::{Assignment, ASSIGNORS};
+use crate::group::assignor::Assignment;
 use crate::group::consumer::{
     compile_regex, ConsumerGroup, ConsumerMember, MemberState, TopicsSnapshot, TopicsView,
     LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -150,7 +150,7 @@ pub(super) fn update_member(
         records.push(epoch_record(group_id, consumer));
     }
     if consumer.group_epoch > consumer.target_epoch {
-        for changed in consumer.compute_target() {
+        for changed in consumer.compute_target(&core.config.consumer_assignors) {
             records.push(target_record(
                 group_id,
                 &changed,
@@ -182,7 +182,7 @@ pub(super) fn update_member(
 }
 
 /// Kafka's `throwIfConsumerGroupHeartbeatRequestIsInvalid`.
-fn validate(request: &ConsumerGroupHeartbeatRequest) -> Result<(), Refusal> {
+fn validate(request: &ConsumerGroupHeartbeatRequest, assignors: &[&str]) -> Result<(), Refusal> {
     let invalid = |message: &str| refuse(ErrorCode::InvalidRequest, message);
     // Kafka's "empty" includes blank.
     let blank = |s: &str| s.trim().is_empty();
@@ -228,12 +228,12 @@ fn validate(request: &ConsumerGroupHeartbeatRequest) -> Result<(), Refusal> {
         _ => {}
     }
     if let Some(assignor) = &request.server_assignor {
-        if !ASSIGNORS.contains(&assignor.as_str()) {
+        if !assignors.contains(&assignor.as_str()) {
             return refuse(
                 ErrorCode::UnsupportedAssignor,
                 format!(
                     "ServerAssignor {assignor} is not supported. Supported assignors: {}.",
-                    ASSIGNORS.join(", ")
+                    assignors.join(", ")
                 ),
             );
         }
@@ -411,7 +411,7 @@ impl GroupCoordinator {
             );
         }
         let group_id = request.group_id.clone();
-        let result = validate(&request).and_then(|()| {
+        let result = validate(&request, &self.core.config.consumer_assignors).and_then(|()| {
             if request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH
                 || request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
             {
@@ -1083,7 +1083,8 @@ impl GroupCoordinator {
                     group_state: consumer.state_name().to_string(),
                     group_epoch: consumer.group_epoch,
                     assignment_epoch: consumer.target_epoch,
-                    assignor_name: consumer.preferred_assignor(),
+                    assignor_name: consumer
+                        .preferred_assignor(&self.core.config.consumer_assignors),
                     members: consumer
                         .members
                         .values()
@@ -1257,6 +1258,33 @@ pub(super) mod tests_support {
 mod tests {
     use super::tests_support::*;
     use super::*;
+
+    #[test]
+    fn only_the_configured_assignors_are_offered_and_the_first_is_the_default() {
+        let mut c = GroupCoordinator::new(
+            GroupConfig {
+                consumer_assignors: vec!["range"],
+                ..GroupConfig::default()
+            },
+            1,
+            0,
+        );
+        let t = topics(2);
+        let uniform = ConsumerGroupHeartbeatRequest {
+            server_assignor: Some("uniform".into()),
+            ..join("m")
+        };
+        let (response, _) = c.consumer_group_heartbeat(0, uniform, &t);
+        assert_eq!(response.error, Some(ErrorCode::UnsupportedAssignor));
+        assert_eq!(
+            response.error_message.as_deref(),
+            Some("ServerAssignor uniform is not supported. Supported assignors: range.")
+        );
+        let (response, _) = c.consumer_group_heartbeat(0, join("m"), &t);
+        assert_eq!(response.error, None);
+        let described = c.consumer_group_describe(&[G.into()], &t);
+        assert_eq!(described[0].assignor_name, "range");
+    }
 
     #[test]
     fn invalid_requests_get_kafkas_errors_and_messages() {
