@@ -26,8 +26,8 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::topic_config::{
-    apply_incremental, canonical_value, config_source, config_type, is_requested, ConfigAlteration,
-    Validator,
+    apply_incremental, canonical_value, config_source, config_type, described_entry, is_requested,
+    ConfigAlteration, Validator,
 };
 use crate::protocol::ErrorCode;
 
@@ -512,21 +512,11 @@ pub fn describe_group_configs(
                 .with_name(StrBytes::from_static_str(def.name))
                 .with_value(Some(StrBytes::from_string(value.clone())))
                 .with_source(source);
-            DescribeConfigsResourceResult::default()
-                .with_name(StrBytes::from_static_str(def.name))
-                .with_value(Some(StrBytes::from_string(value)))
-                .with_read_only(false)
-                .with_config_source(source)
-                .with_is_sensitive(false)
-                .with_synonyms(if include_synonyms {
-                    vec![synonym]
-                } else {
-                    Vec::new()
-                })
-                .with_config_type(def.config_type)
-                .with_documentation(
-                    include_documentation.then(|| StrBytes::from_static_str(def.documentation)),
-                )
+            described_entry(
+                (def.name, value, source, def.config_type),
+                include_synonyms.then(|| vec![synonym]),
+                include_documentation.then_some(def.documentation),
+            )
         })
         .collect()
 }

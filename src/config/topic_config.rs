@@ -1556,23 +1556,32 @@ pub fn describe_topic_configs(
             let source = synonyms
                 .first()
                 .map_or(config_source::DEFAULT_CONFIG, |synonym| synonym.source);
-            DescribeConfigsResourceResult::default()
-                .with_name(StrBytes::from_static_str(def.name))
-                .with_value(Some(StrBytes::from_string(value)))
-                .with_read_only(false)
-                .with_config_source(source)
-                .with_is_sensitive(false)
-                .with_synonyms(if include_synonyms {
-                    synonyms
-                } else {
-                    Vec::new()
-                })
-                .with_config_type(def.config_type)
-                .with_documentation(
-                    include_documentation.then(|| StrBytes::from_static_str(def.documentation)),
-                )
+            described_entry(
+                (def.name, value, source, def.config_type),
+                include_synonyms.then_some(synonyms),
+                include_documentation.then_some(def.documentation),
+            )
         })
         .collect()
+}
+
+/// One DescribeConfigs entry of a config that is neither read-only nor
+/// sensitive: (name, value, source, type), the synonyms and documentation
+/// when asked for (else empty and null, as Kafka sends).
+pub(crate) fn described_entry(
+    (name, value, source, config_type): (&'static str, String, i8, i8),
+    synonyms: Option<Vec<DescribeConfigsSynonym>>,
+    documentation: Option<&'static str>,
+) -> DescribeConfigsResourceResult {
+    DescribeConfigsResourceResult::default()
+        .with_name(StrBytes::from_static_str(name))
+        .with_value(Some(StrBytes::from_string(value)))
+        .with_read_only(false)
+        .with_config_source(source)
+        .with_is_sensitive(false)
+        .with_synonyms(synonyms.unwrap_or_default())
+        .with_config_type(config_type)
+        .with_documentation(documentation.map(StrBytes::from_static_str))
 }
 
 #[cfg(test)]
