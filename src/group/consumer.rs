@@ -337,22 +337,25 @@ impl ConsumerGroup {
     }
 
     /// The assignor the group uses, of those `offered`
-    /// (`group.consumer.assignors`): the one most members prefer (ties: the
-    /// earlier offered), else the first offered.
+    /// (`group.consumer.assignors`): the one most members prefer, else the
+    /// first offered. Ties go to the earlier in [`assignor::ASSIGNORS`]
+    /// whatever the configured order, as Kafka's `HashMap` of votes gives
+    /// them to `uniform`.
     pub fn preferred_assignor(&self, offered: &[&str]) -> String {
         let mut votes: BTreeMap<usize, usize> = BTreeMap::new();
         for member in self.members.values() {
             if let Some(name) = &member.server_assignor {
-                if let Some(i) = offered.iter().position(|a| a == name) {
-                    *votes.entry(i).or_default() += 1;
+                if offered.contains(&name.as_str()) {
+                    if let Some(i) = assignor::ASSIGNORS.iter().position(|a| a == name) {
+                        *votes.entry(i).or_default() += 1;
+                    }
                 }
             }
         }
-        let best = votes
-            .iter()
-            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-            .map_or(0, |(&i, _)| i);
-        offered.get(best).copied().unwrap_or("uniform").to_string()
+        match votes.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))) {
+            Some((&i, _)) => assignor::ASSIGNORS[i].to_string(),
+            None => offered.first().copied().unwrap_or("uniform").to_string(),
+        }
     }
 
     /// Recomputes the target assignment at the group epoch; returns the

@@ -231,9 +231,15 @@ fn validate(request: &ConsumerGroupHeartbeatRequest, assignors: &[&str]) -> Resu
         if !assignors.contains(&assignor.as_str()) {
             return refuse(
                 ErrorCode::UnsupportedAssignor,
+                // Kafka lists them from a HashSet: uniform before range.
                 format!(
                     "ServerAssignor {assignor} is not supported. Supported assignors: {}.",
-                    assignors.join(", ")
+                    crate::group::assignor::ASSIGNORS
+                        .iter()
+                        .filter(|a| assignors.contains(a))
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             );
         }
@@ -341,8 +347,19 @@ impl Core {
             Some(classic) => classic.session_timeout_ms,
             None => self.consumer_session_timeout_ms(group_id),
         };
+        self.schedule_consumer_session_in(group_id, &member.member_id, now_ms, timeout_ms);
+    }
+
+    /// A consumer-group member's session ends `timeout_ms` from now.
+    fn schedule_consumer_session_in(
+        &mut self,
+        group_id: &str,
+        member_id: &str,
+        now_ms: i64,
+        timeout_ms: i32,
+    ) {
         self.timers.schedule(
-            session_key(group_id, &member.member_id),
+            session_key(group_id, member_id),
             now_ms.saturating_add(i64::from(timeout_ms)),
             TimerAction::ExpireConsumerSession,
         );
@@ -992,9 +1009,17 @@ impl GroupCoordinator {
             let Some(consumer) = &group.consumer else {
                 continue;
             };
+            // Every member, classic ones too, gets the group's consumer
+            // session timeout, as in Kafka; a classic member's own comes
+            // back with its next SyncGroup or Heartbeat.
+            let timeout_ms = self.core.consumer_session_timeout_ms(group_id);
             for member in consumer.members.values() {
-                self.core
-                    .schedule_consumer_session(group_id, member, now_ms);
+                self.core.schedule_consumer_session_in(
+                    group_id,
+                    &member.member_id,
+                    now_ms,
+                    timeout_ms,
+                );
                 if member.state == MemberState::UnrevokedPartitions && member.classic.is_none() {
                     self.core
                         .schedule_consumer_revocation(group_id, member, now_ms);
@@ -1284,6 +1309,41 @@ mod tests {
         assert_eq!(response.error, None);
         let described = c.consumer_group_describe(&[G.into()], &t);
         assert_eq!(described[0].assignor_name, "range");
+
+        // Configured the other way round: the first is the default, but
+        // Kafka lists them, and breaks ties, uniform first.
+        let mut c = GroupCoordinator::new(
+            GroupConfig {
+                consumer_assignors: vec!["range", "uniform"],
+                ..GroupConfig::default()
+            },
+            1,
+            0,
+        );
+        let sticky = ConsumerGroupHeartbeatRequest {
+            server_assignor: Some("sticky".into()),
+            ..join("m")
+        };
+        let (response, _) = c.consumer_group_heartbeat(0, sticky, &t);
+        assert_eq!(
+            response.error_message.as_deref(),
+            Some("ServerAssignor sticky is not supported. Supported assignors: uniform, range.")
+        );
+        c.consumer_group_heartbeat(0, join("m"), &t);
+        let assignor = |c: &GroupCoordinator| {
+            c.consumer_group_describe(&[G.into()], &t)[0]
+                .assignor_name
+                .clone()
+        };
+        assert_eq!(assignor(&c), "range");
+        for (member, name) in [("u", "uniform"), ("r", "range")] {
+            let request = ConsumerGroupHeartbeatRequest {
+                server_assignor: Some(name.into()),
+                ..join(member)
+            };
+            assert_eq!(c.consumer_group_heartbeat(0, request, &t).0.error, None);
+        }
+        assert_eq!(assignor(&c), "uniform");
     }
 
     #[test]
