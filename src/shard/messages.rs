@@ -184,7 +184,8 @@ pub enum ControllerRequest {
     },
     /// Alter group configs (validate only when asked).
     AlterGroupConfigs {
-        /// The group id (not empty) and its change.
+        /// The group id and its change (an empty id is refused there, as
+        /// Kafka's controller refuses it).
         resources: Vec<(String, ConfigAlteration)>,
         /// Check without changing.
         validate_only: bool,

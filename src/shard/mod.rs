@@ -301,9 +301,8 @@ impl Shard {
             let mut image = (*before).clone();
             image.apply(&record);
             // ACL, quota and group config records change nothing but the
-            // image: a run of
-            // them goes into one copy, so a request of n ACLs copies the ACL
-            // set once, not n times.
+            // image: a run of them goes into one copy, so a request of n
+            // ACLs copies the ACL set once, not n times.
             if image_only(&record) {
                 while let Some(next) = records.next_if(|r| image_only(r)) {
                     image.apply(&next);
