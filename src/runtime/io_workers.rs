@@ -142,17 +142,28 @@ mod tests {
         ring.submit_and_wait(1).unwrap();
         ring.completion().for_each(drop);
         tune(cpus, 4).unwrap();
-        let nop = io_uring::opcode::Nop::new()
-            .build()
-            .flags(io_uring::squeue::Flags::ASYNC);
-        // SAFETY: as above.
-        unsafe { ring.submission().push(&nop).unwrap() };
-        ring.submit_and_wait(1).unwrap();
-        ring.completion().for_each(drop);
         let worker_name = format!("iou-wrk-{}", nix::unistd::gettid());
-        thread_cpus(&worker_name)
-            .unwrap_or_else(|| panic!("no {worker_name} thread after an async no-op"))
+        // An idle worker may exit (or not be listed yet) by the time /proc is
+        // read on a loaded machine, so the no-op is sent again, a bounded
+        // number of times, until a worker is seen.
+        for _ in 0..WORKER_LOOKUPS {
+            let nop = io_uring::opcode::Nop::new()
+                .build()
+                .flags(io_uring::squeue::Flags::ASYNC);
+            // SAFETY: as above.
+            unsafe { ring.submission().push(&nop).unwrap() };
+            ring.submit_and_wait(1).unwrap();
+            ring.completion().for_each(drop);
+            if let Some(cpus) = thread_cpus(&worker_name) {
+                return cpus;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("no {worker_name} thread after {WORKER_LOOKUPS} async no-ops")
     }
+
+    /// How many async no-ops `worker_cpus_after_tuning` sends at most.
+    const WORKER_LOOKUPS: usize = 100;
 
     /// Goal: the start-up log tells where the workers really run. Method: a
     /// thread pinned to one CPU (as a shard is) tunes its io-wq as a shard
