@@ -26,7 +26,7 @@ use kafka_protocol::messages::{
 use kafka_protocol::protocol::StrBytes;
 
 use common::wire::RawClient;
-use common::{Broker, BrokerOptions};
+use common::{unique, Broker, BrokerOptions};
 
 const GROUP: i8 = 32;
 const INVALID_CONFIG: i16 = 40;
@@ -40,15 +40,6 @@ const APPEND: i8 = 2;
 
 fn s(text: &str) -> StrBytes {
     StrBytes::from_string(text.to_string())
-}
-
-/// A group name no earlier run used (the reference broker keeps configs).
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_nanos();
-    format!("{prefix}-{nanos}")
 }
 
 /// IncrementalAlterConfigs v1 of one group: (name, value, operation).

@@ -24,7 +24,7 @@ use kafka_protocol::records::{Compression, Record};
 use common::wire::{
     encode_batch_compressed, incremental_alter_configs, plain_record, produce_request, RawClient,
 };
-use common::{Broker, BrokerOptions};
+use common::{unique, Broker, BrokerOptions};
 
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const NOT_LEADER_OR_FOLLOWER: i16 = 6;
@@ -51,11 +51,6 @@ fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .expect("clock after 1970")
         .as_millis() as i64
-}
-
-/// A topic name no earlier run used (the reference broker keeps its topics).
-fn unique(prefix: &str) -> String {
-    format!("{prefix}-{}", now_ms())
 }
 
 fn create_topic(client: &mut RawClient, name: &str, configs: &[(&str, &str)]) {

@@ -1,7 +1,7 @@
 //! Goal: the transaction coordinator's APIs answer as Kafka 4.x does for a
 //! transactional id's life cycle and its error cases. ApiVersions advertises
 //! AddPartitionsToTxn 0-3 (4+ is broker-to-broker), AddOffsetsToTxn 0-4,
-//! EndTxn 0-4 (5 is transactions V2), DescribeTransactions 0 and
+//! EndTxn 0-5 (5 is transactions V2), DescribeTransactions 0 and
 //! ListTransactions 0-1. FindCoordinator for a transactional id names this
 //! broker and refuses an empty id. InitProducerId refuses a timeout above
 //! `transaction.max.timeout.ms`, gives epoch 0 to a new id and bumps it on
@@ -26,6 +26,8 @@
 //! the committed transaction is CompleteCommit and the open one is still
 //! Ongoing, and committing it then works.
 //!
+//! Transactions V2 (KIP-890 part 2) have a test of their own below.
+//!
 //! Method: one broker with 2 shards, driven over one TCP connection with
 //! hand-built `kafka-protocol` requests.
 
@@ -42,18 +44,19 @@ use kafka_protocol::messages::txn_offset_commit_request::{
 };
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
-    AddPartitionsToTxnResponse, ApiKey, CreateTopicsRequest, CreateTopicsResponse,
-    DescribeTransactionsRequest, DescribeTransactionsResponse, EndTxnRequest, EndTxnResponse,
-    FindCoordinatorRequest, FindCoordinatorResponse, GroupId, InitProducerIdRequest,
-    InitProducerIdResponse, ListTransactionsRequest, ListTransactionsResponse, OffsetFetchRequest,
-    OffsetFetchResponse, ProduceRequest, ProduceResponse, ProducerId, TopicName, TransactionalId,
+    AddPartitionsToTxnResponse, ApiKey, ApiVersionsRequest, ApiVersionsResponse,
+    CreateTopicsRequest, CreateTopicsResponse, DescribeTransactionsRequest,
+    DescribeTransactionsResponse, EndTxnRequest, EndTxnResponse, FindCoordinatorRequest,
+    FindCoordinatorResponse, GroupId, InitProducerIdRequest, InitProducerIdResponse,
+    ListTransactionsRequest, ListTransactionsResponse, OffsetFetchRequest, OffsetFetchResponse,
+    ProduceRequest, ProduceResponse, ProducerId, TopicName, TransactionalId,
     TxnOffsetCommitRequest, TxnOffsetCommitResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Record, TimestampType};
 
 use common::wire::{api_versions, encode_batch, RawClient};
-use common::{Broker, BrokerOptions};
+use common::{unique, Broker, BrokerOptions};
 
 const TOPIC: &str = "payments";
 const TXN: &str = "payments-writer";
@@ -78,8 +81,8 @@ fn init(client: &mut RawClient, id: &str, timeout_ms: i32, version: i16) -> Init
 }
 
 /// InitProducerId until the coordinator has loaded (and, after a fence,
-/// finished the abort): COORDINATOR_LOAD_IN_PROGRESS and
-/// CONCURRENT_TRANSACTIONS are retriable.
+/// finished the abort): the coordinator errors and CONCURRENT_TRANSACTIONS
+/// are retriable.
 fn init_retrying(client: &mut RawClient, id: &str) -> (i64, i16) {
     let mut last = 0;
     for _ in 0..200 {
@@ -88,9 +91,17 @@ fn init_retrying(client: &mut RawClient, id: &str) -> (i64, i16) {
             return (response.producer_id.0, response.producer_epoch);
         }
         last = response.error_code;
+        // Kafka answers NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE while
+        // it creates `__transaction_state`.
         assert!(
-            last == code(ResponseError::CoordinatorLoadInProgress)
-                || last == code(ResponseError::ConcurrentTransactions),
+            [
+                ResponseError::CoordinatorLoadInProgress,
+                ResponseError::ConcurrentTransactions,
+                ResponseError::NotCoordinator,
+                ResponseError::CoordinatorNotAvailable
+            ]
+            .map(code)
+            .contains(&last),
             "InitProducerId {id}: error {last}"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -145,6 +156,27 @@ fn end_txn(
     request.committed = commit;
     let response: EndTxnResponse = client.request(ApiKey::EndTxn, version, &request);
     response.error_code
+}
+
+/// EndTxn v5 (transactions V2): the error code and the producer id and
+/// epoch of the producer's next transaction.
+fn end_txn_v5(
+    client: &mut RawClient,
+    id: &str,
+    producer: (i64, i16),
+    commit: bool,
+) -> (i16, i64, i16) {
+    let mut request = EndTxnRequest::default();
+    request.transactional_id = TransactionalId(s(id));
+    request.producer_id = ProducerId(producer.0);
+    request.producer_epoch = producer.1;
+    request.committed = commit;
+    let response: EndTxnResponse = client.request(ApiKey::EndTxn, 5, &request);
+    (
+        response.error_code,
+        response.producer_id.0,
+        response.producer_epoch,
+    )
 }
 
 fn describe(client: &mut RawClient, ids: &[&str]) -> DescribeTransactionsResponse {
@@ -280,7 +312,7 @@ fn transaction_apis_answer_like_kafka() {
     };
     assert_eq!(range(ApiKey::AddPartitionsToTxn), Some((0, 3)));
     assert_eq!(range(ApiKey::AddOffsetsToTxn), Some((0, 4)));
-    assert_eq!(range(ApiKey::EndTxn), Some((0, 4)));
+    assert_eq!(range(ApiKey::EndTxn), Some((0, 5)));
     assert_eq!(range(ApiKey::DescribeTransactions), Some((0, 0)));
     assert_eq!(range(ApiKey::ListTransactions), Some((0, 1)));
 
@@ -533,6 +565,326 @@ fn transaction_apis_answer_like_kafka() {
         "epochs continue after restart"
     );
     broker.terminate();
+}
+
+/// ApiVersions `version` on a fresh connection: the supported features as
+/// (name, min, max), the finalized ones as (name, level), and the epoch.
+#[allow(clippy::type_complexity)]
+fn features(bootstrap: &str, version: i16) -> (Vec<(String, i16, i16)>, Vec<(String, i16)>, i64) {
+    let mut client = RawClient::connect(bootstrap);
+    let mut request = ApiVersionsRequest::default();
+    request.client_software_name = s("ringbroker-tests");
+    request.client_software_version = s("1");
+    let response: ApiVersionsResponse = client.request(ApiKey::ApiVersions, version, &request);
+    assert_eq!(response.error_code, 0);
+    let supported = response
+        .supported_features
+        .iter()
+        .map(|f| (f.name.to_string(), f.min_version, f.max_version))
+        .collect();
+    let finalized = response
+        .finalized_features
+        .iter()
+        .map(|f| {
+            assert_eq!(f.min_version_level, f.max_version_level, "{f:?}");
+            (f.name.to_string(), f.max_version_level)
+        })
+        .collect();
+    (supported, finalized, response.finalized_features_epoch)
+}
+
+/// The state, producer id and epoch DescribeTransactions shows for `id`,
+/// and its partitions by topic, sorted.
+#[allow(clippy::type_complexity)]
+fn described(client: &mut RawClient, id: &str) -> (String, i64, i16, Vec<(String, Vec<i32>)>) {
+    let response = describe(client, &[id]);
+    let found = &response.transaction_states[0];
+    assert_eq!(found.error_code, 0, "{id}");
+    let mut topics: Vec<(String, Vec<i32>)> = found
+        .topics
+        .iter()
+        .map(|t| (t.topic.to_string(), t.partitions.clone()))
+        .collect();
+    topics.sort();
+    (
+        found.transaction_state.to_string(),
+        found.producer_id.0,
+        found.producer_epoch,
+        topics,
+    )
+}
+
+/// Goal: transactions V2 (KIP-890 part 2) as Kafka 4.1 runs them, which
+/// Java clients 4.x use once a broker finalizes `transaction.version` 2:
+/// ApiVersions v3+ finalizes it (v3 leaves out supported ranges starting at
+/// 0) with an epoch of 0 or more, and advertises EndTxn v5, TxnOffsetCommit
+/// v5 and Produce v12. A transactional Produce v12 or TxnOffsetCommit v5
+/// adds its partition to the transaction itself (no AddPartitionsToTxn or
+/// AddOffsetsToTxn) and starts one if none is open. Every EndTxn v5 bumps
+/// the epoch and answers the producer id and epoch of the next transaction;
+/// a retry with the old epoch gets the same answer; a late batch of the
+/// finished transaction is INVALID_PRODUCER_EPOCH; a commit without a
+/// transaction is INVALID_TXN_STATE while an abort without one is legal (a
+/// bump). Aborted offsets stay invisible. A V1 client (AddPartitionsToTxn
+/// v3, Produce v11, EndTxn v4) on the same id keeps its epoch. A
+/// transaction past its timeout is aborted with one bump, and the V2
+/// producer recovers by aborting with its old epoch, as in Kafka.
+///
+/// Method: requests on the wire. Every answer asserted up to the restart is
+/// what Kafka 4.1.1 (KRaft, single node, default features) answered to the
+/// same requests: run with RINGBROKER_TXN_V2_REFERENCE=host:port to send
+/// them to a Kafka instead. Then (own broker only) the bumped epoch and a
+/// committed V2 transaction survive kill -9.
+#[test]
+fn transactions_v2_bump_the_epoch_of_every_transaction_like_kafka() {
+    let reference = std::env::var("RINGBROKER_TXN_V2_REFERENCE").ok();
+    let mut broker = reference
+        .is_none()
+        .then(|| Broker::start(BrokerOptions::default().cores(2)));
+    let bootstrap = reference.unwrap_or_else(|| broker.as_ref().expect("a broker").bootstrap());
+    let mut client = RawClient::connect(&bootstrap);
+
+    // Features: transaction.version 2 is finalized.
+    let (supported, finalized, epoch) = features(&bootstrap, 4);
+    assert!(epoch >= 0, "the Java client ignores features of epoch -1");
+    assert!(
+        supported.contains(&("transaction.version".to_string(), 0, 2)),
+        "{supported:?}"
+    );
+    assert!(
+        finalized.contains(&("transaction.version".to_string(), 2)),
+        "{finalized:?}"
+    );
+    assert!(
+        finalized.contains(&("group.version".to_string(), 1)),
+        "{finalized:?}"
+    );
+    assert!(
+        finalized.contains(&("metadata.version".to_string(), 27)),
+        "{finalized:?}"
+    );
+    let (supported, finalized_v3, _) = features(&bootstrap, 3);
+    assert!(
+        supported.iter().all(|(_, min, _)| *min > 0),
+        "v3 leaves out ranges from 0: {supported:?}"
+    );
+    assert!(supported
+        .iter()
+        .any(|(name, _, _)| name == "metadata.version"));
+    assert_eq!(finalized_v3, finalized);
+    let versions = api_versions(&bootstrap);
+    let max = |key: ApiKey| {
+        versions
+            .api_keys
+            .iter()
+            .find(|k| k.api_key == key as i16)
+            .map_or(-1, |k| k.max_version)
+    };
+    assert!(max(ApiKey::EndTxn) >= 5);
+    assert!(max(ApiKey::TxnOffsetCommit) >= 5);
+    assert!(max(ApiKey::Produce) >= 12);
+
+    let mut create = CreateTopicsRequest::default();
+    let mut topic = CreatableTopic::default();
+    topic.name = TopicName(s(TOPIC));
+    topic.num_partitions = 4;
+    topic.replication_factor = 1;
+    create.topics.push(topic);
+    create.timeout_ms = 10_000;
+    let created: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 5, &create);
+    assert!(
+        [0, code(ResponseError::TopicAlreadyExists)].contains(&created.topics[0].error_code),
+        "{created:?}"
+    );
+    let txn = unique("v2-writer");
+    let group = unique("v2-group");
+    // Kafka creates `__transaction_state` and `__consumer_offsets` on a
+    // FindCoordinator, as clients send first.
+    for (key_type, key) in [(1, &txn), (0, &group)] {
+        let mut find = FindCoordinatorRequest::default();
+        find.key_type = key_type;
+        find.coordinator_keys = vec![s(key)];
+        for _ in 0..200 {
+            let found: FindCoordinatorResponse = client.request(ApiKey::FindCoordinator, 4, &find);
+            if found.coordinators[0].error_code == 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    let (pid, first_epoch) = init_retrying(&mut client, &txn);
+    assert_eq!(first_epoch, 0);
+
+    // A transactional Produce v12 starts the transaction by itself.
+    assert_eq!(
+        produce(&mut client, Some(&txn), (pid, 0), 0, 0, 12),
+        (0, None)
+    );
+    assert_eq!(
+        described(&mut client, &txn),
+        (
+            "Ongoing".to_string(),
+            pid,
+            0,
+            vec![(TOPIC.to_string(), vec![0])]
+        )
+    );
+    // Commit: the next transaction's epoch comes back.
+    assert_eq!(end_txn_v5(&mut client, &txn, (pid, 0), true), (0, pid, 1));
+    wait_for_state(&mut client, &txn, "CompleteCommit");
+    assert_eq!(described(&mut client, &txn).2, 1);
+    assert_eq!(
+        end_txn_v5(&mut client, &txn, (pid, 0), true),
+        (0, pid, 1),
+        "a retry with the old epoch gets the same answer"
+    );
+    assert_eq!(
+        produce(&mut client, Some(&txn), (pid, 0), 0, 1, 12).0,
+        code(ResponseError::InvalidProducerEpoch),
+        "a late batch of the committed transaction is fenced"
+    );
+    assert_eq!(
+        end_txn_v5(&mut client, &txn, (pid, 1), true).0,
+        code(ResponseError::InvalidTxnState),
+        "a commit without a transaction"
+    );
+    assert_eq!(
+        end_txn_v5(&mut client, &txn, (pid, 1), false),
+        (0, pid, 2),
+        "an abort without a transaction bumps the epoch"
+    );
+    wait_for_state(&mut client, &txn, "CompleteAbort");
+    assert_eq!(
+        end_txn_v5(&mut client, &txn, (pid, 0), false).0,
+        code(ResponseError::ProducerFenced)
+    );
+
+    // Offsets join the transaction by themselves too; aborted, they never
+    // show.
+    assert_eq!(
+        produce(&mut client, Some(&txn), (pid, 2), 1, 0, 12),
+        (0, None)
+    );
+    // The group's coordinator may still be loading (a client retries).
+    let mut committed = Vec::new();
+    for _ in 0..200 {
+        committed = txn_offset_commit(&mut client, &txn, (pid, 2), &group, 5, 5);
+        let loading = [
+            ResponseError::NotCoordinator,
+            ResponseError::CoordinatorNotAvailable,
+            ResponseError::CoordinatorLoadInProgress,
+        ]
+        .map(code);
+        if !committed.iter().any(|c| loading.contains(c)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(committed, vec![0]);
+    let (state, _, _, topics) = described(&mut client, &txn);
+    assert_eq!(state, "Ongoing");
+    assert_eq!(topics.len(), 2, "{topics:?}");
+    assert_eq!(topics[0].0, "__consumer_offsets");
+    assert_eq!(topics[1], (TOPIC.to_string(), vec![1]));
+    assert_eq!(end_txn_v5(&mut client, &txn, (pid, 2), false), (0, pid, 3));
+    wait_for_state(&mut client, &txn, "CompleteAbort");
+    assert_eq!(offset_fetch_stable(&mut client, &group), (-1, 0));
+    // Committed, they do.
+    assert_eq!(
+        produce(&mut client, Some(&txn), (pid, 3), 0, 0, 12),
+        (0, None)
+    );
+    assert_eq!(
+        txn_offset_commit(&mut client, &txn, (pid, 3), &group, 6, 5),
+        vec![0]
+    );
+    assert_eq!(end_txn_v5(&mut client, &txn, (pid, 3), true), (0, pid, 4));
+    wait_for_state(&mut client, &txn, "CompleteCommit");
+    assert_eq!(offset_fetch_stable(&mut client, &group), (6, 0));
+
+    // A V1 client on the same id keeps its epoch.
+    let added = add_partitions(&mut client, &txn, (pid, 4), &[(TOPIC, &[2])], 3);
+    assert_eq!(added, vec![(TOPIC.to_string(), 2, 0)]);
+    assert_eq!(
+        produce(&mut client, Some(&txn), (pid, 4), 2, 0, 11),
+        (0, None)
+    );
+    assert_eq!(end_txn(&mut client, &txn, (pid, 4), true, 4), 0);
+    wait_for_state(&mut client, &txn, "CompleteCommit");
+    assert_eq!(described(&mut client, &txn).2, 4);
+    assert_eq!(end_txn(&mut client, &txn, (pid, 4), true, 4), 0);
+
+    // A transaction past its timeout is aborted with one bump; the V2
+    // producer learns the new epoch by aborting with its old one.
+    let slow = unique("v2-slow");
+    let mut request = InitProducerIdRequest::default();
+    request.transactional_id = Some(TransactionalId(s(&slow)));
+    request.transaction_timeout_ms = 1_000;
+    request.producer_id = ProducerId(-1);
+    request.producer_epoch = -1;
+    let slow_producer: InitProducerIdResponse = client.request(ApiKey::InitProducerId, 4, &request);
+    assert_eq!(slow_producer.error_code, 0);
+    let slow_pid = slow_producer.producer_id.0;
+    assert_eq!(
+        produce(&mut client, Some(&slow), (slow_pid, 0), 3, 0, 12),
+        (0, None)
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
+    while described(&mut client, &slow).0 != "CompleteAbort" {
+        assert!(std::time::Instant::now() < deadline, "never aborted");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(described(&mut client, &slow).2, 1);
+    assert_eq!(
+        produce(&mut client, Some(&slow), (slow_pid, 0), 3, 1, 12).0,
+        code(ResponseError::InvalidProducerEpoch)
+    );
+    assert_eq!(
+        end_txn_v5(&mut client, &slow, (slow_pid, 0), true).0,
+        code(ResponseError::InvalidTxnState),
+        "its commit cannot succeed"
+    );
+    assert_eq!(
+        end_txn_v5(&mut client, &slow, (slow_pid, 0), false),
+        (0, slow_pid, 1),
+        "its abort learns the epoch"
+    );
+    assert_eq!(
+        produce(&mut client, Some(&slow), (slow_pid, 1), 3, 0, 12),
+        (0, None)
+    );
+    assert_eq!(
+        end_txn_v5(&mut client, &slow, (slow_pid, 1), true),
+        (0, slow_pid, 2)
+    );
+    wait_for_state(&mut client, &slow, "CompleteCommit");
+
+    let Some(broker) = broker.as_mut() else {
+        return;
+    };
+    // Own broker: a V2 commit answered just before kill -9 completes after
+    // the restart, at the bumped epoch, which still fences the old one.
+    assert_eq!(
+        produce(&mut client, Some(&txn), (pid, 4), 0, 0, 12),
+        (0, None)
+    );
+    assert_eq!(end_txn_v5(&mut client, &txn, (pid, 4), true), (0, pid, 5));
+    drop(client);
+    broker.kill9();
+    broker.restart();
+    let mut client = RawClient::connect(&broker.bootstrap());
+    wait_for_state(&mut client, &txn, "CompleteCommit");
+    assert_eq!(described(&mut client, &txn).2, 5);
+    assert_eq!(
+        produce(&mut client, Some(&txn), (pid, 4), 0, 1, 12).0,
+        code(ResponseError::InvalidProducerEpoch)
+    );
+    assert_eq!(
+        produce(&mut client, Some(&txn), (pid, 5), 0, 0, 12),
+        (0, None)
+    );
+    assert_eq!(end_txn_v5(&mut client, &txn, (pid, 5), true), (0, pid, 6));
+    wait_for_state(&mut client, &txn, "CompleteCommit");
 }
 
 /// Goal: a transactional id idle for `transactional.id.expiration.ms` is

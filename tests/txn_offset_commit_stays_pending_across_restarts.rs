@@ -1,5 +1,5 @@
 //! Goal: TxnOffsetCommit answers like Kafka and its offsets stay pending,
-//! durably. ApiVersions advertises TxnOffsetCommit 0-4. A transactional
+//! durably. ApiVersions advertises TxnOffsetCommit 0-5. A transactional
 //! producer whose transaction holds the group's offsets partition
 //! (AddOffsetsToTxn) commits offsets in it (v3, and v0 for a second
 //! partition); OffsetFetch without `require_stable` still answers the last
@@ -297,7 +297,7 @@ fn txn_offset_commit_stays_pending_across_restarts() {
         .iter()
         .find(|k| k.api_key == ApiKey::TxnOffsetCommit as i16)
         .expect("ApiVersions lists TxnOffsetCommit");
-    assert_eq!((entry.min_version, entry.max_version), (0, 4));
+    assert_eq!((entry.min_version, entry.max_version), (0, 5));
 
     let mut client = RawClient::connect(&bootstrap);
     let mut topic = CreatableTopic::default();

@@ -792,7 +792,10 @@ async fn alter_group_configs(
     let mut records = Vec::new();
     for (group, alteration) in resources {
         let empty = BTreeMap::new();
-        let current = image.group_configs.get(&group).unwrap_or(&empty);
+        let current = image
+            .group_configs
+            .get(&group)
+            .map_or(&empty, |g| &g.values);
         match crate::config::group_config::altered(&group, current, &alteration, &bounds) {
             Err((error, message)) => outcomes.push((error.code(), Some(message))),
             Ok(configs) => {

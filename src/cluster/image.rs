@@ -125,7 +125,17 @@ pub enum MetadataRecord {
 }
 
 /// Group configs by group id (`config::group_config`).
-pub type GroupConfigMap = BTreeMap<String, BTreeMap<String, String>>;
+pub type GroupConfigMap = BTreeMap<String, GroupConfigs>;
+
+/// One group's configs: as given, and what the coordinator reads of them
+/// (parsed once here, not at every heartbeat).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupConfigs {
+    /// Every config the group has, as given.
+    pub values: BTreeMap<String, String>,
+    /// What they change in how the coordinator treats the group.
+    pub overrides: crate::config::group_config::GroupOverrides,
+}
 
 /// A topic as the image knows it.
 #[derive(Debug, Clone)]
@@ -297,7 +307,13 @@ impl MetadataImage {
                 if configs.is_empty() {
                     groups.remove(group);
                 } else {
-                    groups.insert(group.clone(), configs.clone());
+                    groups.insert(
+                        group.clone(),
+                        GroupConfigs {
+                            values: configs.clone(),
+                            overrides: crate::config::group_config::GroupOverrides::of(configs),
+                        },
+                    );
                 }
             }
         }

@@ -4,6 +4,7 @@
 //! records in the same order (a broker-wide view, copied per shard).
 
 pub mod controller;
+pub mod features;
 pub mod image;
 pub mod metadata_log;
 

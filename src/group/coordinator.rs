@@ -2231,7 +2231,7 @@ impl Core {
     fn group_overrides(&self, group_id: &str) -> crate::config::group_config::GroupOverrides {
         self.group_configs
             .get(group_id)
-            .map(crate::config::group_config::GroupOverrides::of)
+            .map(|g| g.overrides)
             .unwrap_or_default()
     }
 

@@ -266,6 +266,7 @@ impl Authenticator {
                     request,
                     version,
                     correlation_id,
+                    image.applied_records as i64,
                 )))
             }
             ApiKey::SaslHandshake => {

@@ -105,9 +105,10 @@ pub const API_RANGES: &[ApiRange] = &[
         max: 5,
         served_min: 0,
     },
-    // Transactions V1 (the protocol every client falls back to while the
-    // broker does not finalize transaction.version 2): AddPartitionsToTxn
-    // v4+ is broker-to-broker (KAFKA-15757) and EndTxn v5 is V2.
+    // Transactions V1 and V2 (KIP-890 part 2: EndTxn v5, with Produce v12
+    // and TxnOffsetCommit v5; `cluster::features` finalizes
+    // transaction.version 2): AddPartitionsToTxn v4+ is broker-to-broker
+    // (KAFKA-15757), and V2 clients do not send AddPartitionsToTxn.
     ApiRange {
         key: ApiKey::AddPartitionsToTxn,
         advertised_min: 0,
@@ -123,7 +124,7 @@ pub const API_RANGES: &[ApiRange] = &[
     ApiRange {
         key: ApiKey::EndTxn,
         advertised_min: 0,
-        max: 4,
+        max: 5,
         served_min: 0,
     },
     ApiRange {
@@ -208,9 +209,9 @@ pub const API_RANGES: &[ApiRange] = &[
         max: 0,
         served_min: 0,
     },
-    // TxnOffsetCommit: Kafka 4.0 has 0-5; v4 differs from v3 only by the
-    // TRANSACTION_ABORTABLE error of KIP-890 verification, which we never
-    // send; v5 is transactions V2, not enabled here.
+    // TxnOffsetCommit: Kafka 4.0 has 0-5; v4 adds the TRANSACTION_ABORTABLE
+    // error of KIP-890 verification, v5 is transactions V2 (the offsets
+    // partition is added implicitly).
     ApiRange {
         key: ApiKey::ConsumerGroupHeartbeat,
         advertised_min: 0,
@@ -226,7 +227,7 @@ pub const API_RANGES: &[ApiRange] = &[
     ApiRange {
         key: ApiKey::TxnOffsetCommit,
         advertised_min: 0,
-        max: 4,
+        max: 5,
         served_min: 0,
     },
     // Kafka 4.0 serves WriteTxnMarkers v1 only (v0 was removed by KIP-896).
@@ -397,7 +398,7 @@ mod tests {
             (ApiKey::DescribeGroups, 0..=6),
             (ApiKey::DeleteGroups, 0..=2),
             (ApiKey::OffsetDelete, 0..=0),
-            (ApiKey::TxnOffsetCommit, 0..=4),
+            (ApiKey::TxnOffsetCommit, 0..=5),
         ] {
             for version in versions {
                 assert!(is_served(key, version), "{key:?} v{version}");
@@ -407,13 +408,16 @@ mod tests {
     }
 
     #[test]
-    fn transaction_ranges_cover_librdkafka_and_stay_off_v2() {
+    fn transaction_ranges_cover_librdkafka_and_java_v2() {
         // librdkafka sends AddPartitionsToTxn/AddOffsetsToTxn v0 and EndTxn
-        // v0-1; Java 4.x falls back to V1 without the feature flag.
+        // v0-1; Java 4.x with transaction.version 2 finalized sends Produce
+        // v12+, EndTxn v5 and TxnOffsetCommit v5, and must find all three.
         for (key, versions) in [
             (ApiKey::AddPartitionsToTxn, 0..=3),
             (ApiKey::AddOffsetsToTxn, 0..=4),
-            (ApiKey::EndTxn, 0..=4),
+            (ApiKey::EndTxn, 0..=5),
+            (ApiKey::Produce, 12..=12),
+            (ApiKey::TxnOffsetCommit, 5..=5),
             (ApiKey::DescribeTransactions, 0..=0),
             (ApiKey::ListTransactions, 0..=1),
         ] {
@@ -422,6 +426,5 @@ mod tests {
             }
         }
         assert!(!is_served(ApiKey::AddPartitionsToTxn, 4));
-        assert!(!is_served(ApiKey::EndTxn, 5));
     }
 }

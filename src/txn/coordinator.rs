@@ -1,11 +1,24 @@
 //! The transaction coordinator's decisions, without I/O: given a
 //! transactional id's metadata and a request, what to write and what to
-//! answer, following Kafka's `TransactionCoordinator` (transactions V1, the
-//! protocol every client speaks when the broker does not finalize
-//! `transaction.version` 2). The service applies a decision only after its
-//! record is durable; while a write or the markers of a decision are in
-//! flight the metadata is `pending`, and other requests for the id get
-//! CONCURRENT_TRANSACTIONS. Pure code, used on the coordinator's shard.
+//! answer, following Kafka 4.1's `TransactionCoordinator`. The service
+//! applies a decision only after its record is durable; while a write or
+//! the markers of a decision are in flight the metadata is `pending`, and
+//! other requests for the id get CONCURRENT_TRANSACTIONS. Pure code, used on
+//! the coordinator's shard.
+//!
+//! Two protocols, told apart by request version as Kafka does:
+//! - transactions V1 (AddPartitionsToTxn v0-3, EndTxn v0-4): the client
+//!   adds partitions itself and keeps its epoch;
+//! - transactions V2 (KIP-890 part 2: Produce v12+ and TxnOffsetCommit v5
+//!   add their partition implicitly, EndTxn v5): every commit or abort bumps
+//!   the epoch, the markers carry the bumped epoch (so a late write of the
+//!   finished transaction is fenced on every partition), and EndTxn answers
+//!   the producer id and epoch of the next transaction (a new producer id
+//!   when the epochs are exhausted).
+//!
+//! The coordinator's own aborts (timeouts, fencing by a new producer) follow
+//! the finalized `transaction.version` (2 here: one bump, the previous
+//! epoch kept).
 
 use std::collections::BTreeSet;
 
@@ -42,6 +55,12 @@ pub struct TxnMetadata {
     pub last_update_ms: i64,
     /// A write or the markers of a decision are in flight.
     pub pending: bool,
+    /// The producer id a V2 commit or abort whose epochs ran out hands on
+    /// (set in its Prepare state), or -1.
+    pub next_producer_id: i64,
+    /// The transaction version of the client's last change (0 for V1, 2
+    /// for V2), as Kafka records it.
+    pub client_transaction_version: i16,
 }
 
 impl TxnMetadata {
@@ -55,6 +74,9 @@ impl TxnMetadata {
             partitions: self.partitions.clone(),
             last_update_ms: self.last_update_ms,
             start_ms: self.start_ms,
+            previous_producer_id: self.last_producer_id,
+            next_producer_id: self.next_producer_id,
+            client_transaction_version: self.client_transaction_version,
         }
     }
 
@@ -62,7 +84,7 @@ impl TxnMetadata {
     pub fn from_log_value(value: TxnLogValue) -> TxnMetadata {
         TxnMetadata {
             producer_id: value.producer_id,
-            last_producer_id: -1,
+            last_producer_id: value.previous_producer_id,
             producer_epoch: value.producer_epoch,
             last_producer_epoch: -1,
             timeout_ms: value.timeout_ms,
@@ -71,6 +93,8 @@ impl TxnMetadata {
             start_ms: value.start_ms,
             last_update_ms: value.last_update_ms,
             pending: false,
+            next_producer_id: value.next_producer_id,
+            client_transaction_version: value.client_transaction_version,
         }
     }
 
@@ -178,6 +202,8 @@ pub fn with_new_producer_id(
         start_ms: -1,
         last_update_ms: now_ms,
         pending: false,
+        next_producer_id: -1,
+        client_transaction_version: existing.map_or(0, |m| m.client_transaction_version),
     }
 }
 
@@ -204,6 +230,11 @@ fn check_producer(
 
 /// AddPartitionsToTxn: Ok(None) when every partition is already in the
 /// open transaction (nothing to write), Ok(Some(target)) to persist.
+/// `implicit` is V2's add on the client's behalf (Produce v12+,
+/// TxnOffsetCommit v5): Kafka checks a change in flight first there, except
+/// that partitions already in the open transaction stay writable while
+/// others are added (`adding`), as Kafka's partitions skip the coordinator
+/// once they hold the open transaction.
 ///
 /// # Errors
 /// The error code for every partition of the request.
@@ -213,7 +244,21 @@ pub fn decide_add_partitions(
     producer_epoch: i16,
     partitions: &[TopicPartition],
     now_ms: i64,
+    implicit: Option<Adding>,
 ) -> Result<Option<TxnMetadata>, ErrorCode> {
+    if let (Some(adding), Some(m)) = (implicit, existing) {
+        if m.pending {
+            let already_in = m.state == TxnState::Ongoing
+                && m.producer_id == producer_id
+                && m.producer_epoch == producer_epoch
+                && partitions.iter().all(|p| m.partitions.contains(p));
+            return if adding.0 && already_in {
+                Ok(None)
+            } else {
+                Err(ErrorCode::ConcurrentTransactions)
+            };
+        }
+    }
     let m = check_producer(existing, producer_id, producer_epoch)?;
     match m.state {
         TxnState::PrepareCommit | TxnState::PrepareAbort | TxnState::PrepareEpochFence => {
@@ -233,8 +278,14 @@ pub fn decide_add_partitions(
     target.state = TxnState::Ongoing;
     target.partitions.extend(partitions.iter().cloned());
     target.last_update_ms = now_ms;
+    target.client_transaction_version = if implicit.is_some() { 2 } else { 0 };
     Ok(Some(target))
 }
+
+/// For an implicit (V2) add: whether the id's change in flight, if any,
+/// only adds partitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Adding(pub bool);
 
 /// Verify (Kafka's AddPartitionsToTxn with `verifyOnly`), one answer per
 /// partition, in order: Ok when the producer's transaction is open, not
@@ -286,13 +337,149 @@ pub fn decide_verify(
     }
 }
 
-/// EndTxn: Ok(None) for a retry of an EndTxn already completed,
+/// What to do with an EndTxn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndDecision {
+    /// Nothing to change (a retry of an EndTxn already completed): answer
+    /// the id's current producer id and epoch.
+    Done(i64, i16),
+    /// Persist this PrepareCommit/PrepareAbort, answer, then write the
+    /// markers and complete. With `new_producer_id` (V2, epochs exhausted)
+    /// a fresh producer id goes into its `next_producer_id` first.
+    Prepare {
+        /// The Prepare state.
+        prepared: TxnMetadata,
+        /// A producer id must be taken for the next transaction.
+        new_producer_id: bool,
+    },
+}
+
+/// The producer id and epoch an EndTxn v5 answers once `prepared` is
+/// durable: those of the producer's next transaction.
+pub fn next_transaction_producer(prepared: &TxnMetadata) -> (i64, i16) {
+    if prepared.next_producer_id >= 0 {
+        (prepared.next_producer_id, 0)
+    } else {
+        (prepared.producer_id, prepared.producer_epoch)
+    }
+}
+
+/// EndTxn of either protocol (`v2`: EndTxn v5).
+///
+/// # Errors
+/// The code to answer.
+pub fn decide_end_txn(
+    existing: Option<&TxnMetadata>,
+    producer_id: i64,
+    producer_epoch: i16,
+    commit: bool,
+    now_ms: i64,
+    v2: bool,
+) -> Result<EndDecision, ErrorCode> {
+    if v2 {
+        return decide_end_v2(existing, producer_id, producer_epoch, commit, now_ms);
+    }
+    Ok(
+        match decide_end(existing, producer_id, producer_epoch, commit, now_ms)? {
+            Some(mut prepared) => {
+                prepared.client_transaction_version = 0;
+                EndDecision::Prepare {
+                    prepared,
+                    new_producer_id: false,
+                }
+            }
+            None => {
+                let m = existing.ok_or(ErrorCode::InvalidProducerIdMapping)?;
+                EndDecision::Done(m.producer_id, m.producer_epoch)
+            }
+        },
+    )
+}
+
+/// EndTxn v5, Kafka's `endTransaction` for transaction version 2: the
+/// epoch is checked with retries in mind (a retry carries the epoch before
+/// the bump, or after running out of epochs the old producer id), every
+/// commit or abort bumps the epoch, and an abort with no transaction open
+/// is legal (the client may have started one the coordinator never saw).
+fn decide_end_v2(
+    existing: Option<&TxnMetadata>,
+    producer_id: i64,
+    producer_epoch: i16,
+    commit: bool,
+    now_ms: i64,
+) -> Result<EndDecision, ErrorCode> {
+    let m = existing.ok_or(ErrorCode::InvalidProducerIdMapping)?;
+    if m.pending {
+        return Err(ErrorCode::ConcurrentTransactions);
+    }
+    let complete = matches!(m.state, TxnState::CompleteCommit | TxnState::CompleteAbort);
+    let retry_on_overflow = complete
+        && m.last_producer_id == producer_id
+        && producer_epoch >= EPOCH_EXHAUSTED
+        && m.producer_epoch == 0;
+    if m.producer_id != producer_id && !retry_on_overflow {
+        return Err(ErrorCode::InvalidProducerIdMapping);
+    }
+    let retry_on_bump = i32::from(m.producer_epoch) == i32::from(producer_epoch) + 1;
+    let current = m.producer_epoch == producer_epoch && !retry_on_overflow;
+    let valid_epoch = match m.state {
+        TxnState::Ongoing | TxnState::Empty | TxnState::Dead | TxnState::PrepareEpochFence => {
+            current
+        }
+        TxnState::PrepareCommit | TxnState::PrepareAbort => retry_on_bump,
+        TxnState::CompleteCommit | TxnState::CompleteAbort => {
+            retry_on_bump || retry_on_overflow || current
+        }
+    };
+    if !valid_epoch {
+        return Err(ErrorCode::ProducerFenced);
+    }
+    let retry = !current;
+    let bumped = |state: TxnState, fresh: bool| {
+        let mut target = m.clone();
+        target.state = state;
+        target.last_producer_epoch = m.producer_epoch;
+        target.producer_epoch = m.producer_epoch.saturating_add(1);
+        target.client_transaction_version = 2;
+        target.last_update_ms = now_ms;
+        if fresh {
+            target.partitions.clear();
+            target.start_ms = now_ms;
+        }
+        EndDecision::Prepare {
+            prepared: target,
+            new_producer_id: m.producer_epoch >= EPOCH_EXHAUSTED,
+        }
+    };
+    let outcome = if commit {
+        TxnState::PrepareCommit
+    } else {
+        TxnState::PrepareAbort
+    };
+    match (m.state, commit, retry) {
+        (TxnState::Ongoing, _, _) => Ok(bumped(outcome, false)),
+        (TxnState::Empty, false, _)
+        | (TxnState::CompleteCommit | TxnState::CompleteAbort, false, false) => {
+            Ok(bumped(TxnState::PrepareAbort, true))
+        }
+        (TxnState::CompleteCommit, true, true) | (TxnState::CompleteAbort, false, true) => {
+            Ok(EndDecision::Done(m.producer_id, m.producer_epoch))
+        }
+        (TxnState::PrepareCommit, true, _) | (TxnState::PrepareAbort, false, _) => {
+            Err(ErrorCode::ConcurrentTransactions)
+        }
+        (TxnState::PrepareEpochFence, _, _) => Err(ErrorCode::ConcurrentTransactions),
+        _ => Err(ErrorCode::InvalidTxnState),
+    }
+}
+
+/// EndTxn v0-4: Ok(None) for a retry of an EndTxn already completed,
 /// Ok(Some(prepared)) to persist PrepareCommit/PrepareAbort and then write
 /// the markers.
 ///
 /// # Errors
 /// The code to answer.
-pub fn decide_end(
+fn decide_end(
     existing: Option<&TxnMetadata>,
     producer_id: i64,
     producer_epoch: i16,
@@ -331,13 +518,22 @@ pub fn completed(prepared: &TxnMetadata, now_ms: i64) -> TxnMetadata {
         TxnState::PrepareAbort => TxnState::CompleteAbort,
         other => panic!("completing a transaction in state {other:?}"),
     };
-    TxnMetadata {
+    let mut done = TxnMetadata {
         state,
         partitions: BTreeSet::new(),
         last_update_ms: now_ms,
         pending: false,
+        next_producer_id: -1,
         ..prepared.clone()
+    };
+    if prepared.next_producer_id >= 0 {
+        // A V2 end whose epochs ran out: the next transaction is the new
+        // producer id's, at epoch 0.
+        done.last_producer_id = prepared.producer_id;
+        done.producer_id = prepared.next_producer_id;
+        done.producer_epoch = 0;
     }
+    done
 }
 
 /// For an open transaction past its timeout and not busy: the PrepareAbort
@@ -353,18 +549,20 @@ pub fn timed_out_abort(m: &TxnMetadata, now_ms: i64) -> Option<TxnMetadata> {
     Some(fenced_abort(m, now_ms))
 }
 
-/// Kafka's `prepareFenceProducerEpoch` then abort: the epoch is bumped so
-/// the producer's next request is fenced, and no previous epoch is kept, so
-/// a retry with the old epoch is fenced too rather than taken for a lost
-/// answer.
+/// Kafka's `prepareFenceProducerEpoch` then abort, as the finalized
+/// `transaction.version` 2 has it: the epoch is bumped once, so the
+/// producer's next request is fenced and the markers carry the new epoch;
+/// the previous epoch is kept (a V2 producer's EndTxn(abort) with it is
+/// then a retry that learns the new epoch). No new producer id on a fence.
 fn fenced_abort(m: &TxnMetadata, now_ms: i64) -> TxnMetadata {
     let mut target = m.clone();
     if target.producer_epoch < EPOCH_EXHAUSTED {
+        target.last_producer_epoch = target.producer_epoch;
         target.producer_epoch += 1;
     }
-    target.last_producer_epoch = -1;
     target.state = TxnState::PrepareAbort;
     target.last_update_ms = now_ms;
+    target.client_transaction_version = crate::cluster::features::transaction_version();
     target
 }
 
@@ -436,7 +634,7 @@ mod tests {
     #[test]
     fn init_during_an_open_transaction_fences_and_aborts_it() {
         let m = fresh();
-        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 10)
+        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 10, None)
             .unwrap()
             .unwrap();
         let InitDecision::AbortOngoing(abort) = decide_init(Some(&open), -1, -1, 60_000, 20) else {
@@ -458,9 +656,15 @@ mod tests {
         );
         let done = completed(&abort, 30);
         assert_eq!(done.state, TxnState::CompleteAbort);
-        // The fenced producer's KIP-360 re-init with its old epoch is fenced.
+        // The fenced producer's KIP-360 re-init with its old epoch is taken
+        // for a retry (Kafka keeps the previous epoch under transaction
+        // version 2): it learns the current epoch, no bump.
         assert_eq!(
             decide_init(Some(&done), 1000, 0, 60_000, 31),
+            InitDecision::Reply(Ok((1000, 1)))
+        );
+        assert_eq!(
+            decide_init(Some(&done), 1000, 7, 60_000, 31),
             InitDecision::Reply(Err(ErrorCode::ProducerFenced))
         );
         assert!(done.partitions.is_empty());
@@ -488,7 +692,7 @@ mod tests {
             Err(ErrorCode::InvalidTxnState),
             "no transaction is open"
         );
-        let open = decide_add_partitions(Some(&m), 1000, 0, &partitions, 5)
+        let open = decide_add_partitions(Some(&m), 1000, 0, &partitions, 5, None)
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -546,33 +750,33 @@ mod tests {
     fn add_partitions_opens_and_extends_the_transaction() {
         let m = fresh();
         assert_eq!(
-            decide_add_partitions(None, 1000, 0, &[tp("t", 0)], 5),
+            decide_add_partitions(None, 1000, 0, &[tp("t", 0)], 5, None),
             Err(ErrorCode::InvalidProducerIdMapping)
         );
         assert_eq!(
-            decide_add_partitions(Some(&m), 999, 0, &[tp("t", 0)], 5),
+            decide_add_partitions(Some(&m), 999, 0, &[tp("t", 0)], 5, None),
             Err(ErrorCode::InvalidProducerIdMapping)
         );
         assert_eq!(
-            decide_add_partitions(Some(&m), 1000, 3, &[tp("t", 0)], 5),
+            decide_add_partitions(Some(&m), 1000, 3, &[tp("t", 0)], 5, None),
             Err(ErrorCode::ProducerFenced)
         );
-        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 5)
+        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 5, None)
             .unwrap()
             .unwrap();
         assert_eq!((open.state, open.start_ms), (TxnState::Ongoing, 5));
         assert_eq!(
-            decide_add_partitions(Some(&open), 1000, 0, &[tp("t", 0)], 6),
+            decide_add_partitions(Some(&open), 1000, 0, &[tp("t", 0)], 6, None),
             Ok(None)
         );
-        let more = decide_add_partitions(Some(&open), 1000, 0, &[tp("u", 1)], 7)
+        let more = decide_add_partitions(Some(&open), 1000, 0, &[tp("u", 1)], 7, None)
             .unwrap()
             .unwrap();
         assert_eq!(more.partitions.len(), 2);
         assert_eq!(more.start_ms, 5, "the start does not move");
         let prepared = decide_end(Some(&more), 1000, 0, true, 8).unwrap().unwrap();
         assert_eq!(
-            decide_add_partitions(Some(&prepared), 1000, 0, &[tp("t", 0)], 9),
+            decide_add_partitions(Some(&prepared), 1000, 0, &[tp("t", 0)], 9, None),
             Err(ErrorCode::ConcurrentTransactions)
         );
     }
@@ -584,7 +788,7 @@ mod tests {
             decide_end(Some(&m), 1000, 0, true, 1),
             Err(ErrorCode::InvalidTxnState)
         );
-        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 2)
+        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 2, None)
             .unwrap()
             .unwrap();
         let prepared = decide_end(Some(&open), 1000, 0, true, 3).unwrap().unwrap();
@@ -609,7 +813,7 @@ mod tests {
     fn timeouts_abort_with_a_bumped_epoch_and_idle_ids_expire() {
         let m = fresh();
         assert_eq!(timed_out_abort(&m, i64::MAX), None);
-        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 100)
+        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 100, None)
             .unwrap()
             .unwrap();
         assert_eq!(timed_out_abort(&open, 100 + 60_000), None);
@@ -622,5 +826,180 @@ mod tests {
         let done = completed(&abort, 200);
         assert!(!is_expired(&done, 299, 100));
         assert!(is_expired(&done, 300, 100));
+    }
+
+    /// Kafka's table for EndTxn v5 (`TransactionCoordinator.endTransaction`):
+    /// "retry" is the epoch before the bump, "current" the id's epoch.
+    #[test]
+    fn end_txn_v2_bumps_the_epoch_and_knows_its_retries() {
+        let end = |m: &TxnMetadata, epoch: i16, commit: bool| {
+            decide_end_txn(Some(m), 1000, epoch, commit, 50, true)
+        };
+        let prepared = |d: Result<EndDecision, ErrorCode>| match d {
+            Ok(EndDecision::Prepare { prepared, .. }) => prepared,
+            other => panic!("expected a Prepare, got {other:?}"),
+        };
+        let empty = fresh();
+        // Empty: abort (current) is an empty abort with a bump; commit is
+        // INVALID_TXN_STATE; an older epoch is fenced.
+        let aborted = prepared(end(&empty, 0, false));
+        assert_eq!(
+            (
+                aborted.state,
+                aborted.producer_epoch,
+                aborted.last_producer_epoch
+            ),
+            (TxnState::PrepareAbort, 1, 0)
+        );
+        assert!(aborted.partitions.is_empty());
+        assert_eq!(aborted.start_ms, 50);
+        assert_eq!(next_transaction_producer(&aborted), (1000, 1));
+        assert_eq!(end(&empty, 0, true), Err(ErrorCode::InvalidTxnState));
+        let mut later = empty.clone();
+        later.producer_epoch = 3;
+        assert_eq!(end(&later, 2, false), Err(ErrorCode::ProducerFenced));
+        // Ongoing: commit bumps; the markers carry the bumped epoch.
+        let open = decide_add_partitions(
+            Some(&empty),
+            1000,
+            0,
+            &[tp("t", 0)],
+            10,
+            Some(Adding(false)),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(open.client_transaction_version, 2);
+        let committing = prepared(end(&open, 0, true));
+        assert_eq!(
+            (committing.state, committing.producer_epoch),
+            (TxnState::PrepareCommit, 1)
+        );
+        assert!(committing.partitions.contains(&tp("t", 0)));
+        // While preparing: a retry (old epoch) is CONCURRENT_TRANSACTIONS,
+        // the other outcome INVALID_TXN_STATE, the new epoch fenced.
+        assert_eq!(
+            end(&committing, 0, true),
+            Err(ErrorCode::ConcurrentTransactions)
+        );
+        assert_eq!(end(&committing, 0, false), Err(ErrorCode::InvalidTxnState));
+        assert_eq!(end(&committing, 1, true), Err(ErrorCode::ProducerFenced));
+        let mut busy = committing.clone();
+        busy.pending = true;
+        assert_eq!(end(&busy, 0, true), Err(ErrorCode::ConcurrentTransactions));
+        // CompleteCommit: the retry is answered with the new epoch; a commit
+        // with the new epoch (no transaction) is INVALID_TXN_STATE; an abort
+        // with it is an empty abort.
+        let done = completed(&committing, 60);
+        assert_eq!(end(&done, 0, true), Ok(EndDecision::Done(1000, 1)));
+        assert_eq!(end(&done, 0, false), Err(ErrorCode::InvalidTxnState));
+        assert_eq!(end(&done, 1, true), Err(ErrorCode::InvalidTxnState));
+        assert_eq!(prepared(end(&done, 1, false)).producer_epoch, 2);
+        assert_eq!(end(&done, 5, false), Err(ErrorCode::ProducerFenced));
+        // V1 clients on the same id keep their epoch.
+        let open = decide_add_partitions(Some(&done), 1000, 1, &[tp("t", 0)], 70, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(open.client_transaction_version, 0);
+        let v1 = match decide_end_txn(Some(&open), 1000, 1, true, 80, false) {
+            Ok(EndDecision::Prepare { prepared, .. }) => prepared,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(v1.producer_epoch, 1);
+    }
+
+    #[test]
+    fn end_txn_v2_hands_on_a_new_producer_id_when_epochs_run_out() {
+        let mut m = fresh();
+        m.producer_epoch = EPOCH_EXHAUSTED;
+        let open = decide_add_partitions(
+            Some(&m),
+            1000,
+            EPOCH_EXHAUSTED,
+            &[tp("t", 0)],
+            1,
+            Some(Adding(false)),
+        )
+        .unwrap()
+        .unwrap();
+        let Ok(EndDecision::Prepare {
+            mut prepared,
+            new_producer_id: true,
+        }) = decide_end_txn(Some(&open), 1000, EPOCH_EXHAUSTED, true, 2, true)
+        else {
+            panic!("expected a Prepare that needs a producer id");
+        };
+        // The markers go out as the old id at the last epoch.
+        assert_eq!(prepared.producer_epoch, i16::MAX);
+        prepared.next_producer_id = 2000;
+        assert_eq!(next_transaction_producer(&prepared), (2000, 0));
+        let done = completed(&prepared, 3);
+        assert_eq!(
+            (
+                done.producer_id,
+                done.producer_epoch,
+                done.last_producer_id,
+                done.next_producer_id
+            ),
+            (2000, 0, 1000, -1)
+        );
+        // A retry from the old id is answered with the new one.
+        assert_eq!(
+            decide_end_txn(Some(&done), 1000, EPOCH_EXHAUSTED, true, 4, true),
+            Ok(EndDecision::Done(2000, 0))
+        );
+        // The record keeps the hand-over across a restart.
+        let reloaded = TxnMetadata::from_log_value(prepared.to_log_value());
+        assert_eq!(reloaded.next_producer_id, 2000);
+        assert_eq!(completed(&reloaded, 5).producer_id, 2000);
+    }
+
+    #[test]
+    fn the_implicit_add_starts_a_transaction_and_waits_for_changes_in_flight() {
+        let m = fresh();
+        let implicit = Some(Adding(false));
+        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 5, implicit)
+            .unwrap()
+            .unwrap();
+        assert_eq!((open.state, open.start_ms), (TxnState::Ongoing, 5));
+        let mut busy = open.clone();
+        busy.pending = true;
+        // A change in flight comes first, even before the epoch check.
+        assert_eq!(
+            decide_add_partitions(Some(&busy), 1000, 9, &[tp("t", 0)], 6, implicit),
+            Err(ErrorCode::ConcurrentTransactions)
+        );
+        // While other partitions are added, those already in stay writable.
+        assert_eq!(
+            decide_add_partitions(Some(&busy), 1000, 0, &[tp("t", 0)], 6, Some(Adding(true))),
+            Ok(None)
+        );
+        assert_eq!(
+            decide_add_partitions(Some(&busy), 1000, 0, &[tp("t", 1)], 6, Some(Adding(true))),
+            Err(ErrorCode::ConcurrentTransactions)
+        );
+        assert_eq!(
+            decide_add_partitions(Some(&open), 1000, 1, &[tp("t", 0)], 6, implicit),
+            Err(ErrorCode::ProducerFenced)
+        );
+        // After a V2 commit, the next transaction starts at the new epoch.
+        let Ok(EndDecision::Prepare { prepared, .. }) =
+            decide_end_txn(Some(&open), 1000, 0, true, 7, true)
+        else {
+            panic!("expected a Prepare");
+        };
+        let done = completed(&prepared, 8);
+        assert_eq!(
+            decide_add_partitions(Some(&done), 1000, 0, &[tp("t", 0)], 9, implicit),
+            Err(ErrorCode::ProducerFenced),
+            "a late write of the finished transaction"
+        );
+        let next = decide_add_partitions(Some(&done), 1000, 1, &[tp("t", 0)], 9, implicit)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (next.state, next.start_ms, next.producer_epoch),
+            (TxnState::Ongoing, 9, 1)
+        );
     }
 }

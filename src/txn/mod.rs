@@ -46,7 +46,7 @@ pub enum TxnCall {
         producer_epoch: i16,
     },
     /// AddPartitionsToTxn (and AddOffsetsToTxn with the group's offsets
-    /// partition).
+    /// partition), or transactions V2's implicit add.
     AddPartitions {
         /// Transactional id.
         transactional_id: String,
@@ -56,6 +56,9 @@ pub enum TxnCall {
         producer_epoch: i16,
         /// Partitions to add, all known to exist.
         partitions: Vec<TopicPartition>,
+        /// Added on the client's behalf by a V2 write (Produce v12+,
+        /// TxnOffsetCommit v5), which may start a transaction.
+        implicit: bool,
     },
     /// EndTxn.
     EndTxn {
@@ -67,6 +70,8 @@ pub enum TxnCall {
         producer_epoch: i16,
         /// Commit (true) or abort.
         commit: bool,
+        /// EndTxn v5 (transactions V2): the epoch is bumped.
+        v2: bool,
     },
     /// Checks, without changing anything, that the producer's transaction
     /// is open and holds every one of `partitions` (KIP-890 part 1: asked
@@ -142,8 +147,9 @@ pub enum TxnReply {
     InitProducerId(Result<(i64, i16), ErrorCode>),
     /// AddPartitions: one error (or none) for every partition.
     AddPartitions(Result<(), ErrorCode>),
-    /// EndTxn.
-    EndTxn(Result<(), ErrorCode>),
+    /// EndTxn: the producer id and epoch of the producer's next
+    /// transaction.
+    EndTxn(Result<(i64, i16), ErrorCode>),
     /// Verify: one answer per partition, in the call's order.
     Verify(Vec<Result<(), ErrorCode>>),
     /// DescribeTransactions, in request order.

@@ -1,7 +1,8 @@
 //! The records of `__transaction_state` in Kafka's schemas
-//! (`TransactionLogKey` v0, `TransactionLogValue` v0 written, v0 and v1
-//! read), so a data directory reads like Kafka's and Kafka's tools can dump
-//! it. Pure code: no I/O, any core.
+//! (`TransactionLogKey` v0, `TransactionLogValue` v0 and v1), so a data
+//! directory reads like Kafka's and Kafka's tools can dump it. Values are
+//! written as v1 while the finalized `transaction.version` is 1 or more, as
+//! Kafka writes them, else v0. Pure code: no I/O, any core.
 
 use std::collections::BTreeSet;
 
@@ -105,6 +106,15 @@ pub struct TxnLogValue {
     pub last_update_ms: i64,
     /// When the current transaction started, or -1.
     pub start_ms: i64,
+    /// The producer id before the last change of id, or -1 (v1 tag 0).
+    pub previous_producer_id: i64,
+    /// The producer id a finishing V2 transaction hands on, or -1 (v1 tag
+    /// 1). Kafka 4.1.1 leaves tags 0 and 1 unwritten (fixed after it,
+    /// KAFKA-20310); they are written here so that a restart between a
+    /// Prepare and its Complete keeps the change of producer id.
+    pub next_producer_id: i64,
+    /// The client's transaction version, 0 or 2 (v1 tag 2).
+    pub client_transaction_version: i16,
 }
 
 /// Why a record could not be read.
@@ -145,27 +155,80 @@ pub fn decode_key(bytes: &[u8]) -> Result<String, TxnRecordError> {
     r.string()
 }
 
-/// Encodes `value` as `TransactionLogValue` version 0, the version Kafka
-/// writes without transactions V2.
-pub fn encode_value(value: &TxnLogValue) -> Vec<u8> {
+/// Encodes `value` as `TransactionLogValue` version 1 (flexible, with the
+/// tagged fields that differ from their defaults) or 0 (`flexible` false,
+/// without them). The partitions of an Empty id are null, as Kafka writes.
+pub fn encode_value(value: &TxnLogValue, flexible: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
-    out.extend_from_slice(&0i16.to_be_bytes());
+    out.extend_from_slice(&i16::from(flexible).to_be_bytes());
     out.extend_from_slice(&value.producer_id.to_be_bytes());
     out.extend_from_slice(&value.producer_epoch.to_be_bytes());
     out.extend_from_slice(&value.timeout_ms.to_be_bytes());
     out.push(value.state.id() as u8);
     let topics = group_by_topic(&value.partitions);
-    out.extend_from_slice(&(topics.len() as i32).to_be_bytes());
-    for (topic, partitions) in &topics {
-        put_string(&mut out, topic);
-        out.extend_from_slice(&(partitions.len() as i32).to_be_bytes());
+    let null_partitions = value.state == TxnState::Empty;
+    if flexible {
+        put_uvarint(
+            &mut out,
+            if null_partitions {
+                0
+            } else {
+                topics.len() as u64 + 1
+            },
+        );
+    } else {
+        let count = if null_partitions {
+            -1
+        } else {
+            topics.len() as i32
+        };
+        out.extend_from_slice(&count.to_be_bytes());
+    }
+    for (topic, partitions) in topics.iter().filter(|_| !null_partitions) {
+        if flexible {
+            put_uvarint(&mut out, topic.len() as u64 + 1);
+            out.extend_from_slice(topic.as_bytes());
+            put_uvarint(&mut out, partitions.len() as u64 + 1);
+        } else {
+            put_string(&mut out, topic);
+            out.extend_from_slice(&(partitions.len() as i32).to_be_bytes());
+        }
         for p in partitions {
             out.extend_from_slice(&p.to_be_bytes());
+        }
+        if flexible {
+            out.push(0);
         }
     }
     out.extend_from_slice(&value.last_update_ms.to_be_bytes());
     out.extend_from_slice(&value.start_ms.to_be_bytes());
+    if flexible {
+        let mut tagged: Vec<(u64, Vec<u8>)> = Vec::new();
+        if value.previous_producer_id != -1 {
+            tagged.push((0, value.previous_producer_id.to_be_bytes().to_vec()));
+        }
+        if value.next_producer_id != -1 {
+            tagged.push((1, value.next_producer_id.to_be_bytes().to_vec()));
+        }
+        if value.client_transaction_version != 0 {
+            tagged.push((2, value.client_transaction_version.to_be_bytes().to_vec()));
+        }
+        put_uvarint(&mut out, tagged.len() as u64);
+        for (tag, bytes) in tagged {
+            put_uvarint(&mut out, tag);
+            put_uvarint(&mut out, bytes.len() as u64);
+            out.extend_from_slice(&bytes);
+        }
+    }
     out
+}
+
+fn put_uvarint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
 }
 
 /// Decodes `TransactionLogValue` version 0 or 1.
@@ -215,10 +278,7 @@ pub fn decode_value(bytes: &[u8]) -> Result<TxnLogValue, TxnRecordError> {
     }
     let last_update_ms = r.i64()?;
     let start_ms = r.i64()?;
-    // Version 1's tagged fields (previous/next producer id, client
-    // transaction version) belong to transactions V2, which this broker
-    // does not enable; they are read past.
-    Ok(TxnLogValue {
+    let mut value = TxnLogValue {
         producer_id,
         producer_epoch,
         timeout_ms,
@@ -226,7 +286,36 @@ pub fn decode_value(bytes: &[u8]) -> Result<TxnLogValue, TxnRecordError> {
         partitions,
         last_update_ms,
         start_ms,
-    })
+        previous_producer_id: -1,
+        next_producer_id: -1,
+        client_transaction_version: 0,
+    };
+    if flexible {
+        let count = r.uvarint()?;
+        for _ in 0..count {
+            let tag = r.uvarint()?;
+            let size = usize::try_from(r.uvarint()?).map_err(|_| TxnRecordError::Truncated)?;
+            let bytes = r.take(size)?;
+            let malformed = || TxnRecordError::Malformed("tagged field of the wrong size");
+            match tag {
+                0 => {
+                    value.previous_producer_id =
+                        i64::from_be_bytes(bytes.try_into().map_err(|_| malformed())?)
+                }
+                1 => {
+                    value.next_producer_id =
+                        i64::from_be_bytes(bytes.try_into().map_err(|_| malformed())?)
+                }
+                2 => {
+                    value.client_transaction_version =
+                        i16::from_be_bytes(bytes.try_into().map_err(|_| malformed())?)
+                }
+                // NextProducerEpoch (3) and later tags: not used here.
+                _ => {}
+            }
+        }
+    }
+    Ok(value)
 }
 
 /// Partitions grouped by topic, in order.
@@ -358,13 +447,16 @@ mod tests {
             partitions: [tp("b", 1), tp("a", 2), tp("a", 0)].into_iter().collect(),
             last_update_ms: 1_700_000_000_123,
             start_ms: 1_700_000_000_000,
+            previous_producer_id: -1,
+            next_producer_id: -1,
+            client_transaction_version: 0,
         }
     }
 
     #[test]
     fn values_round_trip_and_match_kafkas_v0_layout() {
         let value = sample();
-        let bytes = encode_value(&value);
+        let bytes = encode_value(&value, false);
         // version, pid, epoch, timeout, state
         assert_eq!(&bytes[..2], &[0, 0]);
         assert_eq!(&bytes[2..10], &1001i64.to_be_bytes());
@@ -398,18 +490,51 @@ mod tests {
         b.push(0); // topic tagged fields
         b.extend_from_slice(&10i64.to_be_bytes());
         b.extend_from_slice(&9i64.to_be_bytes());
-        b.extend_from_slice(&[1, 0, 8]); // one tagged field: tag 0, 8 bytes
-        b.extend_from_slice(&(-1i64).to_be_bytes());
+        b.extend_from_slice(&[2, 0, 8]); // two tagged fields: tag 0, 8 bytes
+        b.extend_from_slice(&5i64.to_be_bytes());
+        b.extend_from_slice(&[2, 2]); // tag 2, 2 bytes
+        b.extend_from_slice(&2i16.to_be_bytes());
         let v = decode_value(&b).unwrap();
         assert_eq!(v.producer_id, 77);
         assert_eq!(v.state, TxnState::CompleteCommit);
         assert_eq!(v.partitions.len(), 2);
         assert_eq!((v.last_update_ms, v.start_ms), (10, 9));
+        assert_eq!(
+            (
+                v.previous_producer_id,
+                v.next_producer_id,
+                v.client_transaction_version
+            ),
+            (5, -1, 2)
+        );
+        // What this broker writes as v1 is exactly these bytes, and reads
+        // back the same.
+        assert_eq!(encode_value(&v, true), b);
+        let mut v2 = v.clone();
+        v2.next_producer_id = 9000;
+        v2.previous_producer_id = -1;
+        assert_eq!(decode_value(&encode_value(&v2, true)).unwrap(), v2);
+        // An Empty id's partitions are null in both versions.
+        let mut empty = v.clone();
+        empty.state = TxnState::Empty;
+        empty.partitions.clear();
+        for flexible in [false, true] {
+            assert_eq!(
+                decode_value(&encode_value(&empty, flexible))
+                    .unwrap()
+                    .partitions
+                    .len(),
+                0
+            );
+        }
+        for cut in 0..b.len() {
+            assert!(decode_value(&b[..cut]).is_err(), "cut at {cut}");
+        }
     }
 
     #[test]
     fn damaged_records_are_errors_not_panics() {
-        let bytes = encode_value(&sample());
+        let bytes = encode_value(&sample(), false);
         for cut in 0..bytes.len() {
             assert!(decode_value(&bytes[..cut]).is_err(), "cut at {cut}");
         }

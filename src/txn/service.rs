@@ -20,8 +20,9 @@ use futures::future::{join_all, LocalBoxFuture};
 use futures::FutureExt;
 
 use super::coordinator::{
-    completed, decide_add_partitions, decide_end, decide_init, decide_verify, is_expired,
-    timed_out_abort, with_new_producer_id, InitDecision, TxnMetadata,
+    completed, decide_add_partitions, decide_end_txn, decide_init, decide_verify, is_expired,
+    next_transaction_producer, timed_out_abort, with_new_producer_id, Adding, EndDecision,
+    InitDecision, TxnMetadata,
 };
 use super::records::{decode_key, decode_value, encode_key, encode_value};
 use super::{
@@ -105,6 +106,37 @@ pub async fn verify(
         other => {
             tracing::error!(?other, "transaction coordinator answered the wrong call");
             vec![Err(ErrorCode::UnknownServerError); count]
+        }
+    }
+}
+
+/// Transactions V2's implicit add (Produce v12+, TxnOffsetCommit v5): the
+/// coordinator of `transactional_id` adds `partitions` to the producer's
+/// transaction, starting one when none is open (Kafka's AddPartitionsToTxn
+/// v5 with `VerifyOnly` false, which its partition leaders send).
+///
+/// # Errors
+/// The coordinator's code, for every partition.
+pub async fn add_implicitly(
+    shard: &Rc<Shard>,
+    transactional_id: &str,
+    producer_id: i64,
+    producer_epoch: i16,
+    partitions: Vec<TopicPartition>,
+) -> Result<(), ErrorCode> {
+    let call = TxnCall::AddPartitions {
+        transactional_id: transactional_id.to_string(),
+        producer_id,
+        producer_epoch,
+        partitions,
+        implicit: true,
+    };
+    match call_txn(shard, transactional_id, call).await {
+        TxnReply::AddPartitions(answer) => answer,
+        TxnReply::Unavailable(error) => Err(error),
+        other => {
+            tracing::error!(?other, "transaction coordinator answered the wrong call");
+            Err(ErrorCode::UnknownServerError)
         }
     }
 }
@@ -308,15 +340,16 @@ impl TxnShard {
                 producer_id,
                 producer_epoch,
                 partitions,
+                implicit,
             } => async move {
                 ShardReply::Txn(TxnReply::AddPartitions(
                     add_partitions(
                         &shard,
                         &slot,
                         transactional_id,
-                        producer_id,
-                        producer_epoch,
+                        (producer_id, producer_epoch),
                         partitions,
+                        implicit,
                     )
                     .await,
                 ))
@@ -327,15 +360,16 @@ impl TxnShard {
                 producer_id,
                 producer_epoch,
                 commit,
+                v2,
             } => async move {
                 ShardReply::Txn(TxnReply::EndTxn(
                     end_txn(
                         &shard,
                         &slot,
                         transactional_id,
-                        producer_id,
-                        producer_epoch,
+                        (producer_id, producer_epoch),
                         commit,
+                        v2,
                     )
                     .await,
                 ))
@@ -413,7 +447,8 @@ async fn append_record(
         return Err(ErrorCode::NotCoordinator);
     };
     let key = encode_key(transactional_id);
-    let value = metadata.map(|m| encode_value(&m.to_log_value()));
+    let flexible = crate::cluster::features::transaction_version() >= 1;
+    let value = metadata.map(|m| encode_value(&m.to_log_value(), flexible));
     let record = NewRecord {
         key: Some(&key),
         value: value.as_deref(),
@@ -545,17 +580,22 @@ async fn add_partitions(
     shard: &Rc<Shard>,
     slot: &SlotRef,
     id: String,
-    producer_id: i64,
-    producer_epoch: i16,
+    (producer_id, producer_epoch): (i64, i16),
     partitions: Vec<TopicPartition>,
+    implicit: bool,
 ) -> Result<(), ErrorCode> {
-    let decision = decide_add_partitions(
-        slot.borrow().txns.get(&id),
-        producer_id,
-        producer_epoch,
-        &partitions,
-        now_ms(),
-    )?;
+    let decision = {
+        let s = slot.borrow();
+        let implicit = implicit.then(|| Adding(s.adding.contains(&id)));
+        decide_add_partitions(
+            s.txns.get(&id),
+            producer_id,
+            producer_epoch,
+            &partitions,
+            now_ms(),
+            implicit,
+        )?
+    };
     let Some(target) = decision else {
         return Ok(());
     };
@@ -572,27 +612,43 @@ async fn end_txn(
     shard: &Rc<Shard>,
     slot: &SlotRef,
     id: String,
-    producer_id: i64,
-    producer_epoch: i16,
+    (producer_id, producer_epoch): (i64, i16),
     commit: bool,
-) -> Result<(), ErrorCode> {
-    let decision = decide_end(
+    v2: bool,
+) -> Result<(i64, i16), ErrorCode> {
+    let decision = decide_end_txn(
         slot.borrow().txns.get(&id),
         producer_id,
         producer_epoch,
         commit,
         now_ms(),
+        v2,
     )?;
-    let Some(prepared) = decision else {
-        return Ok(());
+    let (mut prepared, new_producer_id) = match decision {
+        EndDecision::Done(producer_id, producer_epoch) => return Ok((producer_id, producer_epoch)),
+        EndDecision::Prepare {
+            prepared,
+            new_producer_id,
+        } => (prepared, new_producer_id),
     };
     if !mark_pending(slot, &id) {
         return Err(ErrorCode::ConcurrentTransactions);
     }
+    if new_producer_id {
+        match shard.next_producer_id().await {
+            Ok(next) => prepared.next_producer_id = next,
+            Err(e) => {
+                tracing::warn!(error = %e, "no producer id for a producer whose epochs ran out");
+                clear_pending(slot, &id);
+                return Err(ErrorCode::CoordinatorNotAvailable);
+            }
+        }
+    }
+    let answer = next_transaction_producer(&prepared);
     persist(shard, slot, &id, prepared, true).await?;
     // Kafka answers once PREPARE is durable; the markers follow.
     glommio::spawn_local(finish(shard.clone(), slot.clone(), id)).detach();
-    Ok(())
+    Ok(answer)
 }
 
 /// Second phase of a prepared transaction of `id` (pending): markers to

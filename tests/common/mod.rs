@@ -438,6 +438,15 @@ impl Drop for Broker {
     }
 }
 
+/// A name no earlier run used (a reference broker keeps what tests make).
+pub fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_nanos();
+    format!("{prefix}-{nanos}")
+}
+
 /// A loopback port nobody listens on right now: bind port 0, note what the
 /// kernel gave, and close again. Another process could take it in between;
 /// with ephemeral ports drawn at random that is rare enough for tests.

@@ -882,8 +882,14 @@ public class JavaClient {
         props.put("transactional.id", transactionalId);
         int committed = 0;
         int aborted = 0;
+        List<String> epochs = new ArrayList<>();
+        short transactionVersion;
         try (KafkaProducer<String, String> producer =
-                new KafkaProducer<>(props, new StringSerializer(), new StringSerializer())) {
+                new KafkaProducer<>(props, new StringSerializer(), new StringSerializer());
+                Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            var finalized = admin.describeFeatures().featureMetadata().get().finalizedFeatures();
+            transactionVersion = finalized.containsKey("transaction.version")
+                    ? finalized.get("transaction.version").maxVersionLevel() : 0;
             producer.initTransactions();
             for (int t = 1; t <= 10; t++) {
                 producer.beginTransaction();
@@ -898,13 +904,17 @@ public class JavaClient {
                     producer.commitTransaction();
                     committed += 10;
                 }
+                // The coordinator's epoch after each transaction: bumped by
+                // every commit and abort under transactions V2.
+                epochs.add(String.valueOf(admin.describeTransactions(List.of(transactionalId))
+                        .description(transactionalId).get().producerEpoch()));
             }
             producer.beginTransaction();
             producer.send(new ProducerRecord<>(topic, 0, "k", "open")).get();
             String state;
             String listed;
             String producers;
-            try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            {
                 TransactionDescription description =
                         admin.describeTransactions(List.of(transactionalId)).description(transactionalId).get();
                 state = description.state().toString();
@@ -925,10 +935,11 @@ public class JavaClient {
             System.out.printf(
                     "{\"committed\": %d, \"aborted\": %d, \"read_committed\": %d, \"read_committed_distinct\": %d, "
                             + "\"read_committed_aborted\": %d, \"read_uncommitted\": %d, \"state\": \"%s\", "
-                            + "\"listed\": \"%s\", \"producers\": \"%s\"}%n",
+                            + "\"listed\": \"%s\", \"producers\": \"%s\", \"transaction_version\": %d, "
+                            + "\"epochs\": [%s]}%n",
                     committed, aborted, readCommitted.size(), readCommitted.stream().distinct().count(),
                     readCommitted.stream().filter(v -> v.startsWith("t5-") || v.startsWith("t10-") || v.equals("open")).count(),
-                    readUncommitted.size(), state, listed, producers);
+                    readUncommitted.size(), state, listed, producers, transactionVersion, String.join(", ", epochs));
         }
     }
 

@@ -4,7 +4,9 @@ Goal: the Java producer works with its defaults (acks=all, idempotence on):
 every acknowledged record is read back once. Its transactions commit and
 abort as with Kafka: read_committed readers see exactly the committed
 records and none of the aborted ones or of the still-open transaction,
-read_uncommitted readers see all of them; the admin client describes the
+read_uncommitted readers see all of them; they run as transactions V2
+(the admin client finds transaction.version 2 finalized, and every commit
+or abort bumps the producer epoch); the admin client describes the
 open transaction (Ongoing), lists it, and DescribeProducers shows the
 producer with an open transaction on the partition. A consume-transform-produce
 copier whose consumer is a subscribed group member (sendOffsetsToTransaction
@@ -71,6 +73,11 @@ def test_java_transactions_hide_aborted_and_open_records_from_read_committed(cla
     assert seen["state"] == "Ongoing"
     assert seen["listed"] == "Ongoing"
     assert seen["producers"] == "open"
+    # Transactions V2 (KIP-890 part 2): the broker finalizes
+    # transaction.version 2, so the client sends no AddPartitionsToTxn and
+    # every commit or abort bumps the producer epoch, as with Kafka 4.1.
+    assert seen["transaction_version"] == 2
+    assert seen["epochs"] == list(range(1, 11))
 
 
 def test_java_copier_with_a_group_member_copies_exactly_once(classpath, broker, topic):

@@ -54,6 +54,7 @@ pub async fn handle(
                         topic: OFFSETS_TOPIC.to_string(),
                         partition,
                     }],
+                    implicit: false,
                 };
                 unit_reply_error(call_txn(&shard, &transactional_id, call).await)
             }

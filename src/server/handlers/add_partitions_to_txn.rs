@@ -103,6 +103,7 @@ pub async fn handle(
                 producer_id: request.v3_and_below_producer_id.0,
                 producer_epoch: request.v3_and_below_producer_epoch,
                 partitions: requested.iter().map(|(tp, _)| tp.clone()).collect(),
+                implicit: false,
             };
             let code = unit_reply_error(call_txn(&shard, &transactional_id, call).await)
                 .map_or(0, |e| txn_error_code(e, version, PRODUCER_FENCED_SINCE));

@@ -62,6 +62,19 @@ enum Plan {
     Group(ConfigAlteration),
 }
 
+impl Plan {
+    /// Which of `alter`'s controller calls carries this change: topics,
+    /// brokers, groups; None for an answer already known.
+    fn call_index(&self) -> Option<usize> {
+        match self {
+            Plan::Answer(_) => None,
+            Plan::Topic(_) => Some(0),
+            Plan::Broker(..) => Some(1),
+            Plan::Group(_) => Some(2),
+        }
+    }
+}
+
 fn invalid_request(message: impl Into<String>) -> Plan {
     Plan::Answer((ErrorCode::InvalidRequest.code(), Some(message.into())))
 }
@@ -185,8 +198,8 @@ fn broker_plan(shard: &Shard, resource: &Resource, incremental: bool) -> Plan {
     }
 }
 
-/// Plans every resource, sends the topics' changes to the controller in
-/// one call, and answers each resource in request order as
+/// Plans every resource, sends the changes of each kind (topics, brokers,
+/// groups) to the controller in one call, and answers each resource in request order as
 /// (error code, message, resource type, resource name).
 async fn alter(
     shard: &Rc<Shard>,
@@ -208,48 +221,42 @@ async fn alter(
             plan(shard, access, r, incremental, duplicated)
         })
         .collect();
-    let topics: Vec<(String, ConfigAlteration)> = resources
-        .iter()
-        .zip(&plans)
-        .filter_map(|(r, p)| match p {
-            Plan::Topic(alteration) => Some((r.name.clone(), alteration.clone())),
-            _ => None,
-        })
-        .collect();
-    let brokers: Vec<(Option<i32>, ConfigAlteration)> = plans
-        .iter()
-        .filter_map(|p| match p {
-            Plan::Broker(broker, alteration) => Some((*broker, alteration.clone())),
-            _ => None,
-        })
-        .collect();
-    let topic_call = (!topics.is_empty()).then_some(ControllerRequest::AlterTopicConfigs {
-        topics,
-        validate_only,
-    });
-    let topic_outcomes = call_controller(shard, topic_call).await;
-    let broker_call = (!brokers.is_empty()).then_some(ControllerRequest::AlterBrokerConfigs {
-        resources: brokers,
-        validate_only,
-    });
-    let broker_outcomes = call_controller(shard, broker_call).await;
-    let groups: Vec<(String, ConfigAlteration)> = resources
-        .iter()
-        .zip(&plans)
-        .filter_map(|(r, p)| match p {
-            Plan::Group(alteration) => Some((r.name.clone(), alteration.clone())),
-            _ => None,
-        })
-        .collect();
-    let group_call = (!groups.is_empty()).then_some(ControllerRequest::AlterGroupConfigs {
-        resources: groups,
-        validate_only,
-    });
-    let group_outcomes = call_controller(shard, group_call).await;
+    // One controller call per kind of change, in the order of
+    // `Plan::call_index`.
+    let mut topics = Vec::new();
+    let mut brokers = Vec::new();
+    let mut groups = Vec::new();
+    for (r, p) in resources.iter().zip(&plans) {
+        match p {
+            Plan::Answer(_) => {}
+            Plan::Topic(alteration) => topics.push((r.name.clone(), alteration.clone())),
+            Plan::Broker(broker, alteration) => brokers.push((*broker, alteration.clone())),
+            Plan::Group(alteration) => groups.push((r.name.clone(), alteration.clone())),
+        }
+    }
+    let requests = [
+        (!topics.is_empty()).then_some(ControllerRequest::AlterTopicConfigs {
+            topics,
+            validate_only,
+        }),
+        (!brokers.is_empty()).then_some(ControllerRequest::AlterBrokerConfigs {
+            resources: brokers,
+            validate_only,
+        }),
+        (!groups.is_empty()).then_some(ControllerRequest::AlterGroupConfigs {
+            resources: groups,
+            validate_only,
+        }),
+    ];
+    let mut calls = Vec::with_capacity(requests.len());
+    for request in requests {
+        calls.push(call_controller(shard, request).await);
+    }
     async move {
-        let mut topic_outcomes = topic_outcomes.await.into_iter();
-        let mut broker_outcomes = broker_outcomes.await.into_iter();
-        let mut group_outcomes = group_outcomes.await.into_iter();
+        let mut outcomes = Vec::with_capacity(calls.len());
+        for call in calls {
+            outcomes.push(call.await.into_iter());
+        }
         let unanswered = || {
             (
                 ErrorCode::RequestTimedOut.code(),
@@ -262,9 +269,10 @@ async fn alter(
             .map(|(r, p)| {
                 let outcome = match p {
                     Plan::Answer(outcome) => outcome,
-                    Plan::Topic(_) => topic_outcomes.next().unwrap_or_else(unanswered),
-                    Plan::Broker(..) => broker_outcomes.next().unwrap_or_else(unanswered),
-                    Plan::Group(_) => group_outcomes.next().unwrap_or_else(unanswered),
+                    change => change
+                        .call_index()
+                        .and_then(|index| outcomes[index].next())
+                        .unwrap_or_else(unanswered),
                 };
                 (outcome, r.resource_type, r.name)
             })

@@ -1,9 +1,11 @@
 //! ApiVersions (key 18): the versions this broker serves, with KIP-511
-//! behaviour for versions it does not know. The response header is always v0.
+//! behaviour for versions it does not know, and from v3 the feature levels
+//! (`cluster::features`). The response header is always v0.
 
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 
+use crate::cluster::features;
 use crate::protocol::ErrorCode;
 use crate::server::connection::Response;
 use crate::server::handlers::encode_response;
@@ -22,12 +24,21 @@ fn advertised() -> Vec<ApiVersion> {
         .collect()
 }
 
-/// Answers a served ApiVersions request.
-pub fn handle(_request: ApiVersionsRequest, version: i16, correlation_id: i32) -> Response {
+/// Answers a served ApiVersions request. `features_epoch` is the metadata
+/// offset the answer reflects: the Java client takes its finalized features
+/// from the node that reports the highest, and none from -1.
+pub fn handle(
+    _request: ApiVersionsRequest,
+    version: i16,
+    correlation_id: i32,
+    features_epoch: i64,
+) -> Response {
     let mut response = ApiVersionsResponse::default();
     response.error_code = 0;
     response.api_keys = advertised();
-    response.finalized_features_epoch = -1;
+    response.supported_features = features::supported(version);
+    response.finalized_features = features::finalized();
+    response.finalized_features_epoch = features_epoch;
     encode_response(ApiKey::ApiVersions, version, correlation_id, &response)
 }
 

@@ -99,7 +99,7 @@ pub fn handle(
                 ),
                 RESOURCE_GROUP => {
                     result.configs = describe_group_configs(
-                        image.group_configs.get(&name),
+                        image.group_configs.get(&name).map(|g| &g.values),
                         &config.groups.group_bounds(),
                         requested.as_deref(),
                         include_synonyms,

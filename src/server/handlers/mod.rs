@@ -192,6 +192,7 @@ pub async fn dispatch(
             decode(&mut body, version)?,
             version,
             correlation_id,
+            shard.image().applied_records as i64,
         )),
         ApiKey::Metadata => {
             metadata::handle(

@@ -9,15 +9,19 @@
 //! answered after the append (after its write with
 //! `--acks-wait-for-write`); acks=all after fdatasync under the default
 //! flush policy. Transactional batches are first verified with the
-//! transaction coordinator (see [`verify_transactional`]), then open or
-//! extend their producer's transaction on the partition. A window remains
-//! between the verification and the write (Kafka closes it with a guard
-//! kept by the partition): a batch whose client sends EndTxn without
-//! waiting for the batch's answer can land after that transaction's marker.
-//! Real clients wait for their batches before EndTxn.
+//! transaction coordinator (v3-v11, transactions V1) or added by it to
+//! their producer's transaction (v12+, transactions V2; see
+//! [`verify_transactional`]), then open or extend the transaction on the
+//! partition. For V1 a window remains between the verification and the
+//! write (Kafka closes it with a guard kept by the partition): a batch
+//! whose client sends EndTxn without waiting for the batch's answer can
+//! land after that transaction's marker. Real clients wait for their
+//! batches before EndTxn. V2 closes it by epoch: the markers carry the
+//! bumped epoch, which fences such a late batch on every partition.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::future::join_all;
@@ -41,7 +45,7 @@ use crate::shard::messages::{
 };
 use crate::shard::Shard;
 use crate::storage::recompress_batch;
-use crate::txn::service::verify;
+use crate::txn::service::{add_implicitly, verify};
 
 /// Checks one partition's records as Kafka's LogValidator does for v2.
 fn validate_records(
@@ -315,7 +319,8 @@ fn recompress_for_topic(
 /// Asks the transaction coordinator, once per producer id and epoch in the
 /// request, whether its transaction is open and holds every partition its
 /// transactional batches go to (KIP-890 part 1, Kafka's default
-/// `transaction.partition.verification.enable=true`). Without it a batch
+/// `transaction.partition.verification.enable=true`), or from v12 to add
+/// them (KIP-890 part 2, whose clients send no AddPartitionsToTxn). Without it a batch
 /// from a fenced producer, or one that arrives after its transaction ended
 /// (a late retry), or one for a partition never added, would open a
 /// transaction on the partition that no marker ever closes: its last
@@ -350,6 +355,28 @@ async fn verify_transactional(
             positions,
             partitions,
         } = writes;
+        if version >= TRANSACTIONS_V2_SINCE {
+            if let Err(error) = add_with_retries(
+                shard,
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                partitions,
+            )
+            .await
+            {
+                tracing::debug!(
+                    transactional_id,
+                    producer_id,
+                    producer_epoch,
+                    ?error,
+                    "transactional produce not added to its transaction"
+                );
+                let error = produce_add_error(error);
+                refused.extend(positions.into_iter().map(|p| (p, error)));
+            }
+            continue;
+        }
         let answers = verify(
             shard,
             transactional_id,
@@ -372,6 +399,61 @@ async fn verify_transactional(
         }
     }
     refused
+}
+
+/// First Produce version of transactions V2: its transactional batches add
+/// their partitions to the transaction (Kafka decides by request version).
+const TRANSACTIONS_V2_SINCE: i16 = 12;
+/// Pause between the implicit adds a busy coordinator refused (Kafka's
+/// `add.partitions.to.txn.retry.backoff.ms`).
+const ADD_RETRY_BACKOFF: Duration = Duration::from_millis(20);
+/// How long the implicit add is retried while the coordinator is busy
+/// (Kafka's `add.partitions.to.txn.retry.backoff.max.ms`): typically the
+/// markers of the producer's previous transaction, whose EndTxn was
+/// answered before them.
+const ADD_RETRY_TIME: Duration = Duration::from_millis(100);
+
+/// The implicit add of transactions V2, retried on CONCURRENT_TRANSACTIONS
+/// for up to `ADD_RETRY_TIME`, as Kafka's partition leader retries it.
+async fn add_with_retries(
+    shard: &Rc<Shard>,
+    transactional_id: &str,
+    producer_id: i64,
+    producer_epoch: i16,
+    partitions: Vec<TopicPartition>,
+) -> Result<(), ErrorCode> {
+    let deadline = std::time::Instant::now() + ADD_RETRY_TIME;
+    loop {
+        let answer = add_implicitly(
+            shard,
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            partitions.clone(),
+        )
+        .await;
+        match answer {
+            Err(ErrorCode::ConcurrentTransactions) if std::time::Instant::now() < deadline => {
+                glommio::timer::sleep(ADD_RETRY_BACKOFF).await;
+            }
+            answer => return answer,
+        }
+    }
+}
+
+/// What a failed implicit add becomes in a Produce v12+ answer, as Kafka
+/// 4.1 answers V2 clients: a fenced epoch INVALID_PRODUCER_EPOCH, an
+/// unreachable coordinator NOT_ENOUGH_REPLICAS (retried without a metadata
+/// refresh); CONCURRENT_TRANSACTIONS stays (common while the previous
+/// transaction's markers are written, and retried by the client).
+fn produce_add_error(error: ErrorCode) -> ErrorCode {
+    match error {
+        ErrorCode::ProducerFenced => ErrorCode::InvalidProducerEpoch,
+        ErrorCode::CoordinatorLoadInProgress
+        | ErrorCode::CoordinatorNotAvailable
+        | ErrorCode::NotCoordinator => ErrorCode::NotEnoughReplicas,
+        other => other,
+    }
 }
 
 /// What a failed verification becomes in a Produce answer of `version`,

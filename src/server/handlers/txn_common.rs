@@ -15,14 +15,12 @@ pub fn txn_error_code(error: ErrorCode, version: i16, fenced_since: i16) -> i16 
     }
 }
 
-/// The error of a reply that should have been `Ok(())`-shaped, for the
-/// calls whose answer is one code (AddOffsetsToTxn, EndTxn).
+/// The error of an AddPartitions reply (AddPartitionsToTxn,
+/// AddOffsetsToTxn and the implicit adds of transactions V2).
 pub fn unit_reply_error(reply: TxnReply) -> Option<ErrorCode> {
     match reply {
-        TxnReply::AddPartitions(Ok(())) | TxnReply::EndTxn(Ok(())) => None,
-        TxnReply::AddPartitions(Err(e)) | TxnReply::EndTxn(Err(e)) | TxnReply::Unavailable(e) => {
-            Some(e)
-        }
+        TxnReply::AddPartitions(Ok(())) => None,
+        TxnReply::AddPartitions(Err(e)) | TxnReply::Unavailable(e) => Some(e),
         other => {
             tracing::error!(?other, "transaction coordinator answered the wrong call");
             Some(ErrorCode::UnknownServerError)

@@ -1,4 +1,4 @@
-//! TxnOffsetCommit (key 28), v0-v4: a transactional producer commits a
+//! TxnOffsetCommit (key 28), v0-v5: a transactional producer commits a
 //! consumer group's offsets inside its transaction (consume-transform-
 //! produce). The group's coordinator writes them to the group's
 //! `__consumer_offsets` partition as one transactional batch of the producer
@@ -22,15 +22,16 @@
 //! Before the coordinator writes, the transaction coordinator is asked
 //! whether the producer's transaction is open with the group's offsets
 //! partition in it (KIP-890 part 1, Kafka's default
-//! `transaction.partition.verification.enable=true`); see [`verify`].
+//! `transaction.partition.verification.enable=true`); see [`verify`]. From
+//! v5 (transactions V2, whose clients send no AddOffsetsToTxn) it is asked
+//! to add that partition instead, starting the transaction if need be.
 //!
 //! Versions: v2 adds `committed_leader_epoch`, v3 (flexible) the member id,
 //! generation and group instance id that the coordinator checks (KIP-447:
 //! ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID). v4 lets the
 //! broker answer TRANSACTION_ABORTABLE where older versions get
-//! INVALID_TXN_STATE. v5 belongs to transactions V2 (the commit adds the
-//! offsets partition to the transaction implicitly), which this broker does
-//! not enable, and is not advertised.
+//! INVALID_TXN_STATE. v5 is transactions V2 (the commit adds the offsets
+//! partition to the transaction implicitly).
 //!
 //! Left open (Kafka closes it with a verification guard kept by the
 //! partition): a client that sends EndTxn while its TxnOffsetCommit is
@@ -56,6 +57,9 @@ use crate::server::connection::Responder;
 use crate::shard::messages::{GroupCall, GroupReply, TopicPartition};
 use crate::shard::Shard;
 use crate::txn::service;
+
+/// First version of transactions V2.
+const TRANSACTIONS_V2_SINCE: i16 = 5;
 
 /// The coordinator's request for a wire request of `version`, keeping only
 /// the partitions of topics `readable` accepts that `exists` accepts; the
@@ -199,7 +203,11 @@ pub fn to_wire(
 /// producer, or outside an open transaction, would otherwise stay pending
 /// with no marker ever to settle them, and OffsetFetch with
 /// `require_stable` would answer UNSTABLE_OFFSET_COMMIT for good.
-async fn verify(shard: &Rc<Shard>, call: &group::TxnOffsetCommitRequest) -> Result<(), ErrorCode> {
+async fn verify(
+    shard: &Rc<Shard>,
+    call: &group::TxnOffsetCommitRequest,
+    version: i16,
+) -> Result<(), ErrorCode> {
     let Some(partition) = group_partition(shard, &call.group_id).await else {
         return Err(ErrorCode::CoordinatorNotAvailable);
     };
@@ -207,6 +215,16 @@ async fn verify(shard: &Rc<Shard>, call: &group::TxnOffsetCommitRequest) -> Resu
         topic: OFFSETS_TOPIC.to_string(),
         partition,
     }];
+    if version >= TRANSACTIONS_V2_SINCE {
+        return service::add_implicitly(
+            shard,
+            &call.transactional_id,
+            call.producer_id,
+            call.producer_epoch,
+            partitions,
+        )
+        .await;
+    }
     service::verify(
         shard,
         &call.transactional_id,
@@ -225,9 +243,14 @@ async fn verify(shard: &Rc<Shard>, call: &group::TxnOffsetCommitRequest) -> Resu
 /// offsets partition INVALID_TXN_STATE (TRANSACTION_ABORTABLE from v4, the
 /// version that knows it), and a busy or unreachable transaction
 /// coordinator COORDINATOR_NOT_AVAILABLE, which clients retry.
+///
+/// From v5 the transaction coordinator's codes of the implicit add pass as
+/// they are (Kafka's group coordinator passes them on), a fenced epoch
+/// excepted.
 fn verification_error(error: ErrorCode, version: i16) -> ErrorCode {
     match error {
         ErrorCode::ProducerFenced => ErrorCode::InvalidProducerEpoch,
+        other if version >= TRANSACTIONS_V2_SINCE => other,
         ErrorCode::InvalidTxnState if version >= 4 => ErrorCode::TransactionAbortable,
         ErrorCode::ConcurrentTransactions
         | ErrorCode::CoordinatorLoadInProgress
@@ -267,7 +290,7 @@ pub fn handle(
         } else if call.group_id.is_empty() {
             // Kafka's GroupCoordinatorService answers this before routing.
             failed(partitions_of(&call), ErrorCode::InvalidGroupId)
-        } else if let Err(error) = verify(&shard, &call).await {
+        } else if let Err(error) = verify(&shard, &call, version).await {
             failed(partitions_of(&call), verification_error(error, version))
         } else {
             let group_id = call.group_id.clone();
