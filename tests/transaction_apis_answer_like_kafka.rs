@@ -42,6 +42,7 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::txn_offset_commit_request::{
     TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
 };
+use kafka_protocol::messages::update_features_request::FeatureUpdateKey;
 use kafka_protocol::messages::{
     AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse, ApiKey, ApiVersionsRequest, ApiVersionsResponse,
@@ -50,7 +51,7 @@ use kafka_protocol::messages::{
     FindCoordinatorResponse, GroupId, InitProducerIdRequest, InitProducerIdResponse,
     ListTransactionsRequest, ListTransactionsResponse, OffsetFetchRequest, OffsetFetchResponse,
     ProduceRequest, ProduceResponse, ProducerId, TopicName, TransactionalId,
-    TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+    TxnOffsetCommitRequest, TxnOffsetCommitResponse, UpdateFeaturesRequest, UpdateFeaturesResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Record, TimestampType};
@@ -885,6 +886,260 @@ fn transactions_v2_bump_the_epoch_of_every_transaction_like_kafka() {
     );
     assert_eq!(end_txn_v5(&mut client, &txn, (pid, 5), true), (0, pid, 6));
     wait_for_state(&mut client, &txn, "CompleteCommit");
+}
+
+/// UpdateFeatures `version` of (feature, level, upgrade type): the top-level
+/// error code and message, and the per-feature results.
+#[allow(clippy::type_complexity)]
+fn update_features(
+    client: &mut RawClient,
+    version: i16,
+    updates: &[(&str, i16, i8)],
+    validate_only: bool,
+) -> (i16, Option<String>, Vec<(String, i16, Option<String>)>) {
+    let mut request = UpdateFeaturesRequest::default();
+    request.timeout_ms = 10_000;
+    request.validate_only = validate_only;
+    for (name, level, upgrade_type) in updates {
+        let mut update = FeatureUpdateKey::default();
+        update.feature = s(name);
+        update.max_version_level = *level;
+        update.upgrade_type = *upgrade_type;
+        request.feature_updates.push(update);
+    }
+    let response: UpdateFeaturesResponse =
+        client.request(ApiKey::UpdateFeatures, version, &request);
+    (
+        response.error_code,
+        response.error_message.map(|m| m.to_string()),
+        response
+            .results
+            .iter()
+            .map(|r| {
+                (
+                    r.feature.to_string(),
+                    r.error_code,
+                    r.error_message.as_ref().map(|m| m.to_string()),
+                )
+            })
+            .collect(),
+    )
+}
+
+/// Goal: `kafka-features upgrade/downgrade` (UpdateFeatures) changes
+/// `transaction.version` as in Kafka 4.1: refusals carry Kafka's messages
+/// (unknown upgrade type, negative level, a level or feature this node does
+/// not support, a downgrade without a downgrade type, an upgrade with
+/// one), the first refusal fails the whole request with no results,
+/// validate-only changes nothing, v0-1 list each update with "NONE".
+/// A downgrade shows in ApiVersions at a higher epoch (level 0 is no
+/// longer listed); EndTxn v5 still bumps the epoch (the request version
+/// decides, as in Kafka); an upgrade restores level 2. The level survives
+/// kill -9. Levels Kafka supports and this broker does not (other
+/// metadata.version levels, group.version 0, kraft.version 1) are refused.
+///
+/// Method: requests on the wire; the answers up to the restart are what
+/// Kafka 4.1.1 answered (RINGBROKER_TXN_V2_REFERENCE=host:port runs them
+/// against a Kafka, and restores its level 2 at the end).
+#[test]
+fn update_features_changes_the_transaction_version_like_kafka() {
+    let reference = std::env::var("RINGBROKER_TXN_V2_REFERENCE").ok();
+    let mut broker = reference
+        .is_none()
+        .then(|| Broker::start(BrokerOptions::default().arg("--node-id", 1)));
+    let bootstrap = reference.unwrap_or_else(|| broker.as_ref().expect("a broker").bootstrap());
+    let mut client = RawClient::connect(&bootstrap);
+    const UPGRADE: i8 = 1;
+    const SAFE: i8 = 2;
+    const UNSAFE: i8 = 3;
+    let invalid = code(ResponseError::InvalidUpdateVersion);
+    let failed = |message: &str| {
+        (
+            invalid,
+            Some(format!(
+                "The update failed for all features since the following feature had an \
+                 error: {message}"
+            )),
+            vec![],
+        )
+    };
+    for (updates, message) in [
+        (
+            vec![("transaction.version", 1, 0)],
+            "Invalid update version 1 for feature transaction.version. The controller does \
+             not support the given upgrade type.",
+        ),
+        (
+            vec![("transaction.version", -1, UNSAFE)],
+            "Invalid update version -1 for feature transaction.version. A feature version \
+             cannot be less than 0.",
+        ),
+        (
+            vec![("transaction.version", 3, UPGRADE)],
+            "Invalid update version 3 for feature transaction.version. Local controller 1 \
+             only supports versions 0-2",
+        ),
+        (
+            vec![
+                ("transaction.version", 1, SAFE),
+                ("foo.version", 1, UPGRADE),
+            ],
+            "Invalid update version 1 for feature foo.version. Local controller 1 does not \
+             support this feature.",
+        ),
+        (
+            vec![("transaction.version", 1, UPGRADE)],
+            "Invalid update version 1 for feature transaction.version. Can't downgrade the \
+             version of this feature without setting the upgrade type to either safe or \
+             unsafe downgrade.",
+        ),
+    ] {
+        for version in [1, 2] {
+            assert_eq!(
+                update_features(&mut client, version, &updates, true),
+                failed(message),
+                "{updates:?} v{version}"
+            );
+        }
+    }
+    assert_eq!(
+        update_features(&mut client, 1, &[("transaction.version", 1, SAFE)], true),
+        (
+            0,
+            None,
+            vec![(
+                "transaction.version".to_string(),
+                0,
+                Some("NONE".to_string())
+            )]
+        )
+    );
+    assert_eq!(
+        update_features(&mut client, 2, &[("transaction.version", 2, UPGRADE)], true),
+        (0, None, vec![])
+    );
+    let (_, before, epoch_before) = features(&bootstrap, 4);
+    assert!(before.contains(&("transaction.version".to_string(), 2)));
+
+    // Downgrade to 1: listed at a higher epoch; EndTxn v5 still bumps.
+    assert_eq!(
+        update_features(&mut client, 2, &[("transaction.version", 1, SAFE)], false),
+        (0, None, vec![])
+    );
+    let (_, finalized, epoch) = features(&bootstrap, 4);
+    assert!(
+        finalized.contains(&("transaction.version".to_string(), 1)),
+        "{finalized:?}"
+    );
+    assert!(epoch > epoch_before, "{epoch} after {epoch_before}");
+    assert_eq!(
+        update_features(&mut client, 2, &[("transaction.version", 2, SAFE)], true),
+        failed(
+            "Invalid update version 2 for feature transaction.version. Can't downgrade to a \
+             newer version."
+        )
+    );
+    let mut create = CreateTopicsRequest::default();
+    let mut topic = CreatableTopic::default();
+    topic.name = TopicName(s(TOPIC));
+    topic.num_partitions = 4;
+    topic.replication_factor = 1;
+    create.topics.push(topic);
+    let created: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 5, &create);
+    assert!([0, code(ResponseError::TopicAlreadyExists)].contains(&created.topics[0].error_code));
+    let txn = unique("tv1-writer");
+    let mut find = FindCoordinatorRequest::default();
+    find.key_type = 1;
+    find.coordinator_keys = vec![s(&txn)];
+    for _ in 0..200 {
+        let found: FindCoordinatorResponse = client.request(ApiKey::FindCoordinator, 4, &find);
+        if found.coordinators[0].error_code == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let (pid, _) = init_retrying(&mut client, &txn);
+    assert_eq!(
+        produce(&mut client, Some(&txn), (pid, 0), 0, 0, 12),
+        (0, None)
+    );
+    assert_eq!(end_txn_v5(&mut client, &txn, (pid, 0), true), (0, pid, 1));
+    wait_for_state(&mut client, &txn, "CompleteCommit");
+
+    // Down to 0: no longer listed; back up to 2.
+    assert_eq!(
+        update_features(&mut client, 2, &[("transaction.version", 0, UNSAFE)], false),
+        (0, None, vec![])
+    );
+    let (_, finalized, _) = features(&bootstrap, 4);
+    assert!(
+        finalized
+            .iter()
+            .all(|(name, _)| name != "transaction.version"),
+        "{finalized:?}"
+    );
+    if let Some(broker) = broker.as_mut() {
+        // Own broker: the level survives kill -9.
+        drop(client);
+        broker.kill9();
+        broker.restart();
+        client = RawClient::connect(&broker.bootstrap());
+        let (_, finalized, _) = features(&broker.bootstrap(), 4);
+        assert!(
+            finalized
+                .iter()
+                .all(|(name, _)| name != "transaction.version"),
+            "{finalized:?}"
+        );
+        // What Kafka allows and this broker cannot run at is refused.
+        for (name, level, upgrade_type, supported) in [
+            ("metadata.version", 26, SAFE, "only supports versions 27-27"),
+            ("group.version", 0, SAFE, "only supports versions 1-1"),
+            (
+                "kraft.version",
+                1,
+                UPGRADE,
+                "does not support this feature.",
+            ),
+        ] {
+            assert_eq!(
+                update_features(&mut client, 2, &[(name, level, upgrade_type)], true),
+                failed(&format!(
+                    "Invalid update version {level} for feature {name}. Local controller 1 \
+                     {supported}"
+                ))
+            );
+        }
+    }
+    assert_eq!(
+        update_features(
+            &mut client,
+            0,
+            &[("transaction.version", 2, UPGRADE)],
+            false
+        ),
+        (
+            0,
+            None,
+            vec![(
+                "transaction.version".to_string(),
+                0,
+                Some("NONE".to_string())
+            )]
+        )
+    );
+    let (_, finalized, _) = features(&bootstrap_of(&broker, &bootstrap), 4);
+    assert!(
+        finalized.contains(&("transaction.version".to_string(), 2)),
+        "{finalized:?}"
+    );
+}
+
+/// The bootstrap of `broker` (it moves on restart), else `reference`.
+fn bootstrap_of(broker: &Option<Broker>, reference: &str) -> String {
+    broker
+        .as_ref()
+        .map_or_else(|| reference.to_string(), |b| b.bootstrap())
 }
 
 /// Goal: a transactional id idle for `transactional.id.expiration.ms` is

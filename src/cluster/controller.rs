@@ -70,6 +70,10 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
         } => ControllerReply::AlterGroupConfigs(
             alter_group_configs(shard, resources, validate_only).await,
         ),
+        ControllerRequest::UpdateFeatures {
+            updates,
+            validate_only,
+        } => ControllerReply::UpdateFeatures(update_features(shard, updates, validate_only).await),
         ControllerRequest::CreatePartitions {
             topics,
             validate_only,
@@ -810,6 +814,49 @@ async fn alter_group_configs(
         commit_outcomes(shard, records, &mut outcomes).await;
     }
     outcomes
+}
+
+/// UpdateFeatures, as Kafka's `FeatureControlManager.updateFeatures`: every
+/// update is checked against the current levels, in request order; the
+/// first refusal fails them all (INVALID_UPDATE_VERSION with Kafka's
+/// message), else the changed levels are committed together.
+async fn update_features(
+    shard: &Rc<Shard>,
+    updates: Vec<(String, i16, i8)>,
+    validate_only: bool,
+) -> Result<(), (ErrorCode, String)> {
+    let image = shard.image();
+    let mut records = Vec::new();
+    for (name, level, upgrade_type) in updates {
+        let checked = crate::cluster::features::check_update(
+            &image.features,
+            shard.config.node_id,
+            &name,
+            level,
+            upgrade_type,
+        );
+        match checked {
+            Err(message) => {
+                return Err((
+                    ErrorCode::InvalidUpdateVersion,
+                    format!(
+                        "The update failed for all features since the following feature had \
+                         an error: {message}"
+                    ),
+                ))
+            }
+            Ok(Some((name, level))) => records.push(MetadataRecord::FeatureLevel { name, level }),
+            Ok(None) => {}
+        }
+    }
+    if validate_only || records.is_empty() {
+        return Ok(());
+    }
+    tracing::info!(?records, "changing feature levels");
+    commit(shard, records).await.map_err(|e| {
+        tracing::error!(error = %e, "metadata commit failed");
+        (ErrorCode::KafkaStorageError, e.to_string())
+    })
 }
 
 /// Commits `records` (if any); when that fails, every successful outcome

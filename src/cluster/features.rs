@@ -1,22 +1,29 @@
-//! Feature levels (KIP-584), as ApiVersions v3+ advertises them: the
-//! levels this broker can run at (SupportedFeatures) and the levels the
-//! cluster runs at (FinalizedFeatures, with an epoch that grows with the
-//! metadata log, as Kafka's `KRaftMetadataCache` reports it).
+//! Feature levels (KIP-584): the levels this broker can run at
+//! (SupportedFeatures in ApiVersions v3+), the levels the cluster runs at
+//! (FinalizedFeatures, with an epoch that grows with the metadata log, as
+//! Kafka's `KRaftMetadataCache` reports it), and UpdateFeatures' checks
+//! (Kafka's `FeatureControlManager`).
 //!
 //! Kafka 4.1 formats a new cluster at `metadata.version` 4.1-IV1 (27),
 //! `transaction.version` 2, `group.version` 1 and
-//! `eligible.leader.replicas.version` 1. This broker runs:
+//! `eligible.leader.replicas.version` 1. This broker:
 //! - `metadata.version` 27 only: it speaks Kafka 4.1's protocol;
-//! - `transaction.version` 2 (supports 0-2): transactions V2 (KIP-890 part
-//!   2) for clients that use it, V1 for the others, decided per request
-//!   version as Kafka decides;
+//! - `transaction.version` 0-2, 2 unless changed: transactions V2 (KIP-890
+//!   part 2) for clients that use it, V1 for the others, decided per request
+//!   version as Kafka decides. Java clients use V2 only while 2 is
+//!   finalized; the level also decides how the coordinator's own aborts bump
+//!   the epoch and which `__transaction_state` record version it writes;
 //! - `group.version` 1 only: the consumer group protocol (KIP-848) is on;
-//! - `kraft.version` 0 only: one static voter (level 0 is not listed as
-//!   finalized, as in Kafka).
+//! - `kraft.version` 0 only: one static voter (a level-0 feature is not
+//!   listed, as in Kafka).
 //!
-//! Not listed: `eligible.leader.replicas.version` (no ELR here),
-//! `share.version` and `streams.version` (no share or streams groups).
-//! Levels cannot be changed (UpdateFeatures is not served).
+//! Not supported (level 0 only, not listed): `eligible.leader.replicas.version`
+//! (no ELR here), `share.version` and `streams.version` (no share or streams
+//! groups). UpdateFeatures refuses other levels of the fixed features,
+//! where Kafka would accept some (a lower `metadata.version`,
+//! `group.version` 0, `kraft.version` 1).
+
+use std::collections::BTreeMap;
 
 use kafka_protocol::messages::api_versions_response::{FinalizedFeatureKey, SupportedFeatureKey};
 use kafka_protocol::protocol::StrBytes;
@@ -24,13 +31,13 @@ use kafka_protocol::protocol::StrBytes;
 /// `transaction.version`.
 pub const TRANSACTION_VERSION: &str = "transaction.version";
 
-/// One feature: its name, the levels this broker supports, and the level
-/// the cluster runs at.
+/// One feature: its name, the levels this broker supports, and the level a
+/// new cluster runs at.
 struct Feature {
     name: &'static str,
     min: i16,
     max: i16,
-    finalized: i16,
+    default: i16,
 }
 
 /// Every feature this broker knows, in Kafka's listing order.
@@ -39,45 +46,51 @@ const FEATURES: &[Feature] = &[
         name: "metadata.version",
         min: 27,
         max: 27,
-        finalized: 27,
+        default: 27,
     },
     Feature {
         name: "kraft.version",
         min: 0,
         max: 0,
-        finalized: 0,
+        default: 0,
     },
     Feature {
         name: TRANSACTION_VERSION,
         min: 0,
         max: 2,
-        finalized: 2,
+        default: 2,
     },
     Feature {
         name: "group.version",
         min: 1,
         max: 1,
-        finalized: 1,
+        default: 1,
     },
 ];
 
-/// The finalized `transaction.version`: what the coordinator's own aborts
-/// (timeouts, fencing) follow and which `__transaction_state` record
-/// version it writes.
-pub fn transaction_version() -> i16 {
-    finalized_level(TRANSACTION_VERSION)
+/// Levels set by UpdateFeatures, by feature name (the image's); a feature
+/// not in it runs at its default.
+pub type FeatureLevels = BTreeMap<String, i16>;
+
+/// The finalized level of feature `name`: 0 for a feature this broker does
+/// not know.
+pub fn level(levels: &FeatureLevels, name: &str) -> i16 {
+    levels.get(name).copied().unwrap_or_else(|| {
+        FEATURES
+            .iter()
+            .find(|f| f.name == name)
+            .map_or(0, |f| f.default)
+    })
 }
 
-fn finalized_level(name: &str) -> i16 {
-    FEATURES
-        .iter()
-        .find(|f| f.name == name)
-        .map_or(0, |f| f.finalized)
+/// The finalized `transaction.version`.
+pub fn transaction_version(levels: &FeatureLevels) -> i16 {
+    level(levels, TRANSACTION_VERSION)
 }
 
-/// SupportedFeatures for an ApiVersions answer of `version`: before v4,
-/// features whose minimum is 0 are left out (KAFKA-17011: older clients
-/// cannot parse a range starting at 0).
+/// SupportedFeatures for an ApiVersions answer of `version`: features whose
+/// maximum is 0 are left out, and before v4 those whose minimum is 0 too
+/// (KAFKA-17011: older clients cannot parse a range starting at 0).
 pub fn supported(version: i16) -> Vec<SupportedFeatureKey> {
     FEATURES
         .iter()
@@ -93,18 +106,75 @@ pub fn supported(version: i16) -> Vec<SupportedFeatureKey> {
 }
 
 /// FinalizedFeatures: every feature above level 0, with min = max = level.
-pub fn finalized() -> Vec<FinalizedFeatureKey> {
+pub fn finalized(levels: &FeatureLevels) -> Vec<FinalizedFeatureKey> {
     FEATURES
         .iter()
-        .filter(|f| f.finalized > 0)
-        .map(|f| {
-            let mut key = FinalizedFeatureKey::default();
-            key.name = StrBytes::from_static_str(f.name);
-            key.min_version_level = f.finalized;
-            key.max_version_level = f.finalized;
-            key
+        .filter_map(|f| {
+            let level = level(levels, f.name);
+            (level > 0).then(|| {
+                let mut key = FinalizedFeatureKey::default();
+                key.name = StrBytes::from_static_str(f.name);
+                key.min_version_level = level;
+                key.max_version_level = level;
+                key
+            })
         })
         .collect()
+}
+
+/// UpdateFeatures' upgrade types (`FeatureUpdate.UpgradeType`).
+/// (2 is SAFE_DOWNGRADE, lossless; this broker's levels lose nothing.)
+const UPGRADE: i8 = 1;
+const UNSAFE_DOWNGRADE: i8 = 3;
+
+/// Checks one feature update as Kafka's `FeatureControlManager.updateFeature`
+/// does, in its order, on node `node_id`: Some((name, level)) to record,
+/// None when the level is already that (nothing to write).
+///
+/// # Errors
+/// Kafka's message for INVALID_UPDATE_VERSION.
+pub fn check_update(
+    levels: &FeatureLevels,
+    node_id: i32,
+    name: &str,
+    new_level: i16,
+    upgrade_type: i8,
+) -> Result<Option<(String, i16)>, String> {
+    let invalid =
+        |reason: &str| format!("Invalid update version {new_level} for feature {name}. {reason}");
+    if !(UPGRADE..=UNSAFE_DOWNGRADE).contains(&upgrade_type) {
+        return Err(invalid(
+            "The controller does not support the given upgrade type.",
+        ));
+    }
+    let current = level(levels, name);
+    if new_level < 0 {
+        return Err(invalid("A feature version cannot be less than 0."));
+    }
+    // Kafka's `QuorumFeatures.reasonNotSupported`: an unknown feature
+    // supports level 0 only.
+    let (min, max) = FEATURES
+        .iter()
+        .find(|f| f.name == name)
+        .map_or((0, 0), |f| (f.min, f.max));
+    if !(min..=max).contains(&new_level) {
+        let who = format!("Local controller {node_id}");
+        return Err(invalid(&if max == 0 {
+            format!("{who} does not support this feature.")
+        } else {
+            format!("{who} only supports versions {min}-{max}")
+        }));
+    }
+    if new_level < current && upgrade_type == UPGRADE {
+        return Err(invalid(
+            "Can't downgrade the version of this feature without setting the upgrade type \
+             to either safe or unsafe downgrade.",
+        ));
+    }
+    if new_level > current && upgrade_type != UPGRADE {
+        return Err(invalid("Can't downgrade to a newer version."));
+    }
+    Ok((new_level != current).then(|| (name.to_string(), new_level)))
 }
 
 #[cfg(test)]
@@ -117,6 +187,7 @@ mod tests {
 
     #[test]
     fn features_are_listed_as_kafka_lists_them() {
+        let levels = FeatureLevels::new();
         assert_eq!(
             names(&supported(4), |k| k.name.as_str()),
             ["metadata.version", "transaction.version", "group.version"]
@@ -126,14 +197,65 @@ mod tests {
             names(&supported(3), |k| k.name.as_str()),
             ["metadata.version", "group.version"]
         );
-        let finalized = finalized();
+        let finalized_features = finalized(&levels);
         assert_eq!(
-            names(&finalized, |k| k.name.as_str()),
+            names(&finalized_features, |k| k.name.as_str()),
             ["metadata.version", "transaction.version", "group.version"]
         );
-        assert!(finalized
+        assert!(finalized_features
             .iter()
             .all(|k| k.min_version_level == k.max_version_level));
-        assert_eq!(transaction_version(), 2);
+        assert_eq!(transaction_version(&levels), 2);
+        // Level 0 is not listed.
+        let lowered = FeatureLevels::from([(TRANSACTION_VERSION.to_string(), 0)]);
+        assert_eq!(
+            names(&finalized(&lowered), |k| k.name.as_str()),
+            ["metadata.version", "group.version"]
+        );
+        assert_eq!(transaction_version(&lowered), 0);
+    }
+
+    #[test]
+    fn updates_are_checked_in_kafkas_order_with_its_messages() {
+        let levels = FeatureLevels::new();
+        let check = |name: &str, level: i16, upgrade_type: i8| {
+            check_update(&levels, 1, name, level, upgrade_type)
+        };
+        let prefix =
+            |name: &str, level: i16| format!("Invalid update version {level} for feature {name}. ");
+        assert_eq!(
+            check("transaction.version", 1, 0),
+            Err(prefix("transaction.version", 1)
+                + "The controller does not support the given upgrade type.")
+        );
+        assert_eq!(
+            check("transaction.version", -1, 3),
+            Err(prefix("transaction.version", -1) + "A feature version cannot be less than 0.")
+        );
+        assert_eq!(
+            check("transaction.version", 3, 1),
+            Err(prefix("transaction.version", 3) + "Local controller 1 only supports versions 0-2")
+        );
+        assert_eq!(
+            check("foo.version", 1, 1),
+            Err(prefix("foo.version", 1) + "Local controller 1 does not support this feature.")
+        );
+        assert_eq!(
+            check("transaction.version", 1, 1),
+            Err(prefix("transaction.version", 1)
+                + "Can't downgrade the version of this feature without setting the upgrade \
+                   type to either safe or unsafe downgrade.")
+        );
+        assert_eq!(
+            check("transaction.version", 1, 2),
+            Ok(Some(("transaction.version".to_string(), 1)))
+        );
+        assert_eq!(check("transaction.version", 2, 2), Ok(None));
+        assert_eq!(check("share.version", 0, 2), Ok(None));
+        let lowered = FeatureLevels::from([(TRANSACTION_VERSION.to_string(), 1)]);
+        assert_eq!(
+            check_update(&lowered, 1, "transaction.version", 2, 2),
+            Err(prefix("transaction.version", 2) + "Can't downgrade to a newer version.")
+        );
     }
 }

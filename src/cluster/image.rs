@@ -122,6 +122,14 @@ pub enum MetadataRecord {
         /// Every config the group now has, as given.
         configs: BTreeMap<String, String>,
     },
+    /// A feature's finalized level was set (Kafka's FeatureLevelRecord,
+    /// written by UpdateFeatures).
+    FeatureLevel {
+        /// Feature name.
+        name: String,
+        /// Its level.
+        level: i16,
+    },
 }
 
 /// Group configs by group id (`config::group_config`).
@@ -208,6 +216,8 @@ pub struct MetadataImage {
     /// Group configs by group id, only groups that set some (shared
     /// between images until one changes).
     pub group_configs: Rc<GroupConfigMap>,
+    /// Feature levels set by UpdateFeatures (`cluster::features`).
+    pub features: crate::cluster::features::FeatureLevels,
 }
 
 impl MetadataImage {
@@ -301,6 +311,9 @@ impl MetadataImage {
             }
             MetadataRecord::BrokerConfigs { broker, configs } => {
                 Rc::make_mut(&mut self.broker_configs).set_layer(*broker, configs.clone());
+            }
+            MetadataRecord::FeatureLevel { name, level } => {
+                self.features.insert(name.clone(), *level);
             }
             MetadataRecord::GroupConfigs { group, configs } => {
                 let groups = Rc::make_mut(&mut self.group_configs);

@@ -266,7 +266,7 @@ impl Authenticator {
                     request,
                     version,
                     correlation_id,
-                    image.applied_records as i64,
+                    image,
                 )))
             }
             ApiKey::SaslHandshake => {

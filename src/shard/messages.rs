@@ -182,6 +182,14 @@ pub enum ControllerRequest {
         /// Check without changing.
         validate_only: bool,
     },
+    /// UpdateFeatures: (feature, level, upgrade type) in request order
+    /// (checked only when `validate_only`).
+    UpdateFeatures {
+        /// The updates.
+        updates: Vec<(String, i16, i8)>,
+        /// Check without changing.
+        validate_only: bool,
+    },
     /// Alter group configs (validate only when asked).
     AlterGroupConfigs {
         /// The group id and its change (an empty id is refused there, as
@@ -264,6 +272,8 @@ pub enum ControllerReply {
     AlterBrokerConfigs(Vec<AdminOutcome>),
     /// Per group resource, in request order.
     AlterGroupConfigs(Vec<AdminOutcome>),
+    /// UpdateFeatures: the error of the whole request, if any.
+    UpdateFeatures(Result<(), (crate::protocol::ErrorCode, String)>),
     /// Per topic, in request order; the throttle time.
     CreatePartitions(Vec<AdminOutcome>, u64),
     /// Per user: (user, error code, message).

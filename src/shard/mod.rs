@@ -293,6 +293,7 @@ impl Shard {
                     | MetadataRecord::RemoveAccessControlEntry { .. }
                     | MetadataRecord::ClientQuota { .. }
                     | MetadataRecord::GroupConfigs { .. }
+                    | MetadataRecord::FeatureLevel { .. }
             )
         };
         let mut records = records.into_iter().peekable();
@@ -393,6 +394,7 @@ impl Shard {
                 | MetadataRecord::RemoveAccessControlEntry { .. }
                 | MetadataRecord::ClientQuota { .. }
                 | MetadataRecord::GroupConfigs { .. }
+                | MetadataRecord::FeatureLevel { .. }
                 | MetadataRecord::ProducerIds { .. }
                 | MetadataRecord::UserScramCredential { .. }
                 | MetadataRecord::RemoveUserScramCredential { .. } => {}

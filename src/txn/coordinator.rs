@@ -120,13 +120,15 @@ pub enum InitDecision {
     AbortOngoing(TxnMetadata),
 }
 
-/// Kafka's `prepareInitProducerIdTransit` for an existing or new id.
+/// Kafka's `prepareInitProducerIdTransit` for an existing or new id; an
+/// open transaction is aborted as the finalized `transaction_version` has
+/// it.
 pub fn decide_init(
     existing: Option<&TxnMetadata>,
     expected_producer_id: i64,
     expected_epoch: i16,
-    timeout_ms: i32,
-    now_ms: i64,
+    (timeout_ms, now_ms): (i32, i64),
+    transaction_version: i16,
 ) -> InitDecision {
     let Some(m) = existing else {
         return InitDecision::NeedNewProducerId;
@@ -149,7 +151,9 @@ pub fn decide_init(
         TxnState::PrepareAbort | TxnState::PrepareCommit | TxnState::PrepareEpochFence => {
             InitDecision::Reply(Err(ErrorCode::ConcurrentTransactions))
         }
-        TxnState::Ongoing => InitDecision::AbortOngoing(fenced_abort(m, now_ms)),
+        TxnState::Ongoing => {
+            InitDecision::AbortOngoing(fenced_abort(m, now_ms, transaction_version))
+        }
         TxnState::Dead => InitDecision::Reply(Err(ErrorCode::ConcurrentTransactions)),
         TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort => {
             if expected_given && expected_producer_id == m.producer_id {
@@ -160,18 +164,25 @@ pub fn decide_init(
                     }
                     return InitDecision::Reply(Err(ErrorCode::ProducerFenced));
                 }
-            } else if expected_given
-                && expected_producer_id == m.last_producer_id
-                && m.producer_epoch == 0
-            {
-                // Retry after a change of producer id: same answer.
-                return InitDecision::Reply(Ok((m.producer_id, m.producer_epoch)));
+            } else if expected_given && expected_producer_id == m.last_producer_id {
+                // A retry after a change of producer id gets the same
+                // answer; once the new id has moved on, the old one is
+                // fenced (it must not take the new id over).
+                return InitDecision::Reply(if m.producer_epoch == 0 {
+                    Ok((m.producer_id, m.producer_epoch))
+                } else {
+                    Err(ErrorCode::ProducerFenced)
+                });
             }
             if m.producer_epoch >= EPOCH_EXHAUSTED {
                 return InitDecision::NeedNewProducerId;
             }
             let mut target = m.clone();
-            target.last_producer_epoch = m.producer_epoch;
+            // Kafka's `prepareIncrementProducerEpoch`: a producer that names
+            // its epoch may retry this bump (the previous epoch is kept); a
+            // new producer instance (no epoch given) leaves none, so an
+            // older instance's retry is fenced.
+            target.last_producer_epoch = if expected_given { m.producer_epoch } else { -1 };
             target.producer_epoch = m.producer_epoch + 1;
             target.state = TxnState::Empty;
             target.partitions.clear();
@@ -539,30 +550,42 @@ pub fn completed(prepared: &TxnMetadata, now_ms: i64) -> TxnMetadata {
 /// For an open transaction past its timeout and not busy: the PrepareAbort
 /// to persist, with the epoch bumped so the producer is fenced (Kafka's
 /// `abortTimedOutTransactions`). None otherwise.
-pub fn timed_out_abort(m: &TxnMetadata, now_ms: i64) -> Option<TxnMetadata> {
+pub fn timed_out_abort(
+    m: &TxnMetadata,
+    now_ms: i64,
+    transaction_version: i16,
+) -> Option<TxnMetadata> {
     if m.pending || m.state != TxnState::Ongoing || m.start_ms < 0 {
         return None;
     }
     if now_ms.saturating_sub(m.start_ms) <= i64::from(m.timeout_ms) {
         return None;
     }
-    Some(fenced_abort(m, now_ms))
+    Some(fenced_abort(m, now_ms, transaction_version))
 }
 
-/// Kafka's `prepareFenceProducerEpoch` then abort, as the finalized
-/// `transaction.version` 2 has it: the epoch is bumped once, so the
-/// producer's next request is fenced and the markers carry the new epoch;
+/// Kafka's `prepareFenceProducerEpoch` then abort, following the finalized
+/// `transaction_version`: the epoch is bumped once, so the producer's next
+/// request is fenced and the markers carry the new epoch. From version 2
 /// the previous epoch is kept (a V2 producer's EndTxn(abort) with it is
-/// then a retry that learns the new epoch). No new producer id on a fence.
-fn fenced_abort(m: &TxnMetadata, now_ms: i64) -> TxnMetadata {
+/// then a retry that learns the new epoch, and so is a KIP-360
+/// InitProducerId with it); before, none is, so a retry with the old epoch
+/// is fenced rather than taken for a lost answer. No new producer id on a
+/// fence.
+fn fenced_abort(m: &TxnMetadata, now_ms: i64, transaction_version: i16) -> TxnMetadata {
     let mut target = m.clone();
-    if target.producer_epoch < EPOCH_EXHAUSTED {
-        target.last_producer_epoch = target.producer_epoch;
-        target.producer_epoch += 1;
-    }
+    let previous = target.producer_epoch;
+    // Kafka's fence bumps up to the last epoch (its next bump takes a new
+    // producer id), so an exhausted producer is fenced too.
+    target.producer_epoch = target.producer_epoch.saturating_add(1);
+    target.last_producer_epoch = if transaction_version >= 2 {
+        previous
+    } else {
+        -1
+    };
     target.state = TxnState::PrepareAbort;
     target.last_update_ms = now_ms;
-    target.client_transaction_version = crate::cluster::features::transaction_version();
+    target.client_transaction_version = if transaction_version >= 2 { 2 } else { 0 };
     target
 }
 
@@ -595,7 +618,7 @@ mod tests {
     #[test]
     fn a_new_id_takes_a_producer_id_and_re_init_bumps_the_epoch() {
         assert_eq!(
-            decide_init(None, -1, -1, 60_000, 0),
+            decide_init(None, -1, -1, (60_000, 0), 2),
             InitDecision::NeedNewProducerId
         );
         let m = fresh();
@@ -603,31 +626,64 @@ mod tests {
             (m.producer_id, m.producer_epoch, m.state),
             (1000, 0, TxnState::Empty)
         );
-        let InitDecision::Write(bumped) = decide_init(Some(&m), -1, -1, 30_000, 5) else {
+        let InitDecision::Write(bumped) = decide_init(Some(&m), -1, -1, (30_000, 5), 2) else {
             panic!("expected a bump");
         };
         assert_eq!((bumped.producer_id, bumped.producer_epoch), (1000, 1));
         assert_eq!(bumped.timeout_ms, 30_000);
-        // KIP-360: a retry with the epoch before the bump gets the same answer.
+        // A new instance (no epoch given) leaves no previous epoch: the older
+        // instance's KIP-360 re-init is fenced.
         assert_eq!(
-            decide_init(Some(&bumped), 1000, 0, 30_000, 6),
-            InitDecision::Reply(Ok((1000, 1)))
+            decide_init(Some(&bumped), 1000, 0, (30_000, 6), 2),
+            InitDecision::Reply(Err(ErrorCode::ProducerFenced))
+        );
+        // KIP-360: a producer's own bump (epoch given) may be retried, with
+        // the same answer.
+        let InitDecision::Write(resumed) = decide_init(Some(&bumped), 1000, 1, (30_000, 7), 2)
+        else {
+            panic!("expected a bump");
+        };
+        assert_eq!(resumed.producer_epoch, 2);
+        assert_eq!(
+            decide_init(Some(&resumed), 1000, 1, (30_000, 8), 2),
+            InitDecision::Reply(Ok((1000, 2)))
         );
         // Someone else's producer id is fenced.
         assert_eq!(
-            decide_init(Some(&bumped), 55, 0, 30_000, 6),
+            decide_init(Some(&bumped), 55, 0, (30_000, 6), 2),
             InitDecision::Reply(Err(ErrorCode::ProducerFenced))
         );
         let mut exhausted = bumped.clone();
         exhausted.producer_epoch = EPOCH_EXHAUSTED;
         assert_eq!(
-            decide_init(Some(&exhausted), -1, -1, 30_000, 7),
+            decide_init(Some(&exhausted), -1, -1, (30_000, 7), 2),
             InitDecision::NeedNewProducerId
         );
         let renewed = with_new_producer_id(Some(&exhausted), 2000, 30_000, 8);
         assert_eq!(
             (renewed.producer_id, renewed.last_producer_id),
             (2000, 1000)
+        );
+        // The old id's retry gets the new id while it is fresh, and is
+        // fenced once the new id has moved on.
+        assert_eq!(
+            decide_init(Some(&renewed), 1000, EPOCH_EXHAUSTED, (30_000, 9), 2),
+            InitDecision::Reply(Ok((2000, 0)))
+        );
+        let mut moved_on = renewed.clone();
+        moved_on.producer_epoch = 3;
+        assert_eq!(
+            decide_init(Some(&moved_on), 1000, EPOCH_EXHAUSTED, (30_000, 9), 2),
+            InitDecision::Reply(Err(ErrorCode::ProducerFenced))
+        );
+        // A fence at the last usable epoch still fences.
+        let mut open = moved_on.clone();
+        open.producer_epoch = EPOCH_EXHAUSTED;
+        open.state = TxnState::Ongoing;
+        open.start_ms = 0;
+        assert_eq!(
+            timed_out_abort(&open, i64::MAX, 2).unwrap().producer_epoch,
+            i16::MAX
         );
     }
 
@@ -637,7 +693,8 @@ mod tests {
         let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 10, None)
             .unwrap()
             .unwrap();
-        let InitDecision::AbortOngoing(abort) = decide_init(Some(&open), -1, -1, 60_000, 20) else {
+        let InitDecision::AbortOngoing(abort) = decide_init(Some(&open), -1, -1, (60_000, 20), 2)
+        else {
             panic!("expected an abort");
         };
         assert_eq!(abort.state, TxnState::PrepareAbort);
@@ -651,7 +708,7 @@ mod tests {
         let mut busy = abort.clone();
         busy.pending = true;
         assert_eq!(
-            decide_init(Some(&busy), -1, -1, 60_000, 22),
+            decide_init(Some(&busy), -1, -1, (60_000, 22), 2),
             InitDecision::Reply(Err(ErrorCode::ConcurrentTransactions))
         );
         let done = completed(&abort, 30);
@@ -660,18 +717,40 @@ mod tests {
         // for a retry (Kafka keeps the previous epoch under transaction
         // version 2): it learns the current epoch, no bump.
         assert_eq!(
-            decide_init(Some(&done), 1000, 0, 60_000, 31),
+            decide_init(Some(&done), 1000, 0, (60_000, 31), 2),
             InitDecision::Reply(Ok((1000, 1)))
         );
         assert_eq!(
-            decide_init(Some(&done), 1000, 7, 60_000, 31),
+            decide_init(Some(&done), 1000, 7, (60_000, 31), 2),
             InitDecision::Reply(Err(ErrorCode::ProducerFenced))
         );
         assert!(done.partitions.is_empty());
-        let InitDecision::Write(next) = decide_init(Some(&done), -1, -1, 60_000, 31) else {
+        let InitDecision::Write(next) = decide_init(Some(&done), -1, -1, (60_000, 31), 2) else {
             panic!("expected a bump");
         };
         assert_eq!(next.producer_epoch, 2);
+    }
+
+    #[test]
+    fn below_transaction_version_2_a_fence_keeps_no_previous_epoch() {
+        let m = fresh();
+        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 10, None)
+            .unwrap()
+            .unwrap();
+        let abort = timed_out_abort(&open, i64::MAX, 1).unwrap();
+        assert_eq!((abort.producer_epoch, abort.last_producer_epoch), (1, -1));
+        let done = completed(&abort, 30);
+        assert_eq!(
+            decide_init(Some(&done), 1000, 0, (60_000, 31), 1),
+            InitDecision::Reply(Err(ErrorCode::ProducerFenced)),
+            "the fenced producer's KIP-360 re-init is fenced"
+        );
+        let records = crate::txn::records::encode_value(&abort.to_log_value(), false);
+        assert_eq!(
+            records[..2],
+            [0, 0],
+            "version 0 below transaction version 1"
+        );
     }
 
     #[test]
@@ -812,12 +891,12 @@ mod tests {
     #[test]
     fn timeouts_abort_with_a_bumped_epoch_and_idle_ids_expire() {
         let m = fresh();
-        assert_eq!(timed_out_abort(&m, i64::MAX), None);
+        assert_eq!(timed_out_abort(&m, i64::MAX, 2), None);
         let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 100, None)
             .unwrap()
             .unwrap();
-        assert_eq!(timed_out_abort(&open, 100 + 60_000), None);
-        let abort = timed_out_abort(&open, 100 + 60_001).unwrap();
+        assert_eq!(timed_out_abort(&open, 100 + 60_000, 2), None);
+        let abort = timed_out_abort(&open, 100 + 60_001, 2).unwrap();
         assert_eq!(
             (abort.state, abort.producer_epoch),
             (TxnState::PrepareAbort, 1)

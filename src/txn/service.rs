@@ -435,6 +435,11 @@ fn list(s: &Slot, filter: &ListFilter, now: i64) -> Vec<ListedTxn> {
         .collect()
 }
 
+/// The finalized `transaction.version`.
+fn transaction_version(shard: &Shard) -> i16 {
+    crate::cluster::features::transaction_version(&shard.image().features)
+}
+
 /// Writes one record of `transactional_id` (a tombstone for `None`) to the
 /// coordinator's partition and waits until it is durable.
 async fn append_record(
@@ -447,7 +452,7 @@ async fn append_record(
         return Err(ErrorCode::NotCoordinator);
     };
     let key = encode_key(transactional_id);
-    let flexible = crate::cluster::features::transaction_version() >= 1;
+    let flexible = transaction_version(shard) >= 1;
     let value = metadata.map(|m| encode_value(&m.to_log_value(), flexible));
     let record = NewRecord {
         key: Some(&key),
@@ -532,8 +537,8 @@ async fn init_producer_id(
         slot.borrow().txns.get(&id),
         producer_id,
         producer_epoch,
-        timeout_ms,
-        now_ms(),
+        (timeout_ms, now_ms()),
+        transaction_version(shard),
     );
     match decision {
         InitDecision::Reply(answer) => answer,
@@ -844,6 +849,7 @@ async fn cleanup_loop(shard: Rc<Shard>, stopped: Rc<Cell<bool>>) {
         }
         let slots: Vec<SlotRef> = shard.txns.slots.borrow().values().cloned().collect();
         let now = now_ms();
+        let version = transaction_version(&shard);
         for slot in &slots {
             let timed_out: Vec<(String, TxnMetadata)> = {
                 let s = slot.borrow();
@@ -852,7 +858,7 @@ async fn cleanup_loop(shard: Rc<Shard>, stopped: Rc<Cell<bool>>) {
                 }
                 s.txns
                     .iter()
-                    .filter_map(|(id, m)| timed_out_abort(m, now).map(|t| (id.clone(), t)))
+                    .filter_map(|(id, m)| timed_out_abort(m, now, version).map(|t| (id.clone(), t)))
                     .collect()
             };
             for (id, target) in timed_out {

@@ -29,6 +29,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.ProducerState;
 import org.apache.kafka.clients.admin.TransactionDescription;
 import org.apache.kafka.clients.admin.TransactionListing;
+import org.apache.kafka.clients.admin.FeatureUpdate;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -52,6 +53,7 @@ public class JavaClient {
         switch (mode) {
             case "idempotent-defaults" -> idempotentDefaults(bootstrap, topic);
             case "transactions" -> transactions(bootstrap, topic);
+            case "transaction-version" -> transactionVersion(bootstrap, topic);
             case "copier" -> copier(bootstrap, topic);
             case "admin" -> adminCalls(bootstrap, topic);
             case "validate" -> validatePositions(bootstrap, topic);
@@ -941,6 +943,44 @@ public class JavaClient {
                     readCommitted.stream().filter(v -> v.startsWith("t5-") || v.startsWith("t10-") || v.equals("open")).count(),
                     readUncommitted.size(), state, listed, producers, transactionVersion, String.join(", ", epochs));
         }
+    }
+
+    /** The admin client downgrades transaction.version to 1, a new
+     * transactional producer runs three transactions (its epoch stays: V1),
+     * the admin client upgrades it back to 2, and a new producer runs three
+     * more (its epoch grows with each: V2). Prints the finalized levels the
+     * admin client saw and each producer's epochs after each transaction. */
+    static void transactionVersion(String bootstrap, String topic) throws Exception {
+        List<String> levels = new ArrayList<>();
+        List<String> runs = new ArrayList<>();
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            for (var update : List.of(
+                    new FeatureUpdate((short) 1, FeatureUpdate.UpgradeType.SAFE_DOWNGRADE),
+                    new FeatureUpdate((short) 2, FeatureUpdate.UpgradeType.UPGRADE))) {
+                admin.updateFeatures(Map.of("transaction.version", update),
+                        new org.apache.kafka.clients.admin.UpdateFeaturesOptions()).all().get();
+                var finalized = admin.describeFeatures().featureMetadata().get().finalizedFeatures();
+                levels.add(String.valueOf(finalized.get("transaction.version").maxVersionLevel()));
+                String transactionalId = topic + "-tv" + update.maxVersionLevel();
+                Properties props = new Properties();
+                props.put("bootstrap.servers", bootstrap);
+                props.put("transactional.id", transactionalId);
+                List<String> epochs = new ArrayList<>();
+                try (KafkaProducer<String, String> producer =
+                        new KafkaProducer<>(props, new StringSerializer(), new StringSerializer())) {
+                    producer.initTransactions();
+                    for (int t = 0; t < 3; t++) {
+                        producer.beginTransaction();
+                        producer.send(new ProducerRecord<>(topic, t % PARTITIONS, "k", "v" + t));
+                        producer.commitTransaction();
+                        epochs.add(String.valueOf(admin.describeTransactions(List.of(transactionalId))
+                                .description(transactionalId).get().producerEpoch()));
+                    }
+                }
+                runs.add("[" + String.join(", ", epochs) + "]");
+            }
+        }
+        System.out.printf("{\"levels\": [%s], \"epochs\": [%s]}%n", String.join(", ", levels), String.join(", ", runs));
     }
 
     /** A consume-transform-produce loop with a subscribed group member:

@@ -80,6 +80,14 @@ def test_java_transactions_hide_aborted_and_open_records_from_read_committed(cla
     assert seen["epochs"] == list(range(1, 11))
 
 
+def test_java_admin_changes_the_transaction_version_and_producers_follow(classpath, broker, topic):
+    # Downgraded to 1, a new producer speaks transactions V1 (its epoch
+    # stays); upgraded back to 2, a new producer speaks V2 (every
+    # transaction bumps it), as against Kafka 4.1.1.
+    seen = run_java(classpath, "transaction-version", broker, topic)
+    assert seen == {"levels": [1, 2], "epochs": [[0, 0, 0], [1, 2, 3]]}
+
+
 def test_java_copier_with_a_group_member_copies_exactly_once(classpath, broker, topic):
     seen = run_java(classpath, "copier", broker, topic)
     assert seen["aborts"] > 0

@@ -6,6 +6,7 @@ use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 
 use crate::cluster::features;
+use crate::cluster::image::MetadataImage;
 use crate::protocol::ErrorCode;
 use crate::server::connection::Response;
 use crate::server::handlers::encode_response;
@@ -24,21 +25,22 @@ fn advertised() -> Vec<ApiVersion> {
         .collect()
 }
 
-/// Answers a served ApiVersions request. `features_epoch` is the metadata
-/// offset the answer reflects: the Java client takes its finalized features
-/// from the node that reports the highest, and none from -1.
+/// Answers a served ApiVersions request with the feature levels of
+/// `image`, whose metadata offset is their epoch: the Java client takes its
+/// finalized features from the node that reports the highest epoch, and
+/// none from -1.
 pub fn handle(
     _request: ApiVersionsRequest,
     version: i16,
     correlation_id: i32,
-    features_epoch: i64,
+    image: &MetadataImage,
 ) -> Response {
     let mut response = ApiVersionsResponse::default();
     response.error_code = 0;
     response.api_keys = advertised();
     response.supported_features = features::supported(version);
-    response.finalized_features = features::finalized();
-    response.finalized_features_epoch = features_epoch;
+    response.finalized_features = features::finalized(&image.features);
+    response.finalized_features_epoch = image.applied_records as i64;
     encode_response(ApiKey::ApiVersions, version, correlation_id, &response)
 }
 

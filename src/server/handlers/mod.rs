@@ -51,6 +51,7 @@ pub mod sasl;
 pub mod sync_group;
 pub mod txn_common;
 pub mod txn_offset_commit;
+pub mod update_features;
 pub mod write_txn_markers;
 
 use std::collections::BTreeMap;
@@ -192,7 +193,7 @@ pub async fn dispatch(
             decode(&mut body, version)?,
             version,
             correlation_id,
-            shard.image().applied_records as i64,
+            &shard.image(),
         )),
         ApiKey::Metadata => {
             metadata::handle(
@@ -458,6 +459,16 @@ pub async fn dispatch(
             version,
             correlation_id,
         )),
+        ApiKey::UpdateFeatures => {
+            update_features::handle(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
+        }
         ApiKey::ListConfigResources => ready(list_config_resources::handle(
             shard,
             access,
