@@ -716,6 +716,20 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
         (listed.error_code, listed.config_resources.len()),
         (CLUSTER_AUTHORIZATION_FAILED, 0)
     );
+    let mut update = kafka_protocol::messages::UpdateFeaturesRequest::default();
+    let mut feature =
+        kafka_protocol::messages::update_features_request::FeatureUpdateKey::default();
+    feature.feature = StrBytes::from_static_str("transaction.version");
+    feature.max_version_level = 1;
+    feature.upgrade_type = 2;
+    update.feature_updates.push(feature);
+    let updated: kafka_protocol::messages::UpdateFeaturesResponse =
+        client.request(ApiKey::UpdateFeatures, 1, &update);
+    assert_eq!(
+        (updated.error_code, updated.results.len()),
+        (CLUSTER_AUTHORIZATION_FAILED, 0),
+        "UpdateFeatures needs ALTER on the cluster"
+    );
     let mut cluster = DescribeClusterRequest::default();
     cluster.include_cluster_authorized_operations = true;
     let described: DescribeClusterResponse = client.request(ApiKey::DescribeCluster, 1, &cluster);
