@@ -1018,6 +1018,32 @@ fn update_features_changes_the_transaction_version_like_kafka() {
         update_features(&mut client, 2, &[("transaction.version", 2, UPGRADE)], true),
         (0, None, vec![])
     );
+    // A refusal changes nothing; neither does asking for the current level.
+    assert_eq!(
+        update_features(
+            &mut client,
+            2,
+            &[
+                ("transaction.version", 0, SAFE),
+                ("transaction.version", 3, UPGRADE)
+            ],
+            false
+        ),
+        failed(
+            "Invalid update version 3 for feature transaction.version. Local controller 1 \
+             only supports versions 0-2"
+        ),
+        "a feature named twice takes its last update"
+    );
+    assert_eq!(
+        update_features(
+            &mut client,
+            2,
+            &[("transaction.version", 2, UPGRADE)],
+            false
+        ),
+        (0, None, vec![])
+    );
     let (_, before, epoch_before) = features(&bootstrap, 4);
     assert!(before.contains(&("transaction.version".to_string(), 2)));
 
@@ -1093,8 +1119,8 @@ fn update_features_changes_the_transaction_version_like_kafka() {
         );
         // What Kafka allows and this broker cannot run at is refused.
         for (name, level, upgrade_type, supported) in [
-            ("metadata.version", 26, SAFE, "only supports versions 27-27"),
-            ("group.version", 0, SAFE, "only supports versions 1-1"),
+            ("metadata.version", 26, SAFE, "only supports versions 27"),
+            ("group.version", 0, SAFE, "only supports versions 1"),
             (
                 "kraft.version",
                 1,

@@ -826,6 +826,13 @@ async fn update_features(
     validate_only: bool,
 ) -> Result<(), (ErrorCode, String)> {
     let image = shard.image();
+    // Kafka reads the updates into a map: a feature named twice takes its
+    // last update.
+    let mut updates = updates;
+    let mut seen = HashSet::new();
+    updates.reverse();
+    updates.retain(|(name, _, _)| seen.insert(name.clone()));
+    updates.reverse();
     let mut records = Vec::new();
     for (name, level, upgrade_type) in updates {
         let checked = crate::cluster::features::check_update(

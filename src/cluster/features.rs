@@ -68,6 +68,14 @@ const FEATURES: &[Feature] = &[
     },
 ];
 
+/// Features Kafka 4.1 knows and this broker runs only at level 0 (not
+/// listed): UpdateFeatures to level 0 succeeds for them, as in Kafka.
+const KAFKA_ONLY_FEATURES: &[&str] = &[
+    "eligible.leader.replicas.version",
+    "share.version",
+    "streams.version",
+];
+
 /// Levels set by UpdateFeatures, by feature name (the image's); a feature
 /// not in it runs at its default.
 pub type FeatureLevels = BTreeMap<String, i16>;
@@ -152,7 +160,7 @@ pub fn check_update(
         return Err(invalid("A feature version cannot be less than 0."));
     }
     // Kafka's `QuorumFeatures.reasonNotSupported`: an unknown feature
-    // supports level 0 only.
+    // supports level 0 only; a range of one level reads as that level.
     let (min, max) = FEATURES
         .iter()
         .find(|f| f.name == name)
@@ -161,9 +169,16 @@ pub fn check_update(
         let who = format!("Local controller {node_id}");
         return Err(invalid(&if max == 0 {
             format!("{who} does not support this feature.")
+        } else if min == max {
+            format!("{who} only supports versions {min}")
         } else {
             format!("{who} only supports versions {min}-{max}")
         }));
+    }
+    // Level 0 of a feature Kafka does not know either (`Feature.featureFromName`).
+    let known = FEATURES.iter().any(|f| f.name == name) || KAFKA_ONLY_FEATURES.contains(&name);
+    if !known {
+        return Err(invalid(&format!("Feature {name} not found.")));
     }
     if new_level < current && upgrade_type == UPGRADE {
         return Err(invalid(
@@ -252,6 +267,14 @@ mod tests {
         );
         assert_eq!(check("transaction.version", 2, 2), Ok(None));
         assert_eq!(check("share.version", 0, 2), Ok(None));
+        assert_eq!(
+            check("foo.version", 0, 2),
+            Err(prefix("foo.version", 0) + "Feature foo.version not found.")
+        );
+        assert_eq!(
+            check("group.version", 0, 2),
+            Err(prefix("group.version", 0) + "Local controller 1 only supports versions 1")
+        );
         let lowered = FeatureLevels::from([(TRANSACTION_VERSION.to_string(), 1)]);
         assert_eq!(
             check_update(&lowered, 1, "transaction.version", 2, 2),

@@ -88,6 +88,12 @@ pub const API_RANGES: &[ApiRange] = &[
         served_min: 0,
     },
     ApiRange {
+        key: ApiKey::DescribeQuorum,
+        advertised_min: 0,
+        max: 2,
+        served_min: 0,
+    },
+    ApiRange {
         key: ApiKey::UpdateFeatures,
         advertised_min: 0,
         max: 2,

@@ -158,8 +158,12 @@ pub fn decide_init(
         TxnState::Empty | TxnState::CompleteCommit | TxnState::CompleteAbort => {
             if expected_given && expected_producer_id == m.producer_id {
                 if expected_epoch != m.producer_epoch {
-                    if expected_epoch == m.last_producer_epoch && m.last_producer_epoch >= 0 {
-                        // The answer to the last bump was lost: same answer.
+                    if expected_epoch == m.last_producer_epoch
+                        && m.last_producer_epoch >= 0
+                        && m.producer_epoch < i16::MAX
+                    {
+                        // The answer to the last bump was lost: same answer
+                        // (never the last epoch, which no fence could bump).
                         return InitDecision::Reply(Ok((m.producer_id, m.producer_epoch)));
                     }
                     return InitDecision::Reply(Err(ErrorCode::ProducerFenced));
@@ -168,7 +172,10 @@ pub fn decide_init(
                 // A retry after a change of producer id gets the same
                 // answer; once the new id has moved on, the old one is
                 // fenced (it must not take the new id over).
-                return InitDecision::Reply(if m.producer_epoch == 0 {
+                let retry = m.producer_epoch == 0
+                    && m.last_producer_epoch >= 0
+                    && expected_epoch == m.last_producer_epoch;
+                return InitDecision::Reply(if retry {
                     Ok((m.producer_id, m.producer_epoch))
                 } else {
                     Err(ErrorCode::ProducerFenced)
@@ -195,18 +202,24 @@ pub fn decide_init(
 }
 
 /// The metadata to persist when the id gets producer id `producer_id`
-/// (new id, or the old one's epochs are exhausted): epoch 0, Empty.
+/// (new id, or the old one's epochs are exhausted): epoch 0, Empty. As
+/// Kafka's `prepareProducerIdRotation`, the old epoch is kept only when the
+/// request named one (`epoch_given`), so only that producer's retry gets
+/// the new id.
 pub fn with_new_producer_id(
     existing: Option<&TxnMetadata>,
     producer_id: i64,
-    timeout_ms: i32,
-    now_ms: i64,
+    (timeout_ms, now_ms): (i32, i64),
+    epoch_given: bool,
 ) -> TxnMetadata {
     TxnMetadata {
         producer_id,
         last_producer_id: existing.map_or(-1, |m| m.producer_id),
         producer_epoch: 0,
-        last_producer_epoch: -1,
+        last_producer_epoch: match existing {
+            Some(m) if epoch_given => m.producer_epoch,
+            _ => -1,
+        },
         timeout_ms,
         state: TxnState::Empty,
         partitions: BTreeSet::new(),
@@ -612,7 +625,7 @@ mod tests {
     }
 
     fn fresh() -> TxnMetadata {
-        with_new_producer_id(None, 1000, 60_000, 1)
+        with_new_producer_id(None, 1000, (60_000, 1), false)
     }
 
     #[test]
@@ -659,7 +672,14 @@ mod tests {
             decide_init(Some(&exhausted), -1, -1, (30_000, 7), 2),
             InitDecision::NeedNewProducerId
         );
-        let renewed = with_new_producer_id(Some(&exhausted), 2000, 30_000, 8);
+        // A new instance's rotation leaves no previous epoch: the old id's
+        // retry is fenced.
+        let taken = with_new_producer_id(Some(&exhausted), 2000, (30_000, 8), false);
+        assert_eq!(
+            decide_init(Some(&taken), 1000, EPOCH_EXHAUSTED, (30_000, 9), 2),
+            InitDecision::Reply(Err(ErrorCode::ProducerFenced))
+        );
+        let renewed = with_new_producer_id(Some(&exhausted), 2000, (30_000, 8), true);
         assert_eq!(
             (renewed.producer_id, renewed.last_producer_id),
             (2000, 1000)
@@ -744,12 +764,6 @@ mod tests {
             decide_init(Some(&done), 1000, 0, (60_000, 31), 1),
             InitDecision::Reply(Err(ErrorCode::ProducerFenced)),
             "the fenced producer's KIP-360 re-init is fenced"
-        );
-        let records = crate::txn::records::encode_value(&abort.to_log_value(), false);
-        assert_eq!(
-            records[..2],
-            [0, 0],
-            "version 0 below transaction version 1"
         );
     }
 

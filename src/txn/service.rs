@@ -554,8 +554,12 @@ async fn init_producer_id(
                     return Err(ErrorCode::CoordinatorNotAvailable);
                 }
             };
-            let target =
-                with_new_producer_id(slot.borrow().txns.get(&id), new_id, timeout_ms, now_ms());
+            let target = with_new_producer_id(
+                slot.borrow().txns.get(&id),
+                new_id,
+                (timeout_ms, now_ms()),
+                producer_epoch >= 0,
+            );
             let answer = (target.producer_id, target.producer_epoch);
             persist(shard, slot, &id, target, false).await?;
             Ok(answer)

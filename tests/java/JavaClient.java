@@ -954,6 +954,7 @@ public class JavaClient {
         List<String> levels = new ArrayList<>();
         List<String> runs = new ArrayList<>();
         try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+          try {
             for (var update : List.of(
                     new FeatureUpdate((short) 1, FeatureUpdate.UpgradeType.SAFE_DOWNGRADE),
                     new FeatureUpdate((short) 2, FeatureUpdate.UpgradeType.UPGRADE))) {
@@ -979,6 +980,12 @@ public class JavaClient {
                 }
                 runs.add("[" + String.join(", ", epochs) + "]");
             }
+          } finally {
+            // Level 2 again for the tests after this one, whatever happened.
+            admin.updateFeatures(Map.of("transaction.version",
+                    new FeatureUpdate((short) 2, FeatureUpdate.UpgradeType.UPGRADE)),
+                    new org.apache.kafka.clients.admin.UpdateFeaturesOptions()).all().get();
+          }
         }
         System.out.printf("{\"levels\": [%s], \"epochs\": [%s]}%n", String.join(", ", levels), String.join(", ", runs));
     }

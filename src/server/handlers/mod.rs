@@ -24,6 +24,7 @@ pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_producers;
+pub mod describe_quorum;
 pub mod describe_topic_partitions;
 pub mod describe_transactions;
 pub mod describe_user_scram_credentials;
@@ -453,6 +454,13 @@ pub async fn dispatch(
             .await
         }
         ApiKey::ElectLeaders => ready(elect_leaders::handle(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
+        ApiKey::DescribeQuorum => ready(describe_quorum::handle(
             shard,
             access,
             decode(&mut body, version)?,

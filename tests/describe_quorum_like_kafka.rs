@@ -1,0 +1,168 @@
+//! Goal: `kafka-metadata-quorum describe --status/--replication`
+//! (DescribeQuorum v0-2) answers as Kafka 4.1.1 answered the same requests
+//! on a single KRaft node: this node is the quorum's only voter and its
+//! leader, at an epoch of 1 or more, with no observers; the high watermark
+//! is the metadata log's and grows when metadata changes (a topic is
+//! created); the voter's log end offset is there too, its fetch and
+//! caught-up times are "now" from v1 (-1 at v0), and v2 lists the node and
+//! its endpoints. Asking for anything but `__cluster_metadata` partition 0
+//! (another topic or partition, or more than that one) is
+//! UNKNOWN_TOPIC_OR_PARTITION for every partition asked, with Kafka's
+//! message; asking for nothing answers nothing.
+//!
+//! Method: hand-built requests. Run with RINGBROKER_QUORUM_REFERENCE=
+//! host:port (a Kafka whose node id is 1) to send them to a Kafka instead.
+
+mod common;
+
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
+use kafka_protocol::messages::{
+    ApiKey, CreateTopicsRequest, CreateTopicsResponse, DescribeQuorumRequest,
+    DescribeQuorumResponse, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+
+use common::wire::RawClient;
+use common::{unique, Broker, BrokerOptions};
+
+const METADATA: &str = "__cluster_metadata";
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+
+fn describe(
+    client: &mut RawClient,
+    version: i16,
+    topics: &[(&str, &[i32])],
+) -> DescribeQuorumResponse {
+    let mut request = DescribeQuorumRequest::default();
+    for (name, partitions) in topics {
+        let mut topic = TopicData::default();
+        topic.topic_name = TopicName(StrBytes::from_string(name.to_string()));
+        for index in *partitions {
+            let mut partition = PartitionData::default();
+            partition.partition_index = *index;
+            topic.partitions.push(partition);
+        }
+        request.topics.push(topic);
+    }
+    client.request(ApiKey::DescribeQuorum, version, &request)
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_millis() as i64
+}
+
+#[test]
+fn describe_quorum_answers_like_a_single_kafka_node() {
+    let reference = std::env::var("RINGBROKER_QUORUM_REFERENCE").ok();
+    let broker = reference
+        .is_none()
+        .then(|| Broker::start(BrokerOptions::default().arg("--node-id", 1)));
+    let bootstrap = reference.unwrap_or_else(|| broker.as_ref().expect("a broker").bootstrap());
+    let mut client = RawClient::connect(&bootstrap);
+
+    let mut high_watermarks = Vec::new();
+    for version in 0..=2 {
+        let before = now_ms();
+        let response = describe(&mut client, version, &[(METADATA, &[0])]);
+        assert_eq!(response.error_code, 0);
+        assert_eq!(response.topics.len(), 1);
+        assert_eq!(response.topics[0].topic_name.as_str(), METADATA);
+        let partition = &response.topics[0].partitions[0];
+        assert_eq!((partition.partition_index, partition.error_code), (0, 0));
+        assert_eq!(partition.leader_id.0, 1);
+        assert!(partition.leader_epoch >= 1);
+        assert!(partition.high_watermark > 0);
+        assert!(partition.observers.is_empty());
+        assert_eq!(partition.current_voters.len(), 1);
+        let voter = &partition.current_voters[0];
+        assert_eq!(voter.replica_id.0, 1);
+        assert!(voter.log_end_offset >= partition.high_watermark);
+        if version == 0 {
+            assert_eq!(
+                (voter.last_fetch_timestamp, voter.last_caught_up_timestamp),
+                (-1, -1)
+            );
+        } else {
+            for at in [voter.last_fetch_timestamp, voter.last_caught_up_timestamp] {
+                assert!(
+                    at >= before - 1_000 && at <= now_ms() + 1_000,
+                    "{at} is not now"
+                );
+            }
+        }
+        if version == 2 {
+            assert_eq!(voter.replica_directory_id, uuid::Uuid::nil());
+            assert_eq!(response.nodes.len(), 1);
+            assert_eq!(response.nodes[0].node_id.0, 1);
+            assert!(!response.nodes[0].listeners.is_empty());
+        } else {
+            assert!(response.nodes.is_empty());
+        }
+        high_watermarks.push(partition.high_watermark);
+    }
+
+    // Metadata changes move the high watermark.
+    let mut create = CreateTopicsRequest::default();
+    let mut topic = CreatableTopic::default();
+    topic.name = TopicName(StrBytes::from_string(unique("quorum")));
+    topic.num_partitions = 1;
+    topic.replication_factor = 1;
+    create.topics.push(topic);
+    create.timeout_ms = 10_000;
+    let created: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 5, &create);
+    assert_eq!(created.topics[0].error_code, 0);
+    let later = describe(&mut client, 2, &[(METADATA, &[0])]);
+    assert!(
+        later.topics[0].partitions[0].high_watermark > high_watermarks[2],
+        "{later:?} after {high_watermarks:?}"
+    );
+
+    // Anything else: every partition asked is unknown, no nodes.
+    for topics in [
+        vec![("foo", &[0][..])],
+        vec![(METADATA, &[1][..])],
+        vec![(METADATA, &[0, 1][..])],
+        vec![(METADATA, &[0][..]), ("foo", &[0][..])],
+    ] {
+        let response = describe(&mut client, 2, &topics);
+        assert_eq!(response.error_code, 0);
+        assert!(response.nodes.is_empty());
+        let answered: Vec<(String, i32, i16, Option<String>, usize)> = response
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions.iter().map(|p| {
+                    (
+                        t.topic_name.to_string(),
+                        p.partition_index,
+                        p.error_code,
+                        p.error_message.as_ref().map(|m| m.to_string()),
+                        p.current_voters.len(),
+                    )
+                })
+            })
+            .collect();
+        let expected: Vec<(String, i32, i16, Option<String>, usize)> = topics
+            .iter()
+            .flat_map(|(name, partitions)| {
+                partitions.iter().map(|p| {
+                    (
+                        name.to_string(),
+                        *p,
+                        UNKNOWN_TOPIC_OR_PARTITION,
+                        Some("This server does not host this topic-partition.".to_string()),
+                        0,
+                    )
+                })
+            })
+            .collect();
+        assert_eq!(answered, expected, "{topics:?}");
+    }
+    let none = describe(&mut client, 2, &[]);
+    assert_eq!((none.error_code, none.topics.len()), (0, 0));
+    drop(broker);
+}
