@@ -707,6 +707,15 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
         &DescribeLogDirsRequest::default(),
     );
     assert_eq!(dirs.error_code, CLUSTER_AUTHORIZATION_FAILED);
+    let quorum: kafka_protocol::messages::DescribeQuorumResponse = client.request(
+        ApiKey::DescribeQuorum,
+        2,
+        &kafka_protocol::messages::DescribeQuorumRequest::default(),
+    );
+    assert_eq!(
+        quorum.error_code, CLUSTER_AUTHORIZATION_FAILED,
+        "DescribeQuorum needs DESCRIBE on the cluster"
+    );
     let listed: kafka_protocol::messages::ListConfigResourcesResponse = client.request(
         ApiKey::ListConfigResources,
         1,
