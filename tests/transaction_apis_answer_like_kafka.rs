@@ -568,6 +568,40 @@ fn transaction_apis_answer_like_kafka() {
     broker.terminate();
 }
 
+/// FindCoordinator of `key` (key type 0 group, 1 transactional id) until
+/// it answers: Kafka creates `__consumer_offsets` and `__transaction_state`
+/// on it, as clients send it first.
+fn wait_for_coordinator(client: &mut RawClient, key_type: i8, key: &str) {
+    let mut find = FindCoordinatorRequest::default();
+    find.key_type = key_type;
+    find.coordinator_keys = vec![s(key)];
+    for _ in 0..200 {
+        let found: FindCoordinatorResponse = client.request(ApiKey::FindCoordinator, 4, &find);
+        if found.coordinators[0].error_code == 0 {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("no coordinator for {key}");
+}
+
+/// Creates TOPIC with 4 partitions (a reference broker may have it
+/// already).
+fn create_topic(client: &mut RawClient) {
+    let mut create = CreateTopicsRequest::default();
+    let mut topic = CreatableTopic::default();
+    topic.name = TopicName(s(TOPIC));
+    topic.num_partitions = 4;
+    topic.replication_factor = 1;
+    create.topics.push(topic);
+    create.timeout_ms = 10_000;
+    let created: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 5, &create);
+    assert!(
+        [0, code(ResponseError::TopicAlreadyExists)].contains(&created.topics[0].error_code),
+        "{created:?}"
+    );
+}
+
 /// ApiVersions `version` on a fresh connection: the supported features as
 /// (name, min, max), the finalized ones as (name, level), and the epoch.
 #[allow(clippy::type_complexity)]
@@ -685,34 +719,11 @@ fn transactions_v2_bump_the_epoch_of_every_transaction_like_kafka() {
     assert!(max(ApiKey::TxnOffsetCommit) >= 5);
     assert!(max(ApiKey::Produce) >= 12);
 
-    let mut create = CreateTopicsRequest::default();
-    let mut topic = CreatableTopic::default();
-    topic.name = TopicName(s(TOPIC));
-    topic.num_partitions = 4;
-    topic.replication_factor = 1;
-    create.topics.push(topic);
-    create.timeout_ms = 10_000;
-    let created: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 5, &create);
-    assert!(
-        [0, code(ResponseError::TopicAlreadyExists)].contains(&created.topics[0].error_code),
-        "{created:?}"
-    );
+    create_topic(&mut client);
     let txn = unique("v2-writer");
     let group = unique("v2-group");
-    // Kafka creates `__transaction_state` and `__consumer_offsets` on a
-    // FindCoordinator, as clients send first.
-    for (key_type, key) in [(1, &txn), (0, &group)] {
-        let mut find = FindCoordinatorRequest::default();
-        find.key_type = key_type;
-        find.coordinator_keys = vec![s(key)];
-        for _ in 0..200 {
-            let found: FindCoordinatorResponse = client.request(ApiKey::FindCoordinator, 4, &find);
-            if found.coordinators[0].error_code == 0 {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-    }
+    wait_for_coordinator(&mut client, 1, &txn);
+    wait_for_coordinator(&mut client, 0, &group);
     let (pid, first_epoch) = init_retrying(&mut client, &txn);
     assert_eq!(first_epoch, 0);
 
@@ -940,7 +951,8 @@ fn update_features(
 ///
 /// Method: requests on the wire; the answers up to the restart are what
 /// Kafka 4.1.1 answered (RINGBROKER_TXN_V2_REFERENCE=host:port runs them
-/// against a Kafka, and restores its level 2 at the end).
+/// against a Kafka, and restores its level 2 at the end; with
+/// `--test-threads=1`, since the transactions V2 test wants level 2 there).
 #[test]
 fn update_features_changes_the_transaction_version_like_kafka() {
     let reference = std::env::var("RINGBROKER_TXN_V2_REFERENCE").ok();
@@ -1052,11 +1064,7 @@ fn update_features_changes_the_transaction_version_like_kafka() {
         update_features(&mut client, 2, &[("transaction.version", 1, SAFE)], false),
         (0, None, vec![])
     );
-    let (_, finalized, epoch) = features(&bootstrap, 4);
-    assert!(
-        finalized.contains(&("transaction.version".to_string(), 1)),
-        "{finalized:?}"
-    );
+    let epoch = transaction_version_shown(&bootstrap, 1);
     assert!(epoch > epoch_before, "{epoch} after {epoch_before}");
     assert_eq!(
         update_features(&mut client, 2, &[("transaction.version", 2, SAFE)], true),
@@ -1065,25 +1073,9 @@ fn update_features_changes_the_transaction_version_like_kafka() {
              newer version."
         )
     );
-    let mut create = CreateTopicsRequest::default();
-    let mut topic = CreatableTopic::default();
-    topic.name = TopicName(s(TOPIC));
-    topic.num_partitions = 4;
-    topic.replication_factor = 1;
-    create.topics.push(topic);
-    let created: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 5, &create);
-    assert!([0, code(ResponseError::TopicAlreadyExists)].contains(&created.topics[0].error_code));
+    create_topic(&mut client);
     let txn = unique("tv1-writer");
-    let mut find = FindCoordinatorRequest::default();
-    find.key_type = 1;
-    find.coordinator_keys = vec![s(&txn)];
-    for _ in 0..200 {
-        let found: FindCoordinatorResponse = client.request(ApiKey::FindCoordinator, 4, &find);
-        if found.coordinators[0].error_code == 0 {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_for_coordinator(&mut client, 1, &txn);
     let (pid, _) = init_retrying(&mut client, &txn);
     assert_eq!(
         produce(&mut client, Some(&txn), (pid, 0), 0, 0, 12),
@@ -1097,26 +1089,14 @@ fn update_features_changes_the_transaction_version_like_kafka() {
         update_features(&mut client, 2, &[("transaction.version", 0, UNSAFE)], false),
         (0, None, vec![])
     );
-    let (_, finalized, _) = features(&bootstrap, 4);
-    assert!(
-        finalized
-            .iter()
-            .all(|(name, _)| name != "transaction.version"),
-        "{finalized:?}"
-    );
+    transaction_version_shown(&bootstrap, 0);
     if let Some(broker) = broker.as_mut() {
         // Own broker: the level survives kill -9.
         drop(client);
         broker.kill9();
         broker.restart();
         client = RawClient::connect(&broker.bootstrap());
-        let (_, finalized, _) = features(&broker.bootstrap(), 4);
-        assert!(
-            finalized
-                .iter()
-                .all(|(name, _)| name != "transaction.version"),
-            "{finalized:?}"
-        );
+        transaction_version_shown(&broker.bootstrap(), 0);
         // What Kafka allows and this broker cannot run at is refused.
         for (name, level, upgrade_type, supported) in [
             ("metadata.version", 26, SAFE, "only supports versions 27"),
@@ -1154,11 +1134,29 @@ fn update_features_changes_the_transaction_version_like_kafka() {
             )]
         )
     );
-    let (_, finalized, _) = features(&bootstrap_of(&broker, &bootstrap), 4);
-    assert!(
-        finalized.contains(&("transaction.version".to_string(), 2)),
-        "{finalized:?}"
-    );
+    transaction_version_shown(&bootstrap_of(&broker, &bootstrap), 2);
+}
+
+/// Waits until ApiVersions finalizes `transaction.version` at `level` (0:
+/// not listed); Kafka's brokers apply a change shortly after answering it.
+/// Returns the features' epoch.
+fn transaction_version_shown(bootstrap: &str, level: i16) -> i64 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (_, finalized, epoch) = features(bootstrap, 4);
+        let shown = finalized
+            .iter()
+            .find(|(name, _)| name == "transaction.version")
+            .map_or(0, |(_, level)| *level);
+        if shown == level {
+            return epoch;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "transaction.version {shown}, not {level}: {finalized:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// The bootstrap of `broker` (it moves on restart), else `reference`.
