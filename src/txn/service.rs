@@ -102,7 +102,11 @@ pub async fn verify(
     };
     match call_txn(shard, transactional_id, call).await {
         TxnReply::Verify(answers) if answers.len() == count => answers,
-        other => vec![Err(other.unexpected()); count],
+        TxnReply::Unavailable(error) => vec![Err(error); count],
+        other => {
+            tracing::error!(?other, "transaction coordinator answered the wrong call");
+            vec![Err(ErrorCode::UnknownServerError); count]
+        }
     }
 }
 
@@ -127,7 +131,14 @@ pub async fn add_implicitly(
         partitions,
         implicit: true,
     };
-    call_txn(shard, transactional_id, call).await.into_added()
+    match call_txn(shard, transactional_id, call).await {
+        TxnReply::AddPartitions(answer) => answer,
+        TxnReply::Unavailable(error) => Err(error),
+        other => {
+            tracing::error!(?other, "transaction coordinator answered the wrong call");
+            Err(ErrorCode::UnknownServerError)
+        }
+    }
 }
 
 /// ListTransactions on every shard, merged. Before the topic exists there

@@ -19,7 +19,7 @@ use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::shard::Shard;
 use crate::txn::service::call_txn;
-use crate::txn::TxnCall;
+use crate::txn::{TxnCall, TxnReply};
 
 /// First version whose clients know PRODUCER_FENCED.
 const PRODUCER_FENCED_SINCE: i16 = 2;
@@ -46,7 +46,14 @@ pub async fn handle(
             v2: version >= TRANSACTIONS_V2_SINCE,
         };
         let answer = if authorized {
-            call_txn(&shard, &transactional_id, call).await.into_ended()
+            match call_txn(&shard, &transactional_id, call).await {
+                TxnReply::EndTxn(answer) => answer,
+                TxnReply::Unavailable(error) => Err(error),
+                other => {
+                    tracing::error!(?other, "transaction coordinator answered the wrong call");
+                    Err(ErrorCode::UnknownServerError)
+                }
+            }
         } else {
             Err(ErrorCode::TransactionalIdAuthorizationFailed)
         };
