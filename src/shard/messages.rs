@@ -182,8 +182,8 @@ pub enum ControllerRequest {
         /// Check without changing.
         validate_only: bool,
     },
-    /// UpdateFeatures: (feature, level, upgrade type) in request order
-    /// (checked only when `validate_only`).
+    /// UpdateFeatures: (feature, level, upgrade type) in request order;
+    /// with `validate_only` they are checked and not applied.
     UpdateFeatures {
         /// The updates.
         updates: Vec<(String, i16, i8)>,

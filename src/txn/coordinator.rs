@@ -17,8 +17,8 @@
 //!   when the epochs are exhausted).
 //!
 //! The coordinator's own aborts (timeouts, fencing by a new producer) follow
-//! the finalized `transaction.version` (2 here: one bump, the previous
-//! epoch kept).
+//! the finalized `transaction.version` (`cluster::features`): one bump,
+//! the previous epoch kept from level 2, none kept below.
 
 use std::collections::BTreeSet;
 

@@ -160,3 +160,42 @@ pub enum TxnReply {
     /// COORDINATOR_LOAD_IN_PROGRESS or COORDINATOR_NOT_AVAILABLE.
     Unavailable(ErrorCode),
 }
+
+impl TxnReply {
+    /// The outcome of an AddPartitions call: its answer, or the error of a
+    /// coordinator that could not answer.
+    ///
+    /// # Errors
+    /// The coordinator's code; UNKNOWN_SERVER_ERROR (logged) for an answer
+    /// to another call.
+    pub fn into_added(self) -> Result<(), ErrorCode> {
+        match self {
+            TxnReply::AddPartitions(answer) => answer,
+            other => Err(other.unexpected()),
+        }
+    }
+
+    /// The outcome of an EndTxn call: the producer id and epoch of the
+    /// producer's next transaction, or the error.
+    ///
+    /// # Errors
+    /// As [`TxnReply::into_added`].
+    pub fn into_ended(self) -> Result<(i64, i16), ErrorCode> {
+        match self {
+            TxnReply::EndTxn(answer) => answer,
+            other => Err(other.unexpected()),
+        }
+    }
+
+    /// The error of a reply that is not the one asked for: the
+    /// coordinator's when it could not answer, else UNKNOWN_SERVER_ERROR.
+    fn unexpected(self) -> ErrorCode {
+        match self {
+            TxnReply::Unavailable(error) => error,
+            other => {
+                tracing::error!(?other, "transaction coordinator answered the wrong call");
+                ErrorCode::UnknownServerError
+            }
+        }
+    }
+}

@@ -102,11 +102,7 @@ pub async fn verify(
     };
     match call_txn(shard, transactional_id, call).await {
         TxnReply::Verify(answers) if answers.len() == count => answers,
-        TxnReply::Unavailable(error) => vec![Err(error); count],
-        other => {
-            tracing::error!(?other, "transaction coordinator answered the wrong call");
-            vec![Err(ErrorCode::UnknownServerError); count]
-        }
+        other => vec![Err(other.unexpected()); count],
     }
 }
 
@@ -131,14 +127,7 @@ pub async fn add_implicitly(
         partitions,
         implicit: true,
     };
-    match call_txn(shard, transactional_id, call).await {
-        TxnReply::AddPartitions(answer) => answer,
-        TxnReply::Unavailable(error) => Err(error),
-        other => {
-            tracing::error!(?other, "transaction coordinator answered the wrong call");
-            Err(ErrorCode::UnknownServerError)
-        }
-    }
+    call_txn(shard, transactional_id, call).await.into_added()
 }
 
 /// ListTransactions on every shard, merged. Before the topic exists there

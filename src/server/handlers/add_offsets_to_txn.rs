@@ -12,7 +12,7 @@ use std::rc::Rc;
 use kafka_protocol::messages::{AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, ApiKey};
 
 use super::encode_response;
-use super::txn_common::{txn_error_code, unit_reply_error};
+use super::txn_common::txn_error_code;
 use crate::cluster::controller::OFFSETS_TOPIC;
 use crate::group::service::group_partition;
 use crate::protocol::ErrorCode;
@@ -56,7 +56,10 @@ pub async fn handle(
                     }],
                     implicit: false,
                 };
-                unit_reply_error(call_txn(&shard, &transactional_id, call).await)
+                call_txn(&shard, &transactional_id, call)
+                    .await
+                    .into_added()
+                    .err()
             }
         };
         let mut response = AddOffsetsToTxnResponse::default();

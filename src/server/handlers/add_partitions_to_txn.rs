@@ -21,7 +21,7 @@ use kafka_protocol::messages::add_partitions_to_txn_response::{
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey};
 
 use super::encode_response;
-use super::txn_common::{txn_error_code, unit_reply_error};
+use super::txn_common::txn_error_code;
 use crate::cluster::image::is_internal_topic;
 use crate::protocol::ErrorCode;
 use crate::security::acl::AclOperation;
@@ -105,7 +105,10 @@ pub async fn handle(
                 partitions: requested.iter().map(|(tp, _)| tp.clone()).collect(),
                 implicit: false,
             };
-            let code = unit_reply_error(call_txn(&shard, &transactional_id, call).await)
+            let code = call_txn(&shard, &transactional_id, call)
+                .await
+                .into_added()
+                .err()
                 .map_or(0, |e| txn_error_code(e, version, PRODUCER_FENCED_SINCE));
             vec![code; requested.len()]
         };

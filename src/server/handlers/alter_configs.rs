@@ -199,8 +199,8 @@ fn broker_plan(shard: &Shard, resource: &Resource, incremental: bool) -> Plan {
 }
 
 /// Plans every resource, sends the changes of each kind (topics, brokers,
-/// groups) to the controller in one call, and answers each resource in request order as
-/// (error code, message, resource type, resource name).
+/// groups) to the controller in one call, and answers each resource in
+/// request order as (error code, message, resource type, resource name).
 async fn alter(
     shard: &Rc<Shard>,
     access: &Access,

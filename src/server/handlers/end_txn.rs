@@ -19,7 +19,7 @@ use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::shard::Shard;
 use crate::txn::service::call_txn;
-use crate::txn::{TxnCall, TxnReply};
+use crate::txn::TxnCall;
 
 /// First version whose clients know PRODUCER_FENCED.
 const PRODUCER_FENCED_SINCE: i16 = 2;
@@ -46,14 +46,7 @@ pub async fn handle(
             v2: version >= TRANSACTIONS_V2_SINCE,
         };
         let answer = if authorized {
-            match call_txn(&shard, &transactional_id, call).await {
-                TxnReply::EndTxn(answer) => answer,
-                TxnReply::Unavailable(error) => Err(error),
-                other => {
-                    tracing::error!(?other, "transaction coordinator answered the wrong call");
-                    Err(ErrorCode::UnknownServerError)
-                }
-            }
+            call_txn(&shard, &transactional_id, call).await.into_ended()
         } else {
             Err(ErrorCode::TransactionalIdAuthorizationFailed)
         };

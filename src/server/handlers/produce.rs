@@ -320,11 +320,12 @@ fn recompress_for_topic(
 /// request, whether its transaction is open and holds every partition its
 /// transactional batches go to (KIP-890 part 1, Kafka's default
 /// `transaction.partition.verification.enable=true`), or from v12 to add
-/// them (KIP-890 part 2, whose clients send no AddPartitionsToTxn). Without it a batch
-/// from a fenced producer, or one that arrives after its transaction ended
-/// (a late retry), or one for a partition never added, would open a
-/// transaction on the partition that no marker ever closes: its last
-/// stable offset would stop there, and read_committed consumers with it.
+/// them (KIP-890 part 2, whose clients send no AddPartitionsToTxn).
+/// Without it a batch from a fenced producer, or one that arrives after its
+/// transaction ended (a late retry), or one for a partition never added,
+/// would open a transaction on the partition that no marker ever closes:
+/// its last stable offset would stop there, and read_committed consumers
+/// with it.
 /// Returns the refused positions with the error Kafka answers for them.
 async fn verify_transactional(
     shard: &Rc<Shard>,

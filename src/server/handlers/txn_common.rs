@@ -2,7 +2,6 @@
 //! answer becomes for the request's version.
 
 use crate::protocol::ErrorCode;
-use crate::txn::TxnReply;
 
 /// The code to send for `error` in a response of `version`, where
 /// `fenced_since` is the first version that knows PRODUCER_FENCED (KIP-588);
@@ -12,19 +11,6 @@ pub fn txn_error_code(error: ErrorCode, version: i16, fenced_since: i16) -> i16 
         ErrorCode::InvalidProducerEpoch.code()
     } else {
         error.code()
-    }
-}
-
-/// The error of an AddPartitions reply (AddPartitionsToTxn,
-/// AddOffsetsToTxn and the implicit adds of transactions V2).
-pub fn unit_reply_error(reply: TxnReply) -> Option<ErrorCode> {
-    match reply {
-        TxnReply::AddPartitions(Ok(())) => None,
-        TxnReply::AddPartitions(Err(e)) | TxnReply::Unavailable(e) => Some(e),
-        other => {
-            tracing::error!(?other, "transaction coordinator answered the wrong call");
-            Some(ErrorCode::UnknownServerError)
-        }
     }
 }
 
