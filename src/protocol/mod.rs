@@ -5,5 +5,6 @@
 //! Pure code: runs on any core and holds no state.
 
 pub mod record_batch;
+pub mod schema;
 
 pub use kafka_protocol::error::ResponseError as ErrorCode;

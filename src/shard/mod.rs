@@ -37,8 +37,8 @@ const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
 /// Kafka's `log.cleaner.backoff.ms`: pause between compaction rounds.
 const LOG_CLEANER_BACKOFF_MS: u64 = 15_000;
 use messages::{
-    FetchItem, FetchResult, ListOffsetsItem, ListOffsetsResult, ProduceItem, ProduceResult,
-    ShardReply, ShardRequest, TopicPartition, TxnMarkerWrite,
+    ControllerReply, ControllerRequest, FetchItem, FetchResult, ListOffsetsItem, ListOffsetsResult,
+    ProduceItem, ProduceResult, ShardReply, ShardRequest, TopicPartition, TxnMarkerWrite,
 };
 use router::{Router, RouterError};
 
@@ -467,6 +467,29 @@ impl Shard {
         }
         let rx = self.router.send(target, request).await?;
         Ok(async move { rx.await.map_err(|_| RouterError::Dropped(target)) }.boxed_local())
+    }
+
+    /// Sends `request` to the controller shard. The future returned gives
+    /// the controller's reply, None when it did not answer (its shard gone
+    /// or the call dropped). The send is awaited here and the reply later,
+    /// so a connection's requests reach the controller in order.
+    pub async fn call_controller(
+        self: &Rc<Self>,
+        request: ControllerRequest,
+    ) -> LocalBoxFuture<'static, Option<ControllerReply>> {
+        let call = self
+            .call(
+                crate::cluster::controller::CONTROLLER_SHARD,
+                ShardRequest::Controller(request),
+            )
+            .await;
+        async move {
+            match call.ok()?.await {
+                Ok(ShardReply::Controller(reply)) => Some(reply),
+                _ => None,
+            }
+        }
+        .boxed_local()
     }
 
     /// Sends `request` to the shard that owns partition `partition` of
@@ -1277,16 +1300,11 @@ impl Shard {
                 self.producer_ids.set((next + 1, end));
                 return Ok(next);
             }
-            let request =
-                ShardRequest::Controller(messages::ControllerRequest::AllocateProducerIds {
-                    count: PRODUCER_ID_BLOCK_SIZE,
-                });
-            let reply = self
-                .call(crate::cluster::controller::CONTROLLER_SHARD, request)
-                .await?
-                .await?;
-            match reply {
-                ShardReply::Controller(messages::ControllerReply::ProducerIds(Some(first))) => {
+            let request = ControllerRequest::AllocateProducerIds {
+                count: PRODUCER_ID_BLOCK_SIZE,
+            };
+            match self.call_controller(request).await.await {
+                Some(ControllerReply::ProducerIds(Some(first))) => {
                     // Another task may have refilled the pool meanwhile; the
                     // newer block wins and the older remainder is skipped.
                     self.producer_ids

@@ -254,8 +254,8 @@ fn check_producer(
 
 /// AddPartitionsToTxn: Ok(None) when every partition is already in the
 /// open transaction (nothing to write), Ok(Some(target)) to persist.
-/// `implicit` is V2's add on the client's behalf (Produce v12+,
-/// TxnOffsetCommit v5): Kafka checks a change in flight first there, except
+/// An implicit add (V2, on the client's behalf): Kafka checks a change in
+/// flight first there, except
 /// that partitions already in the open transaction stay writable while
 /// others are added (`adding`), as Kafka's partitions skip the coordinator
 /// once they hold the open transaction.
@@ -268,15 +268,21 @@ pub fn decide_add_partitions(
     producer_epoch: i16,
     partitions: &[TopicPartition],
     now_ms: i64,
-    implicit: Option<Adding>,
+    by: AddedBy,
 ) -> Result<Option<TxnMetadata>, ErrorCode> {
-    if let (Some(adding), Some(m)) = (implicit, existing) {
+    if let (
+        AddedBy::Implicit {
+            only_adding_in_flight,
+        },
+        Some(m),
+    ) = (by, existing)
+    {
         if m.pending {
             let already_in = m.state == TxnState::Ongoing
                 && m.producer_id == producer_id
                 && m.producer_epoch == producer_epoch
                 && partitions.iter().all(|p| m.partitions.contains(p));
-            return if adding.0 && already_in {
+            return if only_adding_in_flight && already_in {
                 Ok(None)
             } else {
                 Err(ErrorCode::ConcurrentTransactions)
@@ -302,14 +308,26 @@ pub fn decide_add_partitions(
     target.state = TxnState::Ongoing;
     target.partitions.extend(partitions.iter().cloned());
     target.last_update_ms = now_ms;
-    target.client_transaction_version = if implicit.is_some() { 2 } else { 0 };
+    target.client_transaction_version = match by {
+        AddedBy::Implicit { .. } => 2,
+        AddedBy::Client => 0,
+    };
     Ok(Some(target))
 }
 
-/// For an implicit (V2) add: whether the id's change in flight, if any,
-/// only adds partitions.
+/// Who adds partitions to a transaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Adding(pub bool);
+pub enum AddedBy {
+    /// The client, with AddPartitionsToTxn or AddOffsetsToTxn (V1).
+    Client,
+    /// The broker on the client's behalf (V2: Produce v12+, TxnOffsetCommit
+    /// v5). `only_adding_in_flight`: the id's change in flight, if any, only
+    /// adds partitions.
+    Implicit {
+        /// The change in flight only adds partitions.
+        only_adding_in_flight: bool,
+    },
+}
 
 /// Verify (Kafka's AddPartitionsToTxn with `verifyOnly`), one answer per
 /// partition, in order: Ok when the producer's transaction is open, not
@@ -710,7 +728,7 @@ mod tests {
     #[test]
     fn init_during_an_open_transaction_fences_and_aborts_it() {
         let m = fresh();
-        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 10, None)
+        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 10, AddedBy::Client)
             .unwrap()
             .unwrap();
         let InitDecision::AbortOngoing(abort) = decide_init(Some(&open), -1, -1, (60_000, 20), 2)
@@ -754,7 +772,7 @@ mod tests {
     #[test]
     fn below_transaction_version_2_a_fence_keeps_no_previous_epoch() {
         let m = fresh();
-        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 10, None)
+        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 10, AddedBy::Client)
             .unwrap()
             .unwrap();
         let abort = timed_out_abort(&open, i64::MAX, 1).unwrap();
@@ -785,7 +803,7 @@ mod tests {
             Err(ErrorCode::InvalidTxnState),
             "no transaction is open"
         );
-        let open = decide_add_partitions(Some(&m), 1000, 0, &partitions, 5, None)
+        let open = decide_add_partitions(Some(&m), 1000, 0, &partitions, 5, AddedBy::Client)
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -843,33 +861,33 @@ mod tests {
     fn add_partitions_opens_and_extends_the_transaction() {
         let m = fresh();
         assert_eq!(
-            decide_add_partitions(None, 1000, 0, &[tp("t", 0)], 5, None),
+            decide_add_partitions(None, 1000, 0, &[tp("t", 0)], 5, AddedBy::Client),
             Err(ErrorCode::InvalidProducerIdMapping)
         );
         assert_eq!(
-            decide_add_partitions(Some(&m), 999, 0, &[tp("t", 0)], 5, None),
+            decide_add_partitions(Some(&m), 999, 0, &[tp("t", 0)], 5, AddedBy::Client),
             Err(ErrorCode::InvalidProducerIdMapping)
         );
         assert_eq!(
-            decide_add_partitions(Some(&m), 1000, 3, &[tp("t", 0)], 5, None),
+            decide_add_partitions(Some(&m), 1000, 3, &[tp("t", 0)], 5, AddedBy::Client),
             Err(ErrorCode::ProducerFenced)
         );
-        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 5, None)
+        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 5, AddedBy::Client)
             .unwrap()
             .unwrap();
         assert_eq!((open.state, open.start_ms), (TxnState::Ongoing, 5));
         assert_eq!(
-            decide_add_partitions(Some(&open), 1000, 0, &[tp("t", 0)], 6, None),
+            decide_add_partitions(Some(&open), 1000, 0, &[tp("t", 0)], 6, AddedBy::Client),
             Ok(None)
         );
-        let more = decide_add_partitions(Some(&open), 1000, 0, &[tp("u", 1)], 7, None)
+        let more = decide_add_partitions(Some(&open), 1000, 0, &[tp("u", 1)], 7, AddedBy::Client)
             .unwrap()
             .unwrap();
         assert_eq!(more.partitions.len(), 2);
         assert_eq!(more.start_ms, 5, "the start does not move");
         let prepared = decide_end(Some(&more), 1000, 0, true, 8).unwrap().unwrap();
         assert_eq!(
-            decide_add_partitions(Some(&prepared), 1000, 0, &[tp("t", 0)], 9, None),
+            decide_add_partitions(Some(&prepared), 1000, 0, &[tp("t", 0)], 9, AddedBy::Client),
             Err(ErrorCode::ConcurrentTransactions)
         );
     }
@@ -881,7 +899,7 @@ mod tests {
             decide_end(Some(&m), 1000, 0, true, 1),
             Err(ErrorCode::InvalidTxnState)
         );
-        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 2, None)
+        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 2, AddedBy::Client)
             .unwrap()
             .unwrap();
         let prepared = decide_end(Some(&open), 1000, 0, true, 3).unwrap().unwrap();
@@ -906,7 +924,7 @@ mod tests {
     fn timeouts_abort_with_a_bumped_epoch_and_idle_ids_expire() {
         let m = fresh();
         assert_eq!(timed_out_abort(&m, i64::MAX, 2), None);
-        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 100, None)
+        let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 100, AddedBy::Client)
             .unwrap()
             .unwrap();
         assert_eq!(timed_out_abort(&open, 100 + 60_000, 2), None);
@@ -958,7 +976,9 @@ mod tests {
             0,
             &[tp("t", 0)],
             10,
-            Some(Adding(false)),
+            AddedBy::Implicit {
+                only_adding_in_flight: false,
+            },
         )
         .unwrap()
         .unwrap();
@@ -990,7 +1010,7 @@ mod tests {
         assert_eq!(prepared(end(&done, 1, false)).producer_epoch, 2);
         assert_eq!(end(&done, 5, false), Err(ErrorCode::ProducerFenced));
         // V1 clients on the same id keep their epoch.
-        let open = decide_add_partitions(Some(&done), 1000, 1, &[tp("t", 0)], 70, None)
+        let open = decide_add_partitions(Some(&done), 1000, 1, &[tp("t", 0)], 70, AddedBy::Client)
             .unwrap()
             .unwrap();
         assert_eq!(open.client_transaction_version, 0);
@@ -1011,7 +1031,9 @@ mod tests {
             EPOCH_EXHAUSTED,
             &[tp("t", 0)],
             1,
-            Some(Adding(false)),
+            AddedBy::Implicit {
+                only_adding_in_flight: false,
+            },
         )
         .unwrap()
         .unwrap();
@@ -1050,7 +1072,9 @@ mod tests {
     #[test]
     fn the_implicit_add_starts_a_transaction_and_waits_for_changes_in_flight() {
         let m = fresh();
-        let implicit = Some(Adding(false));
+        let implicit = AddedBy::Implicit {
+            only_adding_in_flight: false,
+        };
         let open = decide_add_partitions(Some(&m), 1000, 0, &[tp("t", 0)], 5, implicit)
             .unwrap()
             .unwrap();
@@ -1064,11 +1088,29 @@ mod tests {
         );
         // While other partitions are added, those already in stay writable.
         assert_eq!(
-            decide_add_partitions(Some(&busy), 1000, 0, &[tp("t", 0)], 6, Some(Adding(true))),
+            decide_add_partitions(
+                Some(&busy),
+                1000,
+                0,
+                &[tp("t", 0)],
+                6,
+                AddedBy::Implicit {
+                    only_adding_in_flight: true
+                }
+            ),
             Ok(None)
         );
         assert_eq!(
-            decide_add_partitions(Some(&busy), 1000, 0, &[tp("t", 1)], 6, Some(Adding(true))),
+            decide_add_partitions(
+                Some(&busy),
+                1000,
+                0,
+                &[tp("t", 1)],
+                6,
+                AddedBy::Implicit {
+                    only_adding_in_flight: true
+                }
+            ),
             Err(ErrorCode::ConcurrentTransactions)
         );
         assert_eq!(

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 
 use thiserror::Error;
 
+use crate::protocol::schema::{Reader, RecordError, Writer};
 use crate::shard::messages::TopicPartition;
 
 /// A transactional id's state (Kafka's `TransactionState`, with its ids).
@@ -120,9 +121,9 @@ pub struct TxnLogValue {
 /// Why a record could not be read.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum TxnRecordError {
-    /// Fewer bytes than the schema needs.
-    #[error("transaction log record truncated")]
-    Truncated,
+    /// Bytes the schema cannot read: too few, a bad length or string.
+    #[error("transaction log record: {0}")]
+    Schema(#[from] RecordError),
     /// A version this broker does not know.
     #[error("transaction log record version {0} is not supported")]
     UnknownVersion(i16),
@@ -136,10 +137,10 @@ pub enum TxnRecordError {
 
 /// Encodes the record key of `transactional_id`.
 pub fn encode_key(transactional_id: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(4 + transactional_id.len());
-    out.extend_from_slice(&0i16.to_be_bytes());
-    put_string(&mut out, transactional_id);
-    out
+    let mut w = Writer::new(false);
+    w.i16(0);
+    w.string(transactional_id);
+    w.finish().to_vec()
 }
 
 /// Decodes a record key into its transactional id.
@@ -147,88 +148,54 @@ pub fn encode_key(transactional_id: &str) -> Vec<u8> {
 /// # Errors
 /// [`TxnRecordError`] for short, unknown or malformed keys.
 pub fn decode_key(bytes: &[u8]) -> Result<String, TxnRecordError> {
-    let mut r = Reader { bytes, at: 0 };
+    let mut r = Reader::new(bytes, false);
     let version = r.i16()?;
     if version != 0 {
         return Err(TxnRecordError::UnknownVersion(version));
     }
-    r.string()
+    Ok(r.string()?)
 }
 
 /// Encodes `value` as `TransactionLogValue` version 1 (flexible, with the
 /// tagged fields that differ from their defaults) or 0 (`flexible` false,
 /// without them). The partitions of an Empty id are null, as Kafka writes.
 pub fn encode_value(value: &TxnLogValue, flexible: bool) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64);
-    out.extend_from_slice(&i16::from(flexible).to_be_bytes());
-    out.extend_from_slice(&value.producer_id.to_be_bytes());
-    out.extend_from_slice(&value.producer_epoch.to_be_bytes());
-    out.extend_from_slice(&value.timeout_ms.to_be_bytes());
-    out.push(value.state.id() as u8);
-    let topics = group_by_topic(&value.partitions);
-    let null_partitions = value.state == TxnState::Empty;
-    if flexible {
-        put_uvarint(
-            &mut out,
-            if null_partitions {
-                0
-            } else {
-                topics.len() as u64 + 1
-            },
-        );
+    let mut w = Writer::new(flexible);
+    w.i16(i16::from(flexible));
+    w.i64(value.producer_id);
+    w.i16(value.producer_epoch);
+    w.i32(value.timeout_ms);
+    w.i8(value.state.id());
+    if value.state == TxnState::Empty {
+        w.nullable_array_len(None);
     } else {
-        let count = if null_partitions {
-            -1
-        } else {
-            topics.len() as i32
-        };
-        out.extend_from_slice(&count.to_be_bytes());
-    }
-    for (topic, partitions) in topics.iter().filter(|_| !null_partitions) {
-        if flexible {
-            put_uvarint(&mut out, topic.len() as u64 + 1);
-            out.extend_from_slice(topic.as_bytes());
-            put_uvarint(&mut out, partitions.len() as u64 + 1);
-        } else {
-            put_string(&mut out, topic);
-            out.extend_from_slice(&(partitions.len() as i32).to_be_bytes());
-        }
-        for p in partitions {
-            out.extend_from_slice(&p.to_be_bytes());
-        }
-        if flexible {
-            out.push(0);
+        let topics = group_by_topic(&value.partitions);
+        w.array_len(topics.len());
+        for (topic, partitions) in &topics {
+            w.string(topic);
+            w.array_len(partitions.len());
+            for &p in partitions {
+                w.i32(p);
+            }
+            w.tagged_fields();
         }
     }
-    out.extend_from_slice(&value.last_update_ms.to_be_bytes());
-    out.extend_from_slice(&value.start_ms.to_be_bytes());
-    if flexible {
-        let mut tagged: Vec<(u64, Vec<u8>)> = Vec::new();
-        if value.previous_producer_id != -1 {
-            tagged.push((0, value.previous_producer_id.to_be_bytes().to_vec()));
-        }
-        if value.next_producer_id != -1 {
-            tagged.push((1, value.next_producer_id.to_be_bytes().to_vec()));
-        }
-        if value.client_transaction_version != 0 {
-            tagged.push((2, value.client_transaction_version.to_be_bytes().to_vec()));
-        }
-        put_uvarint(&mut out, tagged.len() as u64);
-        for (tag, bytes) in tagged {
-            put_uvarint(&mut out, tag);
-            put_uvarint(&mut out, bytes.len() as u64);
-            out.extend_from_slice(&bytes);
-        }
-    }
-    out
-}
-
-fn put_uvarint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8) | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
+    w.i64(value.last_update_ms);
+    w.i64(value.start_ms);
+    let previous = value.previous_producer_id.to_be_bytes();
+    let next = value.next_producer_id.to_be_bytes();
+    let version = value.client_transaction_version.to_be_bytes();
+    let tagged: Vec<(u64, &[u8])> = [
+        (0, &previous[..], value.previous_producer_id != -1),
+        (1, &next[..], value.next_producer_id != -1),
+        (2, &version[..], value.client_transaction_version != 0),
+    ]
+    .into_iter()
+    .filter(|&(_, _, written)| written)
+    .map(|(tag, bytes, _)| (tag, bytes))
+    .collect();
+    w.tagged_fields_with(&tagged);
+    w.finish().to_vec()
 }
 
 /// Decodes `TransactionLogValue` version 0 or 1.
@@ -236,45 +203,29 @@ fn put_uvarint(out: &mut Vec<u8>, mut value: u64) {
 /// # Errors
 /// [`TxnRecordError`] for short, unknown or malformed values.
 pub fn decode_value(bytes: &[u8]) -> Result<TxnLogValue, TxnRecordError> {
-    let mut r = Reader { bytes, at: 0 };
-    let version = r.i16()?;
+    let version = Reader::new(bytes, false).i16()?;
     let flexible = match version {
         0 => false,
         1 => true,
         other => return Err(TxnRecordError::UnknownVersion(other)),
     };
+    let mut r = Reader::new(bytes, flexible);
+    r.i16()?;
     let producer_id = r.i64()?;
     let producer_epoch = r.i16()?;
     let timeout_ms = r.i32()?;
     let state_id = r.i8()?;
     let state = TxnState::from_id(state_id).ok_or(TxnRecordError::UnknownState(state_id))?;
     let mut partitions = BTreeSet::new();
-    let topic_count = if flexible {
-        r.compact_len()?
-    } else {
-        r.array_len()?
-    };
-    for _ in 0..topic_count.unwrap_or(0) {
-        let topic = if flexible {
-            r.compact_string()?
-        } else {
-            r.string()?
-        };
-        let count = if flexible {
-            r.compact_len()?
-        } else {
-            r.array_len()?
-        }
-        .ok_or(TxnRecordError::Malformed("null partition list"))?;
-        for _ in 0..count {
+    for _ in 0..r.nullable_array_len()?.unwrap_or(0) {
+        let topic = r.string()?;
+        for _ in 0..r.array_len()? {
             partitions.insert(TopicPartition {
                 topic: topic.clone(),
                 partition: r.i32()?,
             });
         }
-        if flexible {
-            r.skip_tagged_fields()?;
-        }
+        r.skip_tagged_fields()?;
     }
     let last_update_ms = r.i64()?;
     let start_ms = r.i64()?;
@@ -290,30 +241,22 @@ pub fn decode_value(bytes: &[u8]) -> Result<TxnLogValue, TxnRecordError> {
         next_producer_id: -1,
         client_transaction_version: 0,
     };
-    if flexible {
-        let count = r.uvarint()?;
-        for _ in 0..count {
-            let tag = r.uvarint()?;
-            let size = usize::try_from(r.uvarint()?).map_err(|_| TxnRecordError::Truncated)?;
-            let bytes = r.take(size)?;
-            let malformed = || TxnRecordError::Malformed("tagged field of the wrong size");
-            match tag {
-                0 => {
-                    value.previous_producer_id =
-                        i64::from_be_bytes(bytes.try_into().map_err(|_| malformed())?)
-                }
-                1 => {
-                    value.next_producer_id =
-                        i64::from_be_bytes(bytes.try_into().map_err(|_| malformed())?)
-                }
-                2 => {
-                    value.client_transaction_version =
-                        i16::from_be_bytes(bytes.try_into().map_err(|_| malformed())?)
-                }
-                // NextProducerEpoch (3) and later tags: not used here.
-                _ => {}
-            }
+    let mut wrong_size = false;
+    r.tagged_fields(|tag, bytes| {
+        let wide = <[u8; 8]>::try_from(bytes).map(i64::from_be_bytes);
+        let narrow = <[u8; 2]>::try_from(bytes).map(i16::from_be_bytes);
+        match (tag, wide, narrow) {
+            (0, Ok(id), _) => value.previous_producer_id = id,
+            (1, Ok(id), _) => value.next_producer_id = id,
+            (2, _, Ok(version)) => value.client_transaction_version = version,
+            (0..=2, _, _) => wrong_size = true,
+            // NextProducerEpoch (3) and later tags: not used here.
+            _ => {}
         }
+        Ok(())
+    })?;
+    if wrong_size {
+        return Err(TxnRecordError::Malformed("tagged field of the wrong size"));
     }
     Ok(value)
 }
@@ -328,103 +271,6 @@ pub fn group_by_topic(partitions: &BTreeSet<TopicPartition>) -> Vec<(String, Vec
         }
     }
     topics
-}
-
-fn put_string(out: &mut Vec<u8>, s: &str) {
-    let len = i16::try_from(s.len()).unwrap_or(i16::MAX);
-    out.extend_from_slice(&len.to_be_bytes());
-    out.extend_from_slice(&s.as_bytes()[..len as usize]);
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8], TxnRecordError> {
-        let end = self.at.checked_add(n).ok_or(TxnRecordError::Truncated)?;
-        let slice = self
-            .bytes
-            .get(self.at..end)
-            .ok_or(TxnRecordError::Truncated)?;
-        self.at = end;
-        Ok(slice)
-    }
-    fn i8(&mut self) -> Result<i8, TxnRecordError> {
-        Ok(self.take(1)?[0] as i8)
-    }
-    fn i16(&mut self) -> Result<i16, TxnRecordError> {
-        let b = self.take(2)?;
-        Ok(i16::from_be_bytes([b[0], b[1]]))
-    }
-    fn i32(&mut self) -> Result<i32, TxnRecordError> {
-        let b = self.take(4)?;
-        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    fn i64(&mut self) -> Result<i64, TxnRecordError> {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(self.take(8)?);
-        Ok(i64::from_be_bytes(a))
-    }
-    fn uvarint(&mut self) -> Result<u64, TxnRecordError> {
-        let mut value = 0u64;
-        for shift in (0..35).step_by(7) {
-            let byte = self.take(1)?[0];
-            value |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                return Ok(value);
-            }
-        }
-        Err(TxnRecordError::Malformed("varint too long"))
-    }
-    fn string(&mut self) -> Result<String, TxnRecordError> {
-        let len = self.i16()?;
-        if len < 0 {
-            return Err(TxnRecordError::Malformed("null string"));
-        }
-        let b = self.take(len as usize)?;
-        String::from_utf8(b.to_vec()).map_err(|_| TxnRecordError::Malformed("string not UTF-8"))
-    }
-    fn compact_string(&mut self) -> Result<String, TxnRecordError> {
-        let len = self.uvarint()?;
-        if len == 0 {
-            return Err(TxnRecordError::Malformed("null string"));
-        }
-        let b = self.take((len - 1) as usize)?;
-        String::from_utf8(b.to_vec()).map_err(|_| TxnRecordError::Malformed("string not UTF-8"))
-    }
-    /// An i32 array length; None for a null array. Bounded by the bytes
-    /// left, since every element takes at least one byte.
-    fn array_len(&mut self) -> Result<Option<usize>, TxnRecordError> {
-        let len = self.i32()?;
-        if len < 0 {
-            return Ok(None);
-        }
-        self.bounded(len as u64)
-    }
-    fn compact_len(&mut self) -> Result<Option<usize>, TxnRecordError> {
-        let len = self.uvarint()?;
-        if len == 0 {
-            return Ok(None);
-        }
-        self.bounded(len - 1)
-    }
-    fn bounded(&self, len: u64) -> Result<Option<usize>, TxnRecordError> {
-        if len > (self.bytes.len() - self.at) as u64 {
-            return Err(TxnRecordError::Truncated);
-        }
-        Ok(Some(len as usize))
-    }
-    fn skip_tagged_fields(&mut self) -> Result<(), TxnRecordError> {
-        let count = self.uvarint()?;
-        for _ in 0..count {
-            let _tag = self.uvarint()?;
-            let size = self.uvarint()?;
-            self.take(usize::try_from(size).map_err(|_| TxnRecordError::Truncated)?)?;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

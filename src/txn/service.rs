@@ -21,7 +21,7 @@ use futures::FutureExt;
 
 use super::coordinator::{
     completed, decide_add_partitions, decide_end_txn, decide_init, decide_verify, is_expired,
-    next_transaction_producer, timed_out_abort, with_new_producer_id, Adding, EndDecision,
+    next_transaction_producer, timed_out_abort, with_new_producer_id, AddedBy, EndDecision,
     InitDecision, TxnMetadata,
 };
 use super::records::{decode_key, decode_value, encode_key, encode_value};
@@ -584,14 +584,20 @@ async fn add_partitions(
 ) -> Result<(), ErrorCode> {
     let decision = {
         let s = slot.borrow();
-        let implicit = implicit.then(|| Adding(s.adding.contains(&id)));
+        let by = if implicit {
+            AddedBy::Implicit {
+                only_adding_in_flight: s.adding.contains(&id),
+            }
+        } else {
+            AddedBy::Client
+        };
         decide_add_partitions(
             s.txns.get(&id),
             producer_id,
             producer_epoch,
             &partitions,
             now_ms(),
-            implicit,
+            by,
         )?
     };
     let Some(target) = decision else {

@@ -19,14 +19,13 @@ use kafka_protocol::messages::{
 };
 
 use super::{encode_response, ready, str_bytes};
-use crate::cluster::controller::CONTROLLER_SHARD;
 use crate::protocol::ErrorCode;
 use crate::security::acl::{
     Acl, AclFilter, AclOperation, AclPermission, PatternType, ResourceType, CLUSTER_NAME,
 };
 use crate::server::access::{cluster_refusal, Access};
 use crate::server::connection::{Responder, Response};
-use crate::shard::messages::{ControllerReply, ControllerRequest, ShardReply, ShardRequest};
+use crate::shard::messages::{ControllerReply, ControllerRequest};
 use crate::shard::Shard;
 
 /// One DeleteAcls filter's answer: the ACLs deleted, or (code, message).
@@ -266,19 +265,13 @@ pub async fn create(
     if valid.is_empty() {
         return Ok(ready(answer(results)));
     }
-    let call = shard
-        .call(
-            CONTROLLER_SHARD,
-            ShardRequest::Controller(ControllerRequest::CreateAcls { acls: valid }),
-        )
+    let reply = shard
+        .call_controller(ControllerRequest::CreateAcls { acls: valid })
         .await;
     Ok(Box::pin(async move {
-        let outcome = match call {
-            Ok(completion) => match completion.await {
-                Ok(ShardReply::Controller(ControllerReply::CreateAcls(outcome))) => outcome,
-                _ => Err((ErrorCode::UnknownServerError, None)),
-            },
-            Err(_) => Err((ErrorCode::UnknownServerError, None)),
+        let outcome = match reply.await {
+            Some(ControllerReply::CreateAcls(outcome)) => outcome,
+            _ => Err((ErrorCode::UnknownServerError, None)),
         };
         if let Err((code, message)) = outcome {
             if code == ErrorCode::PolicyViolation {
@@ -399,19 +392,13 @@ pub async fn delete(
     if valid.is_empty() {
         return Ok(ready(answer(results)));
     }
-    let call = shard
-        .call(
-            CONTROLLER_SHARD,
-            ShardRequest::Controller(ControllerRequest::DeleteAcls { filters: valid }),
-        )
+    let reply = shard
+        .call_controller(ControllerRequest::DeleteAcls { filters: valid })
         .await;
     Ok(Box::pin(async move {
-        let outcome = match call {
-            Ok(completion) => match completion.await {
-                Ok(ShardReply::Controller(ControllerReply::DeleteAcls(outcome))) => outcome,
-                _ => Err((ErrorCode::UnknownServerError, None)),
-            },
-            Err(_) => Err((ErrorCode::UnknownServerError, None)),
+        let outcome = match reply.await {
+            Some(ControllerReply::DeleteAcls(outcome)) => outcome,
+            _ => Err((ErrorCode::UnknownServerError, None)),
         };
         match outcome {
             Ok(matched) => {

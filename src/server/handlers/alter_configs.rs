@@ -18,16 +18,13 @@ use kafka_protocol::messages::{
 };
 
 use super::{encode_response, str_bytes};
-use crate::cluster::controller::CONTROLLER_SHARD;
 use crate::config::{ConfigAlteration, ConfigOp};
 use crate::protocol::ErrorCode;
 use crate::security::acl::AclOperation;
 use crate::server::access::refusal_message;
 use crate::server::access::Access;
 use crate::server::connection::{Responder, Response};
-use crate::shard::messages::{
-    AdminOutcome, ControllerReply, ControllerRequest, ShardReply, ShardRequest,
-};
+use crate::shard::messages::{AdminOutcome, ControllerReply, ControllerRequest};
 use crate::shard::Shard;
 
 /// `ConfigResource.Type` codes.
@@ -286,24 +283,20 @@ async fn call_controller(
     shard: &Rc<Shard>,
     request: Option<ControllerRequest>,
 ) -> impl std::future::Future<Output = Vec<AdminOutcome>> {
-    let call = match request {
-        Some(request) => Some(
-            shard
-                .call(CONTROLLER_SHARD, ShardRequest::Controller(request))
-                .await,
-        ),
+    let reply = match request {
+        Some(request) => Some(shard.call_controller(request).await),
         None => None,
     };
     async move {
-        match call {
-            Some(Ok(completion)) => match completion.await {
-                Ok(ShardReply::Controller(
-                    ControllerReply::AlterTopicConfigs(outcomes)
-                    | ControllerReply::AlterBrokerConfigs(outcomes)
-                    | ControllerReply::AlterGroupConfigs(outcomes),
-                )) => outcomes,
-                _ => Vec::new(),
-            },
+        let Some(reply) = reply else {
+            return Vec::new();
+        };
+        match reply.await {
+            Some(
+                ControllerReply::AlterTopicConfigs(outcomes)
+                | ControllerReply::AlterBrokerConfigs(outcomes)
+                | ControllerReply::AlterGroupConfigs(outcomes),
+            ) => outcomes,
             _ => Vec::new(),
         }
     }

@@ -12,12 +12,9 @@ use kafka_protocol::messages::{
 };
 
 use super::{encode_response, str_bytes};
-use crate::cluster::controller::CONTROLLER_SHARD;
 use crate::protocol::ErrorCode;
 use crate::server::connection::{Responder, Response};
-use crate::shard::messages::{
-    ControllerReply, ControllerRequest, ScramUpsertion, ShardReply, ShardRequest,
-};
+use crate::shard::messages::{ControllerReply, ControllerRequest, ScramUpsertion};
 use crate::shard::Shard;
 
 /// Answers AlterUserScramCredentials.
@@ -73,24 +70,16 @@ pub async fn handle(
             correlation_id,
         ));
     }
-    let call = shard
-        .call(
-            CONTROLLER_SHARD,
-            ShardRequest::Controller(ControllerRequest::AlterUserScramCredentials {
-                deletions,
-                upsertions,
-            }),
-        )
+    let reply = shard
+        .call_controller(ControllerRequest::AlterUserScramCredentials {
+            deletions,
+            upsertions,
+        })
         .await;
     Box::pin(async move {
-        let results = match call {
-            Ok(completion) => match completion.await {
-                Ok(ShardReply::Controller(ControllerReply::AlterUserScramCredentials(r))) => {
-                    Some(r)
-                }
-                _ => None,
-            },
-            Err(_) => None,
+        let results = match reply.await {
+            Some(ControllerReply::AlterUserScramCredentials(r)) => Some(r),
+            _ => None,
         };
         let results = results.unwrap_or_else(|| {
             users

@@ -16,13 +16,12 @@ use kafka_protocol::messages::{
 };
 
 use super::{encode_response, str_bytes};
-use crate::cluster::controller::CONTROLLER_SHARD;
 use crate::protocol::ErrorCode;
 use crate::quota::{requested_entity, Filter, QuotaAlteration};
 use crate::security::acl::AclOperation;
 use crate::server::access::Access;
 use crate::server::connection::{Responder, Response};
-use crate::shard::messages::{ControllerReply, ControllerRequest, ShardReply, ShardRequest};
+use crate::shard::messages::{ControllerReply, ControllerRequest};
 use crate::shard::Shard;
 
 /// Answers DescribeClientQuotas.
@@ -150,38 +149,28 @@ pub async fn alter(
             (entity, ops)
         })
         .collect();
-    let call = shard
-        .call(
-            CONTROLLER_SHARD,
-            ShardRequest::Controller(ControllerRequest::AlterClientQuotas {
-                entries,
-                validate_only: request.validate_only,
-            }),
-        )
+    let reply = shard
+        .call_controller(ControllerRequest::AlterClientQuotas {
+            entries,
+            validate_only: request.validate_only,
+        })
         .await;
     Box::pin(async move {
-        let reply = match call {
-            Ok(completion) => completion.await.ok(),
-            Err(_) => None,
-        };
-        match reply {
-            Some(ShardReply::Controller(ControllerReply::AlterClientQuotas(Ok(results)))) => {
-                answer(
-                    results.iter().map(|(entity, refusal)| {
-                        let code = match refusal {
-                            Some(_) => ErrorCode::InvalidRequest.code(),
-                            None => 0,
-                        };
-                        (code, refusal.as_deref(), &entity[..])
-                    }),
-                    version,
-                    correlation_id,
-                )
+        match reply.await {
+            Some(ControllerReply::AlterClientQuotas(Ok(results))) => answer(
+                results.iter().map(|(entity, refusal)| {
+                    let code = match refusal {
+                        Some(_) => ErrorCode::InvalidRequest.code(),
+                        None => 0,
+                    };
+                    (code, refusal.as_deref(), &entity[..])
+                }),
+                version,
+                correlation_id,
+            ),
+            Some(ControllerReply::AlterClientQuotas(Err((code, message)))) => {
+                whole_refusal(&sent, code, &message, version, correlation_id)
             }
-            Some(ShardReply::Controller(ControllerReply::AlterClientQuotas(Err((
-                code,
-                message,
-            ))))) => whole_refusal(&sent, code, &message, version, correlation_id),
             _ => whole_refusal(
                 &sent,
                 ErrorCode::RequestTimedOut,

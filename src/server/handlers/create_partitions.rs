@@ -11,13 +11,11 @@ use kafka_protocol::messages::{
 };
 
 use super::{encode_response, str_bytes};
-use crate::cluster::controller::CONTROLLER_SHARD;
 use crate::protocol::ErrorCode;
 use crate::security::acl::AclOperation;
 use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{
-    AdminOutcome, ControllerReply, ControllerRequest, CreatePartitionsSpec, ShardReply,
-    ShardRequest,
+    AdminOutcome, ControllerReply, ControllerRequest, CreatePartitionsSpec,
 };
 use crate::shard::Shard;
 
@@ -85,21 +83,17 @@ pub async fn handle(
             // Refused past the quota from v3 on, only throttled before.
             quota: client.mutation_quota(shard, version >= 3),
         };
-        Some(
-            shard
-                .call(CONTROLLER_SHARD, ShardRequest::Controller(request))
-                .await,
-        )
+        Some(shard.call_controller(request).await)
     };
     Box::pin(async move {
-        let (outcomes, throttle_ms) = match call {
-            Some(Ok(completion)) => match completion.await {
-                Ok(ShardReply::Controller(ControllerReply::CreatePartitions(
-                    outcomes,
-                    throttle_ms,
-                ))) => (outcomes, throttle_ms),
-                _ => (Vec::new(), 0),
-            },
+        let reply = match call {
+            Some(reply) => reply.await,
+            None => None,
+        };
+        let (outcomes, throttle_ms) = match reply {
+            Some(ControllerReply::CreatePartitions(outcomes, throttle_ms)) => {
+                (outcomes, throttle_ms)
+            }
             _ => (Vec::new(), 0),
         };
         let mut outcomes = outcomes.into_iter();

@@ -12,7 +12,6 @@ use kafka_protocol::messages::create_topics_response::{
 use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, CreateTopicsResponse};
 
 use super::{encode_response, str_bytes};
-use crate::cluster::controller::CONTROLLER_SHARD;
 use crate::config::topic_config::describe_topic_configs;
 use crate::config::TopicConfigs;
 use crate::protocol::ErrorCode;
@@ -20,8 +19,7 @@ use crate::security::acl::AclOperation;
 use crate::server::connection::{Responder, Response};
 use crate::server::handlers::describe_configs::with_broker_layers;
 use crate::shard::messages::{
-    ControllerReply, ControllerRequest, CreateTopicOutcome, CreateTopicSpec, ShardReply,
-    ShardRequest,
+    ControllerReply, ControllerRequest, CreateTopicOutcome, CreateTopicSpec,
 };
 use crate::shard::Shard;
 
@@ -162,35 +160,25 @@ pub async fn handle(
     let controller_call = if specs.is_empty() {
         None
     } else {
-        let call = shard
-            .call(
-                CONTROLLER_SHARD,
-                ShardRequest::Controller(ControllerRequest::CreateTopics {
-                    topics: specs.clone(),
-                    validate_only: request.validate_only,
-                    // Refused past the quota from v6 on, only throttled
-                    // before.
-                    quota: client.mutation_quota(&shard, version >= 6),
-                }),
-            )
+        let reply = shard
+            .call_controller(ControllerRequest::CreateTopics {
+                topics: specs.clone(),
+                validate_only: request.validate_only,
+                // Refused past the quota from v6 on, only throttled before.
+                quota: client.mutation_quota(&shard, version >= 6),
+            })
             .await;
-        Some(call)
+        Some(reply)
     };
     Box::pin(async move {
         let mut throttle = 0;
-        if let Some(call) = controller_call {
-            let outcomes = match call {
-                Ok(completion) => match completion.await {
-                    Ok(ShardReply::Controller(ControllerReply::CreateTopics(
-                        outcomes,
-                        throttle_ms,
-                    ))) => {
-                        throttle = client.throttle(throttle_ms);
-                        Some(outcomes)
-                    }
-                    _ => None,
-                },
-                Err(_) => None,
+        if let Some(reply) = controller_call {
+            let outcomes = match reply.await {
+                Some(ControllerReply::CreateTopics(outcomes, throttle_ms)) => {
+                    throttle = client.throttle(throttle_ms);
+                    Some(outcomes)
+                }
+                _ => None,
             };
             for (k, &position) in positions.iter().enumerate() {
                 results[position] = Some(match outcomes.as_ref().and_then(|o| o.get(k)) {

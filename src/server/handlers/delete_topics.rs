@@ -12,12 +12,11 @@ use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
 use kafka_protocol::messages::{ApiKey, DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
 
 use super::{encode_response, str_bytes};
-use crate::cluster::controller::CONTROLLER_SHARD;
 use crate::protocol::ErrorCode;
 use crate::security::acl::AclOperation;
 use crate::server::access::refusal_message;
 use crate::server::connection::{Responder, Response};
-use crate::shard::messages::{ControllerReply, ControllerRequest, ShardReply, ShardRequest};
+use crate::shard::messages::{ControllerReply, ControllerRequest};
 use crate::shard::Shard;
 
 /// One answer: a topic refused before the controller is asked, or one it
@@ -106,27 +105,22 @@ pub async fn handle(
     } else {
         Some(
             shard
-                .call(
-                    CONTROLLER_SHARD,
-                    ShardRequest::Controller(ControllerRequest::DeleteTopics {
-                        names,
-                        // Refused past the quota from v5 on, only throttled
-                        // before.
-                        quota: client.mutation_quota(shard, version >= 5),
-                    }),
-                )
+                .call_controller(ControllerRequest::DeleteTopics {
+                    names,
+                    // Refused past the quota from v5 on, only throttled
+                    // before.
+                    quota: client.mutation_quota(shard, version >= 5),
+                })
                 .await,
         )
     };
     Box::pin(async move {
-        let (outcomes, throttle_ms) = match call {
-            Some(Ok(completion)) => match completion.await {
-                Ok(ShardReply::Controller(ControllerReply::DeleteTopics(
-                    outcomes,
-                    throttle_ms,
-                ))) => (outcomes, throttle_ms),
-                _ => (Vec::new(), 0),
-            },
+        let reply = match call {
+            Some(reply) => reply.await,
+            None => None,
+        };
+        let (outcomes, throttle_ms) = match reply {
+            Some(ControllerReply::DeleteTopics(outcomes, throttle_ms)) => (outcomes, throttle_ms),
             _ => (Vec::new(), 0),
         };
         let mut outcomes = outcomes.into_iter();

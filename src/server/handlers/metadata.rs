@@ -13,16 +13,14 @@ use kafka_protocol::messages::{ApiKey, BrokerId, MetadataRequest, MetadataRespon
 
 use super::authorized_operations::AUTHORIZED_OPERATIONS_OMITTED;
 use super::{encode_response, ready, str_bytes};
-use crate::cluster::controller::{validate_topic_name, CONTROLLER_SHARD};
+use crate::cluster::controller::validate_topic_name;
 use crate::cluster::image::{is_internal_topic, LEADER_EPOCH};
 use crate::cluster::{MetadataImage, TopicImage};
 use crate::protocol::ErrorCode;
 use crate::security::acl::{AclOperation, ResourceType};
 use crate::server::access::Access;
 use crate::server::connection::{Responder, Response};
-use crate::shard::messages::{
-    ControllerReply, ControllerRequest, CreateTopicSpec, ShardReply, ShardRequest,
-};
+use crate::shard::messages::{ControllerReply, ControllerRequest, CreateTopicSpec};
 use crate::shard::Shard;
 
 /// Creates `names` through the controller; returns when every shard knows them.
@@ -44,24 +42,21 @@ pub async fn auto_create(
             configs: Vec::new(),
         })
         .collect();
-    let request = ShardRequest::Controller(ControllerRequest::CreateTopics {
+    let request = ControllerRequest::CreateTopics {
         topics,
         validate_only: false,
         // Kafka 4.1 forwards an auto-creation to its controller as a
         // CreateTopics of the client's, strict: past its quota nothing is
         // created.
         quota: client.mutation_quota(shard, true),
-    });
-    match shard.call(CONTROLLER_SHARD, request).await {
-        Ok(completion) => match completion.await {
-            Ok(ShardReply::Controller(ControllerReply::CreateTopics(outcomes, _))) => {
-                for o in outcomes.iter().filter(|o| o.error_code != 0) {
-                    tracing::debug!(error_code = o.error_code, message = ?o.error_message, "auto-create refused");
-                }
+    };
+    match shard.call_controller(request).await.await {
+        Some(ControllerReply::CreateTopics(outcomes, _)) => {
+            for o in outcomes.iter().filter(|o| o.error_code != 0) {
+                tracing::debug!(error_code = o.error_code, message = ?o.error_message, "auto-create refused");
             }
-            other => tracing::warn!(?other, "auto-create failed"),
-        },
-        Err(e) => tracing::warn!(error = %e, "auto-create failed"),
+        }
+        other => tracing::warn!(?other, "auto-create failed"),
     }
 }
 

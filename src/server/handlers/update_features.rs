@@ -17,12 +17,11 @@ use kafka_protocol::messages::update_features_response::UpdatableFeatureResult;
 use kafka_protocol::messages::{ApiKey, UpdateFeaturesRequest, UpdateFeaturesResponse};
 
 use super::{encode_response, str_bytes};
-use crate::cluster::controller::CONTROLLER_SHARD;
 use crate::protocol::ErrorCode;
 use crate::security::acl::AclOperation;
 use crate::server::access::{cluster_refusal, Access};
 use crate::server::connection::Responder;
-use crate::shard::messages::{ControllerReply, ControllerRequest, ShardReply, ShardRequest};
+use crate::shard::messages::{ControllerReply, ControllerRequest};
 use crate::shard::Shard;
 
 /// First version whose answer lists no per-feature results.
@@ -77,14 +76,11 @@ pub async fn handle(
         .into_iter()
         .map(|u| (u.feature.to_string(), u.max_version_level, u.upgrade_type))
         .collect();
-    let call = shard
-        .call(
-            CONTROLLER_SHARD,
-            ShardRequest::Controller(ControllerRequest::UpdateFeatures {
-                updates,
-                validate_only: request.validate_only,
-            }),
-        )
+    let reply = shard
+        .call_controller(ControllerRequest::UpdateFeatures {
+            updates,
+            validate_only: request.validate_only,
+        })
         .await;
     Box::pin(async move {
         let unanswered = || {
@@ -93,12 +89,9 @@ pub async fn handle(
                 "the controller did not answer".to_string(),
             ))
         };
-        let outcome = match call {
-            Ok(completion) => match completion.await {
-                Ok(ShardReply::Controller(ControllerReply::UpdateFeatures(outcome))) => outcome,
-                _ => unanswered(),
-            },
-            Err(_) => unanswered(),
+        let outcome = match reply.await {
+            Some(ControllerReply::UpdateFeatures(outcome)) => outcome,
+            _ => unanswered(),
         };
         answer(outcome)
     })
