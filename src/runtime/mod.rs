@@ -30,6 +30,7 @@ pub const LOCK_FILE: &str = ".lock";
 
 /// Exit statuses for environmental dead ends (see `fatal`).
 mod io_workers;
+pub mod logging;
 
 pub mod exit_status {
     /// Bad configuration or flags.

@@ -54,6 +54,7 @@ public class JavaClient {
             case "idempotent-defaults" -> idempotentDefaults(bootstrap, topic);
             case "transactions" -> transactions(bootstrap, topic);
             case "transaction-version" -> transactionVersion(bootstrap, topic);
+            case "broker-loggers" -> brokerLoggers(bootstrap);
             case "copier" -> copier(bootstrap, topic);
             case "admin" -> adminCalls(bootstrap, topic);
             case "validate" -> validatePositions(bootstrap, topic);
@@ -988,6 +989,83 @@ public class JavaClient {
           }
         }
         System.out.printf("{\"levels\": [%s], \"epochs\": [%s]}%n", String.join(", ", levels), String.join(", ", runs));
+    }
+
+    /** kafka-configs --entity-type broker-loggers: the admin client lists
+     * the node's loggers, sets, refuses and deletes levels as Kafka 4.1.1
+     * answers (there with log4j's logger names). It leaves
+     * ringbroker::server::connection at DEBUG while a second admin client
+     * connects and closes, then deletes that level again. */
+    static void brokerLoggers(String bootstrap) throws Exception {
+        // Kafka's names for the reference run: kafka.network.Processor, kafka.
+        String logger = System.getenv().getOrDefault("JAVA_CLIENT_LOGGER", "ringbroker::server::connection");
+        String parent = System.getenv().getOrDefault("JAVA_CLIENT_LOGGER_PARENT", "ringbroker::server");
+        List<String> refusals = new ArrayList<>();
+        Map<String, String> seen = new java.util.TreeMap<>();
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            String node = admin.describeCluster().nodes().get().iterator().next().idString();
+            ConfigResource resource = new ConfigResource(ConfigResource.Type.BROKER_LOGGER, node);
+            java.util.function.Function<String, String> level = name -> {
+                try {
+                    var entry = admin.describeConfigs(List.of(resource)).all().get().get(resource).get(name);
+                    return entry == null ? "absent" : entry.value();
+                } catch (Exception e) {
+                    return "error " + e.getCause();
+                }
+            };
+            var all = admin.describeConfigs(List.of(resource)).all().get().get(resource);
+            var root = all.get("root");
+            seen.put("root", root.value() + " " + root.source() + " " + root.isReadOnly() + " " + root.synonyms().size());
+            seen.put("many", String.valueOf(all.entries().size() > 20));
+            java.util.function.BiFunction<List<AlterConfigOp>, Boolean, String> alter = (ops, validateOnly) -> {
+                try {
+                    admin.incrementalAlterConfigs(Map.of(resource, ops),
+                            new org.apache.kafka.clients.admin.AlterConfigsOptions().validateOnly(validateOnly)).all().get();
+                    return "ok";
+                } catch (Exception e) {
+                    return e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage();
+                }
+            };
+            var set = AlterConfigOp.OpType.SET;
+            java.util.function.BiFunction<String, String, AlterConfigOp> op =
+                    (name, value) -> new AlterConfigOp(new ConfigEntry(name, value), set);
+            for (var ops : List.of(
+                    List.of(op.apply(logger, "debug")),
+                    List.of(op.apply("kafka.server.KafkaApis", "DEBUG")),
+                    List.of(op.apply(logger, "DEBUG"), op.apply("no.such.logger", "DEBUG")),
+                    List.of(new AlterConfigOp(new ConfigEntry(logger, "DEBUG"), AlterConfigOp.OpType.APPEND)),
+                    List.of(new AlterConfigOp(new ConfigEntry("root", null), AlterConfigOp.OpType.DELETE)))) {
+                refusals.add(alter.apply(ops, false));
+            }
+            seen.put("after refusals", level.apply(logger));
+            seen.put("validate only", alter.apply(List.of(op.apply(logger, "TRACE")), true) + " " + level.apply(logger));
+            seen.put("parent", alter.apply(List.of(op.apply(parent, "FATAL")), false)
+                    + " " + level.apply(parent) + " " + level.apply(logger) + " " + level.apply("root"));
+            try {
+                seen.put("set", alter.apply(List.of(op.apply(logger, "DEBUG")), false) + " " + level.apply(logger));
+                try (Admin second = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+                    second.describeCluster().nodes().get();
+                }
+                Thread.sleep(500);
+            } finally {
+                var delete = AlterConfigOp.OpType.DELETE;
+                seen.put("deleted", alter.apply(List.of(
+                        new AlterConfigOp(new ConfigEntry(logger, null), delete),
+                        new AlterConfigOp(new ConfigEntry(parent, null), delete)), false)
+                        + " " + level.apply(logger));
+            }
+        }
+        StringBuilder out = new StringBuilder("{\"refusals\": [");
+        for (int i = 0; i < refusals.size(); i++) {
+            out.append(i == 0 ? "" : ", ").append(quote(refusals.get(i)));
+        }
+        out.append("]");
+        seen.forEach((k, v) -> out.append(", ").append(quote(k)).append(": ").append(quote(v)));
+        System.out.println(out.append("}"));
+    }
+
+    static String quote(String s) {
+        return "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
     }
 
     /** A consume-transform-produce loop with a subscribed group member:

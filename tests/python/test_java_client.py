@@ -88,6 +88,48 @@ def test_java_admin_changes_the_transaction_version_and_producers_follow(classpa
     assert seen == {"levels": [1, 2], "epochs": [[0, 0, 0], [1, 2, 3]]}
 
 
+def test_java_admin_reads_and_changes_the_broker_log_levels(classpath, broker, topic):
+    """`kafka-configs --entity-type broker-loggers` through the Java admin:
+    the answers are Kafka 4.1.1's (run with its logger names), and the
+    levels really change what the broker logs."""
+    import time
+    from confluent_kafka.admin import AdminClient
+
+    def debug_lines():
+        return broker.log_path.read_text(errors="replace").count(
+            "DEBUG ringbroker::server::connection: connection closed")
+
+    before = debug_lines()
+    seen = run_java(classpath, "broker-loggers", broker, topic)
+    assert seen["refusals"] == [
+        "InvalidConfigurationException: Cannot set the log level of ringbroker::server::connection to "
+        "debug as it is not a supported log level. Valid log levels are DEBUG, ERROR, FATAL, INFO, TRACE, WARN",
+        # Kafka has this one; each broker lists its own loggers.
+        "InvalidConfigurationException: Logger kafka.server.KafkaApis does not exist!",
+        "InvalidConfigurationException: Logger no.such.logger does not exist!",
+        "InvalidRequestException: APPEND operation is not allowed for the BROKER_LOGGER resource",
+        "InvalidRequestException: Removing the log level of the root logger is not allowed",
+    ]
+    assert seen["root"] == "INFO DYNAMIC_BROKER_LOGGER_CONFIG false 0"
+    assert seen["many"] == "true"
+    assert seen["after refusals"] == "INFO"  # a refused resource changes nothing
+    assert seen["validate only"] == "ok INFO"
+    # A logger without its own level logs at its parent's (log4j's
+    # hierarchy; Kafka's listed loggers have no parents among them).
+    assert seen["parent"] == "ok FATAL FATAL INFO"
+    assert seen["set"] == "ok DEBUG"
+    assert seen["deleted"] == "ok INFO"
+    # While DEBUG was set, the second admin client's connections were
+    # logged as they closed; after the delete, a client's are not.
+    after = debug_lines()
+    assert after > before
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.list_topics(timeout=10)
+    del admin
+    time.sleep(1)
+    assert debug_lines() == after
+
+
 def test_java_copier_with_a_group_member_copies_exactly_once(classpath, broker, topic):
     seen = run_java(classpath, "copier", broker, topic)
     assert seen["aborts"] > 0

@@ -20,6 +20,7 @@ use kafka_protocol::messages::{
 use super::{encode_response, str_bytes};
 use crate::config::{ConfigAlteration, ConfigOp};
 use crate::protocol::ErrorCode;
+use crate::runtime::logging::LoggerChange;
 use crate::security::acl::AclOperation;
 use crate::server::access::refusal_message;
 use crate::server::access::Access;
@@ -57,6 +58,9 @@ enum Plan {
     Broker(Option<i32>, ConfigAlteration),
     /// A change of a group's configs.
     Group(ConfigAlteration),
+    /// A change of this process's log levels (no controller: they are not
+    /// kept, as in Kafka).
+    Loggers(Vec<LoggerChange>),
 }
 
 impl Plan {
@@ -64,7 +68,7 @@ impl Plan {
     /// brokers, groups; None for an answer already known.
     fn call_index(&self) -> Option<usize> {
         match self {
-            Plan::Answer(_) => None,
+            Plan::Answer(_) | Plan::Loggers(_) => None,
             Plan::Topic(_) => Some(0),
             Plan::Broker(..) => Some(1),
             Plan::Group(_) => Some(2),
@@ -136,10 +140,7 @@ fn plan(
         resource_type::BROKER_LOGGER if !access.cluster(AclOperation::AlterConfigs) => {
             Plan::Answer((ErrorCode::ClusterAuthorizationFailed.code(), None))
         }
-        resource_type::BROKER_LOGGER => Plan::Answer((
-            ErrorCode::InvalidConfig.code(),
-            Some("Log levels of this broker cannot be changed at runtime.".into()),
-        )),
+        resource_type::BROKER_LOGGER => logger_plan(shard, resource),
         other => invalid_request(format!(
             "Configs of resource type {other} are not supported by this broker."
         )),
@@ -171,6 +172,28 @@ fn alteration(changes: &[Change], incremental: bool) -> ConfigAlteration {
             })
             .collect(),
     )
+}
+
+/// A BROKER_LOGGER resource names this node (Kafka's
+/// `validateResourceNameIsCurrentNodeId`), and its changes pass
+/// `validateLogLevelConfigs`.
+fn logger_plan(shard: &Shard, resource: &Resource) -> Plan {
+    let node_id = shard.config.node_id;
+    match resource.name.parse::<i32>() {
+        Err(_) => invalid_request(format!(
+            "Node id must be an integer, but it is: {}",
+            resource.name
+        )),
+        Ok(id) if id != node_id => invalid_request(format!(
+            "Unexpected broker id, expected {node_id}, but received {}",
+            resource.name
+        )),
+        Ok(_) => match crate::runtime::logging::check(&resource.changes) {
+            Ok(changes) => Plan::Loggers(changes),
+            Err((true, message)) => Plan::Answer((ErrorCode::InvalidConfig.code(), Some(message))),
+            Err((false, message)) => invalid_request(message),
+        },
+    }
 }
 
 /// A broker resource names this node, or is "" for the cluster default.
@@ -215,7 +238,15 @@ async fn alter(
         .iter()
         .map(|r| {
             let duplicated = duplicates.contains(&(r.resource_type, r.name.clone()));
-            plan(shard, access, r, incremental, duplicated)
+            match plan(shard, access, r, incremental, duplicated) {
+                Plan::Loggers(changes) => {
+                    if !validate_only {
+                        crate::runtime::logging::apply(changes);
+                    }
+                    Plan::Answer((0, None))
+                }
+                plan => plan,
+            }
         })
         .collect();
     // One controller call per kind of change, in the order of
@@ -225,7 +256,7 @@ async fn alter(
     let mut groups = Vec::new();
     for (r, p) in resources.iter().zip(&plans) {
         match p {
-            Plan::Answer(_) => {}
+            Plan::Answer(_) | Plan::Loggers(_) => {}
             Plan::Topic(alteration) => topics.push((r.name.clone(), alteration.clone())),
             Plan::Broker(broker, alteration) => brokers.push((*broker, alteration.clone())),
             Plan::Group(alteration) => groups.push((r.name.clone(), alteration.clone())),

@@ -1,10 +1,12 @@
 //! DescribeConfigs (key 32): every config of a topic, of this broker or of
-//! a group with its value, source, synonyms and documentation, as Kafka 4.1
-//! reports them.
+//! a group with its value, source, synonyms and documentation, and the
+//! level of each of this broker's loggers, as Kafka 4.1 reports them.
 
 use std::rc::Rc;
 
-use kafka_protocol::messages::describe_configs_response::DescribeConfigsResult;
+use kafka_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult,
+};
 use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
 
 use super::{encode_response, str_bytes};
@@ -13,7 +15,7 @@ use crate::config::broker_config_table::{
 };
 use crate::config::group_config::describe_group_configs;
 use crate::config::topic_config::describe_topic_configs;
-use crate::config::topic_config::{config_source, ConfigLayer};
+use crate::config::topic_config::{config_source, is_requested, ConfigLayer};
 use crate::protocol::ErrorCode;
 use crate::security::acl::AclOperation;
 use crate::server::access::refusal_message;
@@ -25,6 +27,28 @@ const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
 const RESOURCE_BROKER_LOGGER: i8 = 8;
 const RESOURCE_GROUP: i8 = 32;
+
+/// Kafka's `DYNAMIC_BROKER_LOGGER_CONFIG` config source.
+const DYNAMIC_BROKER_LOGGER_CONFIG: i8 = 6;
+
+/// A BROKER_LOGGER resource: every logger (or those asked) with the level
+/// it logs at, as Kafka's `ConfigHelper` lists log4j's: no synonyms, the
+/// schema's default documentation (""), type UNKNOWN.
+fn describe_loggers(requested: Option<&[String]>) -> Vec<DescribeConfigsResourceResult> {
+    crate::runtime::logging::describe()
+        .into_iter()
+        .filter(|(name, _)| is_requested(requested, name))
+        .map(|(name, level)| {
+            DescribeConfigsResourceResult::default()
+                .with_name(str_bytes(&name))
+                .with_value(Some(str_bytes(&level)))
+                .with_read_only(false)
+                .with_config_source(DYNAMIC_BROKER_LOGGER_CONFIG)
+                .with_is_sensitive(false)
+                .with_config_type(0)
+        })
+        .collect()
+}
 
 /// Calls `describe` with where this broker's configs are set, highest
 /// first: its own dynamic configs, the cluster-wide dynamic defaults, the
@@ -143,7 +167,21 @@ pub fn handle(
                         )
                     });
                 }
-                RESOURCE_BROKER | RESOURCE_BROKER_LOGGER => fail(
+                RESOURCE_BROKER_LOGGER if name.is_empty() => fail(
+                    ErrorCode::InvalidRequest,
+                    "Broker id must not be empty".to_string(),
+                ),
+                RESOURCE_BROKER_LOGGER if name == config.node_id.to_string() => {
+                    result.configs = describe_loggers(requested.as_deref());
+                }
+                RESOURCE_BROKER_LOGGER => fail(
+                    ErrorCode::InvalidRequest,
+                    format!(
+                        "Unexpected broker id, expected {} but received {name}",
+                        config.node_id
+                    ),
+                ),
+                RESOURCE_BROKER => fail(
                     ErrorCode::InvalidRequest,
                     format!(
                         "Unexpected broker id, expected {} or empty string, but received {name}",
