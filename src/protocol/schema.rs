@@ -109,6 +109,8 @@ impl Writer {
         if self.flexible {
             self.unsigned_varint(length.map_or(0, |n| n as u64 + 1));
         } else if classic_int16 {
+            // Strings come from requests, whose decoder refuses any over
+            // 0x7fff bytes, as Kafka's does (the vendored kafka-protocol).
             let n = length.map_or(-1, |n| {
                 i16::try_from(n).expect("string longer than 32767 bytes")
             });

@@ -7,13 +7,15 @@
 //! named as its log target, or `root`, the level of every target nothing
 //! else sets. A logger without a level of its own shows its nearest
 //! ancestor's (`ringbroker::group` for `ringbroker::group::coordinator`),
-//! as log4j's do. The levels start from `RUST_LOG` (default `info`) and, as
-//! in Kafka, a change lasts until the process ends.
+//! as log4j's do. The levels start from `RUST_LOG` (default `info`; with
+//! only targets in it, root is OFF, as `EnvFilter` reads it) and, as in
+//! Kafka, a change lasts until the process ends.
 //!
 //! The filter is the process's one `tracing` subscriber, so this state is
 //! process-wide, not a shard's: it changes only through admin requests,
-//! under a mutex no data path takes. Log macros never touch it; a change
-//! rebuilds `tracing`'s per-callsite cache.
+//! under a mutex no log macro takes. A change swaps the filter and rebuilds
+//! `tracing`'s per-callsite cache; an event that is logged reads the
+//! filter under the reload layer's uncontended read lock.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, OnceLock};
@@ -64,24 +66,35 @@ impl Loggers {
         directives: &str,
         handle: Option<reload::Handle<EnvFilter, Registry>>,
     ) -> Loggers {
-        let mut levels = BTreeMap::from([(ROOT_LOGGER.to_string(), "INFO".to_string())]);
+        use tracing::level_filters::LevelFilter;
+        // EnvFilter logs nothing a directive does not name.
+        let mut levels = BTreeMap::from([(ROOT_LOGGER.to_string(), "OFF".to_string())]);
         let mut extra = Vec::new();
+        let level_name = |level: LevelFilter| level.to_string().to_uppercase();
+        let simple = |target: &str| !target.contains(['[', '{', ' ']) && !target.is_empty();
         for directive in directives
             .split(',')
             .map(str::trim)
             .filter(|d| !d.is_empty())
         {
-            let (target, level) = match directive.split_once('=') {
-                Some((target, level)) => (target, level),
-                None => (ROOT_LOGGER, directive),
-            };
-            let simple = !target.contains(['[', '{']) && !target.is_empty();
-            match level.parse::<tracing::level_filters::LevelFilter>() {
-                Ok(level) if simple => {
-                    let name = level.to_string().to_uppercase();
-                    levels.insert(target.to_string(), name);
-                }
-                _ => extra.push(directive.to_string()),
+            match directive.split_once('=') {
+                Some((target, level)) if simple(target) => match level.parse::<LevelFilter>() {
+                    Ok(level) => {
+                        levels.insert(target.to_string(), level_name(level));
+                    }
+                    Err(_) => extra.push(directive.to_string()),
+                },
+                Some(_) => extra.push(directive.to_string()),
+                // A bare level is root's; a bare target logs everything.
+                None => match directive.parse::<LevelFilter>() {
+                    Ok(level) => {
+                        levels.insert(ROOT_LOGGER.to_string(), level_name(level));
+                    }
+                    Err(_) if simple(directive) => {
+                        levels.insert(directive.to_string(), "TRACE".to_string());
+                    }
+                    Err(_) => extra.push(directive.to_string()),
+                },
             }
         }
         Loggers {
@@ -111,7 +124,10 @@ impl Loggers {
     }
 
     /// The filter these levels make: root's level first, then the kept
-    /// directives, then each logger's own.
+    /// directives, then each logger's own. EnvFilter matches a target by
+    /// its leading characters, so a module whose name merely starts with a
+    /// set logger's (`…::consumer_protocol` after `…::consumer`) is given
+    /// its own level too.
     fn filter(&self) -> String {
         let directive = |level: &str| {
             LEVELS
@@ -121,8 +137,24 @@ impl Loggers {
         };
         let mut parts = vec![directive(&self.levels[ROOT_LOGGER])];
         parts.extend(self.extra.iter().cloned());
-        for (name, level) in self.levels.iter().filter(|(n, _)| *n != ROOT_LOGGER) {
-            parts.push(format!("{name}={}", directive(level)));
+        let set: Vec<&str> = self
+            .levels
+            .keys()
+            .map(String::as_str)
+            .filter(|n| *n != ROOT_LOGGER)
+            .collect();
+        let mut names = set.clone();
+        names.extend(MODULES.iter().copied().filter(|module| {
+            !self.levels.contains_key(*module)
+                && set.iter().any(|logger| {
+                    module
+                        .strip_prefix(logger)
+                        .is_some_and(|rest| !rest.is_empty() && !rest.starts_with("::"))
+                })
+        }));
+        names.sort_unstable();
+        for name in names {
+            parts.push(format!("{name}={}", directive(self.effective(name))));
         }
         parts.join(",")
     }
@@ -131,8 +163,18 @@ impl Loggers {
 /// Installs the process's log subscriber: stderr, filtered by `RUST_LOG`
 /// (default `info`), its levels changeable through [`apply`].
 pub fn init() {
-    let directives = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".to_string());
-    let filter = EnvFilter::try_new(&directives).unwrap_or_else(|_| EnvFilter::new("info"));
+    let directives = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|d| !d.trim().is_empty())
+        .unwrap_or_else(|| "info".to_string());
+    let mut loggers = Loggers::from_directives(&directives, None);
+    let filter = match EnvFilter::try_new(loggers.filter()) {
+        Ok(filter) => filter,
+        Err(_) => {
+            loggers = Loggers::from_directives("info", None);
+            EnvFilter::new(loggers.filter())
+        }
+    };
     let (layer, handle) = reload::Layer::new(filter);
     tracing_subscriber::registry()
         .with(layer)
@@ -142,11 +184,8 @@ pub fn init() {
                 .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())),
         )
         .init();
-    let parsed = match EnvFilter::try_new(&directives) {
-        Ok(_) => directives.as_str(),
-        Err(_) => "info",
-    };
-    *lock() = Loggers::from_directives(parsed, Some(handle));
+    loggers.handle = Some(handle);
+    *lock() = loggers;
 }
 
 fn lock() -> std::sync::MutexGuard<'static, Loggers> {
@@ -275,13 +314,26 @@ mod tests {
         );
         assert_eq!(l.effective("ringbroker::group::coordinator"), "DEBUG");
         assert_eq!(l.effective("ringbroker::storage"), "WARN");
-        assert_eq!(l.extra, ["ringbroker[conn]=trace", "glommio"]);
+        assert_eq!(l.effective("glommio::sys"), "TRACE");
+        assert_eq!(l.extra, ["ringbroker[conn]=trace"]);
         l.levels
             .insert("ringbroker::group::coordinator".into(), "FATAL".into());
         assert_eq!(
             l.filter(),
-            "warn,ringbroker[conn]=trace,glommio,ringbroker::group=debug,\
+            "warn,ringbroker[conn]=trace,glommio=trace,ringbroker::group=debug,\
              ringbroker::group::coordinator=error"
+        );
+        // Only targets: everything else is off, as EnvFilter has it.
+        let only = Loggers::from_directives("ringbroker=debug", None);
+        assert_eq!(only.effective("tokio"), "OFF");
+        assert_eq!(only.filter(), "off,ringbroker=debug");
+        // A module named like a set logger, but not below it, keeps its own.
+        let mut near = Loggers::from_directives("info", None);
+        near.levels
+            .insert("ringbroker::group::consumer".into(), "TRACE".into());
+        assert_eq!(
+            near.filter(),
+            "info,ringbroker::group::consumer=trace,ringbroker::group::consumer_protocol=info"
         );
         assert!(EnvFilter::try_new(l.filter()).is_ok());
         assert!(l.exists("ringbroker::group") && l.exists(ROOT_LOGGER));

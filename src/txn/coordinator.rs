@@ -255,9 +255,9 @@ fn check_producer(
 /// AddPartitionsToTxn: Ok(None) when every partition is already in the
 /// open transaction (nothing to write), Ok(Some(target)) to persist.
 /// An implicit add (V2, on the client's behalf): Kafka checks a change in
-/// flight first there, except
-/// that partitions already in the open transaction stay writable while
-/// others are added (`adding`), as Kafka's partitions skip the coordinator
+/// flight first there, except that partitions already in the open
+/// transaction stay writable while others are added
+/// (`only_adding_in_flight`), as Kafka's partitions skip the coordinator
 /// once they hold the open transaction.
 ///
 /// # Errors

@@ -6,8 +6,9 @@
 //! or as the cluster-wide default (`config::dynamic`); every other broker
 //! config is a command-line flag here, and a change of one is refused as
 //! Kafka refuses a static config. Group configs (`config::group_config`)
-//! change through the controller too. Broker loggers and client metrics
-//! are not supported.
+//! change through the controller too. Broker loggers (IncrementalAlterConfigs
+//! only, as in Kafka) change this process's log levels at once
+//! (`runtime::logging`). Client metrics are not supported.
 
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -138,7 +139,7 @@ fn plan(
         }
         resource_type::GROUP => Plan::Group(alteration(&resource.changes, incremental)),
         resource_type::BROKER_LOGGER if !access.cluster(AclOperation::AlterConfigs) => {
-            Plan::Answer((ErrorCode::ClusterAuthorizationFailed.code(), None))
+            refused(ErrorCode::ClusterAuthorizationFailed)
         }
         resource_type::BROKER_LOGGER => logger_plan(shard, resource),
         other => invalid_request(format!(
@@ -174,9 +175,9 @@ fn alteration(changes: &[Change], incremental: bool) -> ConfigAlteration {
     )
 }
 
-/// A BROKER_LOGGER resource names this node (Kafka's
-/// `validateResourceNameIsCurrentNodeId`), and its changes pass
-/// `validateLogLevelConfigs`.
+/// A BROKER_LOGGER resource names this node, and its changes pass Kafka's
+/// checks (`RuntimeLoggerManager.validateResourceNameIsNodeId` and
+/// `validateLogLevelConfigs`).
 fn logger_plan(shard: &Shard, resource: &Resource) -> Plan {
     let node_id = shard.config.node_id;
     match resource.name.parse::<i32>() {
@@ -184,9 +185,9 @@ fn logger_plan(shard: &Shard, resource: &Resource) -> Plan {
             "Node id must be an integer, but it is: {}",
             resource.name
         )),
+        // Kafka 4.1 prints its own id twice here; a client sees just that.
         Ok(id) if id != node_id => invalid_request(format!(
-            "Unexpected broker id, expected {node_id}, but received {}",
-            resource.name
+            "Unexpected node id. Expected {node_id}, but received {node_id}"
         )),
         Ok(_) => match crate::runtime::logging::check(&resource.changes) {
             Ok(changes) => Plan::Loggers(changes),

@@ -171,16 +171,22 @@ pub fn handle(
                     ErrorCode::InvalidRequest,
                     "Broker id must not be empty".to_string(),
                 ),
-                RESOURCE_BROKER_LOGGER if name == config.node_id.to_string() => {
-                    result.configs = describe_loggers(requested.as_deref());
-                }
-                RESOURCE_BROKER_LOGGER => fail(
-                    ErrorCode::InvalidRequest,
-                    format!(
-                        "Unexpected broker id, expected {} but received {name}",
-                        config.node_id
+                RESOURCE_BROKER_LOGGER => match name.parse::<i32>() {
+                    Ok(id) if id == config.node_id => {
+                        result.configs = describe_loggers(requested.as_deref());
+                    }
+                    Ok(_) => fail(
+                        ErrorCode::InvalidRequest,
+                        format!(
+                            "Unexpected broker id, expected {} but received {name}",
+                            config.node_id
+                        ),
                     ),
-                ),
+                    Err(_) => fail(
+                        ErrorCode::InvalidRequest,
+                        format!("Broker id must be an integer, but it is: {name}"),
+                    ),
+                },
                 RESOURCE_BROKER => fail(
                     ErrorCode::InvalidRequest,
                     format!(
