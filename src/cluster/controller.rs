@@ -70,6 +70,12 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
         } => ControllerReply::AlterGroupConfigs(
             alter_group_configs(shard, resources, validate_only).await,
         ),
+        ControllerRequest::AlterClientMetricsConfigs {
+            resources,
+            validate_only,
+        } => ControllerReply::AlterClientMetricsConfigs(
+            alter_client_metrics_configs(shard, resources, validate_only).await,
+        ),
         ControllerRequest::UpdateFeatures {
             updates,
             validate_only,
@@ -792,19 +798,63 @@ async fn alter_group_configs(
 ) -> Vec<AdminOutcome> {
     let image = shard.image();
     let bounds = shard.config.groups.group_bounds();
+    alter_named_configs(
+        shard,
+        resources,
+        validate_only,
+        |group| image.group_configs.get(group).map(|g| &g.values),
+        |group, current, alteration| {
+            crate::config::group_config::altered(group, current, alteration, &bounds)
+        },
+        |group, configs| MetadataRecord::GroupConfigs { group, configs },
+    )
+    .await
+}
+
+/// Changes client-metrics subscriptions: each one's configs after its
+/// change are checked together (`config::client_metrics::altered`).
+async fn alter_client_metrics_configs(
+    shard: &Rc<Shard>,
+    resources: Vec<(String, ConfigAlteration)>,
+    validate_only: bool,
+) -> Vec<AdminOutcome> {
+    let image = shard.image();
+    alter_named_configs(
+        shard,
+        resources,
+        validate_only,
+        |name| image.client_metrics.get(name),
+        crate::config::client_metrics::altered,
+        |name, configs| MetadataRecord::ClientMetricsConfigs { name, configs },
+    )
+    .await
+}
+
+/// Changes the configs of named resources (groups, subscriptions): each
+/// one's `current` configs after its change, `altered` (checked), become a
+/// `record` when they differ; the outcome of each in request order.
+async fn alter_named_configs<'a>(
+    shard: &Rc<Shard>,
+    resources: Vec<(String, ConfigAlteration)>,
+    validate_only: bool,
+    current: impl Fn(&str) -> Option<&'a BTreeMap<String, String>>,
+    altered: impl Fn(
+        &str,
+        &BTreeMap<String, String>,
+        &ConfigAlteration,
+    ) -> Result<BTreeMap<String, String>, (ErrorCode, String)>,
+    record: impl Fn(String, BTreeMap<String, String>) -> MetadataRecord,
+) -> Vec<AdminOutcome> {
     let mut outcomes = Vec::with_capacity(resources.len());
     let mut records = Vec::new();
-    for (group, alteration) in resources {
-        let empty = BTreeMap::new();
-        let current = image
-            .group_configs
-            .get(&group)
-            .map_or(&empty, |g| &g.values);
-        match crate::config::group_config::altered(&group, current, &alteration, &bounds) {
+    let empty = BTreeMap::new();
+    for (name, alteration) in resources {
+        let current = current(&name).unwrap_or(&empty);
+        match altered(&name, current, &alteration) {
             Err((error, message)) => outcomes.push((error.code(), Some(message))),
             Ok(configs) => {
                 if &configs != current {
-                    records.push(MetadataRecord::GroupConfigs { group, configs });
+                    records.push(record(name, configs));
                 }
                 outcomes.push((0, None));
             }

@@ -122,6 +122,14 @@ pub enum MetadataRecord {
         /// Every config the group now has, as given.
         configs: BTreeMap<String, String>,
     },
+    /// The configs of one CLIENT_METRICS resource (a subscription) were
+    /// replaced (Kafka's ConfigRecords of it); none left forgets it.
+    ClientMetricsConfigs {
+        /// Subscription name.
+        name: String,
+        /// Every config it now has, as given.
+        configs: BTreeMap<String, String>,
+    },
     /// A feature's finalized level was set (Kafka's FeatureLevelRecord,
     /// written by UpdateFeatures).
     FeatureLevel {
@@ -216,6 +224,9 @@ pub struct MetadataImage {
     /// Group configs by group id, only groups that set some (shared
     /// between images until one changes).
     pub group_configs: Rc<GroupConfigMap>,
+    /// Client-metrics subscriptions by name, each with its configs as
+    /// given (`config::client_metrics`).
+    pub client_metrics: Rc<BTreeMap<String, BTreeMap<String, String>>>,
     /// Feature levels set by UpdateFeatures (`cluster::features`).
     pub features: crate::cluster::features::FeatureLevels,
 }
@@ -314,6 +325,14 @@ impl MetadataImage {
             }
             MetadataRecord::FeatureLevel { name, level } => {
                 self.features.insert(name.clone(), *level);
+            }
+            MetadataRecord::ClientMetricsConfigs { name, configs } => {
+                let subscriptions = Rc::make_mut(&mut self.client_metrics);
+                if configs.is_empty() {
+                    subscriptions.remove(name);
+                } else {
+                    subscriptions.insert(name.clone(), configs.clone());
+                }
             }
             MetadataRecord::GroupConfigs { group, configs } => {
                 let groups = Rc::make_mut(&mut self.group_configs);

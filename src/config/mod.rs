@@ -4,13 +4,15 @@
 //! settings (`topic_config`), the broker config table DescribeConfigs reports
 //! (`broker_config_table`), the broker configs that change at runtime
 //! (`dynamic`), per-group overrides of the group coordinator's settings
-//! (`group_config`), and every fixed bound (`limits`).
+//! (`group_config`), client-metrics subscriptions (`client_metrics`), and
+//! every fixed bound (`limits`).
 //!
 //! Lives on: shared, read-only. The tables are `static` and every function is
 //! pure, so any core may call them.
 
 pub mod broker;
 pub mod broker_config_table;
+pub mod client_metrics;
 pub mod dynamic;
 pub mod group_config;
 pub mod limits;

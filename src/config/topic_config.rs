@@ -599,6 +599,11 @@ fn parse_java_double(trimmed: &str) -> Option<f64> {
 
 /// `ConfigDef.parseType` for LIST: empty after trimming is the empty list, otherwise a split on
 /// the regex `\s*,\s*` that keeps empty elements.
+/// A LIST value's elements, as `ConfigDef.parseType` reads them.
+pub(crate) fn parse_list(raw: &str) -> Vec<String> {
+    split_java_list(java_trim(raw))
+}
+
 fn split_java_list(trimmed: &str) -> Vec<String> {
     if trimmed.is_empty() {
         return Vec::new();

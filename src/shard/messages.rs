@@ -198,6 +198,14 @@ pub enum ControllerRequest {
         /// Check without changing.
         validate_only: bool,
     },
+    /// Alter client-metrics subscriptions (validate only when asked).
+    AlterClientMetricsConfigs {
+        /// The subscription name and its change (an empty name is refused
+        /// there, as Kafka's controller refuses it).
+        resources: Vec<(String, ConfigAlteration)>,
+        /// Check without changing.
+        validate_only: bool,
+    },
     /// Add partitions to topics (validate only when asked).
     CreatePartitions {
         /// Topics, no name twice.
@@ -272,6 +280,8 @@ pub enum ControllerReply {
     AlterBrokerConfigs(Vec<AdminOutcome>),
     /// Per group resource, in request order.
     AlterGroupConfigs(Vec<AdminOutcome>),
+    /// Per client-metrics resource, in request order.
+    AlterClientMetricsConfigs(Vec<AdminOutcome>),
     /// UpdateFeatures: the error of the whole request, if any.
     UpdateFeatures(Result<(), (crate::protocol::ErrorCode, String)>),
     /// Per topic, in request order; the throttle time.

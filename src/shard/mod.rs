@@ -293,6 +293,7 @@ impl Shard {
                     | MetadataRecord::RemoveAccessControlEntry { .. }
                     | MetadataRecord::ClientQuota { .. }
                     | MetadataRecord::GroupConfigs { .. }
+                    | MetadataRecord::ClientMetricsConfigs { .. }
                     | MetadataRecord::FeatureLevel { .. }
             )
         };
@@ -394,6 +395,7 @@ impl Shard {
                 | MetadataRecord::RemoveAccessControlEntry { .. }
                 | MetadataRecord::ClientQuota { .. }
                 | MetadataRecord::GroupConfigs { .. }
+                | MetadataRecord::ClientMetricsConfigs { .. }
                 | MetadataRecord::FeatureLevel { .. }
                 | MetadataRecord::ProducerIds { .. }
                 | MetadataRecord::UserScramCredential { .. }

@@ -55,6 +55,8 @@ public class JavaClient {
             case "transactions" -> transactions(bootstrap, topic);
             case "transaction-version" -> transactionVersion(bootstrap, topic);
             case "broker-loggers" -> brokerLoggers(bootstrap);
+            case "client-metrics" -> clientMetrics(bootstrap, topic);
+            case "client-metrics-kept" -> System.out.println(clientMetricsKept(bootstrap, topic));
             case "copier" -> copier(bootstrap, topic);
             case "admin" -> adminCalls(bootstrap, topic);
             case "validate" -> validatePositions(bootstrap, topic);
@@ -1062,6 +1064,93 @@ public class JavaClient {
         out.append("]");
         seen.forEach((k, v) -> out.append(", ").append(quote(k)).append(": ").append(quote(v)));
         System.out.println(out.append("}"));
+    }
+
+    /** Client-metrics subscriptions as `kafka-client-metrics` and
+     * `kafka-configs --entity-type client-metrics` manage them (KIP-714):
+     * created, changed (SET, APPEND, SUBTRACT), described, listed, refused
+     * and deleted as Kafka 4.1.1 answers. Subscription `<name>` is deleted at
+     * the end, `<name>-kept` is left for the caller (see clientMetricsKept). */
+    static void clientMetrics(String bootstrap, String name) throws Exception {
+        List<String> refusals = new ArrayList<>();
+        Map<String, String> seen = new java.util.TreeMap<>();
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            var type = ConfigResource.Type.CLIENT_METRICS;
+            ConfigResource resource = new ConfigResource(type, name);
+            java.util.function.BiFunction<ConfigResource, List<AlterConfigOp>, String> alter = (r, ops) -> {
+                try {
+                    admin.incrementalAlterConfigs(Map.of(r, ops)).all().get();
+                    return "ok";
+                } catch (Exception e) {
+                    return e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage();
+                }
+            };
+            java.util.function.BiFunction<String, String, AlterConfigOp> set =
+                    (key, value) -> new AlterConfigOp(new ConfigEntry(key, value), AlterConfigOp.OpType.SET);
+            seen.put("before", clientMetricsKept(bootstrap, name));
+            seen.put("create", alter.apply(resource, List.of(
+                    set.apply("metrics", "org.apache.kafka.producer.,org.apache.kafka.consumer.coordinator"),
+                    set.apply("interval.ms", "1000"),
+                    set.apply("match", "client_id=ring.*, client_software_name=apache-kafka-java"))));
+            seen.put("created", clientMetricsKept(bootstrap, name));
+            seen.put("append", alter.apply(resource, List.of(new AlterConfigOp(
+                    new ConfigEntry("metrics", "org.apache.kafka.consumer.fetch"), AlterConfigOp.OpType.APPEND))));
+            seen.put("subtract", alter.apply(resource, List.of(new AlterConfigOp(
+                    new ConfigEntry("match", "client_id=ring.*"), AlterConfigOp.OpType.SUBTRACT))));
+            for (var ops : List.of(
+                    List.of(set.apply("interval.ms", "99")),
+                    List.of(set.apply("interval.ms", "3600001")),
+                    List.of(set.apply("interval.ms", "soon")),
+                    List.of(set.apply("metric", "x")),
+                    List.of(set.apply("match", "client_id")),
+                    List.of(set.apply("match", "client_id=a=b")),
+                    List.of(set.apply("match", "host=.*")),
+                    List.of(set.apply("match", "client_id=[")),
+                    List.of(new AlterConfigOp(new ConfigEntry("interval.ms", "5"), AlterConfigOp.OpType.APPEND)),
+                    List.of(set.apply("interval.ms", "2000"), set.apply("match", "client_id=("))) ) {
+                refusals.add(alter.apply(resource, ops));
+            }
+            refusals.add(alter.apply(new ConfigResource(type, ""), List.of(set.apply("interval.ms", "1000"))));
+            seen.put("after refusals", clientMetricsKept(bootstrap, name));
+            seen.put("describe empty name", outcome(() -> admin.describeConfigs(List.of(new ConfigResource(type, ""))).all().get()));
+            var entry = admin.describeConfigs(List.of(resource)).all().get().get(resource).get("interval.ms");
+            seen.put("entry", entry.source() + " " + entry.isReadOnly() + " " + entry.isSensitive() + " "
+                    + entry.synonyms().size() + " " + entry.type() + " " + entry.documentation());
+            seen.put("keys", String.valueOf(admin.describeConfigs(List.of(resource),
+                    new org.apache.kafka.clients.admin.DescribeConfigsOptions()).all().get().get(resource).entries().size()));
+            seen.put("kept", alter.apply(new ConfigResource(type, name + "-kept"), List.of(
+                    set.apply("metrics", "*"), set.apply("interval.ms", "60000"))));
+            var delete = AlterConfigOp.OpType.DELETE;
+            seen.put("delete", alter.apply(resource, List.of(
+                    new AlterConfigOp(new ConfigEntry("metrics", null), delete),
+                    new AlterConfigOp(new ConfigEntry("interval.ms", null), delete),
+                    new AlterConfigOp(new ConfigEntry("match", null), delete))));
+            seen.put("deleted", clientMetricsKept(bootstrap, name));
+            seen.put("delete again", alter.apply(resource, List.of(new AlterConfigOp(new ConfigEntry("metrics", null), delete))));
+        }
+        StringBuilder out = new StringBuilder("{\"refusals\": [");
+        for (int i = 0; i < refusals.size(); i++) {
+            out.append(i == 0 ? "" : ", ").append(quote(refusals.get(i)));
+        }
+        out.append("]");
+        seen.forEach((k, v) -> out.append(", ").append(quote(k)).append(": ").append(v.startsWith("{") ? v : quote(v)));
+        System.out.println(out.append("}"));
+    }
+
+    /** Subscription `name`'s configs (sorted) and whether the client-metrics
+     * listing holds it, as JSON. */
+    static String clientMetricsKept(String bootstrap, String name) throws Exception {
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            ConfigResource resource = new ConfigResource(ConfigResource.Type.CLIENT_METRICS, name);
+            var configs = new java.util.TreeMap<String, String>();
+            admin.describeConfigs(List.of(resource)).all().get().get(resource).entries()
+                    .forEach(e -> configs.put(e.name(), e.value()));
+            boolean listed = admin.listConfigResources(Set.of(ConfigResource.Type.CLIENT_METRICS),
+                    new org.apache.kafka.clients.admin.ListConfigResourcesOptions()).all().get().contains(resource);
+            StringBuilder out = new StringBuilder("{\"listed\": " + listed);
+            configs.forEach((k, v) -> out.append(", ").append(quote(k)).append(": ").append(quote(v)));
+            return out.append("}").toString();
+        }
     }
 
     static String quote(String s) {

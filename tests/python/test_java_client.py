@@ -29,6 +29,7 @@ import os
 import pathlib
 import shutil
 import subprocess
+import uuid
 
 import pytest
 
@@ -86,6 +87,63 @@ def test_java_admin_changes_the_transaction_version_and_producers_follow(classpa
     # transaction bumps it), as against Kafka 4.1.1.
     seen = run_java(classpath, "transaction-version", broker, topic)
     assert seen == {"levels": [1, 2], "epochs": [[0, 0, 0], [1, 2, 3]]}
+
+
+def test_java_admin_keeps_client_metrics_subscriptions_as_kafka_does(classpath, broker):
+    """`kafka-client-metrics` / `kafka-configs --entity-type client-metrics`
+    through the Java admin: subscriptions are created, described, listed,
+    refused and deleted with Kafka 4.1.1's answers (the same program run
+    against it), and one survives a kill -9."""
+    name = "telemetry-" + uuid.uuid4().hex[:8]
+    seen = run_java(classpath, "client-metrics", broker, name)
+    defaults = {"interval.ms": "300000", "match": "", "metrics": ""}
+    created = {
+        "interval.ms": "1000",
+        # Kafka prints a LIST value trimmed and joined.
+        "match": "client_id=ring.*,client_software_name=apache-kafka-java",
+        "metrics": "org.apache.kafka.producer.,org.apache.kafka.consumer.coordinator",
+    }
+    assert seen["before"] == {"listed": False, **defaults}
+    assert seen["create"] == "ok"
+    assert seen["created"] == {"listed": True, **created}
+    # Kafka 4.1's controller takes no client-metrics config as a LIST.
+    assert seen["append"] == "InvalidConfigurationException: Can't APPEND to key metrics because its type is not LIST."
+    assert seen["subtract"] == "InvalidConfigurationException: Can't SUBTRACT to key match because its type is not LIST."
+    interval = "InvalidRequestException: Invalid value {} for interval.ms, interval must be between 100 and 3600000 (1 hour)"
+    illegal = "InvalidConfigurationException: Illegal client matching pattern: "
+    assert seen["refusals"] == [
+        interval.format(99),
+        interval.format(3600001),
+        "InvalidConfigurationException: Invalid value soon for configuration interval.ms: Not a number of type INT",
+        "InvalidRequestException: Unknown client metrics configuration: metric",
+        illegal + "client_id",
+        illegal + "client_id=a=b",
+        illegal + "host=.*",
+        illegal + "client_id=[",
+        "InvalidConfigurationException: Can't APPEND to key interval.ms because its type is not LIST.",
+        illegal + "client_id=(",
+        "InvalidRequestException: Subscription name can't be empty",
+    ]
+    # A refused change (the last one also set a good interval) changes nothing.
+    assert seen["after refusals"] == {"listed": True, **created}
+    assert seen["describe empty name"] == "InvalidRequestException"
+    assert seen["entry"] == "DYNAMIC_CLIENT_METRICS_CONFIG false false 0 INT null"
+    assert seen["keys"] == "3"
+    assert seen["kept"] == "ok"
+    assert seen["delete"] == "ok"
+    assert seen["deleted"] == {"listed": False, **defaults}
+    assert seen["delete again"] == "ok"
+
+    broker.kill()
+    broker.start()
+    completed = subprocess.run(
+        ["java", "-cp", classpath, str(JAVA_DIR / "JavaClient.java"), "client-metrics-kept", broker.bootstrap,
+         name + "-kept"],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert completed.returncode == 0, completed.stderr
+    kept = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert kept == {"listed": True, "interval.ms": "60000", "match": "", "metrics": "*"}
 
 
 def test_java_admin_reads_and_changes_the_broker_log_levels(classpath, broker, topic):

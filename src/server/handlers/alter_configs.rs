@@ -8,7 +8,9 @@
 //! Kafka refuses a static config. Group configs (`config::group_config`)
 //! change through the controller too. Broker loggers (IncrementalAlterConfigs
 //! only, as in Kafka) change this process's log levels at once
-//! (`runtime::logging`). Client metrics are not supported.
+//! (`runtime::logging`). Client-metrics subscriptions
+//! (`config::client_metrics`; IncrementalAlterConfigs only, as in Kafka)
+//! change through the controller.
 
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -59,6 +61,8 @@ enum Plan {
     Broker(Option<i32>, ConfigAlteration),
     /// A change of a group's configs.
     Group(ConfigAlteration),
+    /// A change of a client-metrics subscription's configs.
+    ClientMetrics(ConfigAlteration),
     /// A change of this process's log levels (no controller: they are not
     /// kept, as in Kafka).
     Loggers(Vec<LoggerChange>),
@@ -66,13 +70,14 @@ enum Plan {
 
 impl Plan {
     /// Which of `alter`'s controller calls carries this change: topics,
-    /// brokers, groups; None for an answer already known.
+    /// brokers, groups, subscriptions; None for an answer already known.
     fn call_index(&self) -> Option<usize> {
         match self {
             Plan::Answer(_) | Plan::Loggers(_) => None,
             Plan::Topic(_) => Some(0),
             Plan::Broker(..) => Some(1),
             Plan::Group(_) => Some(2),
+            Plan::ClientMetrics(_) => Some(3),
         }
     }
 }
@@ -142,6 +147,12 @@ fn plan(
             refused(ErrorCode::ClusterAuthorizationFailed)
         }
         resource_type::BROKER_LOGGER => logger_plan(shard, resource),
+        resource_type::CLIENT_METRICS if !access.cluster(AclOperation::AlterConfigs) => {
+            refused(ErrorCode::ClusterAuthorizationFailed)
+        }
+        resource_type::CLIENT_METRICS => {
+            Plan::ClientMetrics(alteration(&resource.changes, incremental))
+        }
         other => invalid_request(format!(
             "Configs of resource type {other} are not supported by this broker."
         )),
@@ -220,7 +231,7 @@ fn broker_plan(shard: &Shard, resource: &Resource, incremental: bool) -> Plan {
 }
 
 /// Plans every resource, sends the changes of each kind (topics, brokers,
-/// groups) to the controller in one call, and answers each resource in
+/// groups, subscriptions) to the controller in one call, and answers each resource in
 /// request order as (error code, message, resource type, resource name).
 async fn alter(
     shard: &Rc<Shard>,
@@ -255,12 +266,16 @@ async fn alter(
     let mut topics = Vec::new();
     let mut brokers = Vec::new();
     let mut groups = Vec::new();
+    let mut subscriptions = Vec::new();
     for (r, p) in resources.iter().zip(&plans) {
         match p {
             Plan::Answer(_) | Plan::Loggers(_) => {}
             Plan::Topic(alteration) => topics.push((r.name.clone(), alteration.clone())),
             Plan::Broker(broker, alteration) => brokers.push((*broker, alteration.clone())),
             Plan::Group(alteration) => groups.push((r.name.clone(), alteration.clone())),
+            Plan::ClientMetrics(alteration) => {
+                subscriptions.push((r.name.clone(), alteration.clone()))
+            }
         }
     }
     let requests = [
@@ -274,6 +289,10 @@ async fn alter(
         }),
         (!groups.is_empty()).then_some(ControllerRequest::AlterGroupConfigs {
             resources: groups,
+            validate_only,
+        }),
+        (!subscriptions.is_empty()).then_some(ControllerRequest::AlterClientMetricsConfigs {
+            resources: subscriptions,
             validate_only,
         }),
     ];
@@ -327,7 +346,8 @@ async fn call_controller(
             Some(
                 ControllerReply::AlterTopicConfigs(outcomes)
                 | ControllerReply::AlterBrokerConfigs(outcomes)
-                | ControllerReply::AlterGroupConfigs(outcomes),
+                | ControllerReply::AlterGroupConfigs(outcomes)
+                | ControllerReply::AlterClientMetricsConfigs(outcomes),
             ) => outcomes,
             _ => Vec::new(),
         }

@@ -1,6 +1,7 @@
-//! DescribeConfigs (key 32): every config of a topic, of this broker or of
-//! a group with its value, source, synonyms and documentation, and the
-//! level of each of this broker's loggers, as Kafka 4.1 reports them.
+//! DescribeConfigs (key 32): every config of a topic, of this broker, of a
+//! group or of a client-metrics subscription with its value, source,
+//! synonyms and documentation, and the level of each of this broker's
+//! loggers, as Kafka 4.1 reports them.
 
 use std::rc::Rc;
 
@@ -13,6 +14,7 @@ use super::{encode_response, str_bytes};
 use crate::config::broker_config_table::{
     describe_broker_configs, describe_default_broker_configs,
 };
+use crate::config::client_metrics::describe_client_metrics;
 use crate::config::group_config::describe_group_configs;
 use crate::config::topic_config::describe_topic_configs;
 use crate::config::topic_config::{config_source, is_requested, ConfigLayer};
@@ -26,6 +28,7 @@ use crate::shard::Shard;
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
 const RESOURCE_BROKER_LOGGER: i8 = 8;
+const RESOURCE_CLIENT_METRICS: i8 = 16;
 const RESOURCE_GROUP: i8 = 32;
 
 /// Kafka's `DYNAMIC_BROKER_LOGGER_CONFIG` config source.
@@ -107,7 +110,7 @@ pub fn handle(
                     let error = ErrorCode::TopicAuthorizationFailed;
                     fail(error, refusal_message(error).to_string())
                 }
-                RESOURCE_BROKER | RESOURCE_BROKER_LOGGER
+                RESOURCE_BROKER | RESOURCE_BROKER_LOGGER | RESOURCE_CLIENT_METRICS
                     if !access.cluster(AclOperation::DescribeConfigs) =>
                 {
                     let error = ErrorCode::ClusterAuthorizationFailed;
@@ -125,6 +128,18 @@ pub fn handle(
                     result.configs = describe_group_configs(
                         image.group_configs.get(&name).map(|g| &g.values),
                         &config.groups.group_bounds(),
+                        requested.as_deref(),
+                        include_synonyms,
+                        include_documentation,
+                    );
+                }
+                RESOURCE_CLIENT_METRICS if name.is_empty() => fail(
+                    ErrorCode::InvalidRequest,
+                    "Client metrics subscription name must not be empty".to_string(),
+                ),
+                RESOURCE_CLIENT_METRICS => {
+                    result.configs = describe_client_metrics(
+                        image.client_metrics.get(&name),
                         requested.as_deref(),
                         include_synonyms,
                         include_documentation,

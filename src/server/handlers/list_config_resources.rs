@@ -1,7 +1,6 @@
 //! ListConfigResources (key 74; v0 was ListClientMetricsResources, KIP-1142):
 //! the resources configs can be described for, by type, as Kafka 4.1
-//! answers: groups that set configs, client-metrics subscriptions (none:
-//! this broker keeps none), this node as BROKER_LOGGER and BROKER, and every
+//! answers: groups that set configs, client-metrics subscriptions, this node as BROKER_LOGGER and BROKER, and every
 //! topic, internal ones included. v0 knows only client metrics; asking for
 //! a type the version does not know is UNSUPPORTED_VERSION for the whole
 //! request. No types means all the version knows. Needs DESCRIBE_CONFIGS
@@ -57,6 +56,7 @@ pub fn handle(
         for &resource_type in known.iter().filter(|t| wanted(**t)) {
             let names: Vec<String> = match resource_type {
                 GROUP => image.group_configs.keys().cloned().collect(),
+                CLIENT_METRICS => image.client_metrics.keys().cloned().collect(),
                 BROKER_LOGGER | BROKER => vec![node.clone()],
                 TOPIC => image.topics.keys().cloned().collect(),
                 _ => Vec::new(),
