@@ -479,7 +479,7 @@ async fn incremental_alter_configs_operations_and_refusals_answer_like_kafka() {
         assert!(overrides(&mut client, TOPIC).is_empty(), "overrides left");
 
         // Refusals, one resource at a time; nothing changes.
-        let refusals: [(&str, Resource, i16, &str); 11] = [
+        let refusals: [(&str, Resource, i16, &str); 12] = [
             (
                 "APPEND to a non-list",
                 (RESOURCE_TOPIC, TOPIC, &[("retention.ms", APPEND, Some("5"))]),
@@ -515,6 +515,16 @@ async fn incremental_alter_configs_operations_and_refusals_answer_like_kafka() {
                 (RESOURCE_TOPIC, TOPIC, &[("retention.ms", SET, None)]),
                 INVALID_REQUEST,
                 "Null value not supported for : retention.ms",
+            ),
+            (
+                "null values to SET and APPEND",
+                (
+                    RESOURCE_TOPIC,
+                    TOPIC,
+                    &[("retention.ms", SET, None), ("segment.ms", APPEND, None)],
+                ),
+                INVALID_REQUEST,
+                "Null value not supported for : retention.ms, segment.ms",
             ),
             (
                 "a name twice",

@@ -2,7 +2,7 @@
 //! transactional id's life cycle and its error cases. ApiVersions advertises
 //! AddPartitionsToTxn 0-3 (4+ is broker-to-broker), AddOffsetsToTxn 0-4,
 //! EndTxn 0-5 (5 is transactions V2), DescribeTransactions 0 and
-//! ListTransactions 0-1. FindCoordinator for a transactional id names this
+//! ListTransactions 0-2. FindCoordinator for a transactional id names this
 //! broker and refuses an empty id. InitProducerId refuses a timeout above
 //! `transaction.max.timeout.ms`, gives epoch 0 to a new id and bumps it on
 //! re-init. EndTxn without an open transaction is INVALID_TXN_STATE; a wrong
@@ -315,17 +315,9 @@ fn transaction_apis_answer_like_kafka() {
     assert_eq!(range(ApiKey::AddOffsetsToTxn), Some((0, 4)));
     assert_eq!(range(ApiKey::EndTxn), Some((0, 5)));
     assert_eq!(range(ApiKey::DescribeTransactions), Some((0, 0)));
-    assert_eq!(range(ApiKey::ListTransactions), Some((0, 1)));
+    assert_eq!(range(ApiKey::ListTransactions), Some((0, 2)));
 
-    let mut create = CreateTopicsRequest::default();
-    let mut topic = CreatableTopic::default();
-    topic.name = TopicName(s(TOPIC));
-    topic.num_partitions = 4;
-    topic.replication_factor = 1;
-    create.topics.push(topic);
-    create.timeout_ms = 10_000;
-    let created: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 5, &create);
-    assert_eq!(created.topics[0].error_code, 0);
+    assert_eq!(create_topic(&mut client), 0);
 
     // FindCoordinator for a transactional id.
     let mut find = FindCoordinatorRequest::default();
@@ -587,7 +579,8 @@ fn wait_for_coordinator(client: &mut RawClient, key_type: i8, key: &str) {
 
 /// Creates TOPIC with 4 partitions (a reference broker may have it
 /// already).
-fn create_topic(client: &mut RawClient) {
+/// Creates TOPIC with four partitions; its error code.
+fn create_topic(client: &mut RawClient) -> i16 {
     let mut create = CreateTopicsRequest::default();
     let mut topic = CreatableTopic::default();
     topic.name = TopicName(s(TOPIC));
@@ -596,9 +589,16 @@ fn create_topic(client: &mut RawClient) {
     create.topics.push(topic);
     create.timeout_ms = 10_000;
     let created: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 5, &create);
+    created.topics[0].error_code
+}
+
+/// Creates TOPIC unless it exists (the reference broker keeps it between
+/// runs).
+fn ensure_topic(client: &mut RawClient) {
+    let error = create_topic(client);
     assert!(
-        [0, code(ResponseError::TopicAlreadyExists)].contains(&created.topics[0].error_code),
-        "{created:?}"
+        [0, code(ResponseError::TopicAlreadyExists)].contains(&error),
+        "{error}"
     );
 }
 
@@ -719,7 +719,7 @@ fn transactions_v2_bump_the_epoch_of_every_transaction_like_kafka() {
     assert!(max(ApiKey::TxnOffsetCommit) >= 5);
     assert!(max(ApiKey::Produce) >= 12);
 
-    create_topic(&mut client);
+    ensure_topic(&mut client);
     let txn = unique("v2-writer");
     let group = unique("v2-group");
     wait_for_coordinator(&mut client, 1, &txn);
@@ -1073,7 +1073,7 @@ fn update_features_changes_the_transaction_version_like_kafka() {
              newer version."
         )
     );
-    create_topic(&mut client);
+    ensure_topic(&mut client);
     let txn = unique("tv1-writer");
     wait_for_coordinator(&mut client, 1, &txn);
     let (pid, _) = init_retrying(&mut client, &txn);

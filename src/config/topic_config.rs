@@ -597,13 +597,13 @@ fn parse_java_double(trimmed: &str) -> Option<f64> {
     digits.parse::<f64>().ok()
 }
 
-/// `ConfigDef.parseType` for LIST: empty after trimming is the empty list, otherwise a split on
-/// the regex `\s*,\s*` that keeps empty elements.
 /// A LIST value's elements, as `ConfigDef.parseType` reads them.
 pub(crate) fn parse_list(raw: &str) -> Vec<String> {
     split_java_list(java_trim(raw))
 }
 
+/// `ConfigDef.parseType` for LIST: empty after trimming is the empty list, otherwise a split on
+/// the regex `\s*,\s*` that keeps empty elements.
 fn split_java_list(trimmed: &str) -> Vec<String> {
     if trimmed.is_empty() {
         return Vec::new();

@@ -148,7 +148,7 @@ pub const API_RANGES: &[ApiRange] = &[
     ApiRange {
         key: ApiKey::ListTransactions,
         advertised_min: 0,
-        max: 1,
+        max: 2,
         served_min: 0,
     },
     ApiRange {
@@ -431,7 +431,7 @@ mod tests {
             (ApiKey::Produce, 12..=12),
             (ApiKey::TxnOffsetCommit, 5..=5),
             (ApiKey::DescribeTransactions, 0..=0),
-            (ApiKey::ListTransactions, 0..=1),
+            (ApiKey::ListTransactions, 0..=2),
         ] {
             for version in versions {
                 assert!(is_served(key, version), "{key:?} v{version}");

@@ -56,6 +56,7 @@ public class JavaClient {
             case "transaction-version" -> transactionVersion(bootstrap, topic);
             case "broker-loggers" -> brokerLoggers(bootstrap);
             case "client-metrics" -> clientMetrics(bootstrap, topic);
+            case "list-transactions-pattern" -> listTransactionsPattern(bootstrap, topic);
             case "client-metrics-kept" -> System.out.println(clientMetricsKept(bootstrap, topic));
             case "copier" -> copier(bootstrap, topic);
             case "admin" -> adminCalls(bootstrap, topic);
@@ -946,6 +947,53 @@ public class JavaClient {
                     readCommitted.stream().filter(v -> v.startsWith("t5-") || v.startsWith("t10-") || v.equals("open")).count(),
                     readUncommitted.size(), state, listed, producers, transactionVersion, String.join(", ", epochs));
         }
+    }
+
+    /** `kafka-transactions list --transactional-id-pattern` (KIP-1152,
+     * ListTransactions v2): three transactional producers, `<prefix>-app-1`,
+     * `<prefix>-app-2` and `<prefix>-other`, then the ids (of these three)
+     * each pattern lists, or the exception a bad pattern fails with. */
+    static void listTransactionsPattern(String bootstrap, String prefix) throws Exception {
+        List<KafkaProducer<String, String>> producers = new ArrayList<>();
+        Map<String, String> seen = new java.util.TreeMap<>();
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            for (String id : List.of(prefix + "-app-1", prefix + "-app-2", prefix + "-other")) {
+                Properties props = new Properties();
+                props.put("bootstrap.servers", bootstrap);
+                props.put("transactional.id", id);
+                var producer = new KafkaProducer<>(props, new StringSerializer(), new StringSerializer());
+                producers.add(producer);
+                producer.initTransactions();
+            }
+            java.util.function.Function<org.apache.kafka.clients.admin.ListTransactionsOptions, String> list = options -> {
+                try {
+                    return admin.listTransactions(options).all().get().stream()
+                            .map(TransactionListing::transactionalId)
+                            .filter(id -> id.startsWith(prefix + "-"))
+                            .map(id -> id.substring(prefix.length() + 1))
+                            .sorted()
+                            .collect(Collectors.joining(","));
+                } catch (Exception e) {
+                    return kafkaCause(e);
+                }
+            };
+            for (String pattern : List.of(prefix + "-app-.*", prefix + "-app", ".*-other", "", ".*", "(",
+                    "[a-", "(?P<x>.*)-app-1", "a\\1")) {
+                seen.put(pattern.replace(prefix, "P"), list.apply(
+                        new org.apache.kafka.clients.admin.ListTransactionsOptions().filterOnTransactionalIdPattern(pattern)));
+            }
+            seen.put("empty state and pattern", list.apply(new org.apache.kafka.clients.admin.ListTransactionsOptions()
+                    .filterOnTransactionalIdPattern(".*-app-.*")
+                    .filterStates(List.of(org.apache.kafka.clients.admin.TransactionState.EMPTY))));
+            seen.put("ongoing state and pattern", list.apply(new org.apache.kafka.clients.admin.ListTransactionsOptions()
+                    .filterOnTransactionalIdPattern(".*-app-.*")
+                    .filterStates(List.of(org.apache.kafka.clients.admin.TransactionState.ONGOING))));
+        } finally {
+            producers.forEach(KafkaProducer::close);
+        }
+        StringBuilder out = new StringBuilder("{");
+        seen.forEach((k, v) -> out.append(out.length() > 1 ? ", " : "").append(quote(k)).append(": ").append(quote(v)));
+        System.out.println(out.append("}"));
     }
 
     /** The admin client downgrades transaction.version to 1, a new

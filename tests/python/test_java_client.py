@@ -89,6 +89,28 @@ def test_java_admin_changes_the_transaction_version_and_producers_follow(classpa
     assert seen == {"levels": [1, 2], "epochs": [[0, 0, 0], [1, 2, 3]]}
 
 
+def test_java_admin_lists_transactions_whose_id_matches_a_pattern(classpath, broker):
+    """`kafka-transactions list --transactional-id-pattern` (KIP-1152,
+    ListTransactions v2): the whole id must match an RE2 expression, an empty
+    one matches all, one that does not parse is INVALID_REGULAR_EXPRESSION;
+    the same program gives the same answers on Kafka 4.1.1."""
+    prefix = "lt-" + uuid.uuid4().hex[:8]
+    seen = run_java(classpath, "list-transactions-pattern", broker, prefix)
+    assert seen == {
+        "P-app-.*": "app-1,app-2",
+        "P-app": "",  # the whole id must match
+        ".*-other": "other",
+        "": "app-1,app-2,other",
+        ".*": "app-1,app-2,other",
+        "(": "InvalidRegularExpression",
+        "[a-": "InvalidRegularExpression",
+        "(?P<x>.*)-app-1": "app-1",  # RE2's named groups
+        "a\\1": "InvalidRegularExpression",  # no back-references in RE2
+        "empty state and pattern": "app-1,app-2",
+        "ongoing state and pattern": "",
+    }
+
+
 def test_java_admin_keeps_client_metrics_subscriptions_as_kafka_does(classpath, broker):
     """`kafka-client-metrics` / `kafka-configs --entity-type client-metrics`
     through the Java admin: subscriptions are created, described, listed,

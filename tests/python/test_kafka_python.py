@@ -239,6 +239,36 @@ def test_admin_client_adds_partitions_and_alters_configs(broker, topic):
         admin.close()
 
 
+def test_admin_client_changes_a_client_metrics_subscription_with_either_api(broker, topic):
+    """kafka-python's alter_configs on a client-metrics subscription, with
+    IncrementalAlterConfigs and with AlterConfigs (which Kafka 4.1 takes for
+    CLIENT_METRICS resources too); the answers are Kafka 4.1.1's."""
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=30000)
+    name = topic + "-subscription"
+
+    def resource(configs=None):
+        return ConfigResource(ConfigResourceType.CLIENT_METRICS, name, configs=configs)
+
+    def described():
+        entries = admin.describe_configs([resource()])["client_metrics"][name]
+        return {key: (entries[key]["value"], entries[key]["config_source"]) for key in ("interval.ms", "metrics")}
+
+    try:
+        assert admin.alter_configs([resource({"interval.ms": "1000", "metrics": "a"})]) == {
+            "client_metrics": {name: "OK"}}
+        source = "DYNAMIC_CLIENT_METRICS_CONFIG"
+        assert described() == {"interval.ms": ("1000", source), "metrics": ("a", source)}
+        result = admin.alter_configs([resource({"interval.ms": "2000"})], incremental=False)
+        assert result == {"client_metrics": {name: "OK"}}
+        assert described() == {"interval.ms": ("2000", source), "metrics": ("a", source)}
+        result = admin.alter_configs([resource({"interval.ms": "5"})], incremental=False)
+        assert result == {"client_metrics": {name: "[Error 42] InvalidRequestError: Invalid value 5 for "
+                                            "interval.ms, interval must be between 100 and 3600000 (1 hour)"}}
+        assert described() == {"interval.ms": ("2000", source), "metrics": ("a", source)}
+    finally:
+        admin.close()
+
+
 def test_admin_client_deletes_records(broker, topic):
     """DeleteRecords moves the log start: the low watermark is answered,
     a consumer from the beginning starts there with the acknowledged

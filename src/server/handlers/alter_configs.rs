@@ -9,8 +9,7 @@
 //! change through the controller too. Broker loggers (IncrementalAlterConfigs
 //! only, as in Kafka) change this process's log levels at once
 //! (`runtime::logging`). Client-metrics subscriptions
-//! (`config::client_metrics`; IncrementalAlterConfigs only, as in Kafka)
-//! change through the controller.
+//! (`config::client_metrics`) change through the controller.
 
 use std::collections::HashSet;
 use std::rc::Rc;
@@ -99,8 +98,11 @@ fn plan(
         return invalid_request("Each resource must appear at most once.");
     }
     let known = match resource.resource_type {
-        resource_type::TOPIC | resource_type::BROKER | resource_type::GROUP => true,
-        resource_type::BROKER_LOGGER | resource_type::CLIENT_METRICS => incremental,
+        resource_type::TOPIC
+        | resource_type::BROKER
+        | resource_type::GROUP
+        | resource_type::CLIENT_METRICS => true,
+        resource_type::BROKER_LOGGER => incremental,
         _ => false,
     };
     if !known {
@@ -114,10 +116,19 @@ fn plan(
     {
         return invalid_request("Error due to duplicate config keys");
     }
-    for (name, value, op) in &resource.changes {
-        if value.is_none() && *op != 1 {
-            return invalid_request(format!("Null value not supported for : {name}"));
-        }
+    let nulls: Vec<&str> = resource
+        .changes
+        .iter()
+        .filter(|(_, value, op)| value.is_none() && *op != 1)
+        .map(|(name, _, _)| name.as_str())
+        .collect();
+    if !nulls.is_empty() {
+        return invalid_request(format!(
+            "Null value not supported for : {}",
+            nulls.join(", ")
+        ));
+    }
+    for (name, _, op) in &resource.changes {
         if !(0..=3).contains(op) {
             return invalid_request(format!("Unknown config operation {op} for : {name}"));
         }

@@ -1,7 +1,10 @@
-//! ListTransactions (key 66, v0-1): the transactional ids of every
-//! coordinator on this node, filtered by state, producer id and (v1,
-//! KIP-994) how long the transaction has been running. Unknown state names
-//! are echoed in `unknown_state_filters`, as Kafka does.
+//! ListTransactions (key 66, v0-2): the transactional ids of every
+//! coordinator on this node, filtered by state, producer id, (v1, KIP-994)
+//! how long the transaction has been running and (v2, KIP-1152) a regular
+//! expression the whole id matches (RE2 syntax, as Kafka's RE2/J; an empty
+//! one matches all, one that does not parse fails the request with
+//! INVALID_REGULAR_EXPRESSION). Unknown state names are echoed in
+//! `unknown_state_filters`, as Kafka does.
 //!
 //! Authorization, as in Kafka: only the transactional ids the caller may
 //! DESCRIBE are listed (never an error).
@@ -14,6 +17,8 @@ use kafka_protocol::messages::{
 };
 
 use super::{encode_response, str_bytes};
+use crate::group::consumer::compile_regex;
+use crate::protocol::ErrorCode;
 use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::shard::Shard;
@@ -32,6 +37,21 @@ pub async fn handle(
     let access = access.clone();
     Box::pin(async move {
         let mut response = ListTransactionsResponse::default();
+        let pattern = match request.transactional_id_pattern.as_deref() {
+            Some(pattern) if version >= 2 && !pattern.is_empty() => match compile_regex(pattern) {
+                Ok(regex) => Some(regex),
+                Err(_) => {
+                    response.error_code = ErrorCode::InvalidRegularExpression.code();
+                    return encode_response(
+                        ApiKey::ListTransactions,
+                        version,
+                        correlation_id,
+                        &response,
+                    );
+                }
+            },
+            _ => None,
+        };
         let mut states = Vec::new();
         for name in &request.state_filters {
             match TxnState::ALL.iter().find(|s| s.name() == name.as_str()) {
@@ -53,7 +73,10 @@ pub async fn handle(
             match list_all(&shard, filter).await {
                 Ok(mut listed) => {
                     listed.retain(|t| {
-                        access.transactional_id(AclOperation::Describe, &t.transactional_id)
+                        pattern
+                            .as_ref()
+                            .map_or(true, |regex| regex.is_match(&t.transactional_id))
+                            && access.transactional_id(AclOperation::Describe, &t.transactional_id)
                     });
                     listed.sort_by(|a, b| a.transactional_id.cmp(&b.transactional_id));
                     response.transaction_states = listed
