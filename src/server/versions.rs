@@ -255,6 +255,13 @@ pub const API_RANGES: &[ApiRange] = &[
         max: 0,
         served_min: 0,
     },
+    // Kafka 4.1 serves 1-2 (v0 was removed by KIP-896).
+    ApiRange {
+        key: ApiKey::AlterReplicaLogDirs,
+        advertised_min: 1,
+        max: 2,
+        served_min: 1,
+    },
     // Kafka 4.0 serves 1-4 (v0 was removed by KIP-896).
     ApiRange {
         key: ApiKey::DescribeLogDirs,

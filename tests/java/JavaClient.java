@@ -57,6 +57,7 @@ public class JavaClient {
             case "broker-loggers" -> brokerLoggers(bootstrap);
             case "client-metrics" -> clientMetrics(bootstrap, topic);
             case "list-transactions-pattern" -> listTransactionsPattern(bootstrap, topic);
+            case "log-dirs" -> logDirs(bootstrap, topic);
             case "client-metrics-kept" -> System.out.println(clientMetricsKept(bootstrap, topic));
             case "copier" -> copier(bootstrap, topic);
             case "admin" -> adminCalls(bootstrap, topic);
@@ -947,6 +948,37 @@ public class JavaClient {
                     readCommitted.stream().filter(v -> v.startsWith("t5-") || v.startsWith("t10-") || v.equals("open")).count(),
                     readUncommitted.size(), state, listed, producers, transactionVersion, String.join(", ", epochs));
         }
+    }
+
+    /** `kafka-reassign-partitions` with `log_dirs` (AlterReplicaLogDirs):
+     * moves of `<topic>`'s partitions (main made two) to the broker's one log directory
+     * (as DescribeLogDirs names it: DIR below) and to other paths, each
+     * outcome ("ok" or the exception), then where the replica is. */
+    static void logDirs(String bootstrap, String topic) throws Exception {
+        Map<String, String> seen = new java.util.TreeMap<>();
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            int node = admin.describeCluster().nodes().get().iterator().next().id();
+            var dirs = admin.describeLogDirs(List.of(node)).allDescriptions().get().get(node).keySet();
+            String dir = dirs.iterator().next();
+            seen.put("dirs", String.valueOf(dirs.size()));
+            String longName = topic + "-" + "x".repeat(240 - topic.length() - 1);
+            String[][] moves = {
+                {topic, "0", dir}, {topic, "1", dir + "/"}, {topic, "0", "/nonexistent"}, {topic, "0", "relative"},
+                {topic, "5", dir}, {topic + "-absent", "0", dir}, {topic + "-absent", "0", "/nonexistent"},
+                {longName, "0", "/nonexistent"}};
+            for (String[] move : moves) {
+                var replica = new org.apache.kafka.common.TopicPartitionReplica(move[0], Integer.parseInt(move[1]), node);
+                String key = (move[0].equals(longName) ? "LONG" : move[0].replace(topic, "T")) + "-" + move[1]
+                        + " " + move[2].replace(dir, "DIR");
+                seen.put(key, outcome(() -> admin.alterReplicaLogDirs(Map.of(replica, move[2])).all().get()));
+            }
+            var replica = new org.apache.kafka.common.TopicPartitionReplica(topic, 0, node);
+            seen.put("replica dir", admin.describeReplicaLogDirs(List.of(replica)).all().get().get(replica)
+                    .getCurrentReplicaLogDir().replace(dir, "DIR"));
+        }
+        StringBuilder out = new StringBuilder("{");
+        seen.forEach((k, v) -> out.append(out.length() > 1 ? ", " : "").append(quote(k)).append(": ").append(quote(v)));
+        System.out.println(out.append("}"));
     }
 
     /** `kafka-transactions list --transactional-id-pattern` (KIP-1152,

@@ -89,6 +89,27 @@ def test_java_admin_changes_the_transaction_version_and_producers_follow(classpa
     assert seen == {"levels": [1, 2], "epochs": [[0, 0, 0], [1, 2, 3]]}
 
 
+def test_java_admin_moves_replicas_only_to_the_one_log_directory(classpath, broker, topic):
+    """AlterReplicaLogDirs (`kafka-reassign-partitions` with `log_dirs`): the
+    broker's one directory, named as DescribeLogDirs names it, is where every
+    replica already is; any other path is not found. The same program gives
+    the same answers on Kafka 4.1.1 with one log directory."""
+    seen = run_java(classpath, "log-dirs", broker, topic)
+    assert seen == {
+        "dirs": "1",
+        "T-0 DIR": "ok",
+        "T-1 DIR/": "LogDirNotFoundException",  # the exact path only
+        "T-0 /nonexistent": "LogDirNotFoundException",
+        "T-0 relative": "LogDirNotFoundException",
+        "T-5 DIR": "UnknownTopicOrPartitionException",
+        "T-absent-0 DIR": "UnknownTopicOrPartitionException",
+        "T-absent-0 /nonexistent": "LogDirNotFoundException",
+        # Kafka's future-replica directory name would pass 255 bytes.
+        "LONG-0 /nonexistent": "InvalidTopicException",
+        "replica dir": "DIR",
+    }
+
+
 def test_java_admin_lists_transactions_whose_id_matches_a_pattern(classpath, broker):
     """`kafka-transactions list --transactional-id-pattern` (KIP-1152,
     ListTransactions v2): the whole id must match an RE2 expression, an empty

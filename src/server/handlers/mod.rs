@@ -8,6 +8,7 @@ pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod alter_configs;
 pub mod alter_partition_reassignments;
+pub mod alter_replica_log_dirs;
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
 pub mod authorized_operations;
@@ -453,6 +454,13 @@ pub async fn dispatch(
             )
             .await
         }
+        ApiKey::AlterReplicaLogDirs => ready(alter_replica_log_dirs::handle(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
         ApiKey::ElectLeaders => ready(elect_leaders::handle(
             shard,
             access,
