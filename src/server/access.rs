@@ -18,6 +18,9 @@ pub struct Access {
     caller: Caller,
     authorizer: Rc<AuthorizerConfig>,
     acls: Rc<AclSet>,
+    /// Whether the connection may ask for delegation tokens: SASL, or TLS
+    /// with a client certificate (Kafka's `allowTokenRequests`).
+    token_requests_allowed: bool,
 }
 
 impl Access {
@@ -32,7 +35,21 @@ impl Access {
             } else {
                 Rc::default()
             },
+            token_requests_allowed: false,
         }
+    }
+
+    /// This access, on a connection that may (or may not) ask for
+    /// delegation tokens.
+    pub fn with_token_requests(mut self, allowed: bool) -> Self {
+        self.token_requests_allowed = allowed;
+        self
+    }
+
+    /// Whether the connection may ask for delegation tokens: SASL, or TLS
+    /// with a client certificate; not PLAINTEXT nor one-way TLS.
+    pub fn token_requests_allowed(&self) -> bool {
+        self.token_requests_allowed
     }
 
     /// The caller of a connection: its SASL user, or User:ANONYMOUS.

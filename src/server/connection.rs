@@ -193,7 +193,9 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + 'static>(
             None => certified.as_deref(),
         };
         let caller = caller.get_or_insert_with(|| Access::caller(user, peer_addr));
-        let access = Access::new(&state.shard, caller);
+        let protocol = endpoint.security_protocol;
+        let access = Access::new(&state.shard, caller)
+            .with_token_requests(protocol.is_sasl() || (protocol.is_tls() && certified.is_some()));
         // Quotas know a client by its principal's name.
         let client = quota_client.get_or_insert_with(|| Client::new(user.unwrap_or("ANONYMOUS")));
         let handled = match frame {

@@ -255,6 +255,31 @@ pub const API_RANGES: &[ApiRange] = &[
         max: 0,
         served_min: 0,
     },
+    // Delegation tokens: Kafka 4.1's versions (v0 was removed by KIP-896).
+    ApiRange {
+        key: ApiKey::CreateDelegationToken,
+        advertised_min: 1,
+        max: 3,
+        served_min: 1,
+    },
+    ApiRange {
+        key: ApiKey::RenewDelegationToken,
+        advertised_min: 1,
+        max: 2,
+        served_min: 1,
+    },
+    ApiRange {
+        key: ApiKey::ExpireDelegationToken,
+        advertised_min: 1,
+        max: 2,
+        served_min: 1,
+    },
+    ApiRange {
+        key: ApiKey::DescribeDelegationToken,
+        advertised_min: 1,
+        max: 3,
+        served_min: 1,
+    },
     // Kafka 4.1 serves 1-2 (v0 was removed by KIP-896).
     ApiRange {
         key: ApiKey::AlterReplicaLogDirs,

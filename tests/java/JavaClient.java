@@ -47,8 +47,10 @@ public class JavaClient {
         String mode = args[0];
         String bootstrap = args[1];
         String topic = args[2];
-        try (Admin admin = Admin.create(withSasl(Map.of("bootstrap.servers", bootstrap)))) {
-            admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1))).all().get();
+        if (!mode.equals("delegation-tokens")) {
+            try (Admin admin = Admin.create(withSasl(Map.of("bootstrap.servers", bootstrap)))) {
+                admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1))).all().get();
+            }
         }
         switch (mode) {
             case "idempotent-defaults" -> idempotentDefaults(bootstrap, topic);
@@ -58,6 +60,7 @@ public class JavaClient {
             case "client-metrics" -> clientMetrics(bootstrap, topic);
             case "list-transactions-pattern" -> listTransactionsPattern(bootstrap, topic);
             case "log-dirs" -> logDirs(bootstrap, topic);
+            case "delegation-tokens" -> delegationTokens(bootstrap);
             case "client-metrics-kept" -> System.out.println(clientMetricsKept(bootstrap, topic));
             case "copier" -> copier(bootstrap, topic);
             case "admin" -> adminCalls(bootstrap, topic);
@@ -948,6 +951,30 @@ public class JavaClient {
                     readCommitted.stream().filter(v -> v.startsWith("t5-") || v.startsWith("t10-") || v.equals("open")).count(),
                     readUncommitted.size(), state, listed, producers, transactionVersion, String.join(", ", epochs));
         }
+    }
+
+    /** `kafka-delegation-tokens` (the admin client logged in as
+     * JAVA_CLIENT_SASL says, if at all): create (for itself, for bob, with a
+     * Group renewer), describe, renew and expire, each "ok" or the
+     * exception it failed with. */
+    static void delegationTokens(String bootstrap) throws Exception {
+        Map<String, String> seen = new java.util.TreeMap<>();
+        try (Admin admin = Admin.create(withSasl(Map.of("bootstrap.servers", bootstrap)))) {
+            var bob = new org.apache.kafka.common.security.auth.KafkaPrincipal("User", "bob");
+            var group = new org.apache.kafka.common.security.auth.KafkaPrincipal("Group", "g");
+            seen.put("create", outcome(() -> admin.createDelegationToken().delegationToken().get()));
+            seen.put("create for bob", outcome(() -> admin.createDelegationToken(
+                    new org.apache.kafka.clients.admin.CreateDelegationTokenOptions().owner(bob)).delegationToken().get()));
+            seen.put("create renewed by a group", outcome(() -> admin.createDelegationToken(
+                    new org.apache.kafka.clients.admin.CreateDelegationTokenOptions().renewers(List.of(group)))
+                    .delegationToken().get()));
+            seen.put("describe", outcome(() -> admin.describeDelegationToken().delegationTokens().get()));
+            seen.put("renew", outcome(() -> admin.renewDelegationToken(new byte[] {1, 2}).expiryTimestamp().get()));
+            seen.put("expire", outcome(() -> admin.expireDelegationToken(new byte[] {1, 2}).expiryTimestamp().get()));
+        }
+        StringBuilder out = new StringBuilder("{");
+        seen.forEach((k, v) -> out.append(out.length() > 1 ? ", " : "").append(quote(k)).append(": ").append(quote(v)));
+        System.out.println(out.append("}"));
     }
 
     /** `kafka-reassign-partitions` with `log_dirs` (AlterReplicaLogDirs):

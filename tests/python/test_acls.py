@@ -267,6 +267,18 @@ def test_kafka_python_group_needs_its_acls_which_survive_a_restart(acl_broker):
         consumer.close()
 
 
+def test_a_delegation_token_for_another_user_needs_create_tokens_on_that_user(classpath, acl_broker, topic):  # noqa: F811
+    # As Kafka's KafkaApis.handleCreateTokenRequest asks (read from its
+    # code): alice names bob as the owner without CREATE_TOKENS on User:bob.
+    result = run_java(classpath, "delegation-tokens", acl_broker, topic,
+                      env={"JAVA_CLIENT_SASL": "SCRAM-SHA-256:admin:admin-secret"})
+    assert result["create for bob"] == "DelegationTokenDisabledException"  # a super user may
+    result = run_java(classpath, "delegation-tokens", acl_broker, topic + "-alice",
+                      env={"JAVA_CLIENT_SASL": "SCRAM-SHA-256:alice:alice-secret"})
+    assert result["create for bob"] == "DelegationTokenAuthorizationException"
+    assert result["create"] == "DelegationTokenDisabledException"
+
+
 def test_java_clients_need_the_acls_kafka_asks_for(classpath, acl_broker, topic):  # noqa: F811
     # Recorded from Kafka 4.1.1 with the same users and super.users: the
     # idempotent producer is refused on its topic, the transactional one on

@@ -89,6 +89,15 @@ def test_java_admin_changes_the_transaction_version_and_producers_follow(classpa
     assert seen == {"levels": [1, 2], "epochs": [[0, 0, 0], [1, 2, 3]]}
 
 
+def test_java_admin_asks_for_delegation_tokens_on_plaintext_and_is_refused(classpath, broker, topic):
+    """`kafka-delegation-tokens` on a PLAINTEXT listener: every request is
+    refused as Kafka 4.1.1 refuses it there (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)."""
+    seen = run_java(classpath, "delegation-tokens", broker, topic)
+    refused = "UnsupportedByAuthenticationException"
+    assert seen == {key: refused for key in (
+        "create", "create for bob", "create renewed by a group", "describe", "renew", "expire")}
+
+
 def test_java_admin_moves_replicas_only_to_the_one_log_directory(classpath, broker, topic):
     """AlterReplicaLogDirs (`kafka-reassign-partitions` with `log_dirs`): the
     broker's one directory, named as DescribeLogDirs names it, is where every

@@ -123,6 +123,22 @@ def test_kcat_produces_and_consumes(plain_broker, topic):
     assert INVALID in refused.stderr
 
 
+def test_java_admin_gets_kafkas_answers_to_delegation_token_requests(classpath, plain_broker, topic):  # noqa: F811
+    # Kafka 4.1.1 without delegation.token.secret.key (its default), on a
+    # SASL_PLAINTEXT listener with PLAIN, gives the same answers.
+    result = run_java(classpath, "delegation-tokens", plain_broker, topic,
+                      env={"JAVA_CLIENT_SASL": "PLAIN:alice:alice-secret"})
+    disabled = "DelegationTokenDisabledException"
+    assert result == {
+        "create": disabled,
+        "create for bob": disabled,  # no authorizer: any owner may be named
+        "create renewed by a group": "InvalidPrincipalTypeException",
+        "describe": disabled,
+        "renew": disabled,
+        "expire": disabled,
+    }
+
+
 def test_java_client_produces_consumes_in_a_group_and_commits(classpath, plain_broker, topic):  # noqa: F811
     result = run_java(classpath, "plain", plain_broker, topic, env={"JAVA_CLIENT_SASL": "PLAIN:alice:alice-secret"})
     assert result == {

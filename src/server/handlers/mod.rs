@@ -17,6 +17,7 @@ pub mod consumer_group_describe;
 pub mod consumer_group_heartbeat;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delegation_tokens;
 pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
@@ -453,6 +454,40 @@ pub async fn dispatch(
                 correlation_id,
             )
             .await
+        }
+        ApiKey::CreateDelegationToken => ready(delegation_tokens::handle_create(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
+        ApiKey::RenewDelegationToken => {
+            let _: kafka_protocol::messages::RenewDelegationTokenRequest =
+                decode(&mut body, version)?;
+            ready(delegation_tokens::handle_renew(
+                access,
+                version,
+                correlation_id,
+            ))
+        }
+        ApiKey::ExpireDelegationToken => {
+            let _: kafka_protocol::messages::ExpireDelegationTokenRequest =
+                decode(&mut body, version)?;
+            ready(delegation_tokens::handle_expire(
+                access,
+                version,
+                correlation_id,
+            ))
+        }
+        ApiKey::DescribeDelegationToken => {
+            let _: kafka_protocol::messages::DescribeDelegationTokenRequest =
+                decode(&mut body, version)?;
+            ready(delegation_tokens::handle_describe(
+                access,
+                version,
+                correlation_id,
+            ))
         }
         ApiKey::AlterReplicaLogDirs => ready(alter_replica_log_dirs::handle(
             shard,
