@@ -25,6 +25,12 @@
 //!   SaslAuthenticate (v0-2) ILLEGAL_SASL_STATE with Kafka's message, the
 //!   connection staying open, as on a PLAINTEXT listener.
 //!
+//! - Delegation tokens (Create v1-3, Describe v1-3, Renew and Expire v1-2)
+//!   on a PLAINTEXT listener: DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, the
+//!   owner (and from v3 the requester) User:ANONYMOUS, timestamps -1.
+//! - AlterReplicaLogDirs (v1-2) to a path that is not the log directory:
+//!   LOG_DIR_NOT_FOUND for each partition.
+//!
 //! Method: hand-built requests (kafka-protocol's types) on a broker with two
 //! topics of 3 and 2 partitions.
 
@@ -35,6 +41,9 @@ use std::time::Duration;
 use kafka_protocol::messages::alter_partition_reassignments_request::{
     ReassignablePartition, ReassignableTopic,
 };
+use kafka_protocol::messages::alter_replica_log_dirs_request::{
+    AlterReplicaLogDir, AlterReplicaLogDirTopic,
+};
 use kafka_protocol::messages::describe_topic_partitions_request::{Cursor, TopicRequest};
 use kafka_protocol::messages::elect_leaders_request::TopicPartitions;
 use kafka_protocol::messages::list_partition_reassignments_request::ListPartitionReassignmentsTopics;
@@ -44,6 +53,12 @@ use kafka_protocol::messages::{
     DescribeClusterResponse, DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse,
     ElectLeadersRequest, ElectLeadersResponse, ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse, SaslAuthenticateResponse, SaslHandshakeResponse, TopicName,
+};
+use kafka_protocol::messages::{
+    AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, CreateDelegationTokenRequest,
+    CreateDelegationTokenResponse, DescribeDelegationTokenRequest, DescribeDelegationTokenResponse,
+    ExpireDelegationTokenRequest, ExpireDelegationTokenResponse, RenewDelegationTokenRequest,
+    RenewDelegationTokenResponse,
 };
 use kafka_protocol::protocol::StrBytes;
 
@@ -60,6 +75,8 @@ const INVALID_REQUEST: i16 = 42;
 const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
 const ILLEGAL_SASL_STATE: i16 = 34;
 const SECURITY_DISABLED: i16 = 54;
+const LOG_DIR_NOT_FOUND: i16 = 57;
+const DELEGATION_TOKEN_REQUEST_NOT_ALLOWED: i16 = 64;
 const ELECTION_NOT_NEEDED: i16 = 84;
 const NO_REASSIGNMENT_IN_PROGRESS: i16 = 85;
 const MISMATCHED_ENDPOINT_TYPE: i16 = 114;
@@ -668,6 +685,93 @@ async fn cluster_admin_apis_answer_like_kafka() {
             ongoing_reassignments(&bootstrap, Some(&[("dtpa", &[0, 9]), ("nosuch", &[0])])),
             0
         );
+
+        // Delegation tokens on a PLAINTEXT listener, at every version.
+        let mut client = RawClient::connect(&bootstrap);
+        for version in 1..=3 {
+            let mut create = CreateDelegationTokenRequest::default();
+            create.max_lifetime_ms = -1;
+            let created: CreateDelegationTokenResponse =
+                client.request(ApiKey::CreateDelegationToken, version, &create);
+            assert_eq!(
+                (
+                    created.error_code,
+                    created.principal_type.as_str(),
+                    created.principal_name.as_str(),
+                    created.token_requester_principal_name.as_str(),
+                    created.expiry_timestamp_ms,
+                ),
+                (
+                    DELEGATION_TOKEN_REQUEST_NOT_ALLOWED,
+                    "User",
+                    "ANONYMOUS",
+                    if version >= 3 { "ANONYMOUS" } else { "" },
+                    -1
+                ),
+                "CreateDelegationToken v{version}"
+            );
+            let described: DescribeDelegationTokenResponse = client.request(
+                ApiKey::DescribeDelegationToken,
+                version,
+                &DescribeDelegationTokenRequest::default(),
+            );
+            assert_eq!(
+                (described.error_code, described.tokens.len()),
+                (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, 0),
+                "DescribeDelegationToken v{version}"
+            );
+        }
+        for version in 1..=2 {
+            let renewed: RenewDelegationTokenResponse = client.request(
+                ApiKey::RenewDelegationToken,
+                version,
+                &RenewDelegationTokenRequest::default(),
+            );
+            let expired: ExpireDelegationTokenResponse = client.request(
+                ApiKey::ExpireDelegationToken,
+                version,
+                &ExpireDelegationTokenRequest::default(),
+            );
+            assert_eq!(
+                [
+                    (renewed.error_code, renewed.expiry_timestamp_ms),
+                    (expired.error_code, expired.expiry_timestamp_ms)
+                ],
+                [(DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, -1); 2],
+                "Renew/ExpireDelegationToken v{version}"
+            );
+        }
+
+        // AlterReplicaLogDirs v1-2: only the one log directory is known.
+        for version in 1..=2 {
+            let mut topic = AlterReplicaLogDirTopic::default();
+            topic.name = name("dtpa");
+            topic.partitions = vec![0, 7];
+            let mut dir = AlterReplicaLogDir::default();
+            dir.path = StrBytes::from_static_str("/nonexistent");
+            dir.topics = vec![topic];
+            let mut request = AlterReplicaLogDirsRequest::default();
+            request.dirs = vec![dir];
+            let answer: AlterReplicaLogDirsResponse =
+                client.request(ApiKey::AlterReplicaLogDirs, version, &request);
+            let seen: Vec<(String, i32, i16)> = answer
+                .results
+                .iter()
+                .flat_map(|t| {
+                    t.partitions
+                        .iter()
+                        .map(|p| (t.topic_name.to_string(), p.partition_index, p.error_code))
+                })
+                .collect();
+            assert_eq!(
+                seen,
+                vec![
+                    ("dtpa".to_string(), 0, LOG_DIR_NOT_FOUND),
+                    ("dtpa".to_string(), 7, LOG_DIR_NOT_FOUND)
+                ],
+                "AlterReplicaLogDirs v{version}"
+            );
+        }
     })
     .await;
 }

@@ -97,17 +97,6 @@ fn plan(
     if duplicated {
         return invalid_request("Each resource must appear at most once.");
     }
-    let known = match resource.resource_type {
-        resource_type::TOPIC
-        | resource_type::BROKER
-        | resource_type::GROUP
-        | resource_type::CLIENT_METRICS => true,
-        resource_type::BROKER_LOGGER => incremental,
-        _ => false,
-    };
-    if !known {
-        return invalid_request(format!("Unknown resource type {}", resource.resource_type));
-    }
     let mut keys = HashSet::new();
     if !resource
         .changes
@@ -127,6 +116,17 @@ fn plan(
             "Null value not supported for : {}",
             nulls.join(", ")
         ));
+    }
+    let known = match resource.resource_type {
+        resource_type::TOPIC
+        | resource_type::BROKER
+        | resource_type::GROUP
+        | resource_type::CLIENT_METRICS => true,
+        resource_type::BROKER_LOGGER => incremental,
+        _ => false,
+    };
+    if !known {
+        return invalid_request(format!("Unknown resource type {}", resource.resource_type));
     }
     for (name, _, op) in &resource.changes {
         if !(0..=3).contains(op) {

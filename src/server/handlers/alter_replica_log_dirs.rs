@@ -10,7 +10,8 @@
 //! - any other path (a trailing `/`, a relative path): LOG_DIR_NOT_FOUND;
 //! - a partition this broker does not hold: UNKNOWN_TOPIC_OR_PARTITION;
 //! - a topic name too long for Kafka's future-replica directory name
-//!   (`<topic>-<partition>.<32 hex>-future` over 255 bytes), checked first:
+//!   (`<topic>-<partition>.<32 hex>-future` over 255 UTF-16 units, as Java
+//!   counts), checked first:
 //!   INVALID_TOPIC_EXCEPTION.
 //!
 //! ALTER on the cluster, else every partition is CLUSTER_AUTHORIZATION_FAILED.
@@ -33,17 +34,20 @@ use crate::security::acl::AclOperation;
 use crate::server::connection::Response;
 use crate::shard::Shard;
 
-/// Longest directory name Kafka creates (`UnifiedLog.logFutureDirName`).
+/// Longest directory name Kafka creates (`UnifiedLog.logFutureDirName`), in
+/// UTF-16 units.
 const DIR_NAME_BYTES_MAX: usize = 255;
 
-/// Bytes Kafka's future-replica directory name adds to the topic name and
+/// Characters Kafka's future-replica directory name adds to the topic name and
 /// partition number: `-`, `.`, a 32-hex-digit id and `-future`.
 const FUTURE_DIR_NAME_EXTRA_BYTES: usize = 1 + 1 + 32 + "-future".len();
 
 /// The error code for moving `topic`'s `partition` to `path` on this
 /// broker, whose one log directory is `dir`.
 fn outcome(shard: &Shard, dir: &str, topic: &str, partition: i32, path: &str) -> i16 {
-    let future_dir_name = topic.len() + partition.to_string().len() + FUTURE_DIR_NAME_EXTRA_BYTES;
+    // Java's String.length(): UTF-16 units.
+    let future_dir_name =
+        topic.encode_utf16().count() + partition.to_string().len() + FUTURE_DIR_NAME_EXTRA_BYTES;
     if future_dir_name > DIR_NAME_BYTES_MAX {
         return ErrorCode::InvalidTopicException.code();
     }

@@ -83,11 +83,17 @@ pub fn handle_create(
     response.error_code = error.code();
     response.principal_type = str_bytes(&owner.0);
     response.principal_name = str_bytes(&owner.1);
-    response.token_requester_principal_type = str_bytes(&requester_type);
-    response.token_requester_principal_name = str_bytes(&requester_name);
-    response.issue_timestamp_ms = ERROR_TIMESTAMP;
-    response.expiry_timestamp_ms = ERROR_TIMESTAMP;
-    response.max_timestamp_ms = ERROR_TIMESTAMP;
+    if version >= 3 {
+        response.token_requester_principal_type = str_bytes(&requester_type);
+        response.token_requester_principal_name = str_bytes(&requester_name);
+    }
+    // The broker's own refusals carry Kafka's error timestamps; the
+    // controller's (disabled) leaves them 0.
+    if error != ErrorCode::DelegationTokenAuthDisabled {
+        response.issue_timestamp_ms = ERROR_TIMESTAMP;
+        response.expiry_timestamp_ms = ERROR_TIMESTAMP;
+        response.max_timestamp_ms = ERROR_TIMESTAMP;
+    }
     encode_response(
         ApiKey::CreateDelegationToken,
         version,
@@ -96,11 +102,22 @@ pub fn handle_create(
     )
 }
 
+/// The expiry timestamp of a refused renew or expire: Kafka's error
+/// timestamp from the broker, 0 from the controller (disabled).
+fn refused_expiry(error: ErrorCode) -> i64 {
+    if error == ErrorCode::DelegationTokenAuthDisabled {
+        0
+    } else {
+        ERROR_TIMESTAMP
+    }
+}
+
 /// Answers RenewDelegationToken.
 pub fn handle_renew(access: &Access, version: i16, correlation_id: i32) -> Response {
     let mut response = RenewDelegationTokenResponse::default();
-    response.error_code = refusal(access).code();
-    response.expiry_timestamp_ms = ERROR_TIMESTAMP;
+    let error = refusal(access);
+    response.error_code = error.code();
+    response.expiry_timestamp_ms = refused_expiry(error);
     encode_response(
         ApiKey::RenewDelegationToken,
         version,
@@ -112,8 +129,9 @@ pub fn handle_renew(access: &Access, version: i16, correlation_id: i32) -> Respo
 /// Answers ExpireDelegationToken.
 pub fn handle_expire(access: &Access, version: i16, correlation_id: i32) -> Response {
     let mut response = ExpireDelegationTokenResponse::default();
-    response.error_code = refusal(access).code();
-    response.expiry_timestamp_ms = ERROR_TIMESTAMP;
+    let error = refusal(access);
+    response.error_code = error.code();
+    response.expiry_timestamp_ms = refused_expiry(error);
     encode_response(
         ApiKey::ExpireDelegationToken,
         version,
