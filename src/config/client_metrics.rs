@@ -25,7 +25,7 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::topic_config::{
-    apply_incremental, canonical_value, config_source, config_type, described_entry, is_requested,
+    altered_values, canonical_value, config_source, config_type, described_entry, is_requested,
     parse_list, ConfigAlteration, Validator,
 };
 use crate::protocol::ErrorCode;
@@ -155,20 +155,7 @@ pub fn altered(
     current: &BTreeMap<String, String>,
     alteration: &ConfigAlteration,
 ) -> Result<BTreeMap<String, String>, (ErrorCode, String)> {
-    let invalid = |message: String| (ErrorCode::InvalidConfig, message);
-    let next: BTreeMap<String, String> = match alteration {
-        ConfigAlteration::Replace(configs) => configs.iter().cloned().collect(),
-        ConfigAlteration::Incremental(changes) => {
-            apply_incremental(current, changes, |_| None).map_err(invalid)?
-        }
-    };
-    if next.values().any(|v| v.len() > i16::MAX as usize) {
-        return Err(invalid(
-            "The configuration value cannot be added because it exceeds the maximum value \
-             size of 32767 bytes."
-                .to_string(),
-        ));
-    }
+    let next = altered_values(current, alteration)?;
     check(name, &next)?;
     Ok(next)
 }

@@ -26,7 +26,7 @@ use kafka_protocol::messages::describe_configs_response::{
 use kafka_protocol::protocol::StrBytes;
 
 use super::topic_config::{
-    apply_incremental, canonical_value, config_source, config_type, described_entry, is_requested,
+    altered_values, canonical_value, config_source, config_type, described_entry, is_requested,
     ConfigAlteration, Validator,
 };
 use crate::protocol::ErrorCode;
@@ -432,28 +432,15 @@ pub fn altered(
     alteration: &ConfigAlteration,
     bounds: &GroupBounds,
 ) -> Result<BTreeMap<String, String>, (ErrorCode, String)> {
-    let invalid = |message: String| (ErrorCode::InvalidConfig, message);
-    let next: BTreeMap<String, String> = match alteration {
-        ConfigAlteration::Replace(configs) => configs.iter().cloned().collect(),
-        // No group config is a LIST.
-        ConfigAlteration::Incremental(changes) => {
-            apply_incremental(current, changes, |_| None).map_err(invalid)?
-        }
-    };
-    if next.values().any(|v| v.len() > i16::MAX as usize) {
-        return Err(invalid(
-            "The configuration value cannot be added because it exceeds the maximum value \
-             size of 32767 bytes."
-                .to_string(),
-        ));
-    }
+    // No group config is a LIST.
+    let next = altered_values(current, alteration)?;
     if group.is_empty() {
         return Err((
             ErrorCode::InvalidRequest,
             "Default group resources are not allowed.".to_string(),
         ));
     }
-    check(&next, bounds).map_err(invalid)?;
+    check(&next, bounds).map_err(|message| (ErrorCode::InvalidConfig, message))?;
     Ok(next)
 }
 

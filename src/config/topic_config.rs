@@ -23,6 +23,8 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::protocol::StrBytes;
 
+use crate::protocol::ErrorCode;
+
 /// DescribeConfigs v3+ `config_type` codes (`DescribeConfigsResponse.ConfigType`).
 pub mod config_type {
     /// `ConfigDef.Type.BOOLEAN`.
@@ -1188,6 +1190,32 @@ pub(crate) fn apply_incremental(
                 next.insert(name.clone(), list_changed(&current, op));
             }
         }
+    }
+    Ok(next)
+}
+
+/// The configs of a resource none of whose configs is a LIST (a group, a
+/// client-metrics subscription) after `alteration`: AlterConfigs' set, or
+/// `current` after the incremental changes (APPEND and SUBTRACT refused);
+/// INVALID_CONFIG with Kafka's message for a refused operation or a value
+/// over 32767 bytes (`ConfigurationControlManager`).
+pub(crate) fn altered_values(
+    current: &BTreeMap<String, String>,
+    alteration: &ConfigAlteration,
+) -> Result<BTreeMap<String, String>, (ErrorCode, String)> {
+    let invalid = |message: String| (ErrorCode::InvalidConfig, message);
+    let next: BTreeMap<String, String> = match alteration {
+        ConfigAlteration::Replace(configs) => configs.iter().cloned().collect(),
+        ConfigAlteration::Incremental(changes) => {
+            apply_incremental(current, changes, |_| None).map_err(invalid)?
+        }
+    };
+    if next.values().any(|v| v.len() > i16::MAX as usize) {
+        return Err(invalid(
+            "The configuration value cannot be added because it exceeds the maximum value \
+             size of 32767 bytes."
+                .to_string(),
+        ));
     }
     Ok(next)
 }
