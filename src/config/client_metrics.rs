@@ -26,7 +26,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::topic_config::{
     altered_values, canonical_value, config_source, config_type, described_entry, is_requested,
-    parse_list, ConfigAlteration, Validator,
+    java_trim, parse_list, ConfigAlteration, Validator,
 };
 use crate::protocol::ErrorCode;
 
@@ -100,11 +100,11 @@ fn check_pattern(element: &str) -> Result<(), String> {
     let [param, pattern] = parts[..] else {
         return Err(illegal());
     };
-    if !MATCH_PARAMS.contains(&param.trim_matches(|c: char| c <= ' ')) {
+    if !MATCH_PARAMS.contains(&java_trim(param)) {
         return Err(illegal());
     }
     regex_syntax::Parser::new()
-        .parse(pattern.trim_matches(|c: char| c <= ' '))
+        .parse(java_trim(pattern))
         .map(|_| ())
         .map_err(|_| illegal())
 }
@@ -128,10 +128,8 @@ pub fn check(name: &str, configs: &BTreeMap<String, String>) -> Result<(), (Erro
         }
     }
     if let Some(raw) = configs.get("interval.ms") {
-        let interval: i64 = raw
-            .trim_matches(|c: char| c <= ' ')
-            .parse()
-            .unwrap_or_default();
+        // Parses: its type was checked above.
+        let interval: i64 = java_trim(raw).parse().unwrap_or_default();
         if !(INTERVAL_MS_MIN..=INTERVAL_MS_MAX).contains(&interval) {
             return Err(invalid_request(format!(
                 "Invalid value {interval} for interval.ms, interval must be between 100 and \

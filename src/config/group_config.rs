@@ -27,7 +27,7 @@ use kafka_protocol::protocol::StrBytes;
 
 use super::topic_config::{
     altered_values, canonical_value, config_source, config_type, described_entry, is_requested,
-    ConfigAlteration, Validator,
+    java_trim, ConfigAlteration, Validator,
 };
 use crate::protocol::ErrorCode;
 
@@ -305,7 +305,7 @@ fn canonical(def: &GroupConfigDef, raw: &str) -> Result<String, String> {
 fn int_in_force(configs: &BTreeMap<String, String>, name: &str, bounds: &GroupBounds) -> i32 {
     configs
         .get(name)
-        .and_then(|v| v.trim_matches(|c: char| c <= ' ').parse().ok())
+        .and_then(|v| java_trim(v).parse().ok())
         .unwrap_or_else(|| default_string(name, bounds).parse().unwrap_or(0))
 }
 
@@ -456,11 +456,7 @@ pub struct GroupOverrides {
 impl GroupOverrides {
     /// The overrides of a group with `configs` (checked when set).
     pub fn of(configs: &BTreeMap<String, String>) -> GroupOverrides {
-        let int = |name: &str| {
-            configs
-                .get(name)
-                .and_then(|v| v.trim_matches(|c: char| c <= ' ').parse().ok())
-        };
+        let int = |name: &str| configs.get(name).and_then(|v| java_trim(v).parse().ok());
         GroupOverrides {
             consumer_session_timeout_ms: int(CONSUMER_SESSION_TIMEOUT_MS),
             consumer_heartbeat_interval_ms: int(CONSUMER_HEARTBEAT_INTERVAL_MS),

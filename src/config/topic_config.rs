@@ -526,7 +526,7 @@ fn invalid_value(name: &str, value: &str, message: &str) -> String {
 }
 
 /// `String.trim()`: Java strips every char at or below U+0020, not only whitespace.
-fn java_trim(value: &str) -> &str {
+pub(crate) fn java_trim(value: &str) -> &str {
     value.trim_matches(|c: char| c <= ' ')
 }
 

@@ -19,6 +19,7 @@ use kafka_protocol::messages::{
     AlterConfigsResponse, ApiKey, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
 
+use super::config_resource_type as resource_type;
 use super::{encode_response, str_bytes};
 use crate::config::{ConfigAlteration, ConfigOp};
 use crate::protocol::ErrorCode;
@@ -29,15 +30,6 @@ use crate::server::access::Access;
 use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{AdminOutcome, ControllerReply, ControllerRequest};
 use crate::shard::Shard;
-
-/// `ConfigResource.Type` codes.
-mod resource_type {
-    pub const TOPIC: i8 = 2;
-    pub const BROKER: i8 = 4;
-    pub const BROKER_LOGGER: i8 = 8;
-    pub const CLIENT_METRICS: i8 = 16;
-    pub const GROUP: i8 = 32;
-}
 
 /// One config change of either request: name, value, operation
 /// (`AlterConfigOp.OpType`: 0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT; always

@@ -36,19 +36,19 @@ use crate::shard::Shard;
 
 /// Longest directory name Kafka creates (`UnifiedLog.logFutureDirName`), in
 /// UTF-16 units.
-const DIR_NAME_BYTES_MAX: usize = 255;
+const DIR_NAME_UNITS_MAX: usize = 255;
 
-/// Characters Kafka's future-replica directory name adds to the topic name and
-/// partition number: `-`, `.`, a 32-hex-digit id and `-future`.
-const FUTURE_DIR_NAME_EXTRA_BYTES: usize = 1 + 1 + 32 + "-future".len();
+/// UTF-16 units Kafka's future-replica directory name adds to the topic
+/// name and partition number: `-`, `.`, a 32-hex-digit id and `-future`.
+const FUTURE_DIR_NAME_EXTRA_UNITS: usize = 1 + 1 + 32 + "-future".len();
 
 /// The error code for moving `topic`'s `partition` to `path` on this
 /// broker, whose one log directory is `dir`.
 fn outcome(shard: &Shard, dir: &str, topic: &str, partition: i32, path: &str) -> i16 {
     // Java's String.length(): UTF-16 units.
     let future_dir_name =
-        topic.encode_utf16().count() + partition.to_string().len() + FUTURE_DIR_NAME_EXTRA_BYTES;
-    if future_dir_name > DIR_NAME_BYTES_MAX {
+        topic.encode_utf16().count() + partition.to_string().len() + FUTURE_DIR_NAME_EXTRA_UNITS;
+    if future_dir_name > DIR_NAME_UNITS_MAX {
         return ErrorCode::InvalidTopicException.code();
     }
     if path != dir {
@@ -74,25 +74,29 @@ pub fn handle(
     correlation_id: i32,
 ) -> Response {
     let allowed = access.cluster(AclOperation::Alter);
-    let dir = std::path::absolute(&shard.config.data_dir)
-        .unwrap_or_else(|_| shard.config.data_dir.clone());
-    let dir = dir.to_string_lossy();
-    // Each (topic, partition) once, in first-seen order, with its last path.
-    let mut topics: Vec<(TopicName, Vec<i32>)> = Vec::new();
-    let mut topic_index: HashMap<TopicName, usize> = HashMap::new();
-    let mut paths: HashMap<(TopicName, i32), &str> = HashMap::new();
+    let dir = super::describe_log_dirs::log_dir(shard)
+        .display()
+        .to_string();
+    // Each topic once, in first-seen order, and each of its partitions once
+    // with the last path asked for it (`at`: where each pair is).
+    let mut topics: Vec<(TopicName, Vec<(i32, &str)>)> = Vec::new();
+    let mut topic_at: HashMap<&TopicName, usize> = HashMap::new();
+    let mut at: HashMap<(&TopicName, i32), usize> = HashMap::new();
     for asked in &request.dirs {
         for topic in &asked.topics {
-            let at = *topic_index.entry(topic.name.clone()).or_insert_with(|| {
+            let t = *topic_at.entry(&topic.name).or_insert_with(|| {
                 topics.push((topic.name.clone(), Vec::new()));
                 topics.len() - 1
             });
+            let partitions = &mut topics[t].1;
             for &partition in &topic.partitions {
-                if paths
-                    .insert((topic.name.clone(), partition), asked.path.as_str())
-                    .is_none()
-                {
-                    topics[at].1.push(partition);
+                let path = asked.path.as_str();
+                match at.get(&(&topic.name, partition)) {
+                    Some(&p) => partitions[p].1 = path,
+                    None => {
+                        at.insert((&topic.name, partition), partitions.len());
+                        partitions.push((partition, path));
+                    }
                 }
             }
         }
@@ -104,10 +108,9 @@ pub fn handle(
             let mut result = AlterReplicaLogDirTopicResult::default();
             result.partitions = partitions
                 .into_iter()
-                .map(|partition| {
+                .map(|(partition, path)| {
                     let error_code = if allowed {
-                        let path = paths.get(&(name.clone(), partition)).copied();
-                        outcome(shard, &dir, &name, partition, path.unwrap_or_default())
+                        outcome(shard, &dir, &name, partition, path)
                     } else {
                         ErrorCode::ClusterAuthorizationFailed.code()
                     };

@@ -12,8 +12,6 @@
 //!   is INVALID_PRINCIPAL_TYPE;
 //! - then DELEGATION_TOKEN_AUTH_DISABLED, and no tokens are described.
 
-use std::rc::Rc;
-
 use kafka_protocol::messages::{
     ApiKey, CreateDelegationTokenRequest, CreateDelegationTokenResponse,
     DescribeDelegationTokenResponse, ExpireDelegationTokenResponse, RenewDelegationTokenResponse,
@@ -24,7 +22,6 @@ use crate::protocol::ErrorCode;
 use crate::security::acl::{AclOperation, ResourceType};
 use crate::server::access::Access;
 use crate::server::connection::Response;
-use crate::shard::Shard;
 
 /// Kafka's timestamp for a token request that failed.
 const ERROR_TIMESTAMP: i64 = -1;
@@ -41,7 +38,6 @@ fn refusal(access: &Access) -> ErrorCode {
 
 /// Answers CreateDelegationToken.
 pub fn handle_create(
-    _shard: &Rc<Shard>,
     access: &Access,
     request: CreateDelegationTokenRequest,
     version: i16,
@@ -59,7 +55,7 @@ pub fn handle_create(
         }
         _ => (requester_type.clone(), requester_name.clone()),
     };
-    let owner_is_requester = owner == (requester_type.clone(), requester_name.clone());
+    let owner_is_requester = owner.0 == requester_type && owner.1 == requester_name;
     let error = if !access.token_requests_allowed() {
         ErrorCode::DelegationTokenRequestNotAllowed
     } else if !owner_is_requester

@@ -10,6 +10,7 @@ use kafka_protocol::messages::describe_configs_response::{
 };
 use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
 
+use super::config_resource_type as resource_type;
 use super::{encode_response, str_bytes};
 use crate::config::broker_config_table::{
     describe_broker_configs, describe_default_broker_configs,
@@ -23,13 +24,6 @@ use crate::security::acl::AclOperation;
 use crate::server::access::refusal_message;
 use crate::server::connection::Response;
 use crate::shard::Shard;
-
-/// Kafka's ConfigResource types.
-const RESOURCE_TOPIC: i8 = 2;
-const RESOURCE_BROKER: i8 = 4;
-const RESOURCE_BROKER_LOGGER: i8 = 8;
-const RESOURCE_CLIENT_METRICS: i8 = 16;
-const RESOURCE_GROUP: i8 = 32;
 
 /// Kafka's `DYNAMIC_BROKER_LOGGER_CONFIG` config source.
 const DYNAMIC_BROKER_LOGGER_CONFIG: i8 = 6;
@@ -106,25 +100,27 @@ pub fn handle(
             // DESCRIBE_CONFIGS on the topic, or on the cluster for a
             // broker, asked before the resource is looked for.
             match resource.resource_type {
-                RESOURCE_TOPIC if !access.topic(AclOperation::DescribeConfigs, &name) => {
+                resource_type::TOPIC if !access.topic(AclOperation::DescribeConfigs, &name) => {
                     let error = ErrorCode::TopicAuthorizationFailed;
                     fail(error, refusal_message(error).to_string())
                 }
-                RESOURCE_BROKER | RESOURCE_BROKER_LOGGER | RESOURCE_CLIENT_METRICS
+                resource_type::BROKER
+                | resource_type::BROKER_LOGGER
+                | resource_type::CLIENT_METRICS
                     if !access.cluster(AclOperation::DescribeConfigs) =>
                 {
                     let error = ErrorCode::ClusterAuthorizationFailed;
                     fail(error, refusal_message(error).to_string())
                 }
-                RESOURCE_GROUP if !access.group(AclOperation::DescribeConfigs, &name) => {
+                resource_type::GROUP if !access.group(AclOperation::DescribeConfigs, &name) => {
                     let error = ErrorCode::GroupAuthorizationFailed;
                     fail(error, refusal_message(error).to_string())
                 }
-                RESOURCE_GROUP if name.is_empty() => fail(
+                resource_type::GROUP if name.is_empty() => fail(
                     ErrorCode::InvalidRequest,
                     "Group name must not be empty".to_string(),
                 ),
-                RESOURCE_GROUP => {
+                resource_type::GROUP => {
                     result.configs = describe_group_configs(
                         image.group_configs.get(&name).map(|g| &g.values),
                         &config.groups.group_bounds(),
@@ -133,11 +129,11 @@ pub fn handle(
                         include_documentation,
                     );
                 }
-                RESOURCE_CLIENT_METRICS if name.is_empty() => fail(
+                resource_type::CLIENT_METRICS if name.is_empty() => fail(
                     ErrorCode::InvalidRequest,
                     "Client metrics subscription name must not be empty".to_string(),
                 ),
-                RESOURCE_CLIENT_METRICS => {
+                resource_type::CLIENT_METRICS => {
                     result.configs = describe_client_metrics(
                         image.client_metrics.get(&name),
                         requested.as_deref(),
@@ -145,7 +141,7 @@ pub fn handle(
                         include_documentation,
                     );
                 }
-                RESOURCE_TOPIC => match image.topic(&name) {
+                resource_type::TOPIC => match image.topic(&name) {
                     Some(topic) => {
                         let broker = shard.broker_defaults();
                         result.configs = with_broker_layers(shard, |layers| {
@@ -164,7 +160,7 @@ pub fn handle(
                         format!("Topic {name} does not exist."),
                     ),
                 },
-                RESOURCE_BROKER if name.is_empty() => {
+                resource_type::BROKER if name.is_empty() => {
                     result.configs = describe_default_broker_configs(
                         &image.broker_configs.default,
                         requested.as_deref(),
@@ -172,7 +168,7 @@ pub fn handle(
                         include_documentation,
                     );
                 }
-                RESOURCE_BROKER if name == config.node_id.to_string() => {
+                resource_type::BROKER if name == config.node_id.to_string() => {
                     result.configs = with_broker_layers(shard, |layers| {
                         describe_broker_configs(
                             layers,
@@ -182,11 +178,11 @@ pub fn handle(
                         )
                     });
                 }
-                RESOURCE_BROKER_LOGGER if name.is_empty() => fail(
+                resource_type::BROKER_LOGGER if name.is_empty() => fail(
                     ErrorCode::InvalidRequest,
                     "Broker id must not be empty".to_string(),
                 ),
-                RESOURCE_BROKER_LOGGER => match name.parse::<i32>() {
+                resource_type::BROKER_LOGGER => match name.parse::<i32>() {
                     Ok(id) if id == config.node_id => {
                         result.configs = describe_loggers(requested.as_deref());
                     }
@@ -202,7 +198,7 @@ pub fn handle(
                         format!("Broker id must be an integer, but it is: {name}"),
                     ),
                 },
-                RESOURCE_BROKER => fail(
+                resource_type::BROKER => fail(
                     ErrorCode::InvalidRequest,
                     format!(
                         "Unexpected broker id, expected {} or empty string, but received {name}",

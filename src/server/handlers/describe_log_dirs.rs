@@ -41,6 +41,13 @@ fn space_of(dir: &PathBuf) -> (i64, i64) {
     }
 }
 
+/// This broker's one log directory as clients name it: `--data-dir`,
+/// absolute (AlterReplicaLogDirs compares paths with it).
+pub(super) fn log_dir(shard: &Shard) -> PathBuf {
+    let dir = shard.config.data_dir.clone();
+    std::path::absolute(&dir).unwrap_or(dir)
+}
+
 /// Answers DescribeLogDirs.
 pub async fn handle(
     shard: &Rc<Shard>,
@@ -75,8 +82,7 @@ pub async fn handle(
     for target in 0..shard.nr_shards {
         calls.push(shard.call(target, ShardRequest::PartitionSizes).await);
     }
-    let dir = shard.config.data_dir.clone();
-    let dir = std::path::absolute(&dir).unwrap_or(dir);
+    let dir = log_dir(shard);
     Box::pin(async move {
         let replies = join_all(calls.into_iter().map(|call| async move {
             match call {

@@ -11,20 +11,14 @@ use std::rc::Rc;
 use kafka_protocol::messages::list_config_resources_response::ConfigResource;
 use kafka_protocol::messages::{ApiKey, ListConfigResourcesRequest, ListConfigResourcesResponse};
 
+use super::config_resource_type::{BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC};
 use super::{encode_response, str_bytes};
 use crate::protocol::ErrorCode;
 use crate::security::acl::AclOperation;
 use crate::server::connection::Response;
 use crate::shard::Shard;
 
-/// `ConfigResource.Type` codes, in the order Kafka lists them.
-const GROUP: i8 = 32;
-const CLIENT_METRICS: i8 = 16;
-const BROKER_LOGGER: i8 = 8;
-const BROKER: i8 = 4;
-const TOPIC: i8 = 2;
-
-/// The resource types `version` knows.
+/// The resource types `version` knows, in the order Kafka lists them.
 fn supported(version: i16) -> &'static [i8] {
     if version == 0 {
         &[CLIENT_METRICS]

@@ -78,6 +78,16 @@ pub fn decode<T: Decodable>(body: &mut Bytes, version: i16) -> Result<T, &'stati
     Ok(decoded)
 }
 
+/// Kafka's `ConfigResource.Type` codes (DescribeConfigs, AlterConfigs,
+/// IncrementalAlterConfigs, ListConfigResources).
+pub(crate) mod config_resource_type {
+    pub const TOPIC: i8 = 2;
+    pub const BROKER: i8 = 4;
+    pub const BROKER_LOGGER: i8 = 8;
+    pub const CLIENT_METRICS: i8 = 16;
+    pub const GROUP: i8 = 32;
+}
+
 /// Encodes a whole response frame: size, response header, body.
 pub fn encode_response<T: Encodable>(
     api_key: ApiKey,
@@ -456,7 +466,6 @@ pub async fn dispatch(
             .await
         }
         ApiKey::CreateDelegationToken => ready(delegation_tokens::handle_create(
-            shard,
             access,
             decode(&mut body, version)?,
             version,
