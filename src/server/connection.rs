@@ -14,6 +14,7 @@ use bytes::{Bytes, BytesMut};
 use futures::future::{self, Either, LocalBoxFuture};
 use futures::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, FutureExt};
 use glommio::net::TcpStream;
+use kafka_protocol::messages::produce_request::TopicProduceData;
 use kafka_protocol::messages::{ApiKey, RequestHeader};
 use kafka_protocol::protocol::Decodable;
 
@@ -365,11 +366,22 @@ async fn read_frame<R: AsyncRead + Unpin>(
     let left = deadline.saturating_sub(started.elapsed());
     // Records of partitions this shard owns may be received into the
     // memory their log writes from.
-    let direct = |topic: &str, partition: i32, len: usize| {
+    let direct = |topic: &TopicProduceData, partition: i32, len: usize| {
+        // Produce v13 names the topic by its id alone.
+        let name = if topic.topic_id.is_nil() {
+            topic.name.to_string()
+        } else {
+            state
+                .shard
+                .image()
+                .topic_by_id(&topic.topic_id)?
+                .name
+                .clone()
+        };
         state
             .shard
             .partition(&TopicPartition {
-                topic: topic.to_string(),
+                topic: name,
                 partition,
             })?
             .direct_slot(len)

@@ -26,8 +26,8 @@
 //! will lie on disk, so the log writes them from there without copying
 //! them: received there, or copied there out of a frame read whole.
 //!
-//! The grammar is Kafka's ProduceRequest v3-v12 and request header v1/v2
-//! (flexible from Produce v9). Every length is checked against the bytes
+//! The grammar is Kafka's ProduceRequest v3-v13 and request header v1/v2
+//! (flexible from Produce v9; v13 names each topic by its id, not its name). Every length is checked against the bytes
 //! the frame has left before anything is allocated or read, so a malformed
 //! frame costs at most its own size (bounded by socket.request.max.bytes)
 //! and ends in [`FrameError::Malformed`]; bytes after the request (which
@@ -42,6 +42,7 @@ use futures::{AsyncRead, AsyncReadExt};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{ProduceRequest, RequestHeader, TopicName, TransactionalId};
 use kafka_protocol::protocol::StrBytes;
+use uuid::Uuid;
 
 use crate::storage::DirectSlot;
 
@@ -235,13 +236,14 @@ pub struct ProduceFrame {
 }
 
 /// Where a partition's records may be received into the memory its log
-/// writes from (`storage/direct.rs`): given the topic, partition and the
-/// records' length, a slot, or None to use a buffer of their own. Asked
-/// only for records of at least [`DIRECT_RECORDS_MIN`].
-pub type DirectTargets<'a> = &'a dyn Fn(&str, i32, usize) -> Option<DirectSlot>;
+/// writes from (`storage/direct.rs`): given the topic (by name before
+/// Produce v13, by id from v13), partition and the records' length, a slot,
+/// or None to use a buffer of their own. Asked only for records of at least
+/// [`DIRECT_RECORDS_MIN`].
+pub type DirectTargets<'a> = &'a dyn Fn(&TopicProduceData, i32, usize) -> Option<DirectSlot>;
 
 /// No partition takes records directly.
-pub fn no_direct_targets(_: &str, _: i32, _: usize) -> Option<DirectSlot> {
+pub fn no_direct_targets(_: &TopicProduceData, _: i32, _: usize) -> Option<DirectSlot> {
     None
 }
 
@@ -270,7 +272,7 @@ pub async fn read_produce_frame<R: AsyncRead + Unpin>(
     };
     let header = framing.header().await?;
     let version = header.request_api_version;
-    if !(3..=12).contains(&version) {
+    if !(3..=13).contains(&version) {
         return Err(FrameError::Malformed("Produce version not readable"));
     }
     let flexible = version >= 9;
@@ -285,19 +287,23 @@ pub async fn read_produce_frame<R: AsyncRead + Unpin>(
     let mut topic_data = Vec::with_capacity(topics.min(64));
     for _ in 0..topics {
         let mut topic = TopicProduceData::default();
-        topic.name = TopicName(
-            framing
-                .nullable_string(flexible)
-                .await?
-                .ok_or(FrameError::Malformed("null topic name"))?,
-        );
+        if version >= 13 {
+            topic.topic_id = framing.uuid().await?;
+        } else {
+            topic.name = TopicName(
+                framing
+                    .nullable_string(flexible)
+                    .await?
+                    .ok_or(FrameError::Malformed("null topic name"))?,
+            );
+        }
         let partitions = framing.array_len(flexible, "partition array").await?;
         let mut partition_data = Vec::with_capacity(partitions.min(1024));
         for _ in 0..partitions {
             let mut partition = PartitionProduceData::default();
             partition.index = framing.i32().await?;
             partition.records = framing
-                .records(flexible, |len| direct(&topic.name, partition.index, len))
+                .records(flexible, |len| direct(&topic, partition.index, len))
                 .await?;
             if flexible {
                 partition.unknown_tagged_fields = framing.tagged_fields().await?;
@@ -393,6 +399,11 @@ impl<R: AsyncRead + Unpin> Framing<'_, R> {
     async fn i32(&mut self) -> Result<i32, FrameError> {
         self.fill(4).await?;
         Ok(self.buf.get_i32())
+    }
+
+    async fn uuid(&mut self) -> Result<Uuid, FrameError> {
+        self.fill(16).await?;
+        Ok(Uuid::from_u128(self.buf.get_u128()))
     }
 
     /// Kafka's UNSIGNED_VARINT, read as Java's `ByteUtils.readUnsignedVarint`
@@ -572,8 +583,13 @@ mod tests {
         if version >= 9 {
             request.transactional_id = Some(TransactionalId(StrBytes::from_string("tx".into())));
         }
+        // From v13 a topic is named by its id only.
         let mut topic = TopicProduceData::default();
-        topic.name = TopicName(StrBytes::from_string("topic-a".into()));
+        if version >= 13 {
+            topic.topic_id = Uuid::from_u128(0x0123_4567_89ab_cdef_0011_2233_4455_6677);
+        } else {
+            topic.name = TopicName(StrBytes::from_string("topic-a".into()));
+        }
         for (index, records) in records.iter().enumerate() {
             let mut partition = PartitionProduceData::default();
             partition.index = index as i32;
@@ -582,7 +598,11 @@ mod tests {
         }
         request.topic_data.push(topic);
         let mut second = TopicProduceData::default();
-        second.name = TopicName(StrBytes::from_string("b".into()));
+        if version >= 13 {
+            second.topic_id = Uuid::from_u128(2);
+        } else {
+            second.name = TopicName(StrBytes::from_string("b".into()));
+        }
         request.topic_data.push(second);
         let mut buf = BytesMut::new();
         let header_version = if version >= 9 { 2 } else { 1 };
@@ -626,7 +646,7 @@ mod tests {
             Some(large),
             Some(vec![2u8; 5]),
         ];
-        for version in 3..=12 {
+        for version in 3..=13 {
             let (request, header, bytes) = frame(version, &records);
             let mut body = Bytes::from(bytes.clone());
             let header_version = if version >= 9 { 2 } else { 1 };

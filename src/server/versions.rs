@@ -24,13 +24,13 @@ pub const API_RANGES: &[ApiRange] = &[
     ApiRange {
         key: ApiKey::Produce,
         advertised_min: 0,
-        max: 12,
+        max: 13,
         served_min: 3,
     },
     ApiRange {
         key: ApiKey::Fetch,
         advertised_min: 4,
-        max: 17,
+        max: 18,
         served_min: 4,
     },
     ApiRange {

@@ -54,6 +54,7 @@ public class JavaClient {
         }
         switch (mode) {
             case "idempotent-defaults" -> idempotentDefaults(bootstrap, topic);
+            case "recreated-topic" -> recreatedTopic(bootstrap, topic);
             case "transactions" -> transactions(bootstrap, topic);
             case "transaction-version" -> transactionVersion(bootstrap, topic);
             case "broker-loggers" -> brokerLoggers(bootstrap);
@@ -881,6 +882,62 @@ public class JavaClient {
         List<String> values = read(bootstrap, topic, "read_uncommitted", records);
         System.out.printf("{\"acked\": %d, \"read\": %d, \"distinct\": %d}%n",
                 offsets.size(), values.size(), values.stream().distinct().count());
+    }
+
+    /**
+     * One idempotent producer (Produce v13 names topics by id) writes to a
+     * topic, the topic is deleted and made again under the same name (a new
+     * id), and the same producer writes on: its first requests name the old
+     * id. Small records and records of 40 KiB (received straight into the
+     * log's memory on the owning shard). Prints the ids, what was acked
+     * after the re-creation and what the new topic holds.
+     */
+    static void recreatedTopic(String bootstrap, String topic) throws Exception {
+        String big = "x".repeat(40 << 10);
+        Map<String, Object> config = Map.of("bootstrap.servers", bootstrap, "linger.ms", "5");
+        try (KafkaProducer<String, String> producer =
+                new KafkaProducer<>(config, new StringSerializer(), new StringSerializer());
+                Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            String firstId = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).topicId().toString();
+            for (int i = 0; i < 20; i++) {
+                producer.send(new ProducerRecord<>(topic, i % PARTITIONS, "k", (i % 4 == 0 ? big : "") + "before-" + i)).get();
+            }
+            admin.deleteTopics(List.of(topic)).all().get();
+            long deadline = System.currentTimeMillis() + 30_000;
+            while (admin.listTopics().names().get().contains(topic)) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw new IllegalStateException("topic not deleted");
+                }
+                Thread.sleep(100);
+            }
+            admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1))).all().get();
+            String secondId = null;
+            while (secondId == null) {
+                try {
+                    secondId = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).topicId().toString();
+                } catch (java.util.concurrent.ExecutionException e) {
+                    if (System.currentTimeMillis() > deadline) {
+                        throw e;
+                    }
+                    Thread.sleep(100);
+                }
+            }
+            List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
+            for (int i = 0; i < 40; i++) {
+                sent.add(producer.send(new ProducerRecord<>(topic, i % PARTITIONS, "k", (i % 4 == 0 ? big : "") + "after-" + i)));
+            }
+            List<String> acked = new ArrayList<>();
+            for (var future : sent) {
+                RecordMetadata metadata = future.get();
+                acked.add(metadata.partition() + "@" + metadata.offset());
+            }
+            List<String> read = read(bootstrap, topic, "read_uncommitted", 40).stream()
+                    .map(v -> v.replace(big, "big-")).toList();
+            // Retried: the old id's UNKNOWN_TOPIC_ID answers.
+            double retried = metric(producer.metrics(), "record-retry-total");
+            System.out.printf("{\"ids_differ\": %b, \"retried\": %b, \"acked\": \"%s\", \"read\": \"%s\"}%n",
+                    !firstId.equals(secondId), retried > 0, String.join(",", acked), String.join(",", read));
+        }
     }
 
     /** Ten transactions of ten records, every fifth aborted; then what the

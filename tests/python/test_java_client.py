@@ -16,7 +16,10 @@ offsets at the input's end. A consumer seeking to an offset with a leader
 epoch has it validated (OffsetForLeaderEpoch) and finds log truncation past
 the epoch's end. The admin client pages through a topic's partitions
 (DescribeTopicPartitions), elects leaders (none needed), describes the
-cluster and reassigns partitions as with Kafka.
+cluster and reassigns partitions as with Kafka. An idempotent producer
+writing on after its topic is deleted and made again under the same name
+(Produce v13 names topics by id) has its old-id requests refused, retries
+them, and the new topic holds exactly what it acknowledged afterwards.
 
 Method: tests/java/JavaClient.java runs as a single-file Java program on a
 classpath Maven resolves from tests/java/pom.xml (cached in the session), and
@@ -61,6 +64,17 @@ def run_java(classpath, mode, broker, topic, env=None):
 def test_java_producer_defaults_are_idempotent_and_every_ack_is_read_back(classpath, broker, topic):
     seen = run_java(classpath, "idempotent-defaults", broker, topic)
     assert seen == {"acked": 2000, "read": 2000, "distinct": 2000}
+
+
+def test_java_producer_follows_a_topic_recreated_under_its_name(classpath, broker, topic):
+    # Produce v13 names the topic by id: the producer's first requests after
+    # the re-creation carry the old id, are refused UNKNOWN_TOPIC_ID and
+    # retried with the new one (measured the same on Kafka 4.1.1).
+    seen = run_java(classpath, "recreated-topic", broker, topic)
+    assert seen["ids_differ"] and seen["retried"]
+    assert seen["acked"] == ",".join(f"{i % 2}@{i // 2}" for i in range(40))
+    assert seen["read"] == ",".join(sorted(
+        ("big-" if i % 4 == 0 else "") + f"after-{i}" for i in range(40)))
 
 
 def test_java_transactions_hide_aborted_and_open_records_from_read_committed(classpath, broker, topic):

@@ -120,6 +120,18 @@ struct PartitionAnswer {
     record_errors: Vec<(i32, String)>,
 }
 
+impl PartitionAnswer {
+    /// A partition refused with `error` (and Kafka's message, if any).
+    fn refused(index: i32, error: ErrorCode, message: Option<String>) -> Self {
+        PartitionAnswer {
+            index,
+            result: ProduceResult::error(error.code()),
+            message,
+            record_errors: Vec::new(),
+        }
+    }
+}
+
 /// Why a partition's records were refused: Kafka's error and message and,
 /// when single records were at fault, each of them (its index in the
 /// batch and why), which Produce v8+ answers in `record_errors`.
@@ -483,6 +495,9 @@ fn internal_topics_allowed(header: &kafka_protocol::messages::RequestHeader) -> 
     header.client_id.as_deref() == Some("__admin_client")
 }
 
+/// First Produce version naming topics by id (KIP-516).
+const PRODUCE_TOPIC_IDS_SINCE: i16 = 13;
+
 /// Answers a Produce request as the connection read it.
 pub async fn handle(
     shard: &Rc<Shard>,
@@ -526,8 +541,30 @@ pub async fn handle(
     let broker = shard.broker_defaults();
     let now = crate::partition::now_ms();
     for (ti, topic_data) in request.topic_data.iter_mut().enumerate() {
-        let name = topic_data.name.to_string();
-        let topic = image.topic(&name);
+        // From v13 a topic is named by its id; an id no topic has (the nil
+        // id too) is UNKNOWN_TOPIC_ID on every partition, before ACLs and
+        // acks are looked at, as Kafka 4.1 answers (measured).
+        let (name, topic) = if version >= PRODUCE_TOPIC_IDS_SINCE {
+            match image.topic_by_id(&topic_data.topic_id) {
+                Some(topic) => (topic.name.clone(), Some(topic)),
+                None => {
+                    results.push(
+                        topic_data
+                            .partition_data
+                            .iter()
+                            .map(|p| {
+                                PartitionAnswer::refused(p.index, ErrorCode::UnknownTopicId, None)
+                            })
+                            .collect(),
+                    );
+                    continue;
+                }
+            }
+        } else {
+            let name = topic_data.name.to_string();
+            let topic = image.topic(&name);
+            (name, topic)
+        };
         // WRITE is asked before the topic is looked for, as Kafka does.
         let writable = access.topic(AclOperation::Write, &name);
         let max_message_bytes = topic.map_or(broker.message_max_bytes, |t| {
@@ -542,11 +579,8 @@ pub async fn handle(
         let mut partitions = Vec::with_capacity(topic_data.partition_data.len());
         for (pi, partition_data) in topic_data.partition_data.iter_mut().enumerate() {
             let index = partition_data.index;
-            let refuse = |error: ErrorCode, message: Option<String>| PartitionAnswer {
-                index,
-                result: ProduceResult::error(error.code()),
-                message,
-                record_errors: Vec::new(),
+            let refuse = |error: ErrorCode, message: Option<String>| {
+                PartitionAnswer::refused(index, error, message)
             };
             if !acks_valid {
                 partitions.push(refuse(ErrorCode::InvalidRequiredAcks, None));
@@ -639,14 +673,11 @@ pub async fn handle(
         _ if !claims_transactional => Vec::new(),
         None => {
             for answer in results.iter_mut().flatten() {
-                *answer = PartitionAnswer {
-                    index: answer.index,
-                    result: ProduceResult::error(
-                        ErrorCode::TransactionalIdAuthorizationFailed.code(),
-                    ),
-                    message: None,
-                    record_errors: Vec::new(),
-                };
+                *answer = PartitionAnswer::refused(
+                    answer.index,
+                    ErrorCode::TransactionalIdAuthorizationFailed,
+                    None,
+                );
             }
             validated.clear();
             Vec::new()
