@@ -634,6 +634,9 @@ pub struct ConsumerGroupHeartbeatRequest {
     pub subscribed_topic_names: Option<Vec<String>>,
     /// `subscribed_topic_regex` (v1).
     pub subscribed_topic_regex: Option<String>,
+    /// `subscribed_topic_regex` compiled off the reactor, where it is not
+    /// empty; None: compiled by the coordinator if needed.
+    pub compiled_regex: Option<crate::group::consumer::CompiledRegex>,
     /// `server_assignor`.
     pub server_assignor: Option<String>,
     /// `topic_partitions`: the partitions the member owns.

@@ -179,7 +179,43 @@ pub struct ConsumerGroup {
     metadata_version: Option<u64>,
     /// Resolved regular expressions: regex to (topics version, names).
     regexes: HashMap<String, (u64, BTreeSet<String>)>,
+    /// The members' regular expressions compiled, kept while a member
+    /// subscribes with one: compiled off the reactor where a heartbeat
+    /// brought it, so topic changes resolve them again without compiling.
+    compiled: HashMap<String, regex::Regex>,
 }
+
+/// A subscription regex as a heartbeat brought it, compiled (off the
+/// reactor) before it reaches the coordinator: a 16 KiB pattern of
+/// case-folded Unicode classes takes a fraction of a second to compile.
+#[derive(Debug, Clone)]
+pub struct CompiledRegex {
+    /// The expression.
+    pub source: String,
+    /// [`compile_regex`]'s answer for it.
+    pub compiled: Result<regex::Regex, String>,
+}
+
+impl CompiledRegex {
+    /// Compiles `source` on a blocking thread.
+    pub async fn off_reactor(source: String) -> CompiledRegex {
+        glommio::executor()
+            .spawn_blocking(move || {
+                let compiled = compile_regex(&source);
+                CompiledRegex { source, compiled }
+            })
+            .await
+    }
+}
+
+/// Equal when the expressions are: compiling is deterministic.
+impl PartialEq for CompiledRegex {
+    fn eq(&self, other: &Self) -> bool {
+        self.source == other.source
+    }
+}
+
+impl Eq for CompiledRegex {}
 
 /// A 64-bit FNV-1a hash of subscribed topics (names, ids, partition
 /// counts), never 0 (0 means "no hash" in the record).
@@ -278,6 +314,15 @@ impl ConsumerGroup {
             .any(|m| self.topics_of(m).any(|t| t == topic))
     }
 
+    /// Keeps a heartbeat's compiled regex for [`Self::refresh_regexes`].
+    pub fn remember_regex(&mut self, regex: &CompiledRegex) {
+        if let Ok(compiled) = &regex.compiled {
+            self.compiled
+                .entry(regex.source.clone())
+                .or_insert_with(|| compiled.clone());
+        }
+    }
+
     /// Resolves the members' regular expressions against `topics` where the
     /// topics changed since; returns whether any resolution changed.
     pub fn refresh_regexes(&mut self, topics: &dyn TopicsView) -> bool {
@@ -288,6 +333,7 @@ impl ConsumerGroup {
             .collect();
         let before = self.regexes.len();
         self.regexes.retain(|regex, _| wanted.contains(regex));
+        self.compiled.retain(|regex, _| wanted.contains(regex));
         let mut changed = before != self.regexes.len();
         let version = topics.version();
         let mut names: Option<Vec<String>> = None;
@@ -296,9 +342,16 @@ impl ConsumerGroup {
                 continue;
             }
             let all = names.get_or_insert_with(|| topics.names());
-            let matched: BTreeSet<String> = match compile_regex(regex) {
-                Ok(re) => all.iter().filter(|n| re.is_match(n)).cloned().collect(),
-                Err(_) => BTreeSet::new(),
+            // Compiled here only for a group read back from its records
+            // (a heartbeat's regex comes compiled).
+            if !self.compiled.contains_key(regex.as_str()) {
+                if let Ok(re) = compile_regex(regex) {
+                    self.compiled.insert(regex.clone(), re);
+                }
+            }
+            let matched: BTreeSet<String> = match self.compiled.get(regex.as_str()) {
+                Some(re) => all.iter().filter(|n| re.is_match(n)).cloned().collect(),
+                None => BTreeSet::new(),
             };
             // A first resolution is no change: the member's new regex (or
             // the reloaded group's topic hash) already accounts for it.
@@ -824,5 +877,39 @@ mod tests {
         assert!(compile_regex("(").is_err());
         assert!(compile_regex("a)|(b").is_err());
         assert!(compile_regex(&"a".repeat(REGEX_LENGTH_MAX + 1)).is_err());
+    }
+
+    /// Goal: a regex a heartbeat brought compiled is resolved from that
+    /// compiled form, on later topic changes too, and forgotten with its
+    /// last member. Method: a compiled form that differs from its source
+    /// (which compiling again would not give).
+    #[test]
+    fn a_remembered_regex_is_resolved_without_compiling_it_again() {
+        let mut group = ConsumerGroup::default();
+        let mut m = ConsumerMember::new("a");
+        m.subscribed_topic_regex = Some("orders-.*".into());
+        group.put_member(m);
+        group.remember_regex(&CompiledRegex {
+            source: "orders-.*".into(),
+            compiled: compile_regex("payments-.*"),
+        });
+        let mut topics = Topics(
+            [
+                ("orders-1".to_string(), (Uuid::from_bytes([1; 16]), 1)),
+                ("payments-1".to_string(), (Uuid::from_bytes([2; 16]), 1)),
+            ]
+            .into(),
+            1,
+        );
+        group.refresh_regexes(&topics);
+        let only = |name: &str| BTreeSet::from([name.to_string()]);
+        assert_eq!(group.subscribed_topic_names(), only("payments-1"));
+        topics.0.remove("payments-1");
+        topics.1 = 2;
+        assert!(group.refresh_regexes(&topics));
+        assert!(group.subscribed_topic_names().is_empty());
+        group.remove_member("a");
+        group.refresh_regexes(&topics);
+        assert!(group.compiled.is_empty());
     }
 }

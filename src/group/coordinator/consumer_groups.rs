@@ -23,8 +23,8 @@ use super::*;
 use crate::config::limits::TOPIC_NAME_BYTES_MAX;
 use crate::group::assignor::Assignment;
 use crate::group::consumer::{
-    compile_regex, ConsumerGroup, ConsumerMember, MemberState, TopicsSnapshot, TopicsView,
-    LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    compile_regex, CompiledRegex, ConsumerGroup, ConsumerMember, MemberState, TopicsSnapshot,
+    TopicsView, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
 };
 use crate::group::records::{
     ConsumerGroupKey, ConsumerGroupValue, CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY_TYPE,
@@ -267,9 +267,14 @@ pub const SUBSCRIBED_TOPICS_MAX: usize = 10_000;
 /// refused (retriable) until the log catches up.
 const APPENDS_IN_FLIGHT_MAX: usize = 10_000;
 
-/// Kafka's regex check, done only when a member's regex changes.
-fn check_regex(regex: &str) -> Result<(), Refusal> {
-    compile_regex(regex).map(|_| ()).or_else(|e| {
+/// Kafka's regex check, done only when a member's regex changes: by the
+/// request's compiled regex (compiled off the reactor), else compiled here.
+fn check_regex(regex: &str, compiled: Option<&CompiledRegex>) -> Result<(), Refusal> {
+    let result = match compiled.filter(|c| c.source == regex) {
+        Some(c) => c.compiled.as_ref().map(|_| ()).map_err(Clone::clone),
+        None => compile_regex(regex).map(|_| ()),
+    };
+    result.or_else(|e| {
         refuse(
             ErrorCode::InvalidRegularExpression,
             format!("SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}."),
@@ -544,7 +549,7 @@ impl GroupCoordinator {
                 .as_deref()
                 .filter(|r| !r.is_empty())
             {
-                check_regex(regex)?;
+                check_regex(regex, request.compiled_regex.as_ref())?;
             }
             self.upgrade_classic_group(&group_id, now_ms, topics, out)?;
         }
@@ -662,8 +667,11 @@ impl GroupCoordinator {
             .filter(|r| !r.is_empty())
         {
             if member.subscribed_topic_regex.as_deref() != Some(regex) {
-                check_regex(regex)?;
+                check_regex(regex, request.compiled_regex.as_ref())?;
             }
+        }
+        if let Some(compiled) = &request.compiled_regex {
+            consumer.remember_regex(compiled);
         }
         let mut updated = member.clone();
         // It speaks the consumer protocol now.
@@ -1251,6 +1259,7 @@ pub(super) mod tests_support {
             rebalance_timeout_ms: 300_000,
             subscribed_topic_names: Some(vec!["t".into()]),
             subscribed_topic_regex: None,
+            compiled_regex: None,
             server_assignor: None,
             topic_partitions: Some(Assignment::new()),
             client_id: "c".into(),
@@ -1360,6 +1369,9 @@ mod tests {
             (ConsumerGroupHeartbeatRequest { member_epoch: -3, ..join("m") }, ErrorCode::InvalidRequest, "MemberEpoch is invalid."),
             (ConsumerGroupHeartbeatRequest { server_assignor: Some("sticky".into()), ..join("m") }, ErrorCode::UnsupportedAssignor, "ServerAssignor sticky is not supported. Supported assignors: uniform, range."),
             (ConsumerGroupHeartbeatRequest { subscribed_topic_regex: Some("[".into()), ..join("m") }, ErrorCode::InvalidRegularExpression, "SubscribedTopicRegex `[` is not a valid regular expression"),
+            // The handler's compiled answer decides (here a refusal it
+            // could not have given, so it must be the one read).
+            (ConsumerGroupHeartbeatRequest { subscribed_topic_regex: Some("ok.*".into()), compiled_regex: Some(CompiledRegex { source: "ok.*".into(), compiled: Err("told".into()) }), ..join("m") }, ErrorCode::InvalidRegularExpression, "SubscribedTopicRegex `ok.*` is not a valid regular expression: told."),
             (beat("m", 3, &Assignment::new()), ErrorCode::GroupIdNotFound, "Consumer group g not found."),
         ];
         for (request, error, message) in cases {

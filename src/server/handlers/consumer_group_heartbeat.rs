@@ -22,6 +22,7 @@ use super::encode_response;
 use super::groups::{opt_str_bytes, opt_string, string, unexpected, Client};
 use crate::group;
 use crate::group::assignor::Assignment as Partitions;
+use crate::group::consumer::CompiledRegex;
 use crate::group::service::call_group;
 use crate::protocol::ErrorCode;
 use crate::security::acl::AclOperation;
@@ -51,6 +52,7 @@ pub fn to_coordinator(
         } else {
             None
         },
+        compiled_regex: None,
         server_assignor: opt_string(&request.server_assignor),
         topic_partitions: request.topic_partitions.as_ref().map(|topics| {
             let mut owned = Partitions::new();
@@ -113,7 +115,17 @@ pub fn handle(
                 .all(|n| access.topic(AclOperation::Describe, n))
         });
     Box::pin(async move {
-        let call = to_coordinator(&request, version, client);
+        let mut call = to_coordinator(&request, version, client);
+        // Compiled here, off the reactor, not by the coordinator: a 16 KiB
+        // pattern of case-folded Unicode classes takes a fraction of a
+        // second, and any member may send one.
+        if let Some(regex) = call
+            .subscribed_topic_regex
+            .clone()
+            .filter(|r| !r.is_empty())
+        {
+            call.compiled_regex = Some(CompiledRegex::off_reactor(regex).await);
+        }
         let refused = |error: ErrorCode| group::ConsumerGroupHeartbeatResponse {
             error_message: None,
             ..group::ConsumerGroupHeartbeatResponse::error(error, "")
