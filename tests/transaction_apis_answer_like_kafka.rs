@@ -1,6 +1,6 @@
 //! Goal: the transaction coordinator's APIs answer as Kafka 4.x does for a
 //! transactional id's life cycle and its error cases. ApiVersions advertises
-//! AddPartitionsToTxn 0-3 (4+ is broker-to-broker), AddOffsetsToTxn 0-4,
+//! AddPartitionsToTxn 0-5 (4+ is broker-to-broker), AddOffsetsToTxn 0-4,
 //! EndTxn 0-5 (5 is transactions V2), DescribeTransactions 0 and
 //! ListTransactions 0-2. FindCoordinator for a transactional id names this
 //! broker and refuses an empty id. InitProducerId refuses a timeout above
@@ -311,7 +311,7 @@ fn transaction_apis_answer_like_kafka() {
             .find(|k| k.api_key == key as i16)
             .map(|k| (k.min_version, k.max_version))
     };
-    assert_eq!(range(ApiKey::AddPartitionsToTxn), Some((0, 3)));
+    assert_eq!(range(ApiKey::AddPartitionsToTxn), Some((0, 5)));
     assert_eq!(range(ApiKey::AddOffsetsToTxn), Some((0, 4)));
     assert_eq!(range(ApiKey::EndTxn), Some((0, 5)));
     assert_eq!(range(ApiKey::DescribeTransactions), Some((0, 0)));
@@ -1208,4 +1208,200 @@ fn idle_transactional_ids_expire() {
     );
     assert_eq!(again.1, 0);
     broker.terminate();
+}
+
+/// One transaction of a broker's AddPartitionsToTxn (v4+): transactional
+/// id, producer id and epoch, verify only, partitions by topic.
+type BrokerTxn<'a> = (&'a str, (i64, i16), bool, &'a [(&'a str, &'a [i32])]);
+
+/// AddPartitionsToTxn v4+ as a partition leader sends it: the top-level
+/// error and each (transactional id, topic, partition, error), sorted.
+#[allow(clippy::type_complexity)]
+fn leader_add_partitions(
+    client: &mut RawClient,
+    version: i16,
+    transactions: &[BrokerTxn],
+) -> (i16, Vec<(String, String, i32, i16)>) {
+    use kafka_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTransaction;
+    let mut request = AddPartitionsToTxnRequest::default();
+    for &(id, (producer_id, producer_epoch), verify_only, topics) in transactions {
+        let mut transaction = AddPartitionsToTxnTransaction::default();
+        transaction.transactional_id = TransactionalId(s(id));
+        transaction.producer_id = ProducerId(producer_id);
+        transaction.producer_epoch = producer_epoch;
+        transaction.verify_only = verify_only;
+        for (name, partitions) in topics {
+            let mut topic = AddPartitionsToTxnTopic::default();
+            topic.name = TopicName(s(name));
+            topic.partitions = partitions.to_vec();
+            transaction.topics.push(topic);
+        }
+        request.transactions.push(transaction);
+    }
+    let response: AddPartitionsToTxnResponse =
+        client.request(ApiKey::AddPartitionsToTxn, version, &request);
+    let mut results = Vec::new();
+    for transaction in response.results_by_transaction {
+        for topic in transaction.topic_results {
+            for p in topic.results_by_partition {
+                results.push((
+                    transaction.transactional_id.to_string(),
+                    topic.name.to_string(),
+                    p.partition_index,
+                    p.partition_error_code,
+                ));
+            }
+        }
+    }
+    results.sort();
+    (response.error_code, results)
+}
+
+/// Goal: AddPartitionsToTxn v4-5, which Kafka 4.1 offers and its partition
+/// leaders send to a transaction coordinator, answers batches of
+/// transactions as Kafka 4.1.1 answered the same requests: verifying, a
+/// partition in the open transaction is NONE and one outside it (or any,
+/// with no transaction open) TRANSACTION_ABORTABLE at both versions; an
+/// unknown transactional id INVALID_PRODUCER_ID_MAPPING, a newer epoch
+/// PRODUCER_FENCED, a missing topic or partition UNKNOWN_TOPIC_OR_PARTITION
+/// with the transaction's other partitions OPERATION_NOT_ATTEMPTED, an empty
+/// id INVALID_REQUEST; adding (v5 as transactions V2's implicit add, v4 as
+/// a client's) puts the partitions into the transaction, starting one where
+/// none was open, the epoch unchanged.
+///
+/// Method: requests on the wire, run with RINGBROKER_TXN_V2_REFERENCE to
+/// send them to a Kafka instead.
+#[test]
+fn partition_leaders_verify_and_add_batches_of_transactions_like_kafka() {
+    let reference = std::env::var("RINGBROKER_TXN_V2_REFERENCE").ok();
+    let broker = reference
+        .is_none()
+        .then(|| Broker::start(BrokerOptions::default().cores(2)));
+    let bootstrap = reference.unwrap_or_else(|| broker.as_ref().expect("a broker").bootstrap());
+    let mut client = RawClient::connect(&bootstrap);
+    let versions = api_versions(&bootstrap);
+    let range = versions
+        .api_keys
+        .iter()
+        .find(|k| k.api_key == ApiKey::AddPartitionsToTxn as i16)
+        .map(|k| (k.min_version, k.max_version));
+    assert_eq!(range, Some((0, 5)));
+    ensure_topic(&mut client);
+    let (x, y, z) = (unique("leader-x"), unique("leader-y"), unique("leader-z"));
+    let (x, y, z) = (x.as_str(), y.as_str(), z.as_str());
+    let px = init_retrying(&mut client, x);
+    let py = init_retrying(&mut client, y);
+    let pz = init_retrying(&mut client, z);
+    // X's transaction holds partition 0 (added by a V2 write); Y and Z
+    // have none open. (A reference Kafka may still be electing the new
+    // topic's leader.)
+    let mut written = produce(&mut client, Some(x), px, 0, 0, 12).0;
+    for _ in 0..100 {
+        if written != code(ResponseError::NotLeaderOrFollower) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        written = produce(&mut client, Some(x), px, 0, 0, 12).0;
+    }
+    assert_eq!(written, 0);
+    let ok = 0;
+    let abortable = code(ResponseError::TransactionAbortable);
+    let unknown = code(ResponseError::UnknownTopicOrPartition);
+    let r = |id: &str, topic: &str, partition: i32, error: i16| {
+        (id.to_string(), topic.to_string(), partition, error)
+    };
+    let mut expected_verified = vec![
+        r(x, TOPIC, 0, ok),
+        r(x, TOPIC, 1, abortable),
+        r(
+            "never-initialized",
+            TOPIC,
+            0,
+            code(ResponseError::InvalidProducerIdMapping),
+        ),
+        r(y, TOPIC, 0, abortable),
+        r(z, TOPIC, 0, code(ResponseError::ProducerFenced)),
+    ];
+    expected_verified.sort();
+    for version in [4, 5] {
+        let verified = leader_add_partitions(
+            &mut client,
+            version,
+            &[
+                (x, px, true, &[(TOPIC, &[0, 1])]),
+                ("never-initialized", (12_345, 0), true, &[(TOPIC, &[0])]),
+                (y, py, true, &[(TOPIC, &[0])]),
+                (z, (pz.0, pz.1 + 1), true, &[(TOPIC, &[0])]),
+            ],
+        );
+        assert_eq!(verified, (0, expected_verified.clone()), "v{version}");
+        let missing = leader_add_partitions(
+            &mut client,
+            version,
+            &[
+                (x, px, true, &[("missing-topic", &[0]), (TOPIC, &[0])]),
+                (y, py, true, &[(TOPIC, &[7])]),
+            ],
+        );
+        let not_attempted = code(ResponseError::OperationNotAttempted);
+        assert_eq!(
+            missing,
+            (
+                0,
+                vec![
+                    r(x, "missing-topic", 0, unknown),
+                    r(x, TOPIC, 0, not_attempted),
+                    r(y, TOPIC, 7, unknown),
+                ]
+            ),
+            "v{version}"
+        );
+    }
+
+    // Adding: v5 to X's open transaction and Y's none, v4 to Z's none.
+    let added = leader_add_partitions(
+        &mut client,
+        5,
+        &[
+            (x, px, false, &[(TOPIC, &[1])]),
+            (y, py, false, &[(TOPIC, &[2])]),
+        ],
+    );
+    assert_eq!(added, (0, vec![r(x, TOPIC, 1, ok), r(y, TOPIC, 2, ok)]));
+    let added = leader_add_partitions(&mut client, 4, &[(z, pz, false, &[(TOPIC, &[2])])]);
+    assert_eq!(added, (0, vec![r(z, TOPIC, 2, ok)]));
+    let ongoing = |partitions: Vec<i32>, producer: (i64, i16)| {
+        (
+            "Ongoing".to_string(),
+            producer.0,
+            producer.1,
+            vec![(TOPIC.to_string(), partitions)],
+        )
+    };
+    let mut seen = described(&mut client, x);
+    seen.3[0].1.sort();
+    assert_eq!(seen, ongoing(vec![0, 1], px));
+    assert_eq!(described(&mut client, y), ongoing(vec![2], py));
+    assert_eq!(described(&mut client, z), ongoing(vec![2], pz));
+    let verified = leader_add_partitions(&mut client, 5, &[(x, px, true, &[(TOPIC, &[1, 2])])]);
+    assert_eq!(
+        verified,
+        (0, vec![r(x, TOPIC, 1, ok), r(x, TOPIC, 2, abortable)])
+    );
+
+    // An empty transactional id, verifying or adding.
+    let invalid = code(ResponseError::InvalidRequest);
+    for verify_only in [true, false] {
+        let answer = leader_add_partitions(
+            &mut client,
+            5,
+            &[("", (1, 0), verify_only, &[(TOPIC, &[0])])],
+        );
+        assert_eq!(answer, (0, vec![r("", TOPIC, 0, invalid)]));
+    }
+
+    // The transactions end as any do.
+    for (id, producer) in [(x, px), (y, py), (z, pz)] {
+        assert_eq!(end_txn_v5(&mut client, id, producer, false).0, 0, "{id}");
+    }
 }

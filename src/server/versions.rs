@@ -124,7 +124,7 @@ pub const API_RANGES: &[ApiRange] = &[
     ApiRange {
         key: ApiKey::AddPartitionsToTxn,
         advertised_min: 0,
-        max: 3,
+        max: 5,
         served_min: 0,
     },
     ApiRange {
@@ -469,6 +469,8 @@ mod tests {
                 assert!(is_served(key, version), "{key:?} v{version}");
             }
         }
-        assert!(!is_served(ApiKey::AddPartitionsToTxn, 4));
+        // v4-5 come from partition leaders (Kafka 4.1 offers them too).
+        assert!(is_served(ApiKey::AddPartitionsToTxn, 5));
+        assert!(!is_served(ApiKey::AddPartitionsToTxn, 6));
     }
 }

@@ -1,22 +1,29 @@
-//! AddPartitionsToTxn (key 24), the client versions 0-3: adds partitions to
-//! the producer's transaction on its coordinator. Partitions of topics that
-//! do not exist get UNKNOWN_TOPIC_OR_PARTITION and the others
+//! AddPartitionsToTxn (key 24). Versions 0-3 come from clients: one
+//! transaction, whose partitions are added to the producer's transaction on
+//! its coordinator. Versions 4-5 (KIP-890) come from partition leaders: a
+//! batch of transactions, each either verified (`verify_only`: is the
+//! producer's transaction open and holding these partitions?) or added to
+//! (v5 as transactions V2's implicit add, which may start a transaction;
+//! v4 as a client's add). Partitions of topics that do not exist get
+//! UNKNOWN_TOPIC_OR_PARTITION and the transaction's others
 //! OPERATION_NOT_ATTEMPTED, as Kafka answers; otherwise every partition
-//! gets the coordinator's one answer. Versions 4 and up are broker-to-broker
-//! (KIP-890) and not advertised.
+//! gets the coordinator's answer (a verified partition its own: one not in
+//! the transaction is TRANSACTION_ABORTABLE, as Kafka 4.1 answers both
+//! broker versions, measured). An empty transactional id is INVALID_REQUEST.
 //!
 //! Authorization, as in Kafka: WRITE on the transactional id, else every
 //! partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED; WRITE on each topic
 //! (never granted for internal topics), else its partitions are
 //! TOPIC_AUTHORIZATION_FAILED, checked before existence and failing the
-//! request as an unknown partition does. Broker versions need
-//! CLUSTER_ACTION, else a top-level CLUSTER_AUTHORIZATION_FAILED.
+//! transaction as an unknown partition does. Broker versions need
+//! CLUSTER_ACTION, else a top-level CLUSTER_AUTHORIZATION_FAILED, and are
+//! not checked per transaction or topic.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use kafka_protocol::messages::add_partitions_to_txn_response::{
-    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnTopicResult,
+    AddPartitionsToTxnPartitionResult, AddPartitionsToTxnResult, AddPartitionsToTxnTopicResult,
 };
 use kafka_protocol::messages::{AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, ApiKey};
 
@@ -28,11 +35,20 @@ use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
 use crate::shard::messages::TopicPartition;
 use crate::shard::Shard;
-use crate::txn::service::call_txn;
+use crate::txn::service::{call_txn, verify};
 use crate::txn::TxnCall;
 
 /// First version whose clients know PRODUCER_FENCED.
 const PRODUCER_FENCED_SINCE: i16 = 2;
+
+/// One transaction of a request, as either version range carries it.
+struct Transaction<'a> {
+    transactional_id: &'a str,
+    producer_id: i64,
+    producer_epoch: i16,
+    verify_only: bool,
+    topics: Vec<(&'a str, &'a [i32])>,
+}
 
 /// Answers AddPartitionsToTxn.
 pub async fn handle(
@@ -45,91 +61,44 @@ pub async fn handle(
     let shard = shard.clone();
     let access = access.clone();
     Box::pin(async move {
-        if version >= 4 && !access.cluster(AclOperation::ClusterAction) {
-            // Broker-to-broker only: refused as a whole.
-            let mut response = AddPartitionsToTxnResponse::default();
-            response.error_code = ErrorCode::ClusterAuthorizationFailed.code();
-            return encode_response(
-                ApiKey::AddPartitionsToTxn,
-                version,
-                correlation_id,
-                &response,
-            );
-        }
-        // Brokers' versions are not checked per transaction or topic.
-        let client = version < 4;
-        let transaction_refused = client
-            && !access
-                .transactional_id(AclOperation::Write, &request.v3_and_below_transactional_id);
-        let image = shard.image();
-        // Each partition with the error that keeps it out, if any.
-        let mut requested: Vec<(TopicPartition, Option<ErrorCode>)> = Vec::new();
-        for topic in &request.v3_and_below_topics {
-            let known = image.topic(&topic.name);
-            let writable = !client
-                || (!is_internal_topic(&topic.name)
-                    && access.topic(AclOperation::Write, &topic.name));
-            for &partition in &topic.partitions {
-                let exists = known.is_some_and(|t| {
-                    usize::try_from(partition).is_ok_and(|p| p < t.partition_shards.len())
-                });
-                let error = if !writable {
-                    Some(ErrorCode::TopicAuthorizationFailed)
-                } else if !exists {
-                    Some(ErrorCode::UnknownTopicOrPartition)
-                } else {
-                    None
-                };
-                requested.push((
-                    TopicPartition {
-                        topic: topic.name.to_string(),
-                        partition,
-                    },
-                    error,
-                ));
-            }
-        }
-        let codes: Vec<i16> = if transaction_refused {
-            vec![ErrorCode::TransactionalIdAuthorizationFailed.code(); requested.len()]
-        } else if requested.iter().any(|(_, error)| error.is_some()) {
-            requested
-                .iter()
-                .map(|(_, error)| error.unwrap_or(ErrorCode::OperationNotAttempted).code())
-                .collect()
-        } else {
-            let transactional_id = request.v3_and_below_transactional_id.to_string();
-            let call = TxnCall::AddPartitions {
-                transactional_id: transactional_id.clone(),
+        let mut response = AddPartitionsToTxnResponse::default();
+        if version < BROKER_VERSIONS_SINCE {
+            let transaction = Transaction {
+                transactional_id: &request.v3_and_below_transactional_id,
                 producer_id: request.v3_and_below_producer_id.0,
                 producer_epoch: request.v3_and_below_producer_epoch,
-                partitions: requested.iter().map(|(tp, _)| tp.clone()).collect(),
-                implicit: false,
+                verify_only: false,
+                topics: request
+                    .v3_and_below_topics
+                    .iter()
+                    .map(|t| (t.name.as_str(), t.partitions.as_slice()))
+                    .collect(),
             };
-            let code = call_txn(&shard, &transactional_id, call)
-                .await
-                .into_added()
-                .err()
-                .map_or(0, |e| txn_error_code(e, version, PRODUCER_FENCED_SINCE));
-            vec![code; requested.len()]
-        };
-        let mut by_topic: BTreeMap<String, Vec<AddPartitionsToTxnPartitionResult>> =
-            BTreeMap::new();
-        for ((tp, _), code) in requested.into_iter().zip(codes) {
-            let mut result = AddPartitionsToTxnPartitionResult::default();
-            result.partition_index = tp.partition;
-            result.partition_error_code = code;
-            by_topic.entry(tp.topic).or_default().push(result);
+            let answers = answer(&shard, &access, version, &transaction).await;
+            response.results_by_topic_v3_and_below = by_topic(answers);
+        } else if !access.cluster(AclOperation::ClusterAction) {
+            // Broker-to-broker only: refused as a whole.
+            response.error_code = ErrorCode::ClusterAuthorizationFailed.code();
+        } else {
+            for t in &request.transactions {
+                let transaction = Transaction {
+                    transactional_id: &t.transactional_id,
+                    producer_id: t.producer_id.0,
+                    producer_epoch: t.producer_epoch,
+                    verify_only: t.verify_only,
+                    topics: t
+                        .topics
+                        .iter()
+                        .map(|t| (t.name.as_str(), t.partitions.as_slice()))
+                        .collect(),
+                };
+                let answers = answer(&shard, &access, version, &transaction).await;
+                let mut result = AddPartitionsToTxnResult::default();
+                result.transactional_id = t.transactional_id.clone();
+                result.topic_results = by_topic(answers);
+                response.results_by_transaction.push(result);
+            }
         }
-        let mut response = AddPartitionsToTxnResponse::default();
-        response.results_by_topic_v3_and_below = by_topic
-            .into_iter()
-            .map(|(name, results)| {
-                let mut topic = AddPartitionsToTxnTopicResult::default();
-                topic.name = super::str_bytes(&name).into();
-                topic.results_by_partition = results;
-                topic
-            })
-            .collect();
         encode_response(
             ApiKey::AddPartitionsToTxn,
             version,
@@ -137,4 +106,115 @@ pub async fn handle(
             &response,
         )
     })
+}
+
+/// First version sent by brokers, batching transactions.
+const BROKER_VERSIONS_SINCE: i16 = 4;
+/// First version whose add is transactions V2's implicit one.
+const IMPLICIT_ADD_SINCE: i16 = 5;
+
+/// Each partition of `transaction` with its error code (0: added, or
+/// verified).
+async fn answer(
+    shard: &Rc<Shard>,
+    access: &crate::server::access::Access,
+    version: i16,
+    transaction: &Transaction<'_>,
+) -> Vec<(TopicPartition, i16)> {
+    let client = version < BROKER_VERSIONS_SINCE;
+    let transaction_refused =
+        client && !access.transactional_id(AclOperation::Write, transaction.transactional_id);
+    let image = shard.image();
+    // Each partition with the error that keeps it out, if any.
+    let mut requested: Vec<(TopicPartition, Option<ErrorCode>)> = Vec::new();
+    for &(name, partitions) in &transaction.topics {
+        let known = image.topic(name);
+        let writable =
+            !client || (!is_internal_topic(name) && access.topic(AclOperation::Write, name));
+        for &partition in partitions {
+            let exists = known.is_some_and(|t| {
+                usize::try_from(partition).is_ok_and(|p| p < t.partition_shards.len())
+            });
+            let error = if !writable {
+                Some(ErrorCode::TopicAuthorizationFailed)
+            } else if !exists {
+                Some(ErrorCode::UnknownTopicOrPartition)
+            } else {
+                None
+            };
+            requested.push((
+                TopicPartition {
+                    topic: name.to_string(),
+                    partition,
+                },
+                error,
+            ));
+        }
+    }
+    let every = |error: ErrorCode| vec![error.code(); requested.len()];
+    let codes: Vec<i16> = if transaction_refused {
+        every(ErrorCode::TransactionalIdAuthorizationFailed)
+    } else if requested.iter().any(|(_, error)| error.is_some()) {
+        requested
+            .iter()
+            .map(|(_, error)| error.unwrap_or(ErrorCode::OperationNotAttempted).code())
+            .collect()
+    } else if transaction.transactional_id.is_empty() {
+        every(ErrorCode::InvalidRequest)
+    } else {
+        let transactional_id = transaction.transactional_id;
+        let partitions: Vec<TopicPartition> = requested.iter().map(|(tp, _)| tp.clone()).collect();
+        if transaction.verify_only {
+            verify(
+                shard,
+                transactional_id,
+                transaction.producer_id,
+                transaction.producer_epoch,
+                partitions,
+            )
+            .await
+            .into_iter()
+            .map(|answer| match answer {
+                Ok(()) => 0,
+                Err(ErrorCode::InvalidTxnState) => ErrorCode::TransactionAbortable.code(),
+                Err(error) => error.code(),
+            })
+            .collect()
+        } else {
+            let call = TxnCall::AddPartitions {
+                transactional_id: transactional_id.to_string(),
+                producer_id: transaction.producer_id,
+                producer_epoch: transaction.producer_epoch,
+                partitions,
+                implicit: version >= IMPLICIT_ADD_SINCE,
+            };
+            let code = call_txn(shard, transactional_id, call)
+                .await
+                .into_added()
+                .err()
+                .map_or(0, |e| txn_error_code(e, version, PRODUCER_FENCED_SINCE));
+            vec![code; requested.len()]
+        }
+    };
+    requested.into_iter().map(|(tp, _)| tp).zip(codes).collect()
+}
+
+/// Answers grouped by topic.
+fn by_topic(answers: Vec<(TopicPartition, i16)>) -> Vec<AddPartitionsToTxnTopicResult> {
+    let mut by_topic: BTreeMap<String, Vec<AddPartitionsToTxnPartitionResult>> = BTreeMap::new();
+    for (tp, code) in answers {
+        let mut result = AddPartitionsToTxnPartitionResult::default();
+        result.partition_index = tp.partition;
+        result.partition_error_code = code;
+        by_topic.entry(tp.topic).or_default().push(result);
+    }
+    by_topic
+        .into_iter()
+        .map(|(name, results)| {
+            let mut topic = AddPartitionsToTxnTopicResult::default();
+            topic.name = super::str_bytes(&name).into();
+            topic.results_by_partition = results;
+            topic
+        })
+        .collect()
 }
