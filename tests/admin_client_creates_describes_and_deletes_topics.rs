@@ -37,14 +37,13 @@ const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 
 /// Topic configs every Kafka broker describes, with Kafka's defaults where
 /// the value does not depend on broker settings.
-const STANDARD_TOPIC_CONFIGS: [(&str, Option<&str>); 8] = [
+const STANDARD_TOPIC_CONFIGS: [(&str, Option<&str>); 7] = [
     ("cleanup.policy", Some("delete")),
     ("compression.type", Some("producer")),
     ("message.timestamp.type", Some("CreateTime")),
     ("retention.bytes", None),
     ("segment.bytes", None),
     ("max.message.bytes", None),
-    ("min.insync.replicas", None),
     ("segment.ms", None),
 ];
 
@@ -156,6 +155,14 @@ async fn admin_client_creates_describes_and_deletes_topics() {
             retention.source,
             ConfigSource::DynamicTopic,
             "retention.ms source"
+        );
+        // As Kafka 4.1 with ELR on: the cluster-level value it keeps.
+        let min_isr = entries
+            .get("min.insync.replicas")
+            .expect("min.insync.replicas");
+        assert_eq!(
+            (min_isr.value.as_deref(), &min_isr.source),
+            (Some("1"), &ConfigSource::DynamicDefaultBroker)
         );
         for (name, kafka_default) in STANDARD_TOPIC_CONFIGS {
             let entry = entries.get(name).unwrap_or_else(|| {

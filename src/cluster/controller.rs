@@ -751,13 +751,22 @@ async fn alter_broker_configs(
     resources: Vec<(Option<i32>, ConfigAlteration)>,
     validate_only: bool,
 ) -> Vec<AdminOutcome> {
-    use crate::config::dynamic::{altered_layer, ConnectionLimits};
-    let mut layers = (*shard.image().broker_configs).clone();
+    use crate::config::dynamic::{altered_layer, elr_refusal, ConnectionLimits};
+    let image = shard.image();
+    let elr = crate::cluster::features::elr_enabled(&image.features);
+    let mut layers = (*image.broker_configs).clone();
     let mut outcomes = Vec::with_capacity(resources.len());
     let mut records = Vec::new();
     for (broker, alteration) in resources {
         let current = layers.layer(broker).cloned().unwrap_or_default();
         let next = altered_layer(&current, &alteration);
+        if let Some(message) = elr
+            .then(|| elr_refusal(broker, &alteration, &current, &next))
+            .flatten()
+        {
+            outcomes.push((ErrorCode::InvalidConfig.code(), Some(message.to_string())));
+            continue;
+        }
         let mut trial = layers.clone();
         trial.set_layer(broker, next.clone());
         let node = shard.config.node_id;
@@ -884,7 +893,9 @@ async fn update_features(
     updates.retain(|(name, _, _)| seen.insert(name.clone()));
     updates.reverse();
     let mut records = Vec::new();
+    let mut enables_elr = false;
     for (name, level, upgrade_type) in updates {
+        enables_elr |= name == crate::cluster::features::ELR_VERSION && level >= 1;
         let checked = crate::cluster::features::check_update(
             &image.features,
             shard.config.node_id,
@@ -906,6 +917,12 @@ async fn update_features(
             Ok(None) => {}
         }
     }
+    if enables_elr {
+        // Ahead of the level, in the same commit, as Kafka writes them.
+        let mut safety = elr_safety_records(&shard.config, &image.broker_configs);
+        safety.append(&mut records);
+        records = safety;
+    }
     if validate_only || records.is_empty() {
         return Ok(());
     }
@@ -914,6 +931,22 @@ async fn update_features(
         tracing::error!(error = %e, "metadata commit failed");
         (ErrorCode::KafkaStorageError, e.to_string())
     })
+}
+
+/// The broker-config records that make ELR safe to turn on
+/// (`config::dynamic::elr_safety_layers`), with this node's command-line
+/// `min.insync.replicas`.
+pub fn elr_safety_records(
+    config: &crate::config::BrokerConfig,
+    configs: &crate::config::dynamic::DynamicBrokerConfigs,
+) -> Vec<MetadataRecord> {
+    let static_value = config
+        .static_value(crate::config::dynamic::MIN_INSYNC_REPLICAS)
+        .unwrap_or_else(|| "1".to_string());
+    crate::config::dynamic::elr_safety_layers(configs, &static_value)
+        .into_iter()
+        .map(|(broker, configs)| MetadataRecord::BrokerConfigs { broker, configs })
+        .collect()
 }
 
 /// Commits `records` (if any); when that fails, every successful outcome

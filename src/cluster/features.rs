@@ -15,11 +15,17 @@
 //!   the epoch and which `__transaction_state` record version it writes;
 //! - `group.version` 1 only: the consumer group protocol (KIP-848) is on;
 //! - `kraft.version` 0 only: one static voter (a level-0 feature is not
-//!   listed, as in Kafka).
+//!   listed, as in Kafka);
+//! - `eligible.leader.replicas.version` 0-1, 1 unless changed (KIP-966):
+//!   with one replica per partition no partition ever has eligible leader
+//!   replicas, so what the level changes is Kafka's rule for
+//!   `min.insync.replicas` while it is 1: the cluster-level value is kept
+//!   (written at start-up and on upgrade when missing, as Kafka writes it at
+//!   format time and on upgrade) and no node may have its own
+//!   (`config::dynamic::elr_refusal`).
 //!
-//! Not supported (level 0 only, not listed): `eligible.leader.replicas.version`
-//! (no ELR here), `share.version` and `streams.version` (no share or streams
-//! groups). UpdateFeatures refuses other levels of the fixed features,
+//! Not supported (level 0 only, not listed): `share.version` and
+//! `streams.version` (no share or streams groups). UpdateFeatures refuses other levels of the fixed features,
 //! where Kafka would accept some (a lower `metadata.version`,
 //! `group.version` 0, `kraft.version` 1).
 
@@ -30,6 +36,8 @@ use kafka_protocol::protocol::StrBytes;
 
 /// `transaction.version`.
 pub const TRANSACTION_VERSION: &str = "transaction.version";
+/// `eligible.leader.replicas.version` (KIP-966).
+pub const ELR_VERSION: &str = "eligible.leader.replicas.version";
 
 /// One feature: its name, the levels this broker supports, and the level a
 /// new cluster runs at.
@@ -66,15 +74,17 @@ const FEATURES: &[Feature] = &[
         max: 1,
         default: 1,
     },
+    Feature {
+        name: ELR_VERSION,
+        min: 0,
+        max: 1,
+        default: 1,
+    },
 ];
 
 /// Features Kafka 4.1 knows and this broker runs only at level 0 (not
 /// listed): UpdateFeatures to level 0 succeeds for them, as in Kafka.
-const KAFKA_ONLY_FEATURES: &[&str] = &[
-    "eligible.leader.replicas.version",
-    "share.version",
-    "streams.version",
-];
+const KAFKA_ONLY_FEATURES: &[&str] = &["share.version", "streams.version"];
 
 /// Levels set by UpdateFeatures, by feature name (the image's); a feature
 /// not in it runs at its default.
@@ -89,6 +99,11 @@ pub fn level(levels: &FeatureLevels, name: &str) -> i16 {
             .find(|f| f.name == name)
             .map_or(0, |f| f.default)
     })
+}
+
+/// Whether ELR is on (`eligible.leader.replicas.version` 1).
+pub fn elr_enabled(levels: &FeatureLevels) -> bool {
+    level(levels, ELR_VERSION) >= 1
 }
 
 /// The finalized `transaction.version`.
@@ -203,20 +218,21 @@ mod tests {
     #[test]
     fn features_are_listed_as_kafka_lists_them() {
         let levels = FeatureLevels::new();
-        assert_eq!(
-            names(&supported(4), |k| k.name.as_str()),
-            ["metadata.version", "transaction.version", "group.version"]
-        );
+        let all = [
+            "metadata.version",
+            "transaction.version",
+            "group.version",
+            ELR_VERSION,
+        ];
+        assert_eq!(names(&supported(4), |k| k.name.as_str()), all);
         // v3 leaves out ranges starting at 0.
         assert_eq!(
             names(&supported(3), |k| k.name.as_str()),
             ["metadata.version", "group.version"]
         );
         let finalized_features = finalized(&levels);
-        assert_eq!(
-            names(&finalized_features, |k| k.name.as_str()),
-            ["metadata.version", "transaction.version", "group.version"]
-        );
+        assert_eq!(names(&finalized_features, |k| k.name.as_str()), all);
+        assert!(elr_enabled(&levels));
         assert!(finalized_features
             .iter()
             .all(|k| k.min_version_level == k.max_version_level));
@@ -225,7 +241,7 @@ mod tests {
         let lowered = FeatureLevels::from([(TRANSACTION_VERSION.to_string(), 0)]);
         assert_eq!(
             names(&finalized(&lowered), |k| k.name.as_str()),
-            ["metadata.version", "group.version"]
+            ["metadata.version", "group.version", ELR_VERSION]
         );
         assert_eq!(transaction_version(&lowered), 0);
     }
@@ -267,6 +283,10 @@ mod tests {
         );
         assert_eq!(check("transaction.version", 2, 2), Ok(None));
         assert_eq!(check("share.version", 0, 2), Ok(None));
+        assert_eq!(
+            check(ELR_VERSION, 0, 2),
+            Ok(Some((ELR_VERSION.to_string(), 0)))
+        );
         assert_eq!(
             check("foo.version", 0, 2),
             Err(prefix("foo.version", 0) + "Feature foo.version not found.")

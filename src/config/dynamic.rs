@@ -43,13 +43,16 @@ pub const DYNAMIC_BROKER_CONFIGS: [&str; 4] = [
 
 /// The broker values of topic configs that change here without a restart:
 /// those Kafka changes at runtime (`DynamicLogConfig`) that this broker
-/// acts on. Not the tiered-storage ones, `min.insync.replicas` and
-/// `unclean.leader.election.enable` (nothing to act on with one node yet),
-/// nor those whose topic configs are accepted but not acted on yet
-/// (`log.roll.jitter.ms`, `log.preallocate`, `log.segment.delete.delay.ms`,
-/// `log.cleaner.max.compaction.lag.ms`). Topics without their own value
-/// follow a change at once.
-pub const DYNAMIC_LOG_CONFIGS: [&str; 20] = [
+/// acts on, and `min.insync.replicas`, which with every partition at
+/// replication factor 1 acts on nothing, here as in Kafka (its effective
+/// minimum is capped at the replica count), but which Kafka 4.1 keeps at the
+/// cluster level while ELR is on (see [`elr_refusal`]). Not the
+/// tiered-storage ones and `unclean.leader.election.enable` (nothing to act
+/// on with one node yet), nor those whose topic configs are accepted but
+/// not acted on yet (`log.roll.jitter.ms`, `log.preallocate`,
+/// `log.segment.delete.delay.ms`, `log.cleaner.max.compaction.lag.ms`).
+/// Topics without their own value follow a change at once.
+pub const DYNAMIC_LOG_CONFIGS: [&str; 21] = [
     "compression.gzip.level",
     "compression.lz4.level",
     "compression.type",
@@ -70,7 +73,67 @@ pub const DYNAMIC_LOG_CONFIGS: [&str; 20] = [
     "log.roll.ms",
     "log.segment.bytes",
     "message.max.bytes",
+    MIN_INSYNC_REPLICAS,
 ];
+
+/// `min.insync.replicas`.
+pub const MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
+
+/// Why a change of dynamic broker configs on `broker` (None: the cluster
+/// default) from `current` to `next` is refused while ELR is on, as Kafka
+/// 4.1's controller refuses it (INVALID_CONFIG): a node's own
+/// `min.insync.replicas` cannot be set or deleted, the cluster's cannot be
+/// removed.
+pub fn elr_refusal(
+    broker: Option<i32>,
+    alteration: &ConfigAlteration,
+    current: &BTreeMap<String, String>,
+    next: &BTreeMap<String, String>,
+) -> Option<&'static str> {
+    let named = match alteration {
+        ConfigAlteration::Incremental(changes) => {
+            changes.iter().any(|(name, _)| name == MIN_INSYNC_REPLICAS)
+        }
+        ConfigAlteration::Replace(values) => {
+            values.iter().any(|(name, _)| name == MIN_INSYNC_REPLICAS)
+                || current.contains_key(MIN_INSYNC_REPLICAS)
+        }
+    };
+    match broker {
+        Some(_) if named => {
+            Some("Broker-level min.insync.replicas cannot be altered while ELR is enabled.")
+        }
+        None if named && !next.contains_key(MIN_INSYNC_REPLICAS) => {
+            Some("Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+        }
+        _ => None,
+    }
+}
+
+/// The layers to write so that ELR may be on, as Kafka's
+/// `maybeGenerateElrSafetyRecords`: the cluster default gets
+/// `min.insync.replicas` (`static_value`, the command line's) if it has
+/// none, and every node's own `min.insync.replicas` goes. Empty when both
+/// hold already.
+pub fn elr_safety_layers(
+    configs: &DynamicBrokerConfigs,
+    static_value: &str,
+) -> Vec<(Option<i32>, BTreeMap<String, String>)> {
+    let mut layers = Vec::new();
+    if !configs.default.contains_key(MIN_INSYNC_REPLICAS) {
+        let mut default = configs.default.clone();
+        default.insert(MIN_INSYNC_REPLICAS.to_string(), static_value.to_string());
+        layers.push((None, default));
+    }
+    for (id, layer) in &configs.brokers {
+        if layer.contains_key(MIN_INSYNC_REPLICAS) {
+            let mut layer = layer.clone();
+            layer.remove(MIN_INSYNC_REPLICAS);
+            layers.push((Some(*id), layer));
+        }
+    }
+    layers
+}
 
 /// Whether broker config `name` changes here without a restart.
 pub fn is_dynamic(name: &str) -> bool {
@@ -439,6 +502,77 @@ pub fn parse_overrides(text: &str) -> Result<HashMap<IpAddr, i32>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Goal: Kafka 4.1's two ELR rules and its safety records.
+    #[test]
+    fn elr_keeps_the_cluster_min_insync_replicas_and_no_broker_one() {
+        let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let set = |value: &str| {
+            ConfigAlteration::Incremental(vec![(
+                MIN_INSYNC_REPLICAS.into(),
+                ConfigOp::Set(value.into()),
+            )])
+        };
+        let delete =
+            ConfigAlteration::Incremental(vec![(MIN_INSYNC_REPLICAS.into(), ConfigOp::Delete)]);
+        let with = map(&[(MIN_INSYNC_REPLICAS, "1")]);
+        let without = BTreeMap::new();
+        let broker_refused =
+            Some("Broker-level min.insync.replicas cannot be altered while ELR is enabled.");
+        assert_eq!(
+            elr_refusal(Some(0), &set("2"), &without, &with),
+            broker_refused
+        );
+        assert_eq!(
+            elr_refusal(Some(0), &delete, &without, &without),
+            broker_refused
+        );
+        assert_eq!(
+            elr_refusal(None, &delete, &with, &without),
+            Some("Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+        );
+        // Legacy AlterConfigs without it removes it too.
+        let replace = ConfigAlteration::Replace(vec![("log.retention.ms".into(), "1".into())]);
+        assert!(elr_refusal(None, &replace, &with, &map(&[("log.retention.ms", "1")])).is_some());
+        assert_eq!(elr_refusal(None, &set("2"), &with, &with), None);
+        let other = ConfigAlteration::Incremental(vec![(
+            "log.retention.ms".into(),
+            ConfigOp::Set("5".into()),
+        )]);
+        assert_eq!(elr_refusal(Some(0), &other, &without, &without), None);
+
+        let mut configs = DynamicBrokerConfigs {
+            default: map(&[("log.retention.ms", "9")]),
+            ..DynamicBrokerConfigs::default()
+        };
+        configs.brokers.insert(
+            0,
+            map(&[(MIN_INSYNC_REPLICAS, "3"), ("message.max.bytes", "7")]),
+        );
+        configs
+            .brokers
+            .insert(1, map(&[("message.max.bytes", "7")]));
+        assert_eq!(
+            elr_safety_layers(&configs, "2"),
+            vec![
+                (
+                    None,
+                    map(&[("log.retention.ms", "9"), (MIN_INSYNC_REPLICAS, "2")])
+                ),
+                (Some(0), map(&[("message.max.bytes", "7")])),
+            ]
+        );
+        configs
+            .default
+            .insert(MIN_INSYNC_REPLICAS.into(), "1".into());
+        configs.brokers.remove(&0);
+        assert!(elr_safety_layers(&configs, "2").is_empty());
+    }
 
     fn limits(pairs: &[(&str, &str)], dynamic: bool) -> Result<ConnectionLimits, String> {
         let map: BTreeMap<String, String> = pairs

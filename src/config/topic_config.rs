@@ -976,6 +976,7 @@ impl BrokerDefaults {
             "log.retention.bytes" => self.log_retention_bytes = long()?,
             "log.retention.ms" => self.log_retention_ms = Some(long()?),
             "message.max.bytes" => self.message_max_bytes = int()?,
+            "min.insync.replicas" => self.min_insync_replicas = int()?,
             "log.cleaner.delete.retention.ms" => self.log_cleaner_delete_retention_ms = long()?,
             "log.cleaner.min.compaction.lag.ms" => self.log_cleaner_min_compaction_lag_ms = long()?,
             "log.cleaner.max.compaction.lag.ms" => self.log_cleaner_max_compaction_lag_ms = long()?,

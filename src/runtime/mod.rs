@@ -249,7 +249,8 @@ fn prepare_data_dir(
         metadata_log::append_at_startup(&meta_dir, std::slice::from_ref(&bootstrap))?;
         records.push(bootstrap);
     }
-    let added = scram_credentials_to_add(config, &records)?;
+    let mut added = scram_credentials_to_add(config, &records)?;
+    added.extend(elr_safety_records_at_startup(config, &records));
     if !added.is_empty() {
         metadata_log::append_at_startup(&meta_dir, &added)?;
         records.extend(added);
@@ -263,6 +264,24 @@ fn prepare_data_dir(
         sync_dir(data_dir)?;
     }
     Ok((records, clean, lock))
+}
+
+/// With ELR on (`eligible.leader.replicas.version` 1, the default), the
+/// cluster-level `min.insync.replicas` Kafka writes when it formats a
+/// cluster (and on upgrade), written once: on a new data directory, or one
+/// an older version of this broker wrote.
+fn elr_safety_records_at_startup(
+    config: &BrokerConfig,
+    records: &[MetadataRecord],
+) -> Vec<MetadataRecord> {
+    let mut image = crate::cluster::image::MetadataImage::default();
+    for record in records {
+        image.apply(record);
+    }
+    if !crate::cluster::features::elr_enabled(&image.features) {
+        return Vec::new();
+    }
+    crate::cluster::controller::elr_safety_records(config, &image.broker_configs)
 }
 
 /// The `--add-scram` credentials for a user and mechanism the metadata

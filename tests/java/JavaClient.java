@@ -55,6 +55,17 @@ public class JavaClient {
         switch (mode) {
             case "idempotent-defaults" -> idempotentDefaults(bootstrap, topic);
             case "recreated-topic" -> recreatedTopic(bootstrap, topic);
+            case "elr" -> elr(bootstrap, topic);
+            case "elr-kept" -> {
+                // What was kept, then the cluster-level value back at 1 for
+                // the tests after.
+                System.out.println(elrKept(bootstrap, topic));
+                try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+                    admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.BROKER, ""),
+                            List.of(new AlterConfigOp(new ConfigEntry("min.insync.replicas", "1"), AlterConfigOp.OpType.SET))))
+                            .all().get();
+                }
+            }
             case "transactions" -> transactions(bootstrap, topic);
             case "transaction-version" -> transactionVersion(bootstrap, topic);
             case "broker-loggers" -> brokerLoggers(bootstrap);
@@ -1228,6 +1239,99 @@ public class JavaClient {
         out.append("]");
         seen.forEach((k, v) -> out.append(", ").append(quote(k)).append(": ").append(quote(v)));
         System.out.println(out.append("}"));
+    }
+
+    /**
+     * `eligible.leader.replicas.version` (KIP-966) and `min.insync.replicas`
+     * as `kafka-features` and `kafka-configs --entity-type brokers` see and
+     * change them: while ELR is on the cluster-level value cannot be removed
+     * and no broker may have its own; turning it off lifts both rules, and
+     * turning it on again restores the cluster-level value and removes the
+     * broker's. Each outcome "ok" or "Exception: message". Leaves ELR on and
+     * the cluster-level value at 2.
+     */
+    static void elr(String bootstrap, String topic) throws Exception {
+        Map<String, String> seen = new java.util.LinkedHashMap<>();
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            String node = admin.describeCluster().nodes().get().iterator().next().idString();
+            var cluster = new ConfigResource(ConfigResource.Type.BROKER, "");
+            var broker = new ConfigResource(ConfigResource.Type.BROKER, node);
+            var key = "min.insync.replicas";
+            java.util.function.BiFunction<ConfigResource, String, String> alter = (r, value) -> {
+                var op = value == null
+                        ? new AlterConfigOp(new ConfigEntry(key, null), AlterConfigOp.OpType.DELETE)
+                        : new AlterConfigOp(new ConfigEntry(key, value), AlterConfigOp.OpType.SET);
+                try {
+                    admin.incrementalAlterConfigs(Map.of(r, List.of(op))).all().get();
+                    return "ok";
+                } catch (Exception e) {
+                    return e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage();
+                }
+            };
+            java.util.function.Function<ConfigResource, String> shown = r -> {
+                try {
+                    var entry = admin.describeConfigs(List.of(r)).all().get().get(r).get(key);
+                    return entry == null ? "none" : entry.value() + " " + entry.source();
+                } catch (Exception e) {
+                    return kafkaCause(e);
+                }
+            };
+            java.util.function.BiFunction<Short, FeatureUpdate.UpgradeType, String> feature = (level, type) ->
+                    outcome(() -> admin.updateFeatures(Map.of("eligible.leader.replicas.version",
+                            new FeatureUpdate(level, type)), new org.apache.kafka.clients.admin.UpdateFeaturesOptions()).all().get());
+            seen.put("features", elrKept(bootstrap, topic));
+            seen.put("topic", shown.apply(new ConfigResource(ConfigResource.Type.TOPIC, topic)));
+            seen.put("broker", shown.apply(broker));
+            seen.put("delete cluster", alter.apply(cluster, null));
+            seen.put("set broker", alter.apply(broker, "2"));
+            seen.put("delete broker", alter.apply(broker, null));
+            seen.put("set cluster", alter.apply(cluster, "2"));
+            seen.put("cluster after set", shown.apply(cluster));
+            seen.put("downgrade", feature.apply((short) 0, FeatureUpdate.UpgradeType.SAFE_DOWNGRADE));
+            seen.put("after downgrade", elrKept(bootstrap, topic));
+            seen.put("set broker when off", alter.apply(broker, "3"));
+            // Kafka's brokers take the controller's config records a moment later.
+            long deadline = System.currentTimeMillis() + 10_000;
+            while (System.currentTimeMillis() < deadline && !shown.apply(broker).startsWith("3")) {
+                Thread.sleep(100);
+            }
+            seen.put("broker when off", shown.apply(broker));
+            seen.put("delete cluster when off", alter.apply(cluster, null));
+            deadline = System.currentTimeMillis() + 10_000;
+            while (System.currentTimeMillis() < deadline && !shown.apply(cluster).equals("none")) {
+                Thread.sleep(100);
+            }
+            seen.put("cluster when off", shown.apply(cluster));
+            seen.put("upgrade", feature.apply((short) 1, FeatureUpdate.UpgradeType.UPGRADE));
+            deadline = System.currentTimeMillis() + 10_000;
+            while (System.currentTimeMillis() < deadline
+                    && (shown.apply(cluster).equals("none") || shown.apply(broker).startsWith("3"))) {
+                Thread.sleep(100);
+            }
+            seen.put("cluster after upgrade", shown.apply(cluster));
+            seen.put("broker after upgrade", shown.apply(broker));
+            seen.put("set cluster again", alter.apply(cluster, "2"));
+            seen.put("partitions", admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic)
+                    .partitions().stream().map(p -> p.elr() + " " + p.lastKnownElr()).collect(Collectors.joining(",")));
+        }
+        StringBuilder out = new StringBuilder("{");
+        seen.forEach((k, v) -> out.append(out.length() == 1 ? "" : ", ").append(quote(k)).append(": ").append(v.startsWith("{") ? v : quote(v)));
+        System.out.println(out.append("}"));
+    }
+
+    /** The ELR level finalized and supported, and the cluster-level
+     * `min.insync.replicas`, as JSON. */
+    static String elrKept(String bootstrap, String topic) throws Exception {
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            var features = admin.describeFeatures().featureMetadata().get();
+            var finalized = features.finalizedFeatures().get("eligible.leader.replicas.version");
+            var supported = features.supportedFeatures().get("eligible.leader.replicas.version");
+            var cluster = new ConfigResource(ConfigResource.Type.BROKER, "");
+            var entry = admin.describeConfigs(List.of(cluster)).all().get().get(cluster).get("min.insync.replicas");
+            return "{\"finalized\": " + (finalized == null ? 0 : finalized.maxVersionLevel())
+                    + ", \"supported\": " + quote(supported == null ? "none" : supported.minVersion() + "-" + supported.maxVersion())
+                    + ", \"cluster\": " + quote(entry == null ? "none" : entry.value() + " " + entry.source()) + "}";
+        }
     }
 
     /** Client-metrics subscriptions as `kafka-client-metrics` and

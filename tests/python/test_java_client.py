@@ -212,6 +212,50 @@ def test_java_admin_keeps_client_metrics_subscriptions_as_kafka_does(classpath, 
     assert kept == {"listed": True, "interval.ms": "60000", "match": "", "metrics": "*"}
 
 
+def test_java_admin_sees_elr_and_min_insync_replicas_as_kafka_keeps_them(classpath, broker, topic):
+    """`kafka-features` and `kafka-configs --entity-type brokers` on
+    `eligible.leader.replicas.version` (KIP-966) and `min.insync.replicas`:
+    the same program run against Kafka 4.1.1 printed the same (its brokers
+    take config changes a moment late, which the program waits out). ELR is
+    on from the first start, with the cluster-level value Kafka writes when
+    it formats; while it is on that value cannot be removed and no broker
+    may have its own; off, both are allowed; on again, the cluster-level
+    value comes back and the broker's goes. Both survive a kill -9."""
+    seen = run_java(classpath, "elr", broker, topic)
+    refused_broker = "InvalidConfigurationException: Broker-level min.insync.replicas cannot be altered while ELR is enabled."
+    cluster_default = "DYNAMIC_DEFAULT_BROKER_CONFIG"
+    first = f"1 {cluster_default}"
+    assert seen["features"] == {"finalized": 1, "supported": "0-1", "cluster": first}
+    assert seen["topic"] == first and seen["broker"] == first
+    assert seen["delete cluster"] == (
+        "InvalidConfigurationException: Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")
+    assert seen["set broker"] == refused_broker
+    assert seen["delete broker"] == refused_broker
+    assert seen["set cluster"] == "ok"
+    assert seen["cluster after set"] == f"2 {cluster_default}"
+    assert seen["downgrade"] == "ok"
+    assert seen["after downgrade"] == {"finalized": 0, "supported": "0-1", "cluster": f"2 {cluster_default}"}
+    assert seen["set broker when off"] == "ok"
+    assert seen["broker when off"] == "3 DYNAMIC_BROKER_CONFIG"
+    assert seen["delete cluster when off"] == "ok"
+    assert seen["cluster when off"] == "none"
+    assert seen["upgrade"] == "ok"
+    assert seen["cluster after upgrade"] == f"1 {cluster_default}"
+    assert seen["broker after upgrade"] == f"1 {cluster_default}"
+    assert seen["set cluster again"] == "ok"
+    assert seen["partitions"] == "[] [],[] []"
+
+    broker.kill()
+    broker.start()
+    completed = subprocess.run(
+        ["java", "-cp", classpath, str(JAVA_DIR / "JavaClient.java"), "elr-kept", broker.bootstrap, topic + "-kept"],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert completed.returncode == 0, completed.stderr
+    kept = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert kept == {"finalized": 1, "supported": "0-1", "cluster": f"2 {cluster_default}"}
+
+
 def test_java_admin_reads_and_changes_the_broker_log_levels(classpath, broker, topic):
     """`kafka-configs --entity-type broker-loggers` through the Java admin:
     the answers are Kafka 4.1.1's (run with its logger names), and the
