@@ -65,6 +65,7 @@ use common::wire::{encode_batch, plain_record, RawClient};
 use common::{Broker, BrokerOptions};
 
 const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+const UNKNOWN_TOPIC_ID: i16 = 100;
 const GROUP_AUTHORIZATION_FAILED: i16 = 30;
 const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
@@ -178,6 +179,11 @@ fn bootstrap_or_broker() -> (String, Option<Broker>) {
 }
 
 fn create_topic(client: &mut RawClient, name: &str) -> i16 {
+    created_topic(client, name).0
+}
+
+/// CreateTopics of one partition: the error code and the topic's id.
+fn created_topic(client: &mut RawClient, name: &str) -> (i16, uuid::Uuid) {
     let mut topic = CreatableTopic::default();
     topic.name = TopicName(s(name));
     topic.num_partitions = 1;
@@ -186,7 +192,7 @@ fn create_topic(client: &mut RawClient, name: &str) -> i16 {
     request.topics = vec![topic];
     request.timeout_ms = 10_000;
     let response: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 7, &request);
-    response.topics[0].error_code
+    (response.topics[0].error_code, response.topics[0].topic_id)
 }
 
 #[test]
@@ -399,8 +405,10 @@ fn metadata_codes(client: &mut RawClient, names: Option<&[&str]>) -> Vec<(String
 fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
     let (bootstrap, mut broker) = bootstrap_or_broker();
     let mut client = RawClient::connect(&bootstrap);
-    assert_eq!(create_topic(&mut client, "acl-secret"), 0);
-    assert_eq!(create_topic(&mut client, "acl-open"), 0);
+    let (created, secret_id) = created_topic(&mut client, "acl-secret");
+    assert_eq!(created, 0);
+    let (created, open_id) = created_topic(&mut client, "acl-open");
+    assert_eq!(created, 0);
     const BOB: &str = "User:bob";
     assert_eq!(
         create_acls(
@@ -471,6 +479,30 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
             ("acl-secret".into(), TOPIC_AUTHORIZATION_FAILED)
         ]
     );
+    // Produce v13 names topics by id: WRITE is asked of the topic the id
+    // names; an id no topic has is UNKNOWN_TOPIC_ID, ACLs or not.
+    let unknown_id = uuid::Uuid::from_u128(0xac1_0000_0000_0000_0000_0000_0000_0001);
+    for (topic, id) in produce.topic_data.iter_mut().zip([secret_id, open_id]) {
+        topic.name = TopicName(s(""));
+        topic.topic_id = id;
+    }
+    let mut unknown = produce.topic_data[0].clone();
+    unknown.topic_id = unknown_id;
+    produce.topic_data.push(unknown);
+    let produced: ProduceResponse = client.request(ApiKey::Produce, 13, &produce);
+    let mut codes: Vec<(uuid::Uuid, i16)> = produced
+        .responses
+        .iter()
+        .map(|t| (t.topic_id, t.partition_responses[0].error_code))
+        .collect();
+    codes.sort();
+    let mut expected = vec![
+        (secret_id, TOPIC_AUTHORIZATION_FAILED),
+        (open_id, 0),
+        (unknown_id, UNKNOWN_TOPIC_ID),
+    ];
+    expected.sort();
+    assert_eq!(codes, expected);
 
     let mut fetch = FetchRequest::default();
     fetch.replica_id = kafka_protocol::messages::BrokerId(-1);

@@ -1265,8 +1265,8 @@ fn leader_add_partitions(
 /// unknown transactional id INVALID_PRODUCER_ID_MAPPING, a newer epoch
 /// PRODUCER_FENCED, a missing topic or partition UNKNOWN_TOPIC_OR_PARTITION
 /// with the transaction's other partitions OPERATION_NOT_ATTEMPTED, an empty
-/// id INVALID_REQUEST; adding (v5 as transactions V2's implicit add, v4 as
-/// a client's) puts the partitions into the transaction, starting one where
+/// id INVALID_REQUEST; adding (as transactions V2's implicit add, at both
+/// versions) puts the partitions into the transaction, starting one where
 /// none was open, the epoch unchanged.
 ///
 /// Method: requests on the wire, run with RINGBROKER_TXN_V2_REFERENCE to
@@ -1289,6 +1289,8 @@ fn partition_leaders_verify_and_add_batches_of_transactions_like_kafka() {
     ensure_topic(&mut client);
     let (x, y, z) = (unique("leader-x"), unique("leader-y"), unique("leader-z"));
     let (x, y, z) = (x.as_str(), y.as_str(), z.as_str());
+    // (FindCoordinator is what makes a Kafka create `__transaction_state`.)
+    wait_for_coordinator(&mut client, 1, x);
     let px = init_retrying(&mut client, x);
     let py = init_retrying(&mut client, y);
     let pz = init_retrying(&mut client, z);

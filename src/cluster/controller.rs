@@ -760,13 +760,6 @@ async fn alter_broker_configs(
     for (broker, alteration) in resources {
         let current = layers.layer(broker).cloned().unwrap_or_default();
         let next = altered_layer(&current, &alteration);
-        if let Some(message) = elr
-            .then(|| elr_refusal(broker, &alteration, &current, &next))
-            .flatten()
-        {
-            outcomes.push((ErrorCode::InvalidConfig.code(), Some(message.to_string())));
-            continue;
-        }
         let mut trial = layers.clone();
         trial.set_layer(broker, next.clone());
         let node = shard.config.node_id;
@@ -780,6 +773,15 @@ async fn alter_broker_configs(
             });
         if let Err(message) = checked {
             outcomes.push((ErrorCode::InvalidRequest.code(), Some(message)));
+            continue;
+        }
+        // After the values' checks (the broker's, in Kafka), as Kafka's
+        // controller checks it.
+        if let Some(message) = elr
+            .then(|| elr_refusal(broker, &alteration, &current, &next))
+            .flatten()
+        {
+            outcomes.push((ErrorCode::InvalidConfig.code(), Some(message.to_string())));
             continue;
         }
         outcomes.push((0, None));

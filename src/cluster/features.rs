@@ -16,13 +16,14 @@
 //! - `group.version` 1 only: the consumer group protocol (KIP-848) is on;
 //! - `kraft.version` 0 only: one static voter (a level-0 feature is not
 //!   listed, as in Kafka);
-//! - `eligible.leader.replicas.version` 0-1, 1 unless changed (KIP-966):
-//!   with one replica per partition no partition ever has eligible leader
+//! - `eligible.leader.replicas.version` 0-1 (KIP-966): 1 on a new cluster
+//!   (written with it, as Kafka's format writes it), 0 on a data directory
+//!   an older version wrote until changed, as in a Kafka upgraded in place.
+//!   With one replica per partition no partition ever has eligible leader
 //!   replicas, so what the level changes is Kafka's rule for
 //!   `min.insync.replicas` while it is 1: the cluster-level value is kept
-//!   (written at start-up and on upgrade when missing, as Kafka writes it at
-//!   format time and on upgrade) and no node may have its own
-//!   (`config::dynamic::elr_refusal`).
+//!   (written with the level, as Kafka writes it at format time and on
+//!   upgrade) and no node may have its own (`config::dynamic::elr_refusal`).
 //!
 //! Not supported (level 0 only, not listed): `share.version` and
 //! `streams.version` (no share or streams groups). UpdateFeatures refuses other levels of the fixed features,
@@ -78,7 +79,8 @@ const FEATURES: &[Feature] = &[
         name: ELR_VERSION,
         min: 0,
         max: 1,
-        default: 1,
+        // Set by a new cluster's records (`runtime::formatted_cluster`).
+        default: 0,
     },
 ];
 
@@ -217,7 +219,9 @@ mod tests {
 
     #[test]
     fn features_are_listed_as_kafka_lists_them() {
-        let levels = FeatureLevels::new();
+        // A new cluster's levels (`runtime::formatted_cluster`).
+        let levels = FeatureLevels::from([(ELR_VERSION.to_string(), 1)]);
+        assert!(!elr_enabled(&FeatureLevels::new()));
         let all = [
             "metadata.version",
             "transaction.version",
@@ -238,10 +242,13 @@ mod tests {
             .all(|k| k.min_version_level == k.max_version_level));
         assert_eq!(transaction_version(&levels), 2);
         // Level 0 is not listed.
-        let lowered = FeatureLevels::from([(TRANSACTION_VERSION.to_string(), 0)]);
+        let lowered = FeatureLevels::from([
+            (TRANSACTION_VERSION.to_string(), 0),
+            (ELR_VERSION.to_string(), 0),
+        ]);
         assert_eq!(
             names(&finalized(&lowered), |k| k.name.as_str()),
-            ["metadata.version", "group.version", ELR_VERSION]
+            ["metadata.version", "group.version"]
         );
         assert_eq!(transaction_version(&lowered), 0);
     }
@@ -284,8 +291,8 @@ mod tests {
         assert_eq!(check("transaction.version", 2, 2), Ok(None));
         assert_eq!(check("share.version", 0, 2), Ok(None));
         assert_eq!(
-            check(ELR_VERSION, 0, 2),
-            Ok(Some((ELR_VERSION.to_string(), 0)))
+            check(ELR_VERSION, 1, 1),
+            Ok(Some((ELR_VERSION.to_string(), 1)))
         );
         assert_eq!(
             check("foo.version", 0, 2),

@@ -179,10 +179,71 @@ pub struct ConsumerGroup {
     metadata_version: Option<u64>,
     /// Resolved regular expressions: regex to (topics version, names).
     regexes: HashMap<String, (u64, BTreeSet<String>)>,
-    /// The members' regular expressions compiled, kept while a member
-    /// subscribes with one: compiled off the reactor where a heartbeat
-    /// brought it, so topic changes resolve them again without compiling.
-    compiled: HashMap<String, regex::Regex>,
+}
+
+/// Most compiled subscription regexes a shard keeps (each up to 1 MiB of
+/// program and a 256 KiB matching cache).
+const COMPILED_REGEXES_MAX: usize = 64;
+
+thread_local! {
+    /// This shard's compiled subscription regexes, most recently used
+    /// kept: those heartbeats brought compiled off the reactor, so topic
+    /// changes resolve them again without compiling.
+    static COMPILED_REGEXES: std::cell::RefCell<CompiledRegexes> =
+        std::cell::RefCell::new(CompiledRegexes::default());
+}
+
+/// A bounded map of compiled regexes, by source, with when each was last
+/// used.
+#[derive(Default)]
+struct CompiledRegexes {
+    entries: HashMap<String, (regex::Regex, u64)>,
+    clock: u64,
+}
+
+impl CompiledRegexes {
+    fn get(&mut self, source: &str) -> Option<regex::Regex> {
+        self.clock += 1;
+        let clock = self.clock;
+        self.entries.get_mut(source).map(|(re, used)| {
+            *used = clock;
+            re.clone()
+        })
+    }
+
+    fn insert(&mut self, source: &str, re: regex::Regex) {
+        self.clock += 1;
+        if !self.entries.contains_key(source) && self.entries.len() >= COMPILED_REGEXES_MAX {
+            let oldest = self
+                .entries
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone());
+            if let Some(oldest) = oldest {
+                self.entries.remove(&oldest);
+            }
+        }
+        self.entries.insert(source.to_string(), (re, self.clock));
+    }
+}
+
+/// Keeps a heartbeat's compiled regex (when valid) on this shard.
+pub fn remember_compiled_regex(regex: &CompiledRegex) {
+    if let Ok(compiled) = &regex.compiled {
+        COMPILED_REGEXES.with(|c| c.borrow_mut().insert(&regex.source, compiled.clone()));
+    }
+}
+
+/// `source` compiled: kept from a heartbeat, else compiled here (a group
+/// read back from its records, or a regex pushed out of the bound) and
+/// kept; None when it is not valid.
+fn compiled_regex(source: &str) -> Option<regex::Regex> {
+    if let Some(re) = COMPILED_REGEXES.with(|c| c.borrow_mut().get(source)) {
+        return Some(re);
+    }
+    let re = compile_regex(source).ok()?;
+    COMPILED_REGEXES.with(|c| c.borrow_mut().insert(source, re.clone()));
+    Some(re)
 }
 
 /// A subscription regex as a heartbeat brought it, compiled (off the
@@ -249,6 +310,7 @@ pub fn compile_regex(regex: &str) -> Result<regex::Regex, String> {
     let build = |pattern: &str| {
         regex::RegexBuilder::new(pattern)
             .size_limit(1 << 20)
+            .dfa_size_limit(256 << 10)
             .nest_limit(100)
             .build()
             .map_err(|e| e.to_string())
@@ -314,15 +376,6 @@ impl ConsumerGroup {
             .any(|m| self.topics_of(m).any(|t| t == topic))
     }
 
-    /// Keeps a heartbeat's compiled regex for [`Self::refresh_regexes`].
-    pub fn remember_regex(&mut self, regex: &CompiledRegex) {
-        if let Ok(compiled) = &regex.compiled {
-            self.compiled
-                .entry(regex.source.clone())
-                .or_insert_with(|| compiled.clone());
-        }
-    }
-
     /// Resolves the members' regular expressions against `topics` where the
     /// topics changed since; returns whether any resolution changed.
     pub fn refresh_regexes(&mut self, topics: &dyn TopicsView) -> bool {
@@ -333,7 +386,6 @@ impl ConsumerGroup {
             .collect();
         let before = self.regexes.len();
         self.regexes.retain(|regex, _| wanted.contains(regex));
-        self.compiled.retain(|regex, _| wanted.contains(regex));
         let mut changed = before != self.regexes.len();
         let version = topics.version();
         let mut names: Option<Vec<String>> = None;
@@ -342,14 +394,7 @@ impl ConsumerGroup {
                 continue;
             }
             let all = names.get_or_insert_with(|| topics.names());
-            // Compiled here only for a group read back from its records
-            // (a heartbeat's regex comes compiled).
-            if !self.compiled.contains_key(regex.as_str()) {
-                if let Ok(re) = compile_regex(regex) {
-                    self.compiled.insert(regex.clone(), re);
-                }
-            }
-            let matched: BTreeSet<String> = match self.compiled.get(regex.as_str()) {
+            let matched: BTreeSet<String> = match compiled_regex(regex) {
                 Some(re) => all.iter().filter(|n| re.is_match(n)).cloned().collect(),
                 None => BTreeSet::new(),
             };
@@ -880,16 +925,17 @@ mod tests {
     }
 
     /// Goal: a regex a heartbeat brought compiled is resolved from that
-    /// compiled form, on later topic changes too, and forgotten with its
-    /// last member. Method: a compiled form that differs from its source
-    /// (which compiling again would not give).
+    /// compiled form, on later topic changes too, and the kept forms are
+    /// bounded. Method: a compiled form that differs from its source
+    /// (which compiling again would not give), then more regexes than the
+    /// bound, after which it is compiled from its source.
     #[test]
     fn a_remembered_regex_is_resolved_without_compiling_it_again() {
         let mut group = ConsumerGroup::default();
         let mut m = ConsumerMember::new("a");
         m.subscribed_topic_regex = Some("orders-.*".into());
         group.put_member(m);
-        group.remember_regex(&CompiledRegex {
+        remember_compiled_regex(&CompiledRegex {
             source: "orders-.*".into(),
             compiled: compile_regex("payments-.*"),
         });
@@ -908,8 +954,18 @@ mod tests {
         topics.1 = 2;
         assert!(group.refresh_regexes(&topics));
         assert!(group.subscribed_topic_names().is_empty());
-        group.remove_member("a");
-        group.refresh_regexes(&topics);
-        assert!(group.compiled.is_empty());
+        // The kept regexes are bounded: the least recently used goes.
+        for i in 0..COMPILED_REGEXES_MAX {
+            let source = format!("t{i}");
+            remember_compiled_regex(&CompiledRegex {
+                compiled: compile_regex(&source),
+                source,
+            });
+        }
+        assert!(COMPILED_REGEXES.with(|c| c.borrow().entries.len()) == COMPILED_REGEXES_MAX);
+        assert_eq!(
+            compiled_regex("orders-.*").map(|re| re.is_match("orders-1")),
+            Some(true)
+        );
     }
 }

@@ -243,14 +243,11 @@ fn prepare_data_dir(
         .with_context(|| format!("cannot create {}", meta_dir.display()))?;
     let mut records = metadata_log::read_all(&meta_dir)?;
     if records.is_empty() {
-        let bootstrap = MetadataRecord::Bootstrap {
-            cluster_id: cluster_id_string(uuid::Uuid::new_v4()),
-        };
-        metadata_log::append_at_startup(&meta_dir, std::slice::from_ref(&bootstrap))?;
-        records.push(bootstrap);
+        let formatted = formatted_cluster(config);
+        metadata_log::append_at_startup(&meta_dir, &formatted)?;
+        records.extend(formatted);
     }
-    let mut added = scram_credentials_to_add(config, &records)?;
-    added.extend(elr_safety_records_at_startup(config, &records));
+    let added = scram_credentials_to_add(config, &records)?;
     if !added.is_empty() {
         metadata_log::append_at_startup(&meta_dir, &added)?;
         records.extend(added);
@@ -266,22 +263,26 @@ fn prepare_data_dir(
     Ok((records, clean, lock))
 }
 
-/// With ELR on (`eligible.leader.replicas.version` 1, the default), the
-/// cluster-level `min.insync.replicas` Kafka writes when it formats a
-/// cluster (and on upgrade), written once: on a new data directory, or one
-/// an older version of this broker wrote.
-fn elr_safety_records_at_startup(
-    config: &BrokerConfig,
-    records: &[MetadataRecord],
-) -> Vec<MetadataRecord> {
-    let mut image = crate::cluster::image::MetadataImage::default();
-    for record in records {
-        image.apply(record);
-    }
-    if !crate::cluster::features::elr_enabled(&image.features) {
-        return Vec::new();
-    }
-    crate::cluster::controller::elr_safety_records(config, &image.broker_configs)
+/// The records of a new cluster, as `kafka-storage format` writes them for
+/// Kafka 4.1: its id, and `eligible.leader.replicas.version` 1 with the
+/// cluster-level `min.insync.replicas` ELR needs. (A data directory an
+/// older version of this broker wrote keeps ELR off, as a Kafka upgraded
+/// in place does, until `kafka-features` turns it on.)
+fn formatted_cluster(config: &BrokerConfig) -> Vec<MetadataRecord> {
+    let mut records = vec![
+        MetadataRecord::Bootstrap {
+            cluster_id: cluster_id_string(uuid::Uuid::new_v4()),
+        },
+        MetadataRecord::FeatureLevel {
+            name: crate::cluster::features::ELR_VERSION.to_string(),
+            level: 1,
+        },
+    ];
+    records.extend(crate::cluster::controller::elr_safety_records(
+        config,
+        &Default::default(),
+    ));
+    records
 }
 
 /// The `--add-scram` credentials for a user and mechanism the metadata

@@ -23,8 +23,9 @@ use super::*;
 use crate::config::limits::TOPIC_NAME_BYTES_MAX;
 use crate::group::assignor::Assignment;
 use crate::group::consumer::{
-    compile_regex, CompiledRegex, ConsumerGroup, ConsumerMember, MemberState, TopicsSnapshot,
-    TopicsView, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    compile_regex, remember_compiled_regex, CompiledRegex, ConsumerGroup, ConsumerMember,
+    MemberState, TopicsSnapshot, TopicsView, LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
 };
 use crate::group::records::{
     ConsumerGroupKey, ConsumerGroupValue, CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY_TYPE,
@@ -671,7 +672,7 @@ impl GroupCoordinator {
             }
         }
         if let Some(compiled) = &request.compiled_regex {
-            consumer.remember_regex(compiled);
+            remember_compiled_regex(compiled);
         }
         let mut updated = member.clone();
         // It speaks the consumer protocol now.

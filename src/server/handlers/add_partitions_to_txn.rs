@@ -3,8 +3,8 @@
 //! its coordinator. Versions 4-5 (KIP-890) come from partition leaders: a
 //! batch of transactions, each either verified (`verify_only`: is the
 //! producer's transaction open and holding these partitions?) or added to
-//! (v5 as transactions V2's implicit add, which may start a transaction;
-//! v4 as a client's add). Partitions of topics that do not exist get
+//! as transactions V2's implicit add, which may start a transaction (Kafka's
+//! `transactionVersionForAddPartitionsToTxn`: TV_2 from v4). Partitions of topics that do not exist get
 //! UNKNOWN_TOPIC_OR_PARTITION and the transaction's others
 //! OPERATION_NOT_ATTEMPTED, as Kafka answers; otherwise every partition
 //! gets the coordinator's answer (a verified partition its own: one not in
@@ -108,10 +108,9 @@ pub async fn handle(
     })
 }
 
-/// First version sent by brokers, batching transactions.
+/// First version sent by brokers, batching transactions; its adds are
+/// transactions V2's.
 const BROKER_VERSIONS_SINCE: i16 = 4;
-/// First version whose add is transactions V2's implicit one.
-const IMPLICIT_ADD_SINCE: i16 = 5;
 
 /// Each partition of `transaction` with its error code (0: added, or
 /// verified).
@@ -186,7 +185,7 @@ async fn answer(
                 producer_id: transaction.producer_id,
                 producer_epoch: transaction.producer_epoch,
                 partitions,
-                implicit: version >= IMPLICIT_ADD_SINCE,
+                implicit: !client,
             };
             let code = call_txn(shard, transactional_id, call)
                 .await

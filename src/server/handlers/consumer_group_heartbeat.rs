@@ -116,16 +116,6 @@ pub fn handle(
         });
     Box::pin(async move {
         let mut call = to_coordinator(&request, version, client);
-        // Compiled here, off the reactor, not by the coordinator: a 16 KiB
-        // pattern of case-folded Unicode classes takes a fraction of a
-        // second, and any member may send one.
-        if let Some(regex) = call
-            .subscribed_topic_regex
-            .clone()
-            .filter(|r| !r.is_empty())
-        {
-            call.compiled_regex = Some(CompiledRegex::off_reactor(regex).await);
-        }
         let refused = |error: ErrorCode| group::ConsumerGroupHeartbeatResponse {
             error_message: None,
             ..group::ConsumerGroupHeartbeatResponse::error(error, "")
@@ -135,6 +125,16 @@ pub fn handle(
         } else if !topics_allowed {
             refused(ErrorCode::TopicAuthorizationFailed)
         } else {
+            // Compiled here, off the reactor, not by the coordinator (and
+            // only for a caller the group admits): a 16 KiB pattern of
+            // case-folded Unicode classes takes a fraction of a second.
+            if let Some(regex) = call
+                .subscribed_topic_regex
+                .clone()
+                .filter(|r| !r.is_empty())
+            {
+                call.compiled_regex = Some(CompiledRegex::off_reactor(regex).await);
+            }
             let group_id = call.group_id.clone();
             match call_group(
                 &shard,
