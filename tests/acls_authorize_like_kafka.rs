@@ -771,6 +771,15 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
         (CLUSTER_AUTHORIZATION_FAILED, 0),
         "UpdateFeatures needs ALTER on the cluster"
     );
+    let mut voter = kafka_protocol::messages::RemoveRaftVoterRequest::default();
+    voter.voter_id = 7;
+    voter.voter_directory_id = uuid::Uuid::from_u128(7);
+    let refused: kafka_protocol::messages::RemoveRaftVoterResponse =
+        client.request(ApiKey::RemoveRaftVoter, 0, &voter);
+    assert_eq!(
+        refused.error_code, CLUSTER_AUTHORIZATION_FAILED,
+        "RemoveRaftVoter needs ALTER on the cluster"
+    );
     let mut cluster = DescribeClusterRequest::default();
     cluster.include_cluster_authorized_operations = true;
     let described: DescribeClusterResponse = client.request(ApiKey::DescribeCluster, 1, &cluster);

@@ -166,3 +166,169 @@ fn describe_quorum_answers_like_a_single_kafka_node() {
     assert_eq!((none.error_code, none.topics.len()), (0, 0));
     drop(broker);
 }
+
+/// Goal: `kafka-metadata-quorum add-controller` / `remove-controller`
+/// (AddRaftVoter and RemoveRaftVoter v0, KIP-853), which Kafka 4.1.1
+/// offers, answer as it answered the same requests on a static quorum
+/// (`kraft.version` 0): a request naming another cluster is
+/// INCONSISTENT_CLUSTER_ID, a voter without an id or a directory id
+/// INVALID_REQUEST, an add without an endpoint on the default listener
+/// INVALID_REQUEST naming the endpoints as Java prints them, and every valid
+/// request UNSUPPORTED_VERSION, with Kafka's messages. The quorum is left
+/// as it was.
+///
+/// Method: hand-built requests; with RINGBROKER_QUORUM_REFERENCE the
+/// default listener is Kafka's CONTROLLER, here this node's PLAINTEXT.
+#[test]
+fn raft_voters_are_refused_like_a_static_kafka_quorum() {
+    use kafka_protocol::messages::add_raft_voter_request::Listener;
+    use kafka_protocol::messages::{
+        AddRaftVoterRequest, AddRaftVoterResponse, DescribeClusterRequest, DescribeClusterResponse,
+        RemoveRaftVoterRequest, RemoveRaftVoterResponse,
+    };
+    use uuid::Uuid;
+
+    let reference = std::env::var("RINGBROKER_QUORUM_REFERENCE").ok();
+    let default_listener = if reference.is_some() {
+        "CONTROLLER"
+    } else {
+        "PLAINTEXT"
+    };
+    let broker = reference
+        .is_none()
+        .then(|| Broker::start(BrokerOptions::default().arg("--node-id", 1)));
+    let bootstrap = reference.unwrap_or_else(|| broker.as_ref().expect("a broker").bootstrap());
+    let mut client = RawClient::connect(&bootstrap);
+    let versions = common::wire::api_versions(&bootstrap);
+    for key in [ApiKey::AddRaftVoter, ApiKey::RemoveRaftVoter] {
+        let range = versions
+            .api_keys
+            .iter()
+            .find(|k| k.api_key == key as i16)
+            .map(|k| (k.min_version, k.max_version));
+        assert_eq!(range, Some((0, 0)), "{key:?}");
+    }
+    let cluster: DescribeClusterResponse = client.request(
+        ApiKey::DescribeCluster,
+        0,
+        &DescribeClusterRequest::default(),
+    );
+    let cluster_id = cluster.cluster_id.to_string();
+
+    let directory = Uuid::from_u128(0x7777_0000_0000_0000_0000_0000_0000_0007);
+    let endpoint = |name: &str| {
+        let mut listener = Listener::default();
+        listener.name = StrBytes::from_string(name.to_string());
+        listener.host = StrBytes::from_static_str("localhost");
+        listener.port = 9999;
+        listener
+    };
+    let mut add = |cluster: Option<&str>, id: i32, dir: Uuid, listeners: Vec<Listener>| {
+        let mut request = AddRaftVoterRequest::default();
+        request.cluster_id = cluster.map(|c| StrBytes::from_string(c.to_string()));
+        request.timeout_ms = 30_000;
+        request.voter_id = id;
+        request.voter_directory_id = dir;
+        request.listeners = listeners;
+        let response: AddRaftVoterResponse = client.request(ApiKey::AddRaftVoter, 0, &request);
+        (
+            response.error_code,
+            response
+                .error_message
+                .map(|m| m.to_string())
+                .unwrap_or_default(),
+        )
+    };
+    let unsupported_add = (
+        35,
+        "Cluster doesn't support adding voter because the kraft.version feature is 0".to_string(),
+    );
+    let invalid_voter = |what: &str| {
+        (
+            42,
+            format!("{what} voter request didn't include a valid voter"),
+        )
+    };
+    let missing_endpoint = |endpoints: &str| {
+        (
+            42,
+            format!(
+                "Add voter request didn't include the endpoint (Endpoints(endpoints={{{endpoints}}})) for the default listener ListenerName({default_listener})"
+            ),
+        )
+    };
+    let other_cluster = (
+        104,
+        format!("The given id \"other-cluster\" doesn't match the cluster id \"{cluster_id}\""),
+    );
+    assert_eq!(
+        add(None, 7, directory, vec![endpoint(default_listener)]),
+        unsupported_add
+    );
+    assert_eq!(
+        add(
+            Some(&cluster_id),
+            1,
+            directory,
+            vec![endpoint(default_listener)]
+        ),
+        unsupported_add
+    );
+    assert_eq!(
+        add(None, 7, Uuid::nil(), vec![endpoint(default_listener)]),
+        invalid_voter("Add")
+    );
+    assert_eq!(
+        add(None, -1, directory, vec![endpoint(default_listener)]),
+        invalid_voter("Add")
+    );
+    assert_eq!(
+        add(None, 7, directory, vec![endpoint("OTHER")]),
+        missing_endpoint("ListenerName(OTHER)=localhost/<unresolved>:9999")
+    );
+    assert_eq!(add(None, 7, directory, vec![]), missing_endpoint(""));
+    assert_eq!(
+        add(
+            Some("other-cluster"),
+            7,
+            directory,
+            vec![endpoint(default_listener)]
+        ),
+        other_cluster
+    );
+
+    let mut remove = |cluster: Option<&str>, id: i32, dir: Uuid| {
+        let mut request = RemoveRaftVoterRequest::default();
+        request.cluster_id = cluster.map(|c| StrBytes::from_string(c.to_string()));
+        request.voter_id = id;
+        request.voter_directory_id = dir;
+        let response: RemoveRaftVoterResponse =
+            client.request(ApiKey::RemoveRaftVoter, 0, &request);
+        (
+            response.error_code,
+            response
+                .error_message
+                .map(|m| m.to_string())
+                .unwrap_or_default(),
+        )
+    };
+    assert_eq!(
+        remove(None, 7, directory),
+        (
+            35,
+            "Cluster doesn't support removing voter because the kraft.version feature is 0"
+                .to_string()
+        )
+    );
+    assert_eq!(remove(None, 1, Uuid::nil()), invalid_voter("Remove"));
+    assert_eq!(remove(Some("other-cluster"), 7, directory), other_cluster);
+
+    // This node is still the one voter.
+    let response = describe(&mut client, 2, &[(METADATA, &[0])]);
+    let voters: Vec<i32> = response.topics[0].partitions[0]
+        .current_voters
+        .iter()
+        .map(|v| v.replica_id.0)
+        .collect();
+    assert_eq!(voters, vec![1]);
+}

@@ -94,6 +94,18 @@ pub const API_RANGES: &[ApiRange] = &[
         served_min: 0,
     },
     ApiRange {
+        key: ApiKey::AddRaftVoter,
+        advertised_min: 0,
+        max: 0,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::RemoveRaftVoter,
+        advertised_min: 0,
+        max: 0,
+        served_min: 0,
+    },
+    ApiRange {
         key: ApiKey::UpdateFeatures,
         advertised_min: 0,
         max: 2,

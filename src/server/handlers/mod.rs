@@ -50,6 +50,7 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod raft_voters;
 pub mod sasl;
 pub mod sync_group;
 pub mod txn_common;
@@ -506,6 +507,20 @@ pub async fn dispatch(
             correlation_id,
         )),
         ApiKey::ElectLeaders => ready(elect_leaders::handle(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
+        ApiKey::AddRaftVoter => ready(raft_voters::handle_add(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
+        ApiKey::RemoveRaftVoter => ready(raft_voters::handle_remove(
             shard,
             access,
             decode(&mut body, version)?,
