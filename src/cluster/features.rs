@@ -26,8 +26,8 @@
 //!   upgrade) and no node may have its own (`config::dynamic::elr_refusal`).
 //!
 //! Not supported (level 0 only, not listed): `share.version` and
-//! `streams.version` (no share or streams groups). UpdateFeatures refuses other levels of the fixed features,
-//! where Kafka would accept some (a lower `metadata.version`,
+//! `streams.version` (no share or streams groups). UpdateFeatures refuses
+//! other levels of the fixed features, where Kafka would accept some (a lower `metadata.version`,
 //! `group.version` 0, `kraft.version` 1).
 
 use std::collections::BTreeMap;

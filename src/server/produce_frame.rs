@@ -27,8 +27,9 @@
 //! them: received there, or copied there out of a frame read whole.
 //!
 //! The grammar is Kafka's ProduceRequest v3-v13 and request header v1/v2
-//! (flexible from Produce v9; v13 names each topic by its id, not its name). Every length is checked against the bytes
-//! the frame has left before anything is allocated or read, so a malformed
+//! (flexible from Produce v9; v13 names each topic by its id, not its
+//! name). Every length is checked against the bytes the frame has left
+//! before anything is allocated or read, so a malformed
 //! frame costs at most its own size (bounded by socket.request.max.bytes)
 //! and ends in [`FrameError::Malformed`]; bytes after the request (which
 //! the whole-frame decoder ignores, too) are read and dropped, so the next

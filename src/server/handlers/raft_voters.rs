@@ -8,6 +8,7 @@
 //! the quorum's one voter (`kafka-metadata-quorum add-controller` and
 //! `remove-controller` fail as they do against such a Kafka).
 
+use kafka_protocol::messages::add_raft_voter_request::Listener;
 use kafka_protocol::messages::{
     AddRaftVoterRequest, AddRaftVoterResponse, ApiKey, RemoveRaftVoterRequest,
     RemoveRaftVoterResponse,
@@ -25,48 +26,84 @@ use crate::shard::Shard;
 /// A refusal: Kafka's code and message.
 type Refusal = (ErrorCode, String);
 
-/// The checks both requests share, in Kafka's order: ALTER on the cluster,
-/// the cluster id (when given), a voter with an id and a directory id.
-fn check_common(
-    shard: &Shard,
-    access: &Access,
-    api: ApiKey,
-    cluster_id: Option<&StrBytes>,
+/// The voter a request adds or removes.
+struct VoterChange<'a> {
+    adding: bool,
+    cluster_id: Option<&'a StrBytes>,
     voter_id: i32,
     directory_id: Uuid,
-    what: &str,
-) -> Result<(), Refusal> {
-    if !access.cluster(AclOperation::Alter) {
-        return Err((
-            ErrorCode::ClusterAuthorizationFailed,
-            cluster_refusal(api, "ALTER"),
-        ));
-    }
-    let ours = shard.image().cluster_id.clone();
-    if let Some(given) = cluster_id.filter(|given| given.as_str() != ours) {
-        return Err((
-            ErrorCode::InconsistentClusterId,
-            format!("The given id \"{given}\" doesn't match the cluster id \"{ours}\""),
-        ));
-    }
-    if voter_id < 0 || directory_id.is_nil() {
-        return Err((
-            ErrorCode::InvalidRequest,
-            format!("{what} voter request didn't include a valid voter"),
-        ));
-    }
-    Ok(())
 }
 
-/// The refusal every valid request gets: the quorum is static.
-fn static_quorum(adding: bool) -> Refusal {
-    (
-        ErrorCode::UnsupportedVersion,
+/// Why `change` is refused, checked in Kafka's order: ALTER on the
+/// cluster, the cluster id (when given), a voter with an id and a directory
+/// id, then `more` (an add's endpoint); a valid change is refused because
+/// the quorum is static.
+fn refusal(
+    shard: &Shard,
+    access: &Access,
+    change: &VoterChange<'_>,
+    more: impl FnOnce() -> Result<(), Refusal>,
+) -> Refusal {
+    let (api, what, verb) = if change.adding {
+        (ApiKey::AddRaftVoter, "Add", "adding")
+    } else {
+        (ApiKey::RemoveRaftVoter, "Remove", "removing")
+    };
+    if !access.cluster(AclOperation::Alter) {
+        return (
+            ErrorCode::ClusterAuthorizationFailed,
+            cluster_refusal(api, "ALTER"),
+        );
+    }
+    let ours = shard.image().cluster_id.clone();
+    if let Some(given) = change.cluster_id.filter(|given| given.as_str() != ours) {
+        return (
+            ErrorCode::InconsistentClusterId,
+            format!("The given id \"{given}\" doesn't match the cluster id \"{ours}\""),
+        );
+    }
+    if change.voter_id < 0 || change.directory_id.is_nil() {
+        return (
+            ErrorCode::InvalidRequest,
+            format!("{what} voter request didn't include a valid voter"),
+        );
+    }
+    more().err().unwrap_or_else(|| {
+        (
+            ErrorCode::UnsupportedVersion,
+            format!("Cluster doesn't support {verb} voter because the kraft.version feature is 0"),
+        )
+    })
+}
+
+/// An add's check: an endpoint on the default listener, this node's first
+/// (a combined node here has no separate controller listener).
+fn check_endpoint(shard: &Shard, listeners: &[Listener]) -> Result<(), Refusal> {
+    let default = shard
+        .config
+        .listeners
+        .first()
+        .map_or("PLAINTEXT", |l| l.security_protocol.name());
+    if listeners.iter().any(|l| l.name.as_str() == default) {
+        return Ok(());
+    }
+    // As Java prints the request's endpoints (unresolved addresses).
+    let endpoints = listeners
+        .iter()
+        .map(|l| {
+            format!(
+                "ListenerName({})={}/<unresolved>:{}",
+                l.name, l.host, l.port
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err((
+        ErrorCode::InvalidRequest,
         format!(
-            "Cluster doesn't support {} voter because the kraft.version feature is 0",
-            if adding { "adding" } else { "removing" }
+            "Add voter request didn't include the endpoint (Endpoints(endpoints={{{endpoints}}})) for the default listener ListenerName({default})"
         ),
-    )
+    ))
 }
 
 /// Answers AddRaftVoter.
@@ -77,41 +114,15 @@ pub fn handle_add(
     version: i16,
     correlation_id: i32,
 ) -> Response {
-    let checked = check_common(
-        shard,
-        access,
-        ApiKey::AddRaftVoter,
-        request.cluster_id.as_ref(),
-        request.voter_id,
-        request.voter_directory_id,
-        "Add",
-    )
-    .and_then(|()| {
-        // The default listener: this node's first (a combined node here
-        // has no separate controller listener).
-        let default = shard
-            .config
-            .listeners
-            .first()
-            .map_or("PLAINTEXT", |l| l.security_protocol.name());
-        if request.listeners.iter().any(|l| l.name.as_str() == default) {
-            return Ok(());
-        }
-        // As Java prints the request's endpoints (unresolved addresses).
-        let endpoints = request
-            .listeners
-            .iter()
-            .map(|l| format!("ListenerName({})={}/<unresolved>:{}", l.name, l.host, l.port))
-            .collect::<Vec<_>>()
-            .join(", ");
-        Err((
-            ErrorCode::InvalidRequest,
-            format!(
-                "Add voter request didn't include the endpoint (Endpoints(endpoints={{{endpoints}}})) for the default listener ListenerName({default})"
-            ),
-        ))
+    let change = VoterChange {
+        adding: true,
+        cluster_id: request.cluster_id.as_ref(),
+        voter_id: request.voter_id,
+        directory_id: request.voter_directory_id,
+    };
+    let (error, message) = refusal(shard, access, &change, || {
+        check_endpoint(shard, &request.listeners)
     });
-    let (error, message) = checked.err().unwrap_or_else(|| static_quorum(true));
     let mut response = AddRaftVoterResponse::default();
     response.error_code = error.code();
     response.error_message = Some(str_bytes(&message));
@@ -126,16 +137,13 @@ pub fn handle_remove(
     version: i16,
     correlation_id: i32,
 ) -> Response {
-    let checked = check_common(
-        shard,
-        access,
-        ApiKey::RemoveRaftVoter,
-        request.cluster_id.as_ref(),
-        request.voter_id,
-        request.voter_directory_id,
-        "Remove",
-    );
-    let (error, message) = checked.err().unwrap_or_else(|| static_quorum(false));
+    let change = VoterChange {
+        adding: false,
+        cluster_id: request.cluster_id.as_ref(),
+        voter_id: request.voter_id,
+        directory_id: request.voter_directory_id,
+    };
+    let (error, message) = refusal(shard, access, &change, || Ok(()));
     let mut response = RemoveRaftVoterResponse::default();
     response.error_code = error.code();
     response.error_message = Some(str_bytes(&message));
