@@ -946,8 +946,8 @@ fn update_features(
 /// A downgrade shows in ApiVersions at a higher epoch (level 0 is no
 /// longer listed); EndTxn v5 still bumps the epoch (the request version
 /// decides, as in Kafka); an upgrade restores level 2. The level survives
-/// kill -9. Levels Kafka supports and this broker does not (other
-/// metadata.version levels, group.version 0, kraft.version 1) are refused.
+/// kill -9, as does group.version 0. Levels Kafka supports and this broker
+/// does not (other metadata.version levels, kraft.version 1) are refused.
 ///
 /// Method: requests on the wire; the answers up to the restart are what
 /// Kafka 4.1.1 answered (RINGBROKER_TXN_V2_REFERENCE=host:port runs them
@@ -1097,10 +1097,32 @@ fn update_features_changes_the_transaction_version_like_kafka() {
         broker.restart();
         client = RawClient::connect(&broker.bootstrap());
         transaction_version_shown(&broker.bootstrap(), 0);
+        // group.version 0 (the consumer group protocol off, as Kafka 4.1.1
+        // allows) survives kill -9 too, and 1 comes back.
+        let group_version_shown = |bootstrap: &str| {
+            let (_, finalized, _) = features(bootstrap, 4);
+            finalized
+                .iter()
+                .find(|(name, _)| name == "group.version")
+                .map_or(0, |(_, level)| *level)
+        };
+        assert_eq!(
+            update_features(&mut client, 2, &[("group.version", 0, SAFE)], false),
+            (0, None, vec![])
+        );
+        drop(client);
+        broker.kill9();
+        broker.restart();
+        client = RawClient::connect(&broker.bootstrap());
+        assert_eq!(group_version_shown(&broker.bootstrap()), 0);
+        assert_eq!(
+            update_features(&mut client, 2, &[("group.version", 1, UPGRADE)], false),
+            (0, None, vec![])
+        );
+        assert_eq!(group_version_shown(&broker.bootstrap()), 1);
         // What Kafka allows and this broker cannot run at is refused.
         for (name, level, upgrade_type, supported) in [
             ("metadata.version", 26, SAFE, "only supports versions 27"),
-            ("group.version", 0, SAFE, "only supports versions 1"),
             (
                 "kraft.version",
                 1,

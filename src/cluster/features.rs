@@ -13,7 +13,10 @@
 //!   version as Kafka decides. Java clients use V2 only while 2 is
 //!   finalized; the level also decides how the coordinator's own aborts bump
 //!   the epoch and which `__transaction_state` record version it writes;
-//! - `group.version` 1 only: the consumer group protocol (KIP-848) is on;
+//! - `group.version` 0-1, 1 unless changed: at 1 the consumer group
+//!   protocol (KIP-848) is on; at 0 ConsumerGroupHeartbeat and
+//!   ConsumerGroupDescribe answer UNSUPPORTED_VERSION, as Kafka's do, and
+//!   consumers fall back to (or are told to use) the classic protocol;
 //! - `kraft.version` 0 only: one static voter (a level-0 feature is not
 //!   listed, as in Kafka);
 //! - `eligible.leader.replicas.version` 0-1 (KIP-966): 1 on a new cluster
@@ -28,7 +31,7 @@
 //! Not supported (level 0 only, not listed): `share.version` and
 //! `streams.version` (no share or streams groups). UpdateFeatures refuses
 //! other levels of the fixed features, where Kafka would accept some (a lower `metadata.version`,
-//! `group.version` 0, `kraft.version` 1).
+//! `kraft.version` 1, `share.version` 1).
 
 use std::collections::BTreeMap;
 
@@ -37,6 +40,8 @@ use kafka_protocol::protocol::StrBytes;
 
 /// `transaction.version`.
 pub const TRANSACTION_VERSION: &str = "transaction.version";
+/// `group.version`.
+pub const GROUP_VERSION: &str = "group.version";
 /// `eligible.leader.replicas.version` (KIP-966).
 pub const ELR_VERSION: &str = "eligible.leader.replicas.version";
 
@@ -70,8 +75,8 @@ const FEATURES: &[Feature] = &[
         default: 2,
     },
     Feature {
-        name: "group.version",
-        min: 1,
+        name: GROUP_VERSION,
+        min: 0,
         max: 1,
         default: 1,
     },
@@ -106,6 +111,12 @@ pub fn level(levels: &FeatureLevels, name: &str) -> i16 {
 /// Whether ELR is on (`eligible.leader.replicas.version` 1).
 pub fn elr_enabled(levels: &FeatureLevels) -> bool {
     level(levels, ELR_VERSION) >= 1
+}
+
+/// Whether the consumer group protocol (KIP-848) is on: `group.version` 1,
+/// Kafka's `GroupVersion.isConsumerRebalanceProtocolSupported`.
+pub fn consumer_protocol_enabled(levels: &FeatureLevels) -> bool {
+    level(levels, GROUP_VERSION) >= 1
 }
 
 /// The finalized `transaction.version`.
@@ -232,7 +243,7 @@ mod tests {
         // v3 leaves out ranges starting at 0.
         assert_eq!(
             names(&supported(3), |k| k.name.as_str()),
-            ["metadata.version", "group.version"]
+            ["metadata.version"]
         );
         let finalized_features = finalized(&levels);
         assert_eq!(names(&finalized_features, |k| k.name.as_str()), all);
@@ -242,15 +253,18 @@ mod tests {
             .all(|k| k.min_version_level == k.max_version_level));
         assert_eq!(transaction_version(&levels), 2);
         // Level 0 is not listed.
+        assert!(consumer_protocol_enabled(&levels));
         let lowered = FeatureLevels::from([
             (TRANSACTION_VERSION.to_string(), 0),
             (ELR_VERSION.to_string(), 0),
+            (GROUP_VERSION.to_string(), 0),
         ]);
         assert_eq!(
             names(&finalized(&lowered), |k| k.name.as_str()),
-            ["metadata.version", "group.version"]
+            ["metadata.version"]
         );
         assert_eq!(transaction_version(&lowered), 0);
+        assert!(!consumer_protocol_enabled(&lowered));
     }
 
     #[test]
@@ -298,9 +312,18 @@ mod tests {
             check("foo.version", 0, 2),
             Err(prefix("foo.version", 0) + "Feature foo.version not found.")
         );
+        // Measured on Kafka 4.1.1.
         assert_eq!(
             check("group.version", 0, 2),
-            Err(prefix("group.version", 0) + "Local controller 1 only supports versions 1")
+            Ok(Some(("group.version".to_string(), 0)))
+        );
+        assert_eq!(
+            check("group.version", 2, 1),
+            Err(prefix("group.version", 2) + "Local controller 1 only supports versions 0-1")
+        );
+        assert_eq!(
+            check("metadata.version", 26, 2),
+            Err(prefix("metadata.version", 26) + "Local controller 1 only supports versions 27")
         );
         let lowered = FeatureLevels::from([(TRANSACTION_VERSION.to_string(), 1)]);
         assert_eq!(

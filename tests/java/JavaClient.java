@@ -68,6 +68,7 @@ public class JavaClient {
             }
             case "transactions" -> transactions(bootstrap, topic);
             case "transaction-version" -> transactionVersion(bootstrap, topic);
+            case "group-version" -> groupVersion(bootstrap, topic);
             case "broker-loggers" -> brokerLoggers(bootstrap);
             case "client-metrics" -> clientMetrics(bootstrap, topic);
             case "list-transactions-pattern" -> listTransactionsPattern(bootstrap, topic);
@@ -1166,6 +1167,81 @@ public class JavaClient {
           }
         }
         System.out.printf("{\"levels\": [%s], \"epochs\": [%s]}%n", String.join(", ", levels), String.join(", ", runs));
+    }
+
+    /** kafka-features downgrade --feature group.version=0: the consumer
+     * group protocol (KIP-848) is off. A consumer with group.protocol=consumer
+     * is told so when it polls; a classic one reads its partitions, and the
+     * admin client describes its group through DescribeGroups. Upgraded back
+     * to 1, a consumer-protocol consumer reads again. */
+    static void groupVersion(String bootstrap, String topic) throws Exception {
+        Map<String, Object> adminProps = Map.of("bootstrap.servers", bootstrap);
+        String t = topic + "-gv";
+        createSixPartitionsOfTen(bootstrap, adminProps, t);
+        StringBuilder json = new StringBuilder("{");
+        try (Admin admin = Admin.create(adminProps)) {
+            java.util.function.Supplier<String> finalized = () -> {
+                try {
+                    var level = admin.describeFeatures().featureMetadata().get()
+                            .finalizedFeatures().get("group.version");
+                    return level == null ? "absent" : String.valueOf(level.maxVersionLevel());
+                } catch (Exception e) {
+                    return "error " + e.getCause();
+                }
+            };
+            java.util.function.Function<String, KafkaConsumer<String, String>> consumer = protocol -> {
+                Properties cp = new Properties();
+                cp.put("bootstrap.servers", bootstrap);
+                cp.put("group.id", topic + "-" + protocol + "-" + finalized.get());
+                cp.put("group.protocol", protocol);
+                cp.put("auto.offset.reset", "earliest");
+                cp.put("key.deserializer", StringDeserializer.class.getName());
+                cp.put("value.deserializer", StringDeserializer.class.getName());
+                KafkaConsumer<String, String> c = new KafkaConsumer<>(cp);
+                c.subscribe(List.of(t));
+                return c;
+            };
+            java.util.function.Function<KafkaConsumer<String, String>, String> readAll = c -> {
+                int read = 0;
+                long deadline = System.currentTimeMillis() + 30_000;
+                try {
+                    while (read < 60 && System.currentTimeMillis() < deadline) {
+                        read += c.poll(Duration.ofMillis(200)).count();
+                    }
+                    return String.valueOf(read);
+                } catch (Exception e) {
+                    return e.getClass().getSimpleName() + ": " + e.getMessage();
+                }
+            };
+            try {
+                admin.updateFeatures(Map.of("group.version",
+                        new FeatureUpdate((short) 0, FeatureUpdate.UpgradeType.SAFE_DOWNGRADE)),
+                        new org.apache.kafka.clients.admin.UpdateFeaturesOptions()).all().get();
+                json.append("\"downgraded\": \"").append(finalized.get()).append("\"");
+                try (KafkaConsumer<String, String> c = consumer.apply("consumer")) {
+                    json.append(", \"consumer\": \"").append(readAll.apply(c)).append("\"");
+                }
+                try (KafkaConsumer<String, String> c = consumer.apply("classic")) {
+                    json.append(", \"classic\": \"").append(readAll.apply(c)).append("\"");
+                    String group = topic + "-classic-absent";
+                    c.commitSync();
+                    var described = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
+                    json.append(", \"described\": \"").append(described.type()).append(" ")
+                            .append(described.groupState()).append(" ").append(described.members().size())
+                            .append("\"");
+                }
+            } finally {
+                // Level 1 again for the tests after this one, whatever happened.
+                admin.updateFeatures(Map.of("group.version",
+                        new FeatureUpdate((short) 1, FeatureUpdate.UpgradeType.UPGRADE)),
+                        new org.apache.kafka.clients.admin.UpdateFeaturesOptions()).all().get();
+            }
+            json.append(", \"upgraded\": \"").append(finalized.get()).append("\"");
+            try (KafkaConsumer<String, String> c = consumer.apply("consumer")) {
+                json.append(", \"consumer_again\": \"").append(readAll.apply(c)).append("\"");
+            }
+        }
+        System.out.println(json.append("}"));
     }
 
     /** kafka-configs --entity-type broker-loggers: the admin client lists

@@ -103,6 +103,24 @@ def test_java_admin_changes_the_transaction_version_and_producers_follow(classpa
     assert seen == {"levels": [1, 2], "epochs": [[0, 0, 0], [1, 2, 3]]}
 
 
+def test_java_admin_turns_the_consumer_group_protocol_off_and_on_again(classpath, broker, topic):
+    """`kafka-features downgrade --feature group.version=0` turns KIP-848 off:
+    the feature is no longer finalized, a consumer with
+    group.protocol=consumer is told to use the classic protocol (its
+    ConsumerGroupHeartbeat answered UNSUPPORTED_VERSION), a classic one
+    reads everything, and the admin client, refused ConsumerGroupDescribe,
+    describes the classic group through DescribeGroups. Upgraded to 1, the
+    consumer protocol works again. Kafka 4.1.1 printed exactly this."""
+    seen = run_java(classpath, "group-version", broker, topic)
+    assert seen == {
+        "downgraded": "absent",
+        "consumer": "UnsupportedVersionException: The cluster does not support the new CONSUMER group "
+                    "protocol. Set group.protocol=classic on the consumer configs to revert to the "
+                    "CLASSIC protocol until the cluster is upgraded.",
+        "classic": "60", "described": "Classic Stable 1", "upgraded": "1", "consumer_again": "60",
+    }
+
+
 def test_java_admin_asks_for_delegation_tokens_on_plaintext_and_is_refused(classpath, broker, topic):
     """`kafka-delegation-tokens` on a PLAINTEXT listener: every request is
     refused as Kafka 4.1.1 refuses it there (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)."""

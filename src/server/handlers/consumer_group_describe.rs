@@ -144,6 +144,22 @@ pub fn handle(
     let shard = shard.clone();
     let access = access.clone();
     Box::pin(async move {
+        if !crate::cluster::features::consumer_protocol_enabled(&shard.image().features) {
+            // `group.version` 0: every group UNSUPPORTED_VERSION, in request
+            // order, before any ACL is asked (Kafka's `getErrorResponse`).
+            let mut response = ConsumerGroupDescribeResponse::default();
+            response.groups = request
+                .group_ids
+                .iter()
+                .map(|id| to_wire(&string(id), Err(ErrorCode::UnsupportedVersion), None))
+                .collect();
+            return encode_response(
+                ApiKey::ConsumerGroupDescribe,
+                version,
+                correlation_id,
+                &response,
+            );
+        }
         let (requested, refused): (Vec<String>, Vec<String>) = request
             .group_ids
             .iter()

@@ -120,37 +120,42 @@ pub fn handle(
             error_message: None,
             ..group::ConsumerGroupHeartbeatResponse::error(error, "")
         };
-        let response = if !group_allowed {
-            refused(ErrorCode::GroupAuthorizationFailed)
-        } else if !topics_allowed {
-            refused(ErrorCode::TopicAuthorizationFailed)
-        } else {
-            // Compiled here, off the reactor, not by the coordinator (and
-            // only for a caller the group admits): a 16 KiB pattern of
-            // case-folded Unicode classes takes a fraction of a second.
-            if let Some(regex) = call
-                .subscribed_topic_regex
-                .clone()
-                .filter(|r| !r.is_empty())
-            {
-                call.compiled_regex = Some(CompiledRegex::off_reactor(regex).await);
-            }
-            let group_id = call.group_id.clone();
-            match call_group(
-                &shard,
-                &group_id,
-                GroupCall::ConsumerGroupHeartbeat {
-                    request: Box::new(call),
-                    caller,
-                },
-            )
-            .await
-            {
-                GroupReply::ConsumerGroupHeartbeat(response) => response,
-                GroupReply::Unavailable(error) => refused(error),
-                other => refused(unexpected("ConsumerGroupHeartbeat", &other)),
-            }
-        };
+        // As Kafka: with `group.version` 0 the protocol is off, and that is
+        // answered before any ACL is asked.
+        let response =
+            if !crate::cluster::features::consumer_protocol_enabled(&shard.image().features) {
+                refused(ErrorCode::UnsupportedVersion)
+            } else if !group_allowed {
+                refused(ErrorCode::GroupAuthorizationFailed)
+            } else if !topics_allowed {
+                refused(ErrorCode::TopicAuthorizationFailed)
+            } else {
+                // Compiled here, off the reactor, not by the coordinator (and
+                // only for a caller the group admits): a 16 KiB pattern of
+                // case-folded Unicode classes takes a fraction of a second.
+                if let Some(regex) = call
+                    .subscribed_topic_regex
+                    .clone()
+                    .filter(|r| !r.is_empty())
+                {
+                    call.compiled_regex = Some(CompiledRegex::off_reactor(regex).await);
+                }
+                let group_id = call.group_id.clone();
+                match call_group(
+                    &shard,
+                    &group_id,
+                    GroupCall::ConsumerGroupHeartbeat {
+                        request: Box::new(call),
+                        caller,
+                    },
+                )
+                .await
+                {
+                    GroupReply::ConsumerGroupHeartbeat(response) => response,
+                    GroupReply::Unavailable(error) => refused(error),
+                    other => refused(unexpected("ConsumerGroupHeartbeat", &other)),
+                }
+            };
         encode_response(
             ApiKey::ConsumerGroupHeartbeat,
             version,
