@@ -780,6 +780,14 @@ fn clients_without_the_right_get_kafkas_errors_and_acls_survive_kill_9() {
         refused.error_code, CLUSTER_AUTHORIZATION_FAILED,
         "RemoveRaftVoter needs ALTER on the cluster"
     );
+    let mut unregister = kafka_protocol::messages::UnregisterBrokerRequest::default();
+    unregister.broker_id = 5.into();
+    let refused: kafka_protocol::messages::UnregisterBrokerResponse =
+        client.request(ApiKey::UnregisterBroker, 0, &unregister);
+    assert_eq!(
+        refused.error_code, CLUSTER_AUTHORIZATION_FAILED,
+        "UnregisterBroker needs ALTER on the cluster"
+    );
     let mut cluster = DescribeClusterRequest::default();
     cluster.include_cluster_authorized_operations = true;
     let described: DescribeClusterResponse = client.request(ApiKey::DescribeCluster, 1, &cluster);

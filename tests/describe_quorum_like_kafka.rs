@@ -332,3 +332,69 @@ fn raft_voters_are_refused_like_a_static_kafka_quorum() {
         .collect();
     assert_eq!(voters, vec![1]);
 }
+
+/// Goal: `kafka-cluster unregister --id N` (UnregisterBroker v0), offered
+/// as by Kafka 4.1.1, answers as it answered: an id no broker has is
+/// BROKER_ID_NOT_REGISTERED with Kafka's message. This node's own id is
+/// refused (INVALID_REQUEST), where Kafka answers success and leaves its
+/// running node unregistered, a single-node cluster without a broker
+/// (measured); the node goes on serving.
+///
+/// Method: hand-built requests; RINGBROKER_QUORUM_REFERENCE=host:port sends
+/// the first part to a Kafka instead.
+#[test]
+fn unregister_broker_answers_like_kafka() {
+    use kafka_protocol::messages::{
+        MetadataRequest, MetadataResponse, UnregisterBrokerRequest, UnregisterBrokerResponse,
+    };
+
+    let reference = std::env::var("RINGBROKER_QUORUM_REFERENCE").ok();
+    let broker = reference
+        .is_none()
+        .then(|| Broker::start(BrokerOptions::default().arg("--node-id", 1)));
+    let bootstrap = reference.unwrap_or_else(|| broker.as_ref().expect("a broker").bootstrap());
+    let mut client = RawClient::connect(&bootstrap);
+    let versions = common::wire::api_versions(&bootstrap);
+    let range = versions
+        .api_keys
+        .iter()
+        .find(|k| k.api_key == ApiKey::UnregisterBroker as i16)
+        .map(|k| (k.min_version, k.max_version));
+    assert_eq!(range, Some((0, 0)));
+    let mut unregister = |id: i32| {
+        let mut request = UnregisterBrokerRequest::default();
+        request.broker_id = id.into();
+        let response: UnregisterBrokerResponse =
+            client.request(ApiKey::UnregisterBroker, 0, &request);
+        (
+            response.error_code,
+            response.error_message.map(|m| m.to_string()),
+        )
+    };
+    for id in [5, -1, i32::MAX] {
+        assert_eq!(
+            unregister(id),
+            (
+                102,
+                Some(format!("Broker ID {id} is not currently registered"))
+            )
+        );
+    }
+    if broker.is_some() {
+        assert_eq!(
+            unregister(1),
+            (
+                42,
+                Some(
+                    "Broker ID 1 is this running node; only a broker that is permanently \
+                     gone can be unregistered"
+                        .to_string()
+                )
+            )
+        );
+        let metadata: MetadataResponse =
+            client.request(ApiKey::Metadata, 12, &MetadataRequest::default());
+        let brokers: Vec<i32> = metadata.brokers.iter().map(|b| b.node_id.0).collect();
+        assert_eq!(brokers, vec![1]);
+    }
+}

@@ -94,6 +94,12 @@ pub const API_RANGES: &[ApiRange] = &[
         served_min: 0,
     },
     ApiRange {
+        key: ApiKey::UnregisterBroker,
+        advertised_min: 0,
+        max: 0,
+        served_min: 0,
+    },
+    ApiRange {
         key: ApiKey::AddRaftVoter,
         advertised_min: 0,
         max: 0,

@@ -55,6 +55,7 @@ pub mod sasl;
 pub mod sync_group;
 pub mod txn_common;
 pub mod txn_offset_commit;
+pub mod unregister_broker;
 pub mod update_features;
 pub mod write_txn_markers;
 
@@ -514,6 +515,13 @@ pub async fn dispatch(
             correlation_id,
         )),
         ApiKey::AddRaftVoter => ready(raft_voters::handle_add(
+            shard,
+            access,
+            decode(&mut body, version)?,
+            version,
+            correlation_id,
+        )),
+        ApiKey::UnregisterBroker => ready(unregister_broker::handle(
             shard,
             access,
             decode(&mut body, version)?,
