@@ -7,7 +7,9 @@ topic, list, delete), kafka-console-producer with keys and
 kafka-console-consumer in a group, kafka-get-offsets (latest, earliest),
 kafka-consumer-groups (describe with lag, --state, --members, reset
 offsets by every method, delete offsets, delete the group and a missing
-one), kafka-delete-records, kafka-leader-election, kafka-reassign-partitions
+one), kafka-transactions (describe, describe-producers, find-hanging, and
+abort of an open transaction, which read_committed readers then skip
+while its producer still commits), kafka-delete-records, kafka-leader-election, kafka-reassign-partitions
 --list, kafka-acls --list without an authorizer, kafka-cluster cluster-id
 and unregister.
 
@@ -31,6 +33,7 @@ import subprocess
 import uuid
 
 import pytest
+from confluent_kafka import Consumer, Producer
 
 TOOLS_DIR = pathlib.Path(__file__).resolve().parents[1] / "tools"
 REFERENCE = os.environ.get("RINGBROKER_TOOLS_REFERENCE")
@@ -216,3 +219,65 @@ def test_records_leaders_reassignments_acls_and_the_cluster_like_kafka(classpath
     status, unregistered = tool(classpath, bootstrap, "ClusterTool", "--id", "5", command=["unregister"])
     assert (status, unregistered.splitlines()[0]) == (
         1, "org.apache.kafka.common.errors.BrokerIdNotRegisteredException: Broker ID 5 is not currently registered")
+
+
+def table(text):
+    """A kafka-transactions table as one dict per row, cells stripped."""
+    lines = [line.split("\t") for line in text.splitlines() if line]
+    header = [cell.strip() for cell in lines[0]]
+    return [dict(zip(header, (cell.strip() for cell in row))) for row in lines[1:]]
+
+
+def test_kafka_transactions_describes_and_aborts_an_open_transaction_like_kafka(classpath, bootstrap, fresh):
+    topic = fresh
+    txn = lambda *args: tool(classpath, bootstrap, "TransactionsCommand", *args)  # noqa: E731
+    assert tool(classpath, bootstrap, "TopicCommand", "--create", "--topic", topic, "--partitions", "1")[0] == 0
+    assert tool(classpath, bootstrap, "ConsoleProducer", "--topic", topic, stdin="a\nb\n") == (0, "")
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-tx",
+                         "transaction.timeout.ms": 60000})
+    producer.init_transactions()
+    producer.begin_transaction()
+    for i in range(3):
+        producer.produce(topic, value=f"x{i}".encode(), partition=0)
+    producer.flush()
+
+    status, described = txn("describe", "--transactional-id", f"{topic}-tx")
+    [row] = table(described)
+    assert status == 0
+    assert {k: row[k] for k in ("TransactionalId", "ProducerEpoch", "TransactionState", "TransactionTimeoutMs",
+                                "TopicPartitions")} == {
+        "TransactionalId": f"{topic}-tx", "ProducerEpoch": "0", "TransactionState": "Ongoing",
+        "TransactionTimeoutMs": "60000", "TopicPartitions": f"{topic}-0"}
+    transactional_id = row["ProducerId"]
+    status, producers = txn("describe-producers", "--topic", topic, "--partition", "0")
+    fields = ("ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "CurrentTransactionStartOffset")
+    by_id = {r["ProducerId"]: [r[k] for k in fields] for r in table(producers)}
+    assert status == 0 and sorted(by_id.values()) == [["0", "-1", "1", "None"], ["0", "-1", "2", "2"]]
+    assert by_id[transactional_id] == ["0", "-1", "2", "2"]
+    # The coordinator knows the transaction: nothing hangs.
+    assert txn("find-hanging", "--topic", topic, "--max-transaction-timeout", "0") == (
+        0, "Topic\tPartition\tProducerId\tProducerEpoch\tCoordinatorEpoch\tStartOffset\tLastTimestamp\t"
+           "Duration(min)")
+    assert txn("abort", "--topic", topic, "--partition", "0", "--start-offset", "2") == (0, "")
+    status, producers = txn("describe-producers", "--topic", topic, "--partition", "0")
+    by_id = {r["ProducerId"]: [r[k] for k in fields] for r in table(producers)}
+    assert status == 0 and by_id[transactional_id] == ["0", "0", "2", "None"]
+    assert tool(classpath, bootstrap, "GetOffsetShell", "--topic", topic) == (0, f"{topic}:0:6")
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": topic, "isolation.level": "read_committed",
+                         "auto.offset.reset": "earliest", "enable.partition.eof": True})
+    consumer.subscribe([topic])
+    read = []
+    while True:
+        message = consumer.poll(10)
+        assert message is not None, f"read_committed consumer stalled after {read}"
+        if message.error():
+            break
+        read.append(message.value())
+    consumer.close()
+    assert read == [b"a", b"b"]
+    # The producer never learns of the abort: its commit succeeds, with
+    # nothing left to commit.
+    producer.commit_transaction(30)
+    status, described = txn("describe", "--transactional-id", f"{topic}-tx")
+    [row] = table(described)
+    assert (status, row["TransactionState"], row.get("TopicPartitions", "")) == (0, "CompleteCommit", "")
