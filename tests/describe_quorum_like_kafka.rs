@@ -55,13 +55,22 @@ fn now_ms() -> i64 {
         .as_millis() as i64
 }
 
+/// A broker of node id 1 and its bootstrap, or only the bootstrap of the
+/// Kafka RINGBROKER_QUORUM_REFERENCE names.
+fn broker_or_reference() -> (Option<Broker>, String) {
+    match std::env::var("RINGBROKER_QUORUM_REFERENCE") {
+        Ok(reference) => (None, reference),
+        Err(_) => {
+            let broker = Broker::start(BrokerOptions::default().arg("--node-id", 1));
+            let bootstrap = broker.bootstrap();
+            (Some(broker), bootstrap)
+        }
+    }
+}
+
 #[test]
 fn describe_quorum_answers_like_a_single_kafka_node() {
-    let reference = std::env::var("RINGBROKER_QUORUM_REFERENCE").ok();
-    let broker = reference
-        .is_none()
-        .then(|| Broker::start(BrokerOptions::default().arg("--node-id", 1)));
-    let bootstrap = reference.unwrap_or_else(|| broker.as_ref().expect("a broker").bootstrap());
+    let (broker, bootstrap) = broker_or_reference();
     let mut client = RawClient::connect(&bootstrap);
 
     let mut high_watermarks = Vec::new();
@@ -188,16 +197,12 @@ fn raft_voters_are_refused_like_a_static_kafka_quorum() {
     };
     use uuid::Uuid;
 
-    let reference = std::env::var("RINGBROKER_QUORUM_REFERENCE").ok();
-    let default_listener = if reference.is_some() {
+    let (broker, bootstrap) = broker_or_reference();
+    let default_listener = if broker.is_none() {
         "CONTROLLER"
     } else {
         "PLAINTEXT"
     };
-    let broker = reference
-        .is_none()
-        .then(|| Broker::start(BrokerOptions::default().arg("--node-id", 1)));
-    let bootstrap = reference.unwrap_or_else(|| broker.as_ref().expect("a broker").bootstrap());
     let mut client = RawClient::connect(&bootstrap);
     let versions = common::wire::api_versions(&bootstrap);
     for key in [ApiKey::AddRaftVoter, ApiKey::RemoveRaftVoter] {
@@ -348,11 +353,7 @@ fn unregister_broker_answers_like_kafka() {
         MetadataRequest, MetadataResponse, UnregisterBrokerRequest, UnregisterBrokerResponse,
     };
 
-    let reference = std::env::var("RINGBROKER_QUORUM_REFERENCE").ok();
-    let broker = reference
-        .is_none()
-        .then(|| Broker::start(BrokerOptions::default().arg("--node-id", 1)));
-    let bootstrap = reference.unwrap_or_else(|| broker.as_ref().expect("a broker").bootstrap());
+    let (broker, bootstrap) = broker_or_reference();
     let mut client = RawClient::connect(&bootstrap);
     let versions = common::wire::api_versions(&bootstrap);
     let range = versions

@@ -7,9 +7,11 @@ Before each test the fixture checks that the broker still runs; when a test
 fails, the tail of the broker's log is attached to the report.
 """
 
+import json
 import os
 import pathlib
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -198,3 +200,26 @@ def pytest_runtest_makereport(item, call):
             report.sections.append(
                 (f"broker log tail (process {'alive' if alive else 'dead'})", broker.log_tail())
             )
+
+
+def maven_classpath(pom_dir, tmp_path_factory, needed_for):
+    """The classpath Maven resolves from `pom_dir`/pom.xml (once per
+    caller's scope); the test is skipped where `java` or `mvn` is missing."""
+    if shutil.which("java") is None or shutil.which("mvn") is None:
+        pytest.skip(f"java and mvn are needed for {needed_for}")
+    output = tmp_path_factory.mktemp("classpath") / "classpath.txt"
+    subprocess.run(
+        ["mvn", "-q", "-B", "-f", str(pom_dir / "pom.xml"), "dependency:build-classpath",
+         f"-Dmdep.outputFile={output}"],
+        check=True, timeout=600,
+    )
+    return output.read_text().strip()
+
+
+def run_json_program(args, env=None, timeout=180):
+    """Runs a client program that prints what it saw as JSON on its last
+    line; asserts it exited 0 and answers that JSON."""
+    completed = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=timeout,
+                               env=None if env is None else {**os.environ, **env})
+    assert completed.returncode == 0, f"{args[:3]} failed:\n{completed.stdout}\n{completed.stderr}"
+    return json.loads(completed.stdout.strip().splitlines()[-1])

@@ -21,12 +21,13 @@ against Apache Kafka 4.1.1 (KRaft, single node). Skipped only where `go` is
 not installed.
 """
 
-import json
 import pathlib
 import shutil
 import subprocess
 
 import pytest
+
+from conftest import run_json_program
 
 GO_DIR = pathlib.Path(__file__).resolve().parents[1] / "go"
 
@@ -41,10 +42,7 @@ def franzclient(tmp_path_factory):
 
 
 def run(franzclient, mode, broker, topic):
-    completed = subprocess.run([str(franzclient), mode, broker.bootstrap, topic],
-                               capture_output=True, text=True, timeout=180)
-    assert completed.returncode == 0, f"franzclient {mode} failed:\n{completed.stdout}\n{completed.stderr}"
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    return run_json_program([franzclient, mode, broker.bootstrap, topic])
 
 
 def test_franz_go_idempotent_producers_and_a_group_consumer_round_trip_every_codec(franzclient, broker, topic):

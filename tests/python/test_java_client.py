@@ -28,37 +28,25 @@ is not installed.
 """
 
 import json
-import os
 import pathlib
-import shutil
 import subprocess
 import uuid
 
 import pytest
+
+from conftest import maven_classpath, run_json_program
 
 JAVA_DIR = pathlib.Path(__file__).resolve().parents[1] / "java"
 
 
 @pytest.fixture(scope="module")
 def classpath(tmp_path_factory):
-    if shutil.which("java") is None or shutil.which("mvn") is None:
-        pytest.skip("java and mvn are needed for the Java client tests")
-    output = tmp_path_factory.mktemp("java") / "classpath.txt"
-    subprocess.run(
-        ["mvn", "-q", "-B", "-f", str(JAVA_DIR / "pom.xml"), "dependency:build-classpath",
-         f"-Dmdep.outputFile={output}"],
-        check=True, timeout=600,
-    )
-    return output.read_text().strip()
+    return maven_classpath(JAVA_DIR, tmp_path_factory, "the Java client tests")
 
 
 def run_java(classpath, mode, broker, topic, env=None):
-    completed = subprocess.run(
-        ["java", "-cp", classpath, str(JAVA_DIR / "JavaClient.java"), mode, broker.bootstrap, topic],
-        capture_output=True, text=True, timeout=180, env=None if env is None else {**os.environ, **env},
-    )
-    assert completed.returncode == 0, f"JavaClient {mode} failed:\n{completed.stdout}\n{completed.stderr}"
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    return run_json_program(["java", "-cp", classpath, JAVA_DIR / "JavaClient.java", mode, broker.bootstrap, topic],
+                            env=env)
 
 
 def test_java_producer_defaults_are_idempotent_and_every_ack_is_read_back(classpath, broker, topic):

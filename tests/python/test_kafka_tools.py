@@ -28,12 +28,13 @@ import json
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer
+
+from conftest import maven_classpath
 
 TOOLS_DIR = pathlib.Path(__file__).resolve().parents[1] / "tools"
 REFERENCE = os.environ.get("RINGBROKER_TOOLS_REFERENCE")
@@ -41,15 +42,7 @@ REFERENCE = os.environ.get("RINGBROKER_TOOLS_REFERENCE")
 
 @pytest.fixture(scope="module")
 def classpath(tmp_path_factory):
-    if shutil.which("java") is None or shutil.which("mvn") is None:
-        pytest.skip("java and mvn are needed for the Kafka tools tests")
-    output = tmp_path_factory.mktemp("tools") / "classpath.txt"
-    subprocess.run(
-        ["mvn", "-q", "-B", "-f", str(TOOLS_DIR / "pom.xml"), "dependency:build-classpath",
-         f"-Dmdep.outputFile={output}"],
-        check=True, timeout=600,
-    )
-    return output.read_text().strip()
+    return maven_classpath(TOOLS_DIR, tmp_path_factory, "the Kafka tools tests")
 
 
 @pytest.fixture

@@ -20,12 +20,13 @@ below is what the same program printed against Apache Kafka 4.1.1 (KRaft,
 single node). Skipped only where `node` or `npm` is not installed.
 """
 
-import json
 import pathlib
 import shutil
 import subprocess
 
 import pytest
+
+from conftest import run_json_program
 
 NODE_DIR = pathlib.Path(__file__).resolve().parents[1] / "node"
 
@@ -39,10 +40,7 @@ def kafkajs():
 
 
 def run(kafkajs, mode, broker, topic):
-    completed = subprocess.run(["node", str(kafkajs), mode, broker.bootstrap, topic],
-                               capture_output=True, text=True, timeout=180)
-    assert completed.returncode == 0, f"kafkajs_client {mode} failed:\n{completed.stdout}\n{completed.stderr}"
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    return run_json_program(["node", kafkajs, mode, broker.bootstrap, topic])
 
 
 def test_kafkajs_idempotent_producer_and_group_consumer_round_trip(kafkajs, broker, topic):
