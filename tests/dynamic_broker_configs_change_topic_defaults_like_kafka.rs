@@ -230,3 +230,159 @@ async fn topics_follow_broker_values_changed_at_runtime_like_kafka() {
     })
     .await;
 }
+
+/// The DescribeConfigs entries of BROKER resource `name` whose names start
+/// with "plugin.": (name, value, read_only, source, sensitive, type,
+/// synonyms as (value, source)).
+type Unknown = (
+    String,
+    Option<String>,
+    bool,
+    i8,
+    bool,
+    i8,
+    Vec<(Option<String>, i8)>,
+);
+fn plugin_configs(bootstrap: &str, name: &str) -> Vec<Unknown> {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsResponse};
+    use kafka_protocol::protocol::StrBytes;
+    let mut resource = DescribeConfigsResource::default();
+    resource.resource_type = 4;
+    resource.resource_name = StrBytes::from_string(name.to_string());
+    let mut request = DescribeConfigsRequest::default();
+    request.resources = vec![resource];
+    request.include_synonyms = true;
+    let response: DescribeConfigsResponse =
+        RawClient::connect(bootstrap).request(ApiKey::DescribeConfigs, 4, &request);
+    response.results[0]
+        .configs
+        .iter()
+        .filter(|c| c.name.starts_with("plugin."))
+        .map(|c| {
+            (
+                c.name.to_string(),
+                c.value.as_ref().map(|v| v.to_string()),
+                c.read_only,
+                c.config_source,
+                c.is_sensitive,
+                c.config_type,
+                c.synonyms
+                    .iter()
+                    .map(|s| (s.value.as_ref().map(|v| v.to_string()), s.source))
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// Goal: a broker config name Kafka does not know (a plugin's own, say) is
+/// kept as Kafka 4.1.1 keeps it, for the node and for all brokers, and
+/// described as it describes one: read-only, sensitive (no value shown), of
+/// type UNKNOWN, its synonyms the layers that set it; deleting it removes
+/// it; it survives kill -9. APPEND to it is refused (INVALID_CONFIG; Kafka
+/// answers UNKNOWN_SERVER_ERROR there).
+///
+/// Method: raw IncrementalAlterConfigs and DescribeConfigs; with
+/// RINGBROKER_CONFIGS_REFERENCE=host:port (a Kafka of node id 1) up to the
+/// restart against that Kafka, waiting for its configs to settle.
+#[test]
+fn unknown_broker_config_names_are_kept_like_kafka() {
+    const DYNAMIC_BROKER: i8 = 2;
+    const DYNAMIC_DEFAULT_BROKER: i8 = 3;
+    let reference = std::env::var("RINGBROKER_CONFIGS_REFERENCE").ok();
+    let mut broker = reference
+        .is_none()
+        .then(|| Broker::start(BrokerOptions::default().arg("--node-id", 1)));
+    let bootstrap = reference.unwrap_or_else(|| broker.as_ref().expect("a broker").bootstrap());
+    let alter = |resource: &str, name: &str, value: Option<&str>| {
+        incremental_alter_configs(
+            &mut RawClient::connect(&bootstrap),
+            4,
+            resource,
+            &[(name, value)],
+        )
+    };
+    assert_eq!(alter("", "plugin.a", Some("x")), (0, None));
+    assert_eq!(alter("1", "plugin.a", Some("y")), (0, None));
+    assert_eq!(alter("1", "plugin.b", Some("z")), (0, None));
+    let unknown = |name: &str, sources: &[i8]| -> Unknown {
+        (
+            name.to_string(),
+            None,
+            true,
+            sources[0],
+            true,
+            0,
+            sources.iter().map(|s| (None, *s)).collect(),
+        )
+    };
+    // Kafka applies a change a moment after answering it.
+    let settled = |resource: &str, expected: Vec<Unknown>| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while plugin_configs(&bootstrap, resource) != expected
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(
+            plugin_configs(&bootstrap, resource),
+            expected,
+            "{resource:?}"
+        );
+    };
+    settled("", vec![unknown("plugin.a", &[DYNAMIC_DEFAULT_BROKER])]);
+    settled(
+        "1",
+        vec![
+            unknown("plugin.a", &[DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER]),
+            unknown("plugin.b", &[DYNAMIC_BROKER]),
+        ],
+    );
+    assert_eq!(alter("1", "plugin.b", None), (0, None));
+    settled(
+        "1",
+        vec![unknown(
+            "plugin.a",
+            &[DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER],
+        )],
+    );
+    if let Some(broker) = broker.as_mut() {
+        let mut client = RawClient::connect(&broker.bootstrap());
+        let appended = common::wire::incremental_alter_configs_ops(
+            &mut client,
+            4,
+            "",
+            &[("plugin.a", 2, Some("w"))],
+        );
+        assert_eq!(
+            appended,
+            (
+                40,
+                Some("Config value append is not allowed for config key: plugin.a".to_string())
+            )
+        );
+        broker.kill9();
+        broker.restart();
+        assert_eq!(
+            plugin_configs(&broker.bootstrap(), "1"),
+            vec![unknown(
+                "plugin.a",
+                &[DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER]
+            )]
+        );
+    }
+    let bootstrap = broker.as_ref().map_or(bootstrap.clone(), |b| b.bootstrap());
+    for resource in ["", "1"] {
+        let answer = incremental_alter_configs(
+            &mut RawClient::connect(&bootstrap),
+            4,
+            resource,
+            &[("plugin.a", None)],
+        );
+        assert_eq!(answer, (0, None));
+    }
+    wait_until(Duration::from_secs(10), "plugin.a deleted", || {
+        plugin_configs(&bootstrap, "").is_empty() && plugin_configs(&bootstrap, "1").is_empty()
+    });
+}

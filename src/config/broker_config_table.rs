@@ -533,22 +533,63 @@ pub fn describe_default_broker_configs(
     values
         .iter()
         .filter(|(name, _)| is_requested(requested, name))
-        .filter_map(|(name, value)| {
-            let def = find_broker_config(name)?;
+        .map(|(name, value)| {
             let source = config_source::DYNAMIC_DEFAULT_BROKER_CONFIG;
+            let Some(def) = find_broker_config(name) else {
+                return unknown_broker_config_entry(name, &[source], include_synonyms);
+            };
             let own = |n: &str| (n == def.name).then(|| value.clone());
             let synonyms =
                 config_synonyms(def.name, &[def.name], &[(source, &own)], def.is_sensitive());
-            Some(entry(
+            entry(
                 def,
                 Some(value.clone()),
                 source,
                 synonyms,
                 include_synonyms,
                 include_documentation,
-            ))
+            )
         })
         .collect()
+}
+
+/// The DescribeConfigs entry of a broker config name Kafka does not know,
+/// set in the dynamic layers `sources` (highest first), as Kafka 4.1.1
+/// describes one: read-only, sensitive (its value and its synonyms' values
+/// null), of type UNKNOWN, without documentation, its source the highest
+/// layer, one synonym per layer.
+pub fn unknown_broker_config_entry(
+    name: &str,
+    sources: &[i8],
+    include_synonyms: bool,
+) -> DescribeConfigsResourceResult {
+    let synonyms = sources
+        .iter()
+        .map(|source| {
+            kafka_protocol::messages::describe_configs_response::DescribeConfigsSynonym::default()
+                .with_name(StrBytes::from_string(name.to_string()))
+                .with_value(None)
+                .with_source(*source)
+        })
+        .collect();
+    DescribeConfigsResourceResult::default()
+        .with_name(StrBytes::from_string(name.to_string()))
+        .with_value(None)
+        .with_read_only(true)
+        .with_config_source(
+            sources
+                .first()
+                .copied()
+                .unwrap_or(config_source::DEFAULT_CONFIG),
+        )
+        .with_is_sensitive(true)
+        .with_synonyms(if include_synonyms {
+            synonyms
+        } else {
+            Vec::new()
+        })
+        .with_config_type(0)
+        .with_documentation(None)
 }
 
 /// One DescribeConfigs entry of a broker config.

@@ -307,8 +307,12 @@ pub fn check_names(alteration: &ConfigAlteration) -> Result<(), Refusal> {
     };
     // Kafka refuses its read-only configs with this message; the configs it
     // changes at runtime and this broker does not yet are refused the same
-    // way, as they are static here.
-    let refused: Vec<&str> = names.into_iter().filter(|n| !is_dynamic(n)).collect();
+    // way, as they are static here. A name Kafka does not know is kept, as
+    // Kafka keeps it (for plugins' own configs), and changes nothing here.
+    let refused: Vec<&str> = names
+        .into_iter()
+        .filter(|n| !is_dynamic(n) && find_broker_config(n).is_some())
+        .collect();
     if refused.is_empty() {
         Ok(())
     } else {
@@ -675,6 +679,13 @@ mod tests {
         assert_eq!(
             incremental(MAX_CONNECTIONS, ConfigOp::Set("5".into())),
             Ok(())
+        );
+        // A name Kafka does not know is kept (a plugin's), not appended to.
+        assert_eq!(incremental("plugin.x", ConfigOp::Set("5".into())), Ok(()));
+        assert_eq!(incremental("plugin.x", ConfigOp::Delete), Ok(()));
+        assert_eq!(
+            incremental("plugin.x", ConfigOp::Append("5".into())).map_err(|e| e.0),
+            Err(crate::protocol::ErrorCode::InvalidConfig)
         );
         let mut current = BTreeMap::new();
         current.insert(MAX_CONNECTIONS.to_string(), "5".to_string());

@@ -540,6 +540,22 @@ pub fn incremental_alter_configs(
     name: &str,
     configs: &[(&str, Option<&str>)],
 ) -> (i16, Option<String>) {
+    let ops: Vec<(&str, i8, Option<&str>)> = configs
+        .iter()
+        .map(|(name, value)| (*name, if value.is_some() { 0 } else { 1 }, *value))
+        .collect();
+    incremental_alter_configs_ops(client, resource_type, name, &ops)
+}
+
+/// IncrementalAlterConfigs v1 of one resource with each config's operation
+/// (0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT): the resource's error code and
+/// message.
+pub fn incremental_alter_configs_ops(
+    client: &mut RawClient,
+    resource_type: i8,
+    name: &str,
+    configs: &[(&str, i8, Option<&str>)],
+) -> (i16, Option<String>) {
     use kafka_protocol::messages::incremental_alter_configs_request::{
         AlterConfigsResource, AlterableConfig,
     };
@@ -551,10 +567,10 @@ pub fn incremental_alter_configs(
     resource.resource_name = StrBytes::from_string(name.to_string());
     resource.configs = configs
         .iter()
-        .map(|(name, value)| {
+        .map(|(name, op, value)| {
             let mut config = AlterableConfig::default();
             config.name = StrBytes::from_string(name.to_string());
-            config.config_operation = if value.is_some() { 0 } else { 1 };
+            config.config_operation = *op;
             config.value = value.map(|v| StrBytes::from_string(v.to_string()));
             config
         })
