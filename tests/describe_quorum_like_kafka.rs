@@ -206,12 +206,11 @@ fn raft_voters_are_refused_like_a_static_kafka_quorum() {
     let mut client = RawClient::connect(&bootstrap);
     let versions = common::wire::api_versions(&bootstrap);
     for key in [ApiKey::AddRaftVoter, ApiKey::RemoveRaftVoter] {
-        let range = versions
-            .api_keys
-            .iter()
-            .find(|k| k.api_key == key as i16)
-            .map(|k| (k.min_version, k.max_version));
-        assert_eq!(range, Some((0, 0)), "{key:?}");
+        assert_eq!(
+            common::wire::api_range(&versions, key),
+            Some((0, 0)),
+            "{key:?}"
+        );
     }
     let cluster: DescribeClusterResponse = client.request(
         ApiKey::DescribeCluster,
@@ -356,12 +355,10 @@ fn unregister_broker_answers_like_kafka() {
     let (broker, bootstrap) = broker_or_reference();
     let mut client = RawClient::connect(&bootstrap);
     let versions = common::wire::api_versions(&bootstrap);
-    let range = versions
-        .api_keys
-        .iter()
-        .find(|k| k.api_key == ApiKey::UnregisterBroker as i16)
-        .map(|k| (k.min_version, k.max_version));
-    assert_eq!(range, Some((0, 0)));
+    assert_eq!(
+        common::wire::api_range(&versions, ApiKey::UnregisterBroker),
+        Some((0, 0))
+    );
     let mut unregister = |id: i32| {
         let mut request = UnregisterBrokerRequest::default();
         request.broker_id = id.into();

@@ -128,13 +128,7 @@ fn produce_v13_names_topics_by_id_like_kafka() {
     let mut broker = Broker::start(BrokerOptions::default());
     let mut client = RawClient::connect(&broker.bootstrap());
     let versions = api_versions(&broker.bootstrap());
-    let max = |key: ApiKey| {
-        versions
-            .api_keys
-            .iter()
-            .find(|k| k.api_key == key as i16)
-            .map(|k| k.max_version)
-    };
+    let max = |key: ApiKey| common::wire::api_range(&versions, key).map(|(_, max)| max);
     assert_eq!(max(ApiKey::Produce), Some(13));
     assert_eq!(max(ApiKey::Fetch), Some(18));
 

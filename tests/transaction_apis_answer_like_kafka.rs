@@ -304,13 +304,7 @@ fn transaction_apis_answer_like_kafka() {
     let mut client = RawClient::connect(&broker.bootstrap());
 
     let versions = api_versions(&broker.bootstrap());
-    let range = |key: ApiKey| {
-        versions
-            .api_keys
-            .iter()
-            .find(|k| k.api_key == key as i16)
-            .map(|k| (k.min_version, k.max_version))
-    };
+    let range = |key: ApiKey| common::wire::api_range(&versions, key);
     assert_eq!(range(ApiKey::AddPartitionsToTxn), Some((0, 5)));
     assert_eq!(range(ApiKey::AddOffsetsToTxn), Some((0, 4)));
     assert_eq!(range(ApiKey::EndTxn), Some((0, 5)));
@@ -708,13 +702,7 @@ fn transactions_v2_bump_the_epoch_of_every_transaction_like_kafka() {
         .any(|(name, _, _)| name == "metadata.version"));
     assert_eq!(finalized_v3, finalized);
     let versions = api_versions(&bootstrap);
-    let max = |key: ApiKey| {
-        versions
-            .api_keys
-            .iter()
-            .find(|k| k.api_key == key as i16)
-            .map_or(-1, |k| k.max_version)
-    };
+    let max = |key: ApiKey| common::wire::api_range(&versions, key).map_or(-1, |(_, max)| max);
     assert!(max(ApiKey::EndTxn) >= 5);
     assert!(max(ApiKey::TxnOffsetCommit) >= 5);
     assert!(max(ApiKey::Produce) >= 12);
@@ -1302,12 +1290,10 @@ fn partition_leaders_verify_and_add_batches_of_transactions_like_kafka() {
     let bootstrap = reference.unwrap_or_else(|| broker.as_ref().expect("a broker").bootstrap());
     let mut client = RawClient::connect(&bootstrap);
     let versions = api_versions(&bootstrap);
-    let range = versions
-        .api_keys
-        .iter()
-        .find(|k| k.api_key == ApiKey::AddPartitionsToTxn as i16)
-        .map(|k| (k.min_version, k.max_version));
-    assert_eq!(range, Some((0, 5)));
+    assert_eq!(
+        common::wire::api_range(&versions, ApiKey::AddPartitionsToTxn),
+        Some((0, 5))
+    );
     ensure_topic(&mut client);
     let (x, y, z) = (unique("leader-x"), unique("leader-y"), unique("leader-z"));
     let (x, y, z) = (x.as_str(), y.as_str(), z.as_str());

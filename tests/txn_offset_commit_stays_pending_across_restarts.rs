@@ -292,12 +292,11 @@ fn txn_offset_commit_stays_pending_across_restarts() {
     let bootstrap = broker.bootstrap();
 
     let versions = api_versions(&bootstrap);
-    let entry = versions
-        .api_keys
-        .iter()
-        .find(|k| k.api_key == ApiKey::TxnOffsetCommit as i16)
-        .expect("ApiVersions lists TxnOffsetCommit");
-    assert_eq!((entry.min_version, entry.max_version), (0, 5));
+    assert_eq!(
+        common::wire::api_range(&versions, ApiKey::TxnOffsetCommit),
+        Some((0, 5)),
+        "ApiVersions lists TxnOffsetCommit 0-5"
+    );
 
     let mut client = RawClient::connect(&bootstrap);
     let mut topic = CreatableTopic::default();

@@ -553,12 +553,44 @@ pub fn describe_default_broker_configs(
         .collect()
 }
 
+/// The DescribeConfigs entries, by name, of the broker config names Kafka
+/// does not know that a node's own dynamic layer (`own`) or the cluster
+/// default (`all`) sets, for the node's BROKER resource.
+pub fn unknown_broker_configs(
+    own: Option<&std::collections::BTreeMap<String, String>>,
+    all: Option<&std::collections::BTreeMap<String, String>>,
+    requested: Option<&[String]>,
+    include_synonyms: bool,
+) -> Vec<DescribeConfigsResourceResult> {
+    let layers = [
+        (own, config_source::DYNAMIC_BROKER_CONFIG),
+        (all, config_source::DYNAMIC_DEFAULT_BROKER_CONFIG),
+    ];
+    let names: std::collections::BTreeSet<&String> = layers
+        .iter()
+        .filter_map(|(layer, _)| *layer)
+        .flat_map(|layer| layer.keys())
+        .filter(|n| find_broker_config(n).is_none() && is_requested(requested, n))
+        .collect();
+    names
+        .into_iter()
+        .map(|name| {
+            let sources: Vec<i8> = layers
+                .iter()
+                .filter(|(layer, _)| layer.is_some_and(|l| l.contains_key(name)))
+                .map(|(_, source)| *source)
+                .collect();
+            unknown_broker_config_entry(name, &sources, include_synonyms)
+        })
+        .collect()
+}
+
 /// The DescribeConfigs entry of a broker config name Kafka does not know,
 /// set in the dynamic layers `sources` (highest first), as Kafka 4.1.1
 /// describes one: read-only, sensitive (its value and its synonyms' values
 /// null), of type UNKNOWN, without documentation, its source the highest
 /// layer, one synonym per layer.
-pub fn unknown_broker_config_entry(
+fn unknown_broker_config_entry(
     name: &str,
     sources: &[i8],
     include_synonyms: bool,

@@ -297,6 +297,15 @@ pub fn api_versions(bootstrap: &str) -> ApiVersionsResponse {
     client.request(ApiKey::ApiVersions, 0, &ApiVersionsRequest::default())
 }
 
+/// The (min, max) versions `versions` lists for `key`, None when unlisted.
+pub fn api_range(versions: &ApiVersionsResponse, key: ApiKey) -> Option<(i16, i16)> {
+    versions
+        .api_keys
+        .iter()
+        .find(|k| k.api_key == key as i16)
+        .map(|k| (k.min_version, k.max_version))
+}
+
 /// Metadata v1 for `topics` (`None`: all topics) from a fresh connection.
 pub fn metadata(bootstrap: &str, topics: Option<&[&str]>) -> MetadataResponse {
     let mut client = RawClient::connect(bootstrap);

@@ -1129,6 +1129,12 @@ public class JavaClient {
      * the admin client upgrades it back to 2, and a new producer runs three
      * more (its epoch grows with each: V2). Prints the finalized levels the
      * admin client saw and each producer's epochs after each transaction. */
+    /** kafka-features upgrade/downgrade of one feature, waited for. */
+    static void updateFeature(Admin admin, String feature, FeatureUpdate update) throws Exception {
+        admin.updateFeatures(Map.of(feature, update),
+                new org.apache.kafka.clients.admin.UpdateFeaturesOptions()).all().get();
+    }
+
     static void transactionVersion(String bootstrap, String topic) throws Exception {
         List<String> levels = new ArrayList<>();
         List<String> runs = new ArrayList<>();
@@ -1137,8 +1143,7 @@ public class JavaClient {
             for (var update : List.of(
                     new FeatureUpdate((short) 1, FeatureUpdate.UpgradeType.SAFE_DOWNGRADE),
                     new FeatureUpdate((short) 2, FeatureUpdate.UpgradeType.UPGRADE))) {
-                admin.updateFeatures(Map.of("transaction.version", update),
-                        new org.apache.kafka.clients.admin.UpdateFeaturesOptions()).all().get();
+                updateFeature(admin, "transaction.version", update);
                 var finalized = admin.describeFeatures().featureMetadata().get().finalizedFeatures();
                 levels.add(String.valueOf(finalized.get("transaction.version").maxVersionLevel()));
                 String transactionalId = topic + "-tv" + update.maxVersionLevel();
@@ -1161,9 +1166,8 @@ public class JavaClient {
             }
           } finally {
             // Level 2 again for the tests after this one, whatever happened.
-            admin.updateFeatures(Map.of("transaction.version",
-                    new FeatureUpdate((short) 2, FeatureUpdate.UpgradeType.UPGRADE)),
-                    new org.apache.kafka.clients.admin.UpdateFeaturesOptions()).all().get();
+            updateFeature(admin, "transaction.version",
+                    new FeatureUpdate((short) 2, FeatureUpdate.UpgradeType.UPGRADE));
           }
         }
         System.out.printf("{\"levels\": [%s], \"epochs\": [%s]}%n", String.join(", ", levels), String.join(", ", runs));
@@ -1214,9 +1218,8 @@ public class JavaClient {
                 }
             };
             try {
-                admin.updateFeatures(Map.of("group.version",
-                        new FeatureUpdate((short) 0, FeatureUpdate.UpgradeType.SAFE_DOWNGRADE)),
-                        new org.apache.kafka.clients.admin.UpdateFeaturesOptions()).all().get();
+                updateFeature(admin, "group.version",
+                        new FeatureUpdate((short) 0, FeatureUpdate.UpgradeType.SAFE_DOWNGRADE));
                 json.append("\"downgraded\": \"").append(finalized.get()).append("\"");
                 try (KafkaConsumer<String, String> c = consumer.apply("consumer")) {
                     json.append(", \"consumer\": \"").append(readAll.apply(c)).append("\"");
@@ -1232,9 +1235,8 @@ public class JavaClient {
                 }
             } finally {
                 // Level 1 again for the tests after this one, whatever happened.
-                admin.updateFeatures(Map.of("group.version",
-                        new FeatureUpdate((short) 1, FeatureUpdate.UpgradeType.UPGRADE)),
-                        new org.apache.kafka.clients.admin.UpdateFeaturesOptions()).all().get();
+                updateFeature(admin, "group.version",
+                        new FeatureUpdate((short) 1, FeatureUpdate.UpgradeType.UPGRADE));
             }
             json.append(", \"upgraded\": \"").append(finalized.get()).append("\"");
             try (KafkaConsumer<String, String> c = consumer.apply("consumer")) {

@@ -13,8 +13,7 @@ use kafka_protocol::messages::{ApiKey, DescribeConfigsRequest, DescribeConfigsRe
 use super::config_resource_type as resource_type;
 use super::{encode_response, str_bytes};
 use crate::config::broker_config_table::{
-    describe_broker_configs, describe_default_broker_configs, find_broker_config,
-    unknown_broker_config_entry,
+    describe_broker_configs, describe_default_broker_configs, unknown_broker_configs,
 };
 use crate::config::client_metrics::describe_client_metrics;
 use crate::config::group_config::describe_group_configs;
@@ -178,32 +177,13 @@ pub fn handle(
                             include_documentation,
                         )
                     });
-                    // Names Kafka does not know, set for this node or all.
                     let dynamic = &image.broker_configs;
-                    let own = dynamic.layer(Some(config.node_id));
-                    let all = dynamic.layer(None);
-                    let unknown: std::collections::BTreeSet<&String> = own
-                        .into_iter()
-                        .chain(all)
-                        .flat_map(|layer| layer.keys())
-                        .filter(|n| find_broker_config(n).is_none())
-                        .filter(|n| is_requested(requested.as_deref(), n))
-                        .collect();
-                    for unknown_name in unknown {
-                        let sources: Vec<i8> = [
-                            (own, config_source::DYNAMIC_BROKER_CONFIG),
-                            (all, config_source::DYNAMIC_DEFAULT_BROKER_CONFIG),
-                        ]
-                        .into_iter()
-                        .filter(|(layer, _)| layer.is_some_and(|l| l.contains_key(unknown_name)))
-                        .map(|(_, source)| source)
-                        .collect();
-                        result.configs.push(unknown_broker_config_entry(
-                            unknown_name,
-                            &sources,
-                            include_synonyms,
-                        ));
-                    }
+                    result.configs.extend(unknown_broker_configs(
+                        dynamic.layer(Some(config.node_id)),
+                        dynamic.layer(None),
+                        requested.as_deref(),
+                        include_synonyms,
+                    ));
                     result
                         .configs
                         .sort_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
