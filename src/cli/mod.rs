@@ -42,7 +42,7 @@ pub struct ServeArgs {
     /// host:port given to the clients of each --listen, in the same order (one per --listen when given); defaults to the listener's own address [advertised.listeners].
     #[arg(long)]
     pub advertised_listen: Vec<String>,
-    /// SASL mechanisms SASL_PLAINTEXT and SASL_SSL listeners take, comma-separated: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN (PLAIN needs its users from --plain-sasl-jaas-config or --jaas-config-file) [sasl.enabled.mechanisms].
+    /// SASL mechanisms SASL_PLAINTEXT and SASL_SSL listeners take, comma-separated: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN (PLAIN needs its users from --plain-sasl-jaas-config or --jaas-config-file), OAUTHBEARER (JWT bearer tokens: signed ones with --sasl-oauthbearer-jwks-endpoint-url, else unsigned ones, which need --oauthbearer-sasl-jaas-config or --jaas-config-file) [sasl.enabled.mechanisms].
     #[arg(long, default_value = "SCRAM-SHA-256,SCRAM-SHA-512")]
     pub sasl_enabled_mechanisms: String,
     /// SASL/PLAIN's users, as Kafka's JAAS login module: 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret" user_bob="bob-secret";' (one user_NAME="PASSWORD" option per user); takes precedence over --jaas-config-file; one list for every SASL listener (Kafka's is per listener) [listener.name.<listener>.plain.sasl.jaas.config].
@@ -51,6 +51,36 @@ pub struct ServeArgs {
     /// A JAAS file whose KafkaServer (or <listener>.KafkaServer, for the first SASL listener, e.g. sasl_plaintext.KafkaServer) section's PlainLoginModule names SASL/PLAIN's users for every SASL listener, as Kafka's kafka_server_jaas.conf; keeps passwords off the command line [java.security.auth.login.config].
     #[arg(long)]
     pub jaas_config_file: Option<PathBuf>,
+    /// SASL/OAUTHBEARER's JAAS entry, as Kafka's: 'org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;' with the unsecured validator's options (unsecuredValidatorPrincipalClaimName, unsecuredValidatorScopeClaimName, unsecuredValidatorRequiredScope, unsecuredValidatorAllowableClockSkewMs); takes precedence over --jaas-config-file's OAuthBearerLoginModule. Without --sasl-oauthbearer-jwks-endpoint-url, OAUTHBEARER takes unsigned tokens (Kafka's default unsecured validator, for development) and needs this entry [listener.name.<listener>.oauthbearer.sasl.jaas.config].
+    #[arg(long)]
+    pub oauthbearer_sasl_jaas_config: Option<String>,
+    /// The identity provider's JWKS: an http(s) URL, fetched at start-up (the broker does not start without it), again every --sasl-oauthbearer-jwks-endpoint-refresh-ms and at once for a key id it has not seen; or a file: URL, read at start-up. With it, OAUTHBEARER takes only tokens signed by one of its keys (Kafka's OAuthBearerValidatorCallbackHandler) [sasl.oauthbearer.jwks.endpoint.url].
+    #[arg(long)]
+    pub sasl_oauthbearer_jwks_endpoint_url: Option<String>,
+    /// How often the JWKS is fetched again [sasl.oauthbearer.jwks.endpoint.refresh.ms].
+    #[arg(long, default_value_t = 3_600_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub sasl_oauthbearer_jwks_endpoint_refresh_ms: u64,
+    /// The first wait before a failed JWKS fetch is tried again, doubled each time [sasl.oauthbearer.jwks.endpoint.retry.backoff.ms].
+    #[arg(long, default_value_t = 100)]
+    pub sasl_oauthbearer_jwks_endpoint_retry_backoff_ms: u64,
+    /// How long a failed JWKS fetch is tried again for [sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms].
+    #[arg(long, default_value_t = 10_000)]
+    pub sasl_oauthbearer_jwks_endpoint_retry_backoff_max_ms: u64,
+    /// Audiences a signed token must name one of (aud), comma-separated; without it, a token that names an audience is refused, as by Kafka [sasl.oauthbearer.expected.audience].
+    #[arg(long)]
+    pub sasl_oauthbearer_expected_audience: Option<String>,
+    /// The issuer (iss) a signed token must name [sasl.oauthbearer.expected.issuer].
+    #[arg(long)]
+    pub sasl_oauthbearer_expected_issuer: Option<String>,
+    /// The claim of a signed token that names its principal [sasl.oauthbearer.sub.claim.name].
+    #[arg(long, default_value = "sub")]
+    pub sasl_oauthbearer_sub_claim_name: String,
+    /// The claim of a signed token that holds its scope [sasl.oauthbearer.scope.claim.name].
+    #[arg(long, default_value = "scope")]
+    pub sasl_oauthbearer_scope_claim_name: String,
+    /// How far a signed token's not-before time (nbf) may be ahead of this broker's clock [sasl.oauthbearer.clock.skew.seconds].
+    #[arg(long, default_value_t = 30)]
+    pub sasl_oauthbearer_clock_skew_seconds: u32,
     /// PEM keystore of SSL and SASL_SSL listeners: the server's private key (unencrypted PKCS#8, PKCS#1 or SEC1) and its certificate chain, as Kafka's ssl.keystore.type=PEM [ssl.keystore.location].
     #[arg(long)]
     pub ssl_keystore_location: Option<PathBuf>,
@@ -569,7 +599,7 @@ impl ServeArgs {
         };
         let wanted = mechanisms.contains(&SaslMechanism::Plain) && sasl_listener.is_some();
         if !wanted {
-            if !modules.is_empty() {
+            if modules.iter().any(|m| m.class == plain::PLAIN_LOGIN_MODULE) {
                 tracing::warn!("a JAAS configuration is given but no SASL listener takes PLAIN (--sasl-enabled-mechanisms); its users are not used");
             }
             return Ok(Default::default());
@@ -585,6 +615,88 @@ impl ServeArgs {
             tracing::warn!("the PlainLoginModule names no user (user_NAME=\"PASSWORD\"): every PLAIN login will fail");
         }
         Ok(std::sync::Arc::new(users))
+    }
+
+    /// How OAUTHBEARER tokens are checked, when a SASL listener takes them:
+    /// signed ones with the keys of `--sasl-oauthbearer-jwks-endpoint-url`
+    /// (fetched now), else unsigned ones, with the options of the
+    /// `OAuthBearerLoginModule` entry of `--oauthbearer-sasl-jaas-config`
+    /// or `--jaas-config-file`, which Kafka requires too.
+    fn oauthbearer(
+        &self,
+        mechanisms: &[crate::security::SaslMechanism],
+        listeners: &[crate::config::broker::Listener],
+    ) -> anyhow::Result<Option<std::sync::Arc<crate::security::oauthbearer::Validator>>> {
+        use crate::security::oauthbearer::{self, SignedOptions, UnsecuredOptions, Validator};
+        use crate::security::{plain, SaslMechanism};
+        let sasl_listener = listeners.iter().find(|l| l.security_protocol.is_sasl());
+        if !mechanisms.contains(&SaslMechanism::OAuthBearer) || sasl_listener.is_none() {
+            if self.sasl_oauthbearer_jwks_endpoint_url.is_some()
+                || self.oauthbearer_sasl_jaas_config.is_some()
+            {
+                tracing::warn!("OAUTHBEARER settings are given but no SASL listener takes OAUTHBEARER (--sasl-enabled-mechanisms); they are not used");
+            }
+            return Ok(None);
+        }
+        if let Some(url) = &self.sasl_oauthbearer_jwks_endpoint_url {
+            let options = SignedOptions {
+                jwks_endpoint_url: url.clone(),
+                jwks_refresh: std::time::Duration::from_millis(
+                    self.sasl_oauthbearer_jwks_endpoint_refresh_ms,
+                ),
+                jwks_retry_backoff: std::time::Duration::from_millis(
+                    self.sasl_oauthbearer_jwks_endpoint_retry_backoff_ms,
+                ),
+                jwks_retry_backoff_max: std::time::Duration::from_millis(
+                    self.sasl_oauthbearer_jwks_endpoint_retry_backoff_max_ms,
+                ),
+                expected_audience: self
+                    .sasl_oauthbearer_expected_audience
+                    .iter()
+                    .flat_map(|list| list.split(','))
+                    .map(str::trim)
+                    .filter(|a| !a.is_empty())
+                    .map(str::to_string)
+                    .collect(),
+                expected_issuer: self
+                    .sasl_oauthbearer_expected_issuer
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|i| !i.is_empty())
+                    .map(str::to_string),
+                sub_claim: self.sasl_oauthbearer_sub_claim_name.trim().to_string(),
+                scope_claim: self.sasl_oauthbearer_scope_claim_name.trim().to_string(),
+                clock_skew_seconds: i64::from(self.sasl_oauthbearer_clock_skew_seconds),
+            };
+            if options.sub_claim.is_empty() || options.scope_claim.is_empty() {
+                bail!("--sasl-oauthbearer-sub-claim-name and --sasl-oauthbearer-scope-claim-name must not be empty");
+            }
+            let keys = oauthbearer::key_source(&options)
+                .map_err(|e| anyhow::anyhow!("--sasl-oauthbearer-jwks-endpoint-url: {e}"))?;
+            tracing::info!(url = %options.jwks_endpoint_url, keys = keys.current().keys.len(), "OAUTHBEARER takes tokens signed by the JWKS's keys");
+            return Ok(Some(std::sync::Arc::new(Validator::Signed {
+                options,
+                keys,
+            })));
+        }
+        let protocol_name = sasl_listener.map_or("SASL_PLAINTEXT", |l| l.security_protocol.name());
+        let modules = if let Some(text) = &self.oauthbearer_sasl_jaas_config {
+            vec![plain::parse_jaas_config(text)
+                .map_err(|e| anyhow::anyhow!("--oauthbearer-sasl-jaas-config: {e}"))?]
+        } else if let Some(path) = &self.jaas_config_file {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("--jaas-config-file: cannot read {}", path.display()))?;
+            plain::parse_jaas_file(&text, protocol_name)
+                .map_err(|e| anyhow::anyhow!("--jaas-config-file {}: {e}", path.display()))?
+        } else {
+            bail!(
+                "OAUTHBEARER is enabled (--sasl-enabled-mechanisms) without --sasl-oauthbearer-jwks-endpoint-url, so it would take unsigned tokens, and no JAAS configuration says so: give --sasl-oauthbearer-jwks-endpoint-url, or --oauthbearer-sasl-jaas-config '{} required;' (or --jaas-config-file) to take unsigned tokens, as Kafka's default validator does",
+                oauthbearer::OAUTHBEARER_LOGIN_MODULE
+            );
+        };
+        let options = UnsecuredOptions::from_modules(&modules).map_err(|e| anyhow::anyhow!(e))?;
+        tracing::warn!("OAUTHBEARER takes unsigned tokens (Kafka's unsecured validator): anyone can log in as anyone; give --sasl-oauthbearer-jwks-endpoint-url outside development");
+        Ok(Some(std::sync::Arc::new(Validator::Unsecured(options))))
     }
 
     /// Validates the flags into a [`BrokerConfig`].
@@ -651,6 +763,7 @@ impl ServeArgs {
             }
         }
         let plain_users = self.plain_users(&sasl_enabled_mechanisms, &listeners)?;
+        let oauthbearer = self.oauthbearer(&sasl_enabled_mechanisms, &listeners)?;
         let ssl_client_auth = crate::security::tls::ClientAuth::parse(&self.ssl_client_auth)
             .ok_or_else(|| {
                 anyhow::anyhow!(
@@ -864,6 +977,7 @@ impl ServeArgs {
             .into(),
             sasl_enabled_mechanisms,
             plain_users,
+            oauthbearer,
             tls,
             ssl_keystore_location: self.ssl_keystore_location.clone(),
             ssl_truststore_location: self.ssl_truststore_location.clone(),

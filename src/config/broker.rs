@@ -95,6 +95,8 @@ pub struct BrokerConfig {
     /// PLAIN's users (`listener.name.<listener>.plain.sasl.jaas.config` or
     /// the JAAS file's `KafkaServer` section); empty without PLAIN.
     pub plain_users: std::sync::Arc<crate::security::plain::PlainUsers>,
+    /// How OAUTHBEARER tokens are checked; None without OAUTHBEARER.
+    pub oauthbearer: Option<std::sync::Arc<crate::security::oauthbearer::Validator>>,
     /// The TLS server configuration of SSL listeners (`ssl.keystore.*`,
     /// `ssl.truststore.*`, `ssl.client.auth`) and of SASL_SSL ones (the
     /// same without client certificates: Kafka asks for them on SASL_SSL
@@ -371,6 +373,7 @@ impl BrokerConfig {
                     .collect::<Vec<_>>()
                     .join(","),
             ),
+            name if name.starts_with("sasl.oauthbearer.") => self.oauthbearer_value(name),
             "authorizer.class.name" if self.authorizer.enabled => {
                 Some(crate::security::acl::STANDARD_AUTHORIZER.into())
             }
@@ -516,6 +519,37 @@ impl BrokerConfig {
             .value_on(self.node_id, name)
             .map(str::to_string)
             .or_else(|| self.static_value(name))
+    }
+    /// The value of a `sasl.oauthbearer.*` config that this broker's
+    /// signed-token settings give other than Kafka's default.
+    fn oauthbearer_value(&self, name: &str) -> Option<String> {
+        let Some(crate::security::oauthbearer::Validator::Signed { options, .. }) =
+            self.oauthbearer.as_deref()
+        else {
+            return None;
+        };
+        let value = match name {
+            "sasl.oauthbearer.jwks.endpoint.url" => options.jwks_endpoint_url.clone(),
+            "sasl.oauthbearer.jwks.endpoint.refresh.ms" => {
+                options.jwks_refresh.as_millis().to_string()
+            }
+            "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms" => {
+                options.jwks_retry_backoff.as_millis().to_string()
+            }
+            "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms" => {
+                options.jwks_retry_backoff_max.as_millis().to_string()
+            }
+            "sasl.oauthbearer.expected.audience" if !options.expected_audience.is_empty() => {
+                options.expected_audience.join(",")
+            }
+            "sasl.oauthbearer.expected.issuer" => options.expected_issuer.clone()?,
+            "sasl.oauthbearer.sub.claim.name" => options.sub_claim.clone(),
+            "sasl.oauthbearer.scope.claim.name" => options.scope_claim.clone(),
+            "sasl.oauthbearer.clock.skew.seconds" => options.clock_skew_seconds.to_string(),
+            _ => return None,
+        };
+        let default = super::broker_config_table::find_broker_config(name).and_then(|c| c.default);
+        (default != Some(value.as_str())).then_some(value)
     }
 
     /// True when broker config `name` differs from Kafka's default here.

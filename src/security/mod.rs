@@ -4,6 +4,7 @@
 //! command line. Authorization: ACLs and the authorizer (`acl`).
 
 pub mod acl;
+pub mod oauthbearer;
 pub mod plain;
 pub mod scram;
 pub mod tls;
@@ -87,6 +88,8 @@ pub enum SaslMechanism {
     Plain,
     /// SCRAM-SHA-256 or SCRAM-SHA-512, credentials in the metadata.
     Scram(ScramMechanism),
+    /// OAUTHBEARER (RFC 7628): JWT bearer tokens.
+    OAuthBearer,
 }
 
 impl SaslMechanism {
@@ -95,20 +98,23 @@ impl SaslMechanism {
         match self {
             SaslMechanism::Plain => "PLAIN",
             SaslMechanism::Scram(scram) => scram.name(),
+            SaslMechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 
     /// The mechanism of a SASL name (exact, as Kafka matches them).
     pub fn from_name(name: &str) -> Option<Self> {
-        if name == "PLAIN" {
-            return Some(SaslMechanism::Plain);
+        match name {
+            "PLAIN" => return Some(SaslMechanism::Plain),
+            "OAUTHBEARER" => return Some(SaslMechanism::OAuthBearer),
+            _ => {}
         }
         ScramMechanism::from_name(name).map(SaslMechanism::Scram)
     }
 }
 
 /// Parses `sasl.enabled.mechanisms`: a comma-separated list of PLAIN,
-/// SCRAM-SHA-256 and SCRAM-SHA-512, in the order given.
+/// SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER, in the order given.
 ///
 /// # Errors
 /// An empty list or another mechanism.
@@ -117,7 +123,7 @@ pub fn parse_mechanisms(list: &str) -> Result<Vec<SaslMechanism>, String> {
     for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         let mechanism = SaslMechanism::from_name(name).ok_or_else(|| {
             format!(
-                "SASL mechanism {name:?} is not supported; PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 are"
+                "SASL mechanism {name:?} is not supported; PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER are"
             )
         })?;
         if !mechanisms.contains(&mechanism) {

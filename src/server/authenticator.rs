@@ -47,6 +47,7 @@ use super::handlers::{self, encode_response, str_bytes};
 use super::versions;
 use crate::cluster::image::MetadataImage;
 use crate::protocol::ErrorCode;
+use crate::security::oauthbearer::{self, Validator};
 use crate::security::plain::PlainUsers;
 use crate::security::scram::{server_nonce, ScramFailure, ScramServer};
 use crate::security::SaslMechanism;
@@ -84,6 +85,25 @@ enum Exchange {
         /// The client-first message was taken.
         started: bool,
     },
+    /// OAUTHBEARER: the client's first message, again after a challenge;
+    /// after a challenge, the error it named, which a lone 0x01 from the
+    /// client turns into the failure.
+    OAuthBearer { error: Option<String> },
+}
+
+/// How an exchange step fails.
+enum Failure {
+    /// Answered SASL_AUTHENTICATION_FAILED with this message.
+    Told(String),
+    /// Closed unanswered (Kafka fails there with an exception it does not
+    /// answer).
+    Close(&'static str),
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Failure::Told(message)
+    }
 }
 
 /// What to do with a frame received before authentication completed.
@@ -130,6 +150,7 @@ pub struct Authenticator {
     state: State,
     mechanisms: Arc<[SaslMechanism]>,
     plain_users: Arc<PlainUsers>,
+    oauthbearer: Option<Arc<Validator>>,
     /// `connections.max.reauth.ms`: how long a session lasts (0: forever).
     session_lifetime: Duration,
     /// The mechanism of the exchange in progress or of the session.
@@ -145,17 +166,20 @@ pub struct Authenticator {
 impl Authenticator {
     /// A connection that must authenticate with one of `mechanisms`, listed
     /// in this order in the handshake's answer; PLAIN's users are
-    /// `plain_users`.
-    /// A session lasts `session_lifetime` (zero: forever).
+    /// `plain_users`; OAUTHBEARER tokens are checked by `oauthbearer`.
+    /// A session lasts `session_lifetime` (zero: forever), and an
+    /// OAUTHBEARER one no longer than its token.
     pub fn new(
         mechanisms: Arc<[SaslMechanism]>,
         plain_users: Arc<PlainUsers>,
+        oauthbearer: Option<Arc<Validator>>,
         session_lifetime: Duration,
     ) -> Self {
         Authenticator {
             state: State::Initial,
             mechanisms,
             plain_users,
+            oauthbearer,
             session_lifetime,
             mechanism: None,
             session_expires: None,
@@ -280,7 +304,8 @@ impl Authenticator {
                     .map(|m| str_bytes(m.name()))
                     .collect();
                 let wanted = SaslMechanism::from_name(request.mechanism.as_str())
-                    .filter(|m| self.mechanisms.contains(m));
+                    .filter(|m| self.mechanisms.contains(m))
+                    .filter(|m| *m != SaslMechanism::OAuthBearer || self.oauthbearer.is_some());
                 let Some(mechanism) = wanted else {
                     response.error_code = ErrorCode::UnsupportedSaslMechanism.code();
                     let answer =
@@ -313,6 +338,7 @@ impl Authenticator {
                         server: ScramServer::new(scram),
                         started: false,
                     },
+                    SaslMechanism::OAuthBearer => Exchange::OAuthBearer { error: None },
                 };
                 self.state = State::Exchange {
                     headers: version >= 1,
@@ -331,13 +357,9 @@ impl Authenticator {
                 };
                 let mut response = SaslAuthenticateResponse::default();
                 match self.exchange(&request.auth_bytes, image) {
-                    Ok(token) => {
+                    Ok((token, lifetime)) => {
                         response.auth_bytes = Bytes::from(token);
-                        if self.user().is_some() {
-                            response.session_lifetime_ms =
-                                i64::try_from(self.session_lifetime.as_millis())
-                                    .unwrap_or(i64::MAX);
-                        }
+                        response.session_lifetime_ms = lifetime;
                         Step::Answer(handlers::ready(encode_response(
                             ApiKey::SaslAuthenticate,
                             version,
@@ -345,7 +367,8 @@ impl Authenticator {
                             &response,
                         )))
                     }
-                    Err(message) => {
+                    Err(Failure::Close(reason)) => Step::Close(reason),
+                    Err(Failure::Told(message)) => {
                         response.error_code = ErrorCode::SaslAuthenticationFailed.code();
                         response.error_message = Some(str_bytes(&message));
                         let answer = encode_response(
@@ -367,7 +390,7 @@ impl Authenticator {
     /// A token of an exchange begun with a v0 handshake.
     fn bare_token(&mut self, token: &[u8], image: &MetadataImage) -> Step {
         match self.exchange(token, image) {
-            Ok(answer) => {
+            Ok((answer, _)) => {
                 let mut frame = BytesMut::with_capacity(4 + answer.len());
                 frame.put_u32(answer.len() as u32);
                 frame.put_slice(&answer);
@@ -375,24 +398,29 @@ impl Authenticator {
             }
             // No answer after a v0 handshake: the connection is closed,
             // after the delay as any failed authentication.
-            Err(_) => Step::AnswerThenClose(
+            Err(Failure::Close(reason)) => Step::Close(reason),
+            Err(Failure::Told(_)) => Step::AnswerThenClose(
                 after_failure_delay(Response::None),
                 "SASL authentication failed",
             ),
         }
     }
 
-    /// Feeds the next client message to the exchange; Err is the message
-    /// to answer the failure with.
-    fn exchange(&mut self, token: &[u8], image: &MetadataImage) -> Result<Vec<u8>, String> {
+    /// Feeds the next client message to the exchange: the answer, and the
+    /// session lifetime to tell the client (0 until authenticated, and for
+    /// a session without end); Err is how it fails.
+    fn exchange(&mut self, token: &[u8], image: &MetadataImage) -> Result<(Vec<u8>, i64), Failure> {
         let which = self.which();
         let State::Exchange { exchange, .. } = &mut self.state else {
             unreachable!("exchange outside the exchange state");
         };
+        // When an OAUTHBEARER token expires, in ms since the epoch.
+        let mut credential_expires_ms = None;
         let (answer, user, mechanism) = match exchange {
             Exchange::Plain => {
-                let user = self.plain_users.authenticate(token).inspect_err(|message| {
+                let user = self.plain_users.authenticate(token).map_err(|message| {
                     tracing::info!(reason = %message, mechanism = "PLAIN", "SASL authentication failed");
+                    Failure::Told(message)
                 })?;
                 (Vec::new(), Some(user), SaslMechanism::Plain)
             }
@@ -401,22 +429,131 @@ impl Authenticator {
                 let (answer, user) = scram_step(server, started, token, image, which)?;
                 (answer, user, SaslMechanism::Scram(mechanism))
             }
+            Exchange::OAuthBearer { error } => {
+                let validator = self
+                    .oauthbearer
+                    .as_deref()
+                    .ok_or(Failure::Close("OAUTHBEARER is not configured"))?;
+                match oauthbearer_step(validator, error, token, which)? {
+                    Some(validated) => {
+                        credential_expires_ms = Some(validated.expires_at_ms);
+                        (
+                            Vec::new(),
+                            Some(validated.principal),
+                            SaslMechanism::OAuthBearer,
+                        )
+                    }
+                    None => {
+                        let challenge = error.clone().unwrap_or_default().into_bytes();
+                        return Ok((challenge, 0));
+                    }
+                }
+            }
         };
         if let Some(user) = user {
             if let Some((_, previous)) = self.renewing.take() {
                 if previous != user {
                     tracing::info!(%previous, %user, "SASL re-authentication as another user");
-                    return Err(format!(
+                    return Err(Failure::Told(format!(
                         "Cannot change principals during re-authentication from User.{previous}: User.{user}"
-                    ));
+                    )));
                 }
             }
             tracing::debug!(%user, mechanism = mechanism.name(), which, "SASL authentication succeeded");
-            self.session_expires =
-                (!self.session_lifetime.is_zero()).then(|| Instant::now() + self.session_lifetime);
+            let lifetime_ms = session_lifetime_ms(
+                credential_expires_ms,
+                self.session_lifetime,
+                oauthbearer::now_ms(),
+            );
+            self.session_expires = lifetime_ms
+                .map(|ms| Instant::now() + Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
             self.state = State::Complete(user);
+            return Ok((answer, lifetime_ms.unwrap_or(0)));
         }
-        Ok(answer)
+        Ok((answer, 0))
+    }
+}
+
+/// How long a new session lasts, as Kafka's `SaslServerAuthenticator`
+/// reckons it: no longer than `connections.max.reauth.ms` (when set) nor
+/// than the credential (an OAUTHBEARER token) is valid; None: no end.
+fn session_lifetime_ms(
+    credential_expires_ms: Option<i64>,
+    max_reauth: Duration,
+    now_ms: i64,
+) -> Option<i64> {
+    let max_reauth_ms =
+        (!max_reauth.is_zero()).then(|| i64::try_from(max_reauth.as_millis()).unwrap_or(i64::MAX));
+    let credential_ms = credential_expires_ms.map(|expires| expires.saturating_sub(now_ms));
+    let lifetime = match (credential_ms, max_reauth_ms) {
+        (None, None) => return None,
+        (Some(ms), None) | (None, Some(ms)) => ms,
+        (Some(a), Some(b)) => a.min(b),
+    };
+    Some(lifetime.max(0))
+}
+
+/// Feeds the next client message to an OAUTHBEARER exchange, as Kafka's
+/// `OAuthBearerSaslServer`: the token's principal and expiry when it is
+/// valid; None when it is not, with the challenge (RFC 7628's error JSON)
+/// kept in `error` to send; a lone 0x01 after a challenge fails with it.
+fn oauthbearer_step(
+    validator: &Validator,
+    error: &mut Option<String>,
+    message: &[u8],
+    which: &str,
+) -> Result<Option<oauthbearer::Validated>, Failure> {
+    if message == [0x01] {
+        if let Some(challenge) = error.take() {
+            tracing::info!(
+                mechanism = "OAUTHBEARER",
+                "SASL authentication failed: the token was refused"
+            );
+            return Err(Failure::Told(challenge));
+        }
+    }
+    *error = None;
+    let invalid = || {
+        Failure::Told(format!(
+            "Authentication failed during {which} due to invalid credentials with SASL mechanism OAUTHBEARER"
+        ))
+    };
+    let first = match oauthbearer::parse_client_first(message) {
+        Ok(first) => first,
+        Err(oauthbearer::Malformed::NotBearer) => {
+            return Err(Failure::Close(
+                "an OAUTHBEARER message without a Bearer token",
+            ))
+        }
+        Err(oauthbearer::Malformed::Invalid) => {
+            tracing::info!(
+                mechanism = "OAUTHBEARER",
+                "SASL authentication failed: invalid client first message"
+            );
+            return Err(invalid());
+        }
+    };
+    match validator.validate(&first.token, oauthbearer::now_ms()) {
+        oauthbearer::Outcome::Close => Err(Failure::Close(
+            "an OAUTHBEARER token Kafka fails on unanswered",
+        )),
+        oauthbearer::Outcome::Rejected(rejected) => {
+            tracing::info!(mechanism = "OAUTHBEARER", reason = %rejected.reason, "SASL token refused");
+            *error = Some(rejected.challenge());
+            Ok(None)
+        }
+        oauthbearer::Outcome::Valid(validated) => {
+            if let Some(authzid) = &first.authzid {
+                if *authzid != validated.principal {
+                    return Err(Failure::Told(format!(
+                        "Authentication failed: Client requested an authorization id ({authzid}) that is different from the token's principal name ({})",
+                        validated.principal
+                    )));
+                }
+            }
+            // Kafka's validators take every extension; none is used here.
+            Ok(Some(validated))
+        }
     }
 }
 

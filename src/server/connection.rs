@@ -131,6 +131,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + 'static>(
         Authenticator::new(
             config.sasl_handshake_order.clone(),
             config.plain_users.clone(),
+            config.oauthbearer.clone(),
             Duration::from_millis(config.connections_max_reauth_ms),
         )
     });

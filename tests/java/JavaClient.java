@@ -2,7 +2,9 @@
 // ringbroker, run by tests/python/test_java_client.py as a single-file
 // program: `java -cp <classpath> JavaClient.java <mode> <bootstrap> <topic>`.
 // With JAVA_CLIENT_SASL=<mechanism>:<user>:<password> in the environment,
-// the admin client of every mode authenticates with SASL/SCRAM.
+// the admin client of every mode authenticates with SASL (SCRAM, PLAIN, or
+// OAUTHBEARER with the client id and secret of the OIDC token endpoint
+// JAVA_CLIENT_OAUTH_TOKEN_URL).
 // Prints one JSON object on stdout with what it saw; the Python test
 // asserts on it. Exits non-zero on any client exception.
 
@@ -256,6 +258,19 @@ public class JavaClient {
         Map<String, Object> out = new HashMap<>(config);
         out.put("security.protocol", "SASL_PLAINTEXT");
         out.put("sasl.mechanism", mechanism);
+        if (mechanism.equals("OAUTHBEARER")) {
+            // OIDC client credentials (KIP-768): user and password are the
+            // client id and secret the token endpoint JAVA_CLIENT_OAUTH_TOKEN_URL
+            // takes; Kafka 4 clients only reach URLs the system property allows.
+            String tokenUrl = System.getenv("JAVA_CLIENT_OAUTH_TOKEN_URL");
+            System.setProperty("org.apache.kafka.sasl.oauthbearer.allowed.urls", tokenUrl);
+            out.put("sasl.login.callback.handler.class",
+                    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler");
+            out.put("sasl.oauthbearer.token.endpoint.url", tokenUrl);
+            out.put("sasl.jaas.config", "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required"
+                    + " clientId=\"" + user + "\" clientSecret=\"" + password + "\";");
+            return out;
+        }
         String module = mechanism.equals("PLAIN")
                 ? "org.apache.kafka.common.security.plain.PlainLoginModule"
                 : "org.apache.kafka.common.security.scram.ScramLoginModule";
@@ -337,8 +352,13 @@ public class JavaClient {
             committed = admin.listConsumerGroupOffsets("plain-group").partitionsToOffsetAndMetadata().get()
                     .values().stream().mapToLong(o -> o.offset()).sum();
         }
-        Map<String, Object> wrong = new HashMap<>(base);
-        wrong.put("sasl.jaas.config", "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"alice\" password=\"nope\";");
+        // JAVA_CLIENT_SASL_REFUSED names a login the broker refuses (an
+        // OAUTHBEARER client whose tokens it does not take); by default,
+        // JAVA_CLIENT_SASL's user with a wrong password.
+        String[] sasl = System.getenv("JAVA_CLIENT_SASL").split(":", 3);
+        String[] refusedSasl = System.getenv().getOrDefault("JAVA_CLIENT_SASL_REFUSED",
+                sasl[0] + ":" + sasl[1] + ":nope").split(":", 3);
+        Map<String, Object> wrong = withScram(base, refusedSasl[0], refusedSasl[1], refusedSasl[2]);
         String refused = refusal(wrong, topic);
         System.out.printf("{\"read\": %d, \"committed\": %d, \"refused\": \"%s\"}%n",
                 values.size(), committed, refused.replace("\"", "'"));
