@@ -18,7 +18,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -246,21 +245,13 @@ fn plain_users_are_principals_and_the_property_wins() {
 fn plain_without_users_does_not_start() {
     let dir = tempfile::tempdir().expect("temp dir");
     let refuse = |extra: &[&str], expected: &str| {
-        let output = Command::new(env!("CARGO_BIN_EXE_ringbroker"))
-            .args([
-                "serve",
-                "--listen",
-                "SASL_PLAINTEXT://127.0.0.1:0",
-                "--data-dir",
-            ])
-            .arg(dir.path().join("data"))
-            .args(["--sasl-enabled-mechanisms", "PLAIN"])
-            .args(extra)
-            .output()
-            .expect("run ringbroker");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "{extra:?} started");
-        assert!(stderr.contains(expected), "{extra:?}: {stderr}");
+        let listener = [
+            "--listen",
+            "SASL_PLAINTEXT://127.0.0.1:0",
+            "--sasl-enabled-mechanisms",
+            "PLAIN",
+        ];
+        common::assert_refuses_to_start(&[&listener[..], extra].concat(), expected);
     };
     refuse(&[], "no JAAS configuration names its users");
     refuse(

@@ -19,7 +19,6 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -390,15 +389,8 @@ fn tls_listeners_need_a_pem_keystore() {
     let key_end = keystore_pem.find("-----END PRIVATE KEY-----").unwrap();
     std::fs::write(&key_only, &keystore_pem[..key_end + 26]).unwrap();
     let refuse = |extra: &[&str], expected: &str| {
-        let output = Command::new(env!("CARGO_BIN_EXE_ringbroker"))
-            .args(["serve", "--listen", "SSL://127.0.0.1:0", "--data-dir"])
-            .arg(dir.path().join("data"))
-            .args(extra)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "{extra:?} started");
-        assert!(stderr.contains(expected), "{extra:?}: {stderr}");
+        let args = [&["--listen", "SSL://127.0.0.1:0"], extra].concat();
+        common::assert_refuses_to_start(&args, expected);
     };
     refuse(&[], "needs --ssl-keystore-location");
     refuse(

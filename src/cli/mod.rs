@@ -573,6 +573,35 @@ impl ServeArgs {
         Ok(Some(crate::config::broker::TlsConfigs { ssl, sasl_ssl }))
     }
 
+    /// The login modules of a mechanism's JAAS configuration: its
+    /// listener property (`property`, given as `flag`), else the
+    /// `--jaas-config-file`'s server section; None without either.
+    /// Kafka's listener-prefixed JAAS section is that of the listener; here
+    /// every SASL listener shares the first's.
+    fn jaas_modules(
+        &self,
+        property: Option<&str>,
+        flag: &str,
+        listeners: &[crate::config::broker::Listener],
+    ) -> anyhow::Result<Option<Vec<crate::security::plain::LoginModule>>> {
+        use crate::security::plain;
+        let sasl_listener = listeners.iter().find(|l| l.security_protocol.is_sasl());
+        let protocol_name = sasl_listener.map_or("SASL_PLAINTEXT", |l| l.security_protocol.name());
+        if let Some(text) = property {
+            let module =
+                plain::parse_jaas_config(text).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
+            return Ok(Some(vec![module]));
+        }
+        let Some(path) = &self.jaas_config_file else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("--jaas-config-file: cannot read {}", path.display()))?;
+        plain::parse_jaas_file(&text, protocol_name)
+            .map(Some)
+            .map_err(|e| anyhow::anyhow!("--jaas-config-file {}: {e}", path.display()))
+    }
+
     /// PLAIN's users, from `--plain-sasl-jaas-config`, else from
     /// `--jaas-config-file`, as Kafka's `JaasContext.loadServerContext`
     /// prefers the listener's property to the JAAS file.
@@ -582,21 +611,14 @@ impl ServeArgs {
         listeners: &[crate::config::broker::Listener],
     ) -> anyhow::Result<std::sync::Arc<crate::security::plain::PlainUsers>> {
         use crate::security::{plain, SaslMechanism};
-        // Kafka's listener-prefixed JAAS section is that of the listener;
-        // here every SASL listener shares PLAIN's users, from the first's.
         let sasl_listener = listeners.iter().find(|l| l.security_protocol.is_sasl());
-        let protocol_name = sasl_listener.map_or("SASL_PLAINTEXT", |l| l.security_protocol.name());
-        let modules = if let Some(text) = &self.plain_sasl_jaas_config {
-            vec![plain::parse_jaas_config(text)
-                .map_err(|e| anyhow::anyhow!("--plain-sasl-jaas-config: {e}"))?]
-        } else if let Some(path) = &self.jaas_config_file {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("--jaas-config-file: cannot read {}", path.display()))?;
-            plain::parse_jaas_file(&text, protocol_name)
-                .map_err(|e| anyhow::anyhow!("--jaas-config-file {}: {e}", path.display()))?
-        } else {
-            Vec::new()
-        };
+        let modules = self
+            .jaas_modules(
+                self.plain_sasl_jaas_config.as_deref(),
+                "--plain-sasl-jaas-config",
+                listeners,
+            )?
+            .unwrap_or_default();
         let wanted = mechanisms.contains(&SaslMechanism::Plain) && sasl_listener.is_some();
         if !wanted {
             if modules.iter().any(|m| m.class == plain::PLAIN_LOGIN_MODULE) {
@@ -628,7 +650,7 @@ impl ServeArgs {
         listeners: &[crate::config::broker::Listener],
     ) -> anyhow::Result<Option<std::sync::Arc<crate::security::oauthbearer::Validator>>> {
         use crate::security::oauthbearer::{self, SignedOptions, UnsecuredOptions, Validator};
-        use crate::security::{plain, SaslMechanism};
+        use crate::security::SaslMechanism;
         let sasl_listener = listeners.iter().find(|l| l.security_protocol.is_sasl());
         if !mechanisms.contains(&SaslMechanism::OAuthBearer) || sasl_listener.is_none() {
             if self.sasl_oauthbearer_jwks_endpoint_url.is_some()
@@ -679,16 +701,12 @@ impl ServeArgs {
                 keys,
             })));
         }
-        let protocol_name = sasl_listener.map_or("SASL_PLAINTEXT", |l| l.security_protocol.name());
-        let modules = if let Some(text) = &self.oauthbearer_sasl_jaas_config {
-            vec![plain::parse_jaas_config(text)
-                .map_err(|e| anyhow::anyhow!("--oauthbearer-sasl-jaas-config: {e}"))?]
-        } else if let Some(path) = &self.jaas_config_file {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("--jaas-config-file: cannot read {}", path.display()))?;
-            plain::parse_jaas_file(&text, protocol_name)
-                .map_err(|e| anyhow::anyhow!("--jaas-config-file {}: {e}", path.display()))?
-        } else {
+        let modules = self.jaas_modules(
+            self.oauthbearer_sasl_jaas_config.as_deref(),
+            "--oauthbearer-sasl-jaas-config",
+            listeners,
+        )?;
+        let Some(modules) = modules else {
             bail!(
                 "OAUTHBEARER is enabled (--sasl-enabled-mechanisms) without --sasl-oauthbearer-jwks-endpoint-url, so it would take unsigned tokens, and no JAAS configuration says so: give --sasl-oauthbearer-jwks-endpoint-url, or --oauthbearer-sasl-jaas-config '{} required;' (or --jaas-config-file) to take unsigned tokens, as Kafka's default validator does",
                 oauthbearer::OAUTHBEARER_LOGIN_MODULE

@@ -438,6 +438,22 @@ impl Drop for Broker {
     }
 }
 
+/// Runs `ringbroker serve` with `args` (a data directory of its own added)
+/// and asserts it refuses to start with a message containing `expected`.
+pub fn assert_refuses_to_start(args: &[&str], expected: &str) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = Command::new(env!("CARGO_BIN_EXE_ringbroker"))
+        .arg("serve")
+        .args(args)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .output()
+        .expect("run ringbroker");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{args:?} started");
+    assert!(stderr.contains(expected), "{args:?}: {stderr}");
+}
+
 /// A name no earlier run used (a reference broker keeps what tests make).
 pub fn unique(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now()
