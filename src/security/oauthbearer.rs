@@ -45,6 +45,11 @@ const MISSING_KEY_IDS_MAX: usize = 16;
 /// Key ids longer than this never trigger a fetch (Kafka's
 /// `MISSING_KEY_ID_MAX_KEY_LENGTH`).
 const MISSING_KEY_ID_LENGTH_MAX: usize = 1000;
+/// The least time between two key-id-triggered fetches, whatever the key
+/// ids: tokens naming made-up key ids (which anyone can send, before any
+/// signature is checked) cost the identity provider one request a second
+/// at most, and never crowd out the fetch a real new key needs.
+const MISSING_KEY_FETCH_INTERVAL: Duration = Duration::from_secs(1);
 /// The largest JWKS document taken.
 const JWKS_BYTES_MAX: u64 = 1 << 20;
 /// How long one JWKS request may take.
@@ -79,7 +84,7 @@ fn client_first_pattern() -> &'static regex::bytes::Regex {
         // optional authzid (SASLNAME), then key=value pairs each ended by
         // 0x01, and a final 0x01.
         regex::bytes::Regex::new(
-            r"(?-u)\An,(?:a=((?:[\x01-\x2B\x2D-\x3C\x3E-\x7F]|=2C|=3D)+))?,\x01((?:[A-Za-z]+=[\x21-\x7E \t\r\n]+\x01)*)\x01\z",
+            r"(?-u)\An,(?:a=((?:[\x01-\x2B\x2D-\x3C\x3E-\x7F]|=(?:2C|3D))+))?,\x01((?:[A-Za-z]+=[\x21-\x7E \t\r\n]+\x01)*)\x01\z",
         )
         .expect("valid pattern")
     })
@@ -110,28 +115,23 @@ pub fn parse_client_first(message: &[u8]) -> Result<ClientFirst, Malformed> {
     let pairs = text(2).unwrap_or_default();
     // Kafka's Utils.parseMap: split at the first '='; a repeated key's last
     // value stands.
-    let mut map: Vec<(String, String)> = Vec::new();
+    let mut map: std::collections::BTreeMap<&str, &str> = std::collections::BTreeMap::new();
     for pair in pairs.split('\u{1}').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').ok_or(Malformed::Invalid)?;
-        if let Some(existing) = map.iter_mut().find(|(k, _)| k == key) {
-            existing.1 = value.to_string();
-        } else {
-            map.push((key.to_string(), value.to_string()));
-        }
+        map.insert(key, value);
     }
-    let at = map
-        .iter()
-        .position(|(k, _)| k == "auth")
-        .ok_or(Malformed::Invalid)?;
-    let (_, auth) = map.remove(at);
-    let auth_captures = auth_pattern().captures(&auth).ok_or(Malformed::Invalid)?;
+    let auth = map.remove("auth").ok_or(Malformed::Invalid)?;
+    let auth_captures = auth_pattern().captures(auth).ok_or(Malformed::Invalid)?;
     if !auth_captures[1].eq_ignore_ascii_case("bearer") {
         return Err(Malformed::NotBearer);
     }
     Ok(ClientFirst {
         authzid,
         token: auth_captures[2].to_string(),
-        extensions: map,
+        extensions: map
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
     })
 }
 
@@ -497,18 +497,42 @@ fn refresh_keys(
     budget: Duration,
     mut publish: impl FnMut(JwkSet) -> bool,
 ) {
+    // Key ids fetched for lately (Kafka's cache of 16, the oldest evicted).
     let mut asked: HashMap<String, Instant> = HashMap::new();
     let mut next = Instant::now() + refresh;
+    let mut last_key_fetch: Option<Instant> = None;
     loop {
         let wait = next.saturating_duration_since(Instant::now());
         match missing.recv_timeout(wait) {
             Ok(kid) => {
                 let now = Instant::now();
                 asked.retain(|_, at| now.duration_since(*at) < MISSING_KEY_ID_INTERVAL);
-                if asked.contains_key(&kid) || asked.len() >= MISSING_KEY_IDS_MAX {
+                if asked.contains_key(&kid) {
                     continue;
                 }
+                if asked.len() >= MISSING_KEY_IDS_MAX {
+                    if let Some(oldest) = asked
+                        .iter()
+                        .min_by_key(|(_, at)| **at)
+                        .map(|(k, _)| k.clone())
+                    {
+                        asked.remove(&oldest);
+                    }
+                }
                 asked.insert(kid.clone(), now);
+                if let Some(last) = last_key_fetch {
+                    let since = now.duration_since(last);
+                    if since < MISSING_KEY_FETCH_INTERVAL {
+                        std::thread::sleep(MISSING_KEY_FETCH_INTERVAL - since);
+                    }
+                }
+                // One fetch answers every key id asked for meanwhile.
+                while let Ok(other) = missing.try_recv() {
+                    if asked.len() < MISSING_KEY_IDS_MAX {
+                        asked.entry(other).or_insert(now);
+                    }
+                }
+                last_key_fetch = Some(Instant::now());
                 tracing::info!(%url, %kid, "fetching the JWKS for a key id it did not have");
             }
             Err(RecvTimeoutError::Timeout) => next = Instant::now() + refresh,
@@ -588,7 +612,7 @@ fn validate_unsecured(options: &UnsecuredOptions, token: &str, now_ms: i64) -> O
     if token.contains("..") {
         return reject("Malformed compact serialization contains '..'");
     }
-    let parts: Vec<&str> = token.split('.').collect();
+    let parts: Vec<&str> = token.splitn(4, '.').collect();
     if parts.len() != 3 {
         return reject(
             "Unsecured JWS compact serializations must have 3 dot-separated Base64URL-encoded values",
@@ -618,11 +642,13 @@ fn validate_unsecured(options: &UnsecuredOptions, token: &str, now_ms: i64) -> O
         Some(Value::Array(items)) => {
             let mut scope = Vec::new();
             for item in items {
-                let Some(s) = item.as_str() else {
-                    return reject("scope claim is not a list of strings");
-                };
-                if !s.trim().is_empty() {
-                    scope.push(s.trim().to_string());
+                match item {
+                    Value::Null => {}
+                    Value::String(s) if !s.trim().is_empty() => scope.push(s.trim().to_string()),
+                    Value::String(_) => {}
+                    // Kafka fails on it with an exception it does not
+                    // answer (ClassCastException).
+                    _ => return Outcome::Close,
                 }
             }
             scope
@@ -692,13 +718,24 @@ fn validate_unsecured(options: &UnsecuredOptions, token: &str, now_ms: i64) -> O
 
 /// The algorithms a key of this kind verifies (as jose4j takes them: any
 /// the key supports but `none`).
+/// A key for encryption (`use` `enc`) is not used (jose4j's key
+/// selection); the `alg` a key declares is not looked at (measured: Kafka
+/// 4.1.1 takes a PS256 or RS512 token signed with a key declared RS256).
+/// Never a symmetric key: `HS*` tokens are refused whatever the set holds.
 fn key_verifies(key: &Jwk, algorithm: Algorithm) -> bool {
+    use jsonwebtoken::jwk::{EllipticCurve, PublicKeyUse};
     use Algorithm::*;
+    if matches!(key.common.public_key_use, Some(PublicKeyUse::Encryption)) {
+        return false;
+    }
     match &key.algorithm {
         AlgorithmParameters::RSA(_) => {
             matches!(algorithm, RS256 | RS384 | RS512 | PS256 | PS384 | PS512)
         }
-        AlgorithmParameters::EllipticCurve(_) => matches!(algorithm, ES256 | ES384),
+        AlgorithmParameters::EllipticCurve(ec) => matches!(
+            (&ec.curve, algorithm),
+            (EllipticCurve::P256, ES256) | (EllipticCurve::P384, ES384)
+        ),
         AlgorithmParameters::OctetKeyPair(_) => matches!(algorithm, EdDSA),
         AlgorithmParameters::OctetKey(_) => false,
     }
@@ -713,7 +750,7 @@ fn key_verifies(key: &Jwk, algorithm: Algorithm) -> bool {
 /// when one is expected; the subject claim must be a non-blank string.
 fn validate_signed(options: &SignedOptions, keys: &KeySource, token: &str, now_ms: i64) -> Outcome {
     let reject = |reason: &str| Outcome::Rejected(Rejected::invalid(reason));
-    let parts: Vec<&str> = token.split('.').collect();
+    let parts: Vec<&str> = token.splitn(4, '.').collect();
     if parts.len() != 3 || parts.iter().any(|p| p.is_empty()) {
         return reject("not a JWS compact serialization of three parts");
     }
@@ -764,8 +801,10 @@ fn validate_signed(options: &SignedOptions, keys: &KeySource, token: &str, now_m
     let Some(expires_at_ms) = claims.get("exp").and_then(millis) else {
         return reject("no numeric exp claim");
     };
-    if claims.get("iat").and_then(millis).is_none() {
-        return reject("no numeric iat claim");
+    match claims.get("iat").and_then(millis) {
+        Some(iat) if iat >= 0 => {}
+        Some(_) => return reject("iat value must be non-negative"),
+        None => return reject("no numeric iat claim"),
     }
     if now_ms >= expires_at_ms {
         return reject("The JWT is no longer valid");
@@ -803,8 +842,9 @@ fn validate_signed(options: &SignedOptions, keys: &KeySource, token: &str, now_m
             return reject("Issuer (iss) claim does not match the expected issuer");
         }
     }
+    // Kafka's ClaimValidationUtils.validateSubject trims it.
     let principal = match claims.get(&options.sub_claim) {
-        Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+        Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
         _ => {
             return reject(&format!(
                 "{} value must be non-null, non-empty, and non-whitespace",
@@ -814,6 +854,7 @@ fn validate_signed(options: &SignedOptions, keys: &KeySource, token: &str, now_m
     };
     let scope = match claims.get(&options.scope_claim) {
         Some(Value::String(s)) if !s.trim().is_empty() => vec![s.trim().to_string()],
+        Some(Value::String(_)) => return reject("scope value must be non-blank"),
         Some(Value::Array(items)) => {
             let mut scope: Vec<String> = Vec::new();
             for item in items {
@@ -959,6 +1000,64 @@ mod tests {
             Outcome::Valid(v) => Ok((v.principal, v.expires_at_ms)),
             Outcome::Rejected(r) => Err(r.reason),
             Outcome::Close => Err("close".into()),
+        }
+    }
+
+    /// Goal: a token never meets a key of another kind than its algorithm
+    /// (jsonwebtoken's verify does not check, and would panic on some
+    /// pairs): refused, never verified, whatever the header says.
+    #[test]
+    fn tokens_only_meet_keys_of_their_algorithm() {
+        let keys = parse_jwks(
+            &serde_json::json!({"keys": [
+                {"kty": "RSA", "kid": "rsa", "e": "AQAB",
+                 "n": "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWLRXUVGmTCAZDYqb8yq2g6P4eJwHr0zxqtvdBl5D4KMpiiqOi2JNgHAbTBy7sMMoAfv1NgeFcw8QcL4Fy6s0_6tsUHT"},
+                {"kty": "EC", "kid": "ec", "crv": "P-256", "use": "sig",
+                 "x": "MKBCTNIcKUSDii11ySs3526iDZ8AiTo7Tu6KPAqv7D4",
+                 "y": "4Etl6SRW2YiLUrN5vfvVHuhp7x8PxltmWWlbbM4IFyM"},
+                {"kty": "RSA", "kid": "enc", "use": "enc", "e": "AQAB", "n": "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78L"},
+                {"kty": "oct", "kid": "secret", "k": "c2VjcmV0"}
+            ]})
+            .to_string(),
+        )
+        .unwrap();
+        let source = KeySource::fixed(keys);
+        let options = SignedOptions {
+            jwks_endpoint_url: "file:/x".into(),
+            jwks_refresh: Duration::from_secs(3600),
+            jwks_retry_backoff: Duration::from_millis(100),
+            jwks_retry_backoff_max: Duration::from_secs(10),
+            expected_audience: Vec::new(),
+            expected_issuer: None,
+            sub_claim: "sub".into(),
+            scope_claim: "scope".into(),
+            clock_skew_seconds: 30,
+        };
+        let body = b64(&serde_json::json!({"sub": "a", "iat": 1, "exp": 4_000_000_000u64}));
+        for (alg, kid) in [
+            ("HS256", Some("rsa")),
+            ("HS256", Some("secret")),
+            ("HS256", None),
+            ("ES384", Some("ec")),
+            ("ES256", Some("rsa")),
+            ("RS256", Some("ec")),
+            ("RS256", Some("enc")),
+            ("EdDSA", None),
+            ("none", None),
+            ("XX999", None),
+        ] {
+            let mut header = serde_json::json!({"alg": alg});
+            if let Some(kid) = kid {
+                header["kid"] = kid.into();
+            }
+            let token = format!("{}.{body}.c2lnbmF0dXJl", b64(&header));
+            assert!(
+                matches!(
+                    validate_signed(&options, &source, &token, 1_700_000_000_000),
+                    Outcome::Rejected(_)
+                ),
+                "{alg} {kid:?}"
+            );
         }
     }
 

@@ -51,6 +51,7 @@ class Issuer:
         self.client_claims = dict(client_claims or {})
         self.lifetime_s = lifetime_s
         self.keys: dict[str, rsa.RSAPrivateKey] = {}
+        self._lock = threading.Lock()
         if key_pem is not None:
             self.keys["key-1"] = serialization.load_pem_private_key(key_pem, password=None)
             self.signing_kid = "key-1"
@@ -58,7 +59,6 @@ class Issuer:
             self.signing_kid = self.add_key()
         self.tokens_issued = 0
         self.jwks_requests = 0
-        self._lock = threading.Lock()
         issuer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -128,13 +128,17 @@ class Issuer:
 
     def add_key(self) -> str:
         """Makes a new signing key, published in the JWKS; returns its kid."""
-        kid = f"key-{len(getattr(self, 'keys', {})) + 1}"
-        self.keys[kid] = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        with self._lock:
+            kid = f"key-{len(self.keys) + 1}"
+            self.keys[kid] = key
         return kid
 
     def jwks(self) -> dict:
         keys = []
-        for kid, key in self.keys.items():
+        with self._lock:
+            published = list(self.keys.items())
+        for kid, key in published:
             jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
             jwk.update({"kid": kid, "use": "sig", "alg": "RS256"})
             keys.append(jwk)
@@ -148,6 +152,7 @@ class Issuer:
         kid: str | None = None,
         key: rsa.RSAPrivateKey | None = None,
         claims: dict | None = None,
+        algorithm: str = "RS256",
     ) -> str:
         """A signed token for ``sub`` (left out when None)."""
         now = int(time.time())
@@ -165,7 +170,7 @@ class Issuer:
         body = {k: v for k, v in body.items() if v is not None}
         kid = kid or self.signing_kid
         signer = key or self.keys[kid]
-        return jwt.encode(body, signer, algorithm="RS256", headers={"kid": kid})
+        return jwt.encode(body, signer, algorithm=algorithm, headers={"kid": kid})
 
     def close(self) -> None:
         self.server.shutdown()

@@ -152,6 +152,14 @@ def test_tokens_the_broker_must_not_take_are_refused(oidc_broker, issuer, case):
     oidc_broker.assert_alive()
 
 
+@pytest.mark.parametrize("algorithm", ["PS256", "RS512"])
+def test_any_rsa_algorithm_verifies_with_an_rsa_key(oidc_broker, issuer, algorithm):
+    # The JWKS declares its keys RS256; Kafka 4.1.1 takes PS256 and RS512
+    # tokens signed with them all the same (measured).
+    producer = Producer(with_token(oidc_broker, lambda: issuer.mint("alice", algorithm=algorithm)))
+    assert producer.list_topics(timeout=10).brokers
+
+
 def test_a_key_the_provider_adds_is_fetched_when_a_token_names_it(oidc_broker, issuer, topic):
     fetched = issuer.jwks_requests
     kid = issuer.add_key()
@@ -171,19 +179,19 @@ def test_a_key_the_provider_adds_is_fetched_when_a_token_names_it(oidc_broker, i
 
 
 def test_a_session_ends_with_its_token_and_librdkafka_renews_it(oidc_broker, issuer, topic):
-    # Tokens valid for 4 s: the broker gives each session 4 s at most (the
+    # Tokens valid for 6 s: the broker gives each session 6 s at most (the
     # lifetime SaslAuthenticate answers, as Kafka's even with
     # connections.max.reauth.ms unset), and librdkafka fetches a new token
     # and re-authenticates on the same connection before it ends: over
-    # 12 s, every message is delivered, in order.
+    # 15 s, every message is delivered, in order.
     calls = []
     expired_before = oidc_broker.log_text().count(SESSION_EXPIRED)
     delivered, failed = [], []
     producer = Producer({
-        **with_token(oidc_broker, lambda: issuer.mint("alice", lifetime_s=4), calls, 0),
+        **with_token(oidc_broker, lambda: issuer.mint("alice", lifetime_s=6), calls, 0),
         "linger.ms": 0,
     })
-    end = time.monotonic() + 12
+    end = time.monotonic() + 15
     i = 0
     while time.monotonic() < end:
         producer.produce(
@@ -266,6 +274,7 @@ def test_kafka_python_unsigned_token_without_scope_is_refused(unsecured_broker, 
         def token(self):
             return unsecured_token("carol")
 
+    refusals = unsecured_broker.log_text().count("The provided scope lacked a required item: kafka")
     consumer_failed = False
     try:
         KafkaConsumer(
@@ -280,5 +289,5 @@ def test_kafka_python_unsigned_token_without_scope_is_refused(unsecured_broker, 
     except Exception:  # noqa: BLE001 (kafka-python's error types vary by path)
         consumer_failed = True
     assert consumer_failed
-    assert "The provided scope lacked a required item: kafka" in unsecured_broker.log_text()
+    assert unsecured_broker.log_text().count("The provided scope lacked a required item: kafka") > refusals
     unsecured_broker.assert_alive()
