@@ -358,7 +358,9 @@ public class JavaClient {
         String[] sasl = System.getenv("JAVA_CLIENT_SASL").split(":", 3);
         String[] refusedSasl = System.getenv().getOrDefault("JAVA_CLIENT_SASL_REFUSED",
                 sasl[0] + ":" + sasl[1] + ":nope").split(":", 3);
-        Map<String, Object> wrong = withScram(base, refusedSasl[0], refusedSasl[1], refusedSasl[2]);
+        Map<String, Object> wrong = new HashMap<>(withScram(base, refusedSasl[0], refusedSasl[1], refusedSasl[2]));
+        // Over the same listener as the rest (SASL_SSL with JAVA_CLIENT_TLS).
+        wrong.put("security.protocol", base.get("security.protocol"));
         String refused = refusal(wrong, topic);
         System.out.printf("{\"read\": %d, \"committed\": %d, \"refused\": \"%s\"}%n",
                 values.size(), committed, refused.replace("\"", "'"));
