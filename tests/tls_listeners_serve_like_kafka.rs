@@ -380,9 +380,10 @@ fn ssl_and_sasl_ssl_listeners_serve_over_tls() {
     assert!(spliced > 1_000_000, "spliced {spliced} bytes");
 }
 
-/// Goal: a TLS listener without a usable PEM keystore does not start.
+/// Goal: a TLS listener without a usable keystore does not start, and
+/// says why as Kafka does.
 #[test]
-fn tls_listeners_need_a_pem_keystore() {
+fn tls_listeners_need_a_usable_keystore() {
     let dir = tempfile::tempdir().unwrap();
     let (_, keystore_pem) = certificates();
     let key_only = dir.path().join("key.pem");
@@ -400,7 +401,27 @@ fn tls_listeners_need_a_pem_keystore() {
             "--ssl-keystore-type",
             "JKS",
         ],
-        "only PEM keystores are read",
+        "SSL key store is specified, but key store password is not specified.",
+    );
+    refuse(
+        &[
+            "--ssl-keystore-location",
+            key_only.to_str().unwrap(),
+            "--ssl-keystore-type",
+            "JKS",
+            "--ssl-keystore-password",
+            "secret",
+        ],
+        "Invalid keystore format",
+    );
+    refuse(
+        &[
+            "--ssl-keystore-location",
+            key_only.to_str().unwrap(),
+            "--ssl-keystore-password",
+            "secret",
+        ],
+        "SSL key store password cannot be specified with PEM format",
     );
     refuse(
         &["--ssl-keystore-location", key_only.to_str().unwrap()],

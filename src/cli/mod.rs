@@ -81,18 +81,34 @@ pub struct ServeArgs {
     /// How far a signed token's not-before time (nbf) may be ahead of this broker's clock [sasl.oauthbearer.clock.skew.seconds].
     #[arg(long, default_value_t = 30)]
     pub sasl_oauthbearer_clock_skew_seconds: u32,
-    /// PEM keystore of SSL and SASL_SSL listeners: the server's private key (unencrypted PKCS#8, PKCS#1 or SEC1) and its certificate chain, as Kafka's ssl.keystore.type=PEM [ssl.keystore.location].
+    /// Keystore of SSL and SASL_SSL listeners: the server's private key and certificate chain, in a JKS or PKCS12 file (Java's keytool, openssl pkcs12 -export; the first private key entry) or a PEM file (the key unencrypted as PKCS#8, PKCS#1 or SEC1, or encrypted PKCS#8 with --ssl-key-password, and the chain) [ssl.keystore.location].
     #[arg(long)]
     pub ssl_keystore_location: Option<PathBuf>,
-    /// Keystore type; only PEM is read [ssl.keystore.type].
-    #[arg(long, default_value = "PEM")]
-    pub ssl_keystore_type: String,
+    /// Keystore type: JKS (Kafka's default; reads PKCS12 files too, as Java's does), PKCS12 or PEM; unset, a PEM file is read as PEM [ssl.keystore.type].
+    #[arg(long)]
+    pub ssl_keystore_type: Option<String>,
+    /// Password of a JKS or PKCS12 keystore, needed for those; none for PEM (also from the environment variable) [ssl.keystore.password].
+    #[arg(long, env = "RINGBROKER_SSL_KEYSTORE_PASSWORD", hide_env_values = true)]
+    pub ssl_keystore_password: Option<String>,
+    /// Password of the private key: of a JKS key with one of its own (the keystore password otherwise), or of an encrypted PEM key (also from the environment variable) [ssl.key.password].
+    #[arg(long, env = "RINGBROKER_SSL_KEY_PASSWORD", hide_env_values = true)]
+    pub ssl_key_password: Option<String>,
     /// Client certificates on SSL listeners: none, requested (a client without one is User:ANONYMOUS) or required; a certificate's subject is the principal, as Java writes it (e.g. User:CN=client,O=acme,C=US). SASL_SSL listeners ask for none [ssl.client.auth].
     #[arg(long, default_value = "none")]
     pub ssl_client_auth: String,
-    /// PEM file of the CAs whose client certificates are accepted (ssl.truststore.type=PEM) [ssl.truststore.location].
+    /// Truststore of the CAs whose client certificates are accepted: the trusted certificate entries of a JKS or PKCS12 file, or every certificate of a PEM file [ssl.truststore.location].
     #[arg(long)]
     pub ssl_truststore_location: Option<PathBuf>,
+    /// Truststore type: JKS (Kafka's default; reads PKCS12 files too), PKCS12 or PEM; unset, a PEM file is read as PEM [ssl.truststore.type].
+    #[arg(long)]
+    pub ssl_truststore_type: Option<String>,
+    /// Password of a JKS or PKCS12 truststore: a JKS file's integrity is checked with it when given; a PKCS12 file needs it; none for PEM (also from the environment variable) [ssl.truststore.password].
+    #[arg(
+        long,
+        env = "RINGBROKER_SSL_TRUSTSTORE_PASSWORD",
+        hide_env_values = true
+    )]
+    pub ssl_truststore_password: Option<String>,
     /// A SCRAM credential to create at start-up once: at the first start-up naming that user and mechanism (a credential changed or deleted since stays so), as `kafka-storage format --add-scram`: 'SCRAM-SHA-256=[name=alice,password=alice-secret]' (iterations=N optional, 4096 by default); repeat for more.
     #[arg(long)]
     pub add_scram: Vec<String>,
@@ -534,22 +550,32 @@ impl ServeArgs {
         )
     }
 
-    /// The TLS configuration, when a listener is SSL or SASL_SSL.
+    /// The TLS configuration, when a listener is SSL or SASL_SSL, and the
+    /// types of the keystore and truststore read.
     fn tls(
         &self,
         listeners: &[crate::config::broker::Listener],
         client_auth: crate::security::tls::ClientAuth,
-    ) -> anyhow::Result<Option<crate::config::broker::TlsConfigs>> {
-        use crate::security::tls::server_configs;
-        let keystore_type = self.ssl_keystore_type.trim().to_ascii_uppercase();
-        if !crate::security::tls::KEYSTORE_TYPES.contains(&keystore_type.as_str()) {
-            bail!(
-                "--ssl-keystore-type {:?}: Kafka's keystore types are JKS, PKCS12 and PEM",
-                self.ssl_keystore_type
-            );
+    ) -> anyhow::Result<(Option<crate::config::broker::TlsConfigs>, SslStoreTypes)> {
+        use crate::security::keystore::{
+            check_passwords, load_key_store, load_trust_store, StoreType,
+        };
+        let parse_type =
+            |flag: &str, given: &Option<String>| -> anyhow::Result<Option<StoreType>> {
+                given
+                    .as_deref()
+                    .map(StoreType::parse)
+                    .transpose()
+                    .map_err(|e| anyhow::anyhow!("{flag} {e}"))
+            };
+        let keystore_type = parse_type("--ssl-keystore-type", &self.ssl_keystore_type)?;
+        let truststore_type = parse_type("--ssl-truststore-type", &self.ssl_truststore_type)?;
+        // Kafka's checks of passwords without a store, in its words.
+        if self.ssl_keystore_location.is_none() && self.ssl_keystore_password.is_some() {
+            bail!("--ssl-keystore-password: SSL key store is not specified, but key store password is specified.");
         }
-        if keystore_type != "PEM" {
-            bail!("--ssl-keystore-type {keystore_type}: only PEM keystores are read; convert it (e.g. keytool -importkeystore to PKCS12, then openssl pkcs12 -nodes)");
+        if self.ssl_truststore_location.is_none() && self.ssl_truststore_password.is_some() {
+            bail!("--ssl-truststore-password: SSL trust store is not specified, but trust store password is specified.");
         }
         let Some(tls_listener) = listeners.iter().find(|l| l.security_protocol.is_tls()) else {
             if self.ssl_keystore_location.is_some() {
@@ -557,20 +583,75 @@ impl ServeArgs {
                     "--ssl-keystore-location is given but no listener is SSL or SASL_SSL"
                 );
             }
-            return Ok(None);
+            return Ok((None, SslStoreTypes::default()));
         };
         let Some(path) = &self.ssl_keystore_location else {
             bail!(
-                "--listen {}://{} needs --ssl-keystore-location (a PEM file with the private key and certificate chain)",
+                "--listen {}://{} needs --ssl-keystore-location (a JKS, PKCS12 or PEM file with the private key and certificate chain)",
                 tls_listener.security_protocol.name(),
                 tls_listener.address
             );
         };
-        let truststore = self.ssl_truststore_location.as_deref();
-        let (ssl, sasl_ssl) = server_configs(path, client_auth, truststore).map_err(|e| {
-            anyhow::anyhow!("--ssl-keystore-location, --ssl-truststore-location: {e}")
-        })?;
-        Ok(Some(crate::config::broker::TlsConfigs { ssl, sasl_ssl }))
+        // The type of a store: as given, or Kafka's default unless the file
+        // is PEM text.
+        let effective = |given: Option<StoreType>, path: &std::path::Path| {
+            given.unwrap_or_else(|| {
+                std::fs::read(path)
+                    .map(|contents| StoreType::default_for(&contents))
+                    .unwrap_or(StoreType::Jks)
+            })
+        };
+        // Described as set when given, or when it is not Kafka's default.
+        let described = |given: Option<StoreType>, effective: StoreType| {
+            given.or(Some(effective).filter(|t| *t != StoreType::Jks))
+        };
+        let keystore_given = keystore_type;
+        let keystore_type = effective(keystore_type, path);
+        check_passwords(keystore_type, false, self.ssl_keystore_password.as_deref())
+            .map_err(|e| anyhow::anyhow!("--ssl-keystore-location {}: {e}", path.display()))?;
+        let key = load_key_store(
+            path,
+            keystore_type,
+            self.ssl_keystore_password.as_deref(),
+            self.ssl_key_password.as_deref(),
+        )
+        .map_err(|e| anyhow::anyhow!("--ssl-keystore-location: {e}"))?;
+        let mut types = SslStoreTypes {
+            keystore: described(keystore_given, keystore_type),
+            truststore: None,
+        };
+        let trusted = match &self.ssl_truststore_location {
+            None => None,
+            Some(path) => {
+                let given = truststore_type;
+                let truststore_type = effective(given, path);
+                types.truststore = described(given, truststore_type);
+                check_passwords(
+                    truststore_type,
+                    true,
+                    self.ssl_truststore_password.as_deref(),
+                )
+                .map_err(|e| {
+                    anyhow::anyhow!("--ssl-truststore-location {}: {e}", path.display())
+                })?;
+                Some(
+                    load_trust_store(
+                        path,
+                        truststore_type,
+                        self.ssl_truststore_password.as_deref(),
+                    )
+                    .map_err(|e| anyhow::anyhow!("--ssl-truststore-location: {e}"))?,
+                )
+            }
+        };
+        let (ssl, sasl_ssl) = crate::security::tls::server_configs(key, client_auth, trusted)
+            .map_err(|e| {
+                anyhow::anyhow!("--ssl-keystore-location, --ssl-truststore-location: {e}")
+            })?;
+        Ok((
+            Some(crate::config::broker::TlsConfigs { ssl, sasl_ssl }),
+            types,
+        ))
     }
 
     /// The login modules of a mechanism's JAAS configuration: its
@@ -789,7 +870,7 @@ impl ServeArgs {
                     self.ssl_client_auth
                 )
             })?;
-        let tls = self.tls(&listeners, ssl_client_auth)?;
+        let (tls, ssl_store_types) = self.tls(&listeners, ssl_client_auth)?;
         let available = allowed_cpus();
         let cpus = match (&self.cpuset, self.cores) {
             (Some(list), _) => {
@@ -999,6 +1080,23 @@ impl ServeArgs {
             tls,
             ssl_keystore_location: self.ssl_keystore_location.clone(),
             ssl_truststore_location: self.ssl_truststore_location.clone(),
+            ssl_keystore_type: ssl_store_types.keystore,
+            ssl_truststore_type: ssl_store_types.truststore,
+            ssl_passwords: [
+                (
+                    "ssl.keystore.password",
+                    self.ssl_keystore_password.is_some(),
+                ),
+                ("ssl.key.password", self.ssl_key_password.is_some()),
+                (
+                    "ssl.truststore.password",
+                    self.ssl_truststore_password.is_some(),
+                ),
+            ]
+            .into_iter()
+            .filter(|(_, set)| *set)
+            .map(|(name, _)| name)
+            .collect(),
             ssl_client_auth,
             add_scram,
             authorizer,
@@ -1112,6 +1210,14 @@ fn parse_assignors(value: &str) -> Result<String, String> {
         names.push(name);
     }
     Ok(names.join(","))
+}
+
+/// The types of the keystore and truststore to describe as set: as given,
+/// or when the file made them other than Kafka's default (JKS).
+#[derive(Debug, Default)]
+struct SslStoreTypes {
+    keystore: Option<crate::security::keystore::StoreType>,
+    truststore: Option<crate::security::keystore::StoreType>,
 }
 
 #[cfg(test)]

@@ -106,6 +106,13 @@ pub struct BrokerConfig {
     pub ssl_keystore_location: Option<PathBuf>,
     /// `ssl.truststore.location`, when given.
     pub ssl_truststore_location: Option<PathBuf>,
+    /// The type of the keystore read, when given (`ssl.keystore.type`) or
+    /// when its contents made it other than Kafka's default (PEM).
+    pub ssl_keystore_type: Option<crate::security::keystore::StoreType>,
+    /// The same of the truststore.
+    pub ssl_truststore_type: Option<crate::security::keystore::StoreType>,
+    /// The names of the `ssl.*.password` configs given.
+    pub ssl_passwords: Vec<&'static str>,
     /// `ssl.client.auth`.
     pub ssl_client_auth: crate::security::tls::ClientAuth,
     /// SCRAM credentials created at start-up where missing (`--add-scram`).
@@ -356,12 +363,14 @@ impl BrokerConfig {
                 .ssl_keystore_location
                 .as_ref()
                 .map(|p| p.display().to_string()),
-            "ssl.keystore.type" if self.ssl_keystore_location.is_some() => Some("PEM".into()),
+            "ssl.keystore.type" => self.ssl_keystore_type.map(|t| t.name().into()),
             "ssl.truststore.location" => self
                 .ssl_truststore_location
                 .as_ref()
                 .map(|p| p.display().to_string()),
-            "ssl.truststore.type" if self.ssl_truststore_location.is_some() => Some("PEM".into()),
+            "ssl.truststore.type" => self.ssl_truststore_type.map(|t| t.name().into()),
+            // Sensitive: described as set, never with the value.
+            name if self.ssl_passwords.contains(&name) => Some(String::new()),
             "ssl.client.auth" if self.ssl_client_auth != crate::security::tls::ClientAuth::None => {
                 Some(self.ssl_client_auth.name().into())
             }

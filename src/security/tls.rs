@@ -1,21 +1,16 @@
 //! TLS for SSL and SASL_SSL listeners: the server's key and certificate
-//! chain from a PEM keystore (Kafka's `ssl.keystore.type=PEM` and
-//! `ssl.keystore.location`, KIP-651), TLSv1.2 and TLSv1.3 (Kafka's
-//! `ssl.enabled.protocols` default), client certificates as Kafka's
-//! `ssl.client.auth` (none, requested, required) checked against the CAs of
-//! a PEM truststore (`ssl.truststore.location`), and the principal name of
-//! a client certificate as Kafka's default principal builder makes it: the
-//! subject as Java's `X500Principal.getName()` writes it (RFC 2253). No I/O
-//! but reading the files.
+//! chain (read from the keystore by `super::keystore`), TLSv1.2 and TLSv1.3
+//! (Kafka's `ssl.enabled.protocols` default), client certificates as
+//! Kafka's `ssl.client.auth` (none, requested, required) checked against the
+//! CAs of the truststore, and the principal name of a client certificate
+//! as Kafka's default principal builder makes it: the subject as Java's
+//! `X500Principal.getName()` writes it (RFC 2253). No I/O.
 
-use std::path::Path;
 use std::sync::Arc;
 
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::CertificateDer;
 
-/// The keystore types Kafka knows; only PEM is read here.
-pub const KEYSTORE_TYPES: [&str; 3] = ["JKS", "PKCS12", "PEM"];
+use super::keystore::KeyMaterial;
 
 /// Kafka's `ssl.client.auth`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,49 +44,21 @@ impl ClientAuth {
     }
 }
 
-/// The TLS server configurations of SSL and of SASL_SSL listeners, from
-/// the PEM keystore at `keystore` (read once): a private key (PKCS#8, PKCS#1
-/// or SEC1, not encrypted) and the certificate chain, the server's own
-/// first, in any order in the file. SSL listeners take client certificates
-/// as `client_auth` says, issued by a CA of the PEM `truststore`; SASL_SSL
-/// listeners ask for none, as Kafka's unless their own `ssl.client.auth`
-/// says otherwise.
+/// The TLS server configurations of SSL and of SASL_SSL listeners, with
+/// the key and chain of `key` (from the keystore). SSL listeners take
+/// client certificates as `client_auth` says, issued by one of the
+/// `trusted` CAs (from the truststore); SASL_SSL listeners ask for none, as
+/// Kafka's unless their own `ssl.client.auth` says otherwise.
 ///
 /// # Errors
-/// An unreadable file, one without a key or certificate, an encrypted key,
-/// a key that does not match the certificate, or client authentication
-/// without a truststore of at least one CA; with what is wrong.
+/// A key that does not match the certificate, or client authentication
+/// without a truststore; with what is wrong.
 pub fn server_configs(
-    keystore: &Path,
+    key: KeyMaterial,
     client_auth: ClientAuth,
-    truststore: Option<&Path>,
+    trusted: Option<Vec<CertificateDer<'static>>>,
 ) -> Result<(Arc<rustls::ServerConfig>, Arc<rustls::ServerConfig>), String> {
-    let path = keystore;
-    let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if text
-        .windows(b"ENCRYPTED PRIVATE KEY".len())
-        .any(|w| w == b"ENCRYPTED PRIVATE KEY")
-    {
-        return Err(format!(
-            "{}: encrypted private keys (ssl.key.password) are not supported yet; store the key unencrypted",
-            path.display()
-        ));
-    }
-    let certificates = CertificateDer::pem_slice_iter(&text)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{}: not a PEM keystore: {e}", path.display()))?;
-    if certificates.is_empty() {
-        return Err(format!(
-            "{}: no certificate (-----BEGIN CERTIFICATE-----) in the keystore",
-            path.display()
-        ));
-    }
-    let key = PrivateKeyDer::from_pem_slice(&text).map_err(|e| {
-        format!(
-            "{}: no private key (-----BEGIN PRIVATE KEY-----) in the keystore: {e}",
-            path.display()
-        )
-    })?;
+    let KeyMaterial { chain, key } = key;
     // ring's provider: aws-lc-rs's would add hybrid post-quantum key
     // exchange, which Kafka's Java 17 TLS does not offer either, at the cost
     // of building a C library.
@@ -100,7 +67,7 @@ pub fn server_configs(
     let verifier = match client_auth {
         ClientAuth::None => None,
         ClientAuth::Requested | ClientAuth::Required => {
-            Some(client_verifier(client_auth, truststore, provider.clone())?)
+            Some(client_verifier(client_auth, trusted, provider.clone())?)
         }
     };
     let config = |verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>| {
@@ -112,41 +79,31 @@ pub fn server_configs(
             Some(verifier) => builder.with_client_cert_verifier(verifier),
         };
         builder
-            .with_single_cert(certificates.clone(), key.clone_key())
+            .with_single_cert(chain.clone(), key.clone_key())
             .map(Arc::new)
-            .map_err(|e| format!("{}: {e}", path.display()))
+            .map_err(|e| format!("the keystore's key and certificate: {e}"))
     };
     Ok((config(verifier)?, config(None)?))
 }
 
-/// The verifier of client certificates issued by a CA of the PEM
-/// `truststore`; with `Requested`, a client may give none.
+/// The verifier of client certificates issued by one of the `trusted` CAs;
+/// with `Requested`, a client may give none.
 fn client_verifier(
     client_auth: ClientAuth,
-    truststore: Option<&Path>,
+    trusted: Option<Vec<CertificateDer<'static>>>,
     provider: Arc<rustls::crypto::CryptoProvider>,
 ) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, String> {
-    let truststore = truststore.ok_or_else(|| {
+    let trusted = trusted.ok_or_else(|| {
         format!(
             "ssl.client.auth={} needs a truststore of the CAs that issue client certificates",
             client_auth.name()
         )
     })?;
-    let text = std::fs::read(truststore)
-        .map_err(|e| format!("cannot read {}: {e}", truststore.display()))?;
     let mut roots = rustls::RootCertStore::empty();
-    for certificate in CertificateDer::pem_slice_iter(&text) {
-        let certificate = certificate
-            .map_err(|e| format!("{}: not a PEM truststore: {e}", truststore.display()))?;
+    for certificate in trusted {
         roots
             .add(certificate)
-            .map_err(|e| format!("{}: {e}", truststore.display()))?;
-    }
-    if roots.is_empty() {
-        return Err(format!(
-            "{}: no certificate (-----BEGIN CERTIFICATE-----) in the truststore",
-            truststore.display()
-        ));
+            .map_err(|e| format!("a truststore certificate: {e}"))?;
     }
     let verifier =
         rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
@@ -155,9 +112,7 @@ fn client_verifier(
     } else {
         verifier
     };
-    verifier
-        .build()
-        .map_err(|e| format!("{}: {e}", truststore.display()))
+    verifier.build().map_err(|e| format!("the truststore: {e}"))
 }
 
 /// The principal name Kafka's default principal builder gives a client
@@ -263,53 +218,6 @@ fn escape_rfc2253(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn keystore(dir: &Path, contents: &str) -> std::path::PathBuf {
-        let path = dir.join("keystore.pem");
-        std::fs::write(&path, contents).unwrap();
-        path
-    }
-
-    /// Goal: a PEM keystore with the key before or after the chain loads;
-    /// a keystore without a key or a certificate, an encrypted key, a key
-    /// of another certificate and a JKS file are refused with the reason.
-    #[test]
-    fn pem_keystores_load_and_bad_ones_say_why() {
-        let dir = tempfile::tempdir().unwrap();
-        let server = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-        let other = rcgen::generate_simple_self_signed(vec!["other".into()]).unwrap();
-        let (cert, key) = (server.cert.pem(), server.key_pair.serialize_pem());
-        let load = |path: &Path| server_configs(path, ClientAuth::None, None);
-        assert!(load(&keystore(dir.path(), &format!("{key}{cert}"))).is_ok());
-        assert!(load(&keystore(dir.path(), &format!("{cert}{key}"))).is_ok());
-        let refused = |contents: String, expected: &str| {
-            let error = load(&keystore(dir.path(), &contents)).unwrap_err();
-            assert!(error.contains(expected), "{error}");
-        };
-        refused(cert.clone(), "no private key");
-        refused(key.clone(), "no certificate");
-        refused(
-            format!("{cert}-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n"),
-            "encrypted private keys",
-        );
-        refused(
-            format!("{}{cert}", other.key_pair.serialize_pem()),
-            "keystore.pem",
-        );
-        refused("\u{fe}\u{ed}\u{fe}\u{ed} not pem".into(), "no certificate");
-        assert!(load(Path::new("/nonexistent/keystore.pem"))
-            .unwrap_err()
-            .contains("cannot read"));
-        let both = keystore(dir.path(), &format!("{key}{cert}"));
-        let needs = server_configs(&both, ClientAuth::Required, None).unwrap_err();
-        assert!(needs.contains("needs a truststore"), "{needs}");
-        let truststore = dir.path().join("truststore.pem");
-        std::fs::write(&truststore, &cert).unwrap();
-        assert!(server_configs(&both, ClientAuth::Requested, Some(&truststore)).is_ok());
-        std::fs::write(&truststore, &key).unwrap();
-        let empty = server_configs(&both, ClientAuth::Required, Some(&truststore)).unwrap_err();
-        assert!(empty.contains("no certificate"), "{empty}");
-    }
 
     /// Goal: principal names as Kafka 4.1.1 (Java 17's X500Principal)
     /// wrote them for the same subjects.

@@ -1,0 +1,183 @@
+"""Keystores and truststores as Kafka users have them: JKS and PKCS12 files
+from Java's keytool and OpenSSL, and PEM files with an encrypted key.
+
+Goal: a broker whose SSL listener is configured as Kafka's would be
+(ssl.keystore.location/type/password, ssl.key.password,
+ssl.truststore.location/type/password) serves librdkafka and kafka-python
+over TLS: a JKS keystore (Kafka's default type), a PKCS12 one under either
+type name (Java 17 reads both formats under both), a JKS key with a
+password of its own, and a PEM keystore whose key is encrypted PKCS#8.
+JKS and PKCS12 truststores admit client certificates their CA issued and
+nobody without one. Bad stores and passwords stop the broker at start-up
+with Kafka's messages, and DescribeConfigs shows the types and hides the
+passwords.
+
+Method: keystores made with openssl and keytool from one CA; every
+configuration and message here was compared with Kafka 4.1.1's
+SslFactory on Java 17 (DefaultSslEngineFactory), which accepted and
+refused the same stores with the same words.
+"""
+
+import shutil
+import subprocess
+
+import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
+
+from conftest import BROKER_BIN, Broker, kafka_python_round_trip, serve
+from test_confluent_kafka import assert_refused, produce_and_read_back
+from test_tls import certificates, openssl  # noqa: F401 (certificates is a fixture)
+
+STORE_PASSWORD = "store-secret"
+KEY_PASSWORD = "key-secret"
+TRUST_PASSWORD = "trust-secret"
+
+
+def keytool(*args, cwd):
+    subprocess.run(["keytool", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def stores(certificates):  # noqa: F811
+    """The server's key and chain as a PKCS12 file (OpenSSL's defaults), a
+    JKS file, a JKS file whose key has its own password, a PEM file with the
+    key encrypted as `openssl pkcs8 -v1 PBE-SHA1-3DES` makes it (what
+    Kafka on Java 17 reads), and the CA as JKS and PKCS12 truststores."""
+    if shutil.which("keytool") is None:
+        pytest.skip("keytool (a JDK's) is not installed")
+    ca, _ = certificates
+    work = ca.parent
+    openssl("pkcs12", "-export", "-in", "server.pem", "-inkey", "server.key", "-certfile", "ca.pem",
+            "-name", "server", "-passout", f"pass:{STORE_PASSWORD}", "-out", "server.p12", cwd=work)
+    keytool("-importkeystore", "-srckeystore", "server.p12", "-srcstoretype", "PKCS12",
+            "-srcstorepass", STORE_PASSWORD, "-destkeystore", "server.jks", "-deststoretype", "JKS",
+            "-deststorepass", STORE_PASSWORD, "-noprompt", cwd=work)
+    keytool("-importkeystore", "-srckeystore", "server.p12", "-srcstoretype", "PKCS12",
+            "-srcstorepass", STORE_PASSWORD, "-destkeystore", "keypass.jks", "-deststoretype", "JKS",
+            "-deststorepass", STORE_PASSWORD, "-noprompt", cwd=work)
+    keytool("-keypasswd", "-alias", "server", "-keystore", "keypass.jks", "-storepass", STORE_PASSWORD,
+            "-keypass", STORE_PASSWORD, "-new", KEY_PASSWORD, cwd=work)
+    openssl("pkcs8", "-topk8", "-in", "server.key", "-v1", "PBE-SHA1-3DES", "-passout",
+            f"pass:{KEY_PASSWORD}", "-out", "server-encrypted.key", cwd=work)
+    (work / "encrypted.pem").write_text(
+        (work / "server-encrypted.key").read_text() + (work / "server.pem").read_text())
+    for store_type, name in (("JKS", "trust.jks"), ("PKCS12", "trust.p12")):
+        keytool("-importcert", "-alias", "ca", "-file", "ca.pem", "-keystore", name, "-storetype", store_type,
+                "-storepass", TRUST_PASSWORD, "-noprompt", cwd=work)
+    return work
+
+
+def ssl_broker(tmp_path_factory, args):
+    return Broker(tmp_path_factory.mktemp("ringbroker-keystore"), extra_args=args, listen_protocol="SSL")
+
+
+def librdkafka_ssl(broker, ca, **extra):
+    return {"bootstrap.servers": broker.bootstrap, "security.protocol": "SSL", "ssl.ca.location": str(ca), **extra}
+
+
+KEYSTORES = {
+    "jks-default-type": ["--ssl-keystore-location", "server.jks", "--ssl-keystore-password", STORE_PASSWORD],
+    "pkcs12": ["--ssl-keystore-location", "server.p12", "--ssl-keystore-type", "PKCS12",
+               "--ssl-keystore-password", STORE_PASSWORD],
+    "pkcs12-as-jks": ["--ssl-keystore-location", "server.p12", "--ssl-keystore-type", "JKS",
+                      "--ssl-keystore-password", STORE_PASSWORD],
+    "jks-as-pkcs12-key-password": ["--ssl-keystore-location", "keypass.jks", "--ssl-keystore-type", "PKCS12",
+                                   "--ssl-keystore-password", STORE_PASSWORD, "--ssl-key-password", KEY_PASSWORD],
+    "pem-encrypted-key": ["--ssl-keystore-location", "encrypted.pem", "--ssl-keystore-type", "PEM",
+                          "--ssl-key-password", KEY_PASSWORD],
+}
+
+
+@pytest.mark.parametrize("keystore", KEYSTORES)
+def test_each_keystore_serves_librdkafka_and_kafka_python(tmp_path_factory, stores, keystore, topic):
+    args = [str(stores / a) if a.endswith((".jks", ".p12", ".pem")) else a for a in KEYSTORES[keystore]]
+    for broker in serve(ssl_broker(tmp_path_factory, args)):
+        config = librdkafka_ssl(broker, stores / "ca.pem")
+        produce_and_read_back(broker, topic, config, config, count=60)
+        kafka_python_round_trip(f"{topic}-kp", bootstrap_servers=broker.bootstrap, security_protocol="SSL",
+                                ssl_cafile=str(stores / "ca.pem"), ssl_check_hostname=True)
+
+
+@pytest.mark.parametrize("truststore", [
+    # A JKS truststore's password only checks its integrity (Java's rule).
+    ["--ssl-truststore-location", "trust.jks"],
+    ["--ssl-truststore-location", "trust.p12", "--ssl-truststore-type", "PKCS12",
+     "--ssl-truststore-password", TRUST_PASSWORD],
+])
+def test_jks_and_pkcs12_truststores_admit_client_certificates(tmp_path_factory, stores, truststore, topic):
+    args = [
+        "--ssl-keystore-location", str(stores / "server.jks"), "--ssl-keystore-password", STORE_PASSWORD,
+        "--ssl-client-auth", "required",
+        *[str(stores / a) if a.startswith("trust.") else a for a in truststore],
+    ]
+    for broker in serve(ssl_broker(tmp_path_factory, args)):
+        with_certificate = librdkafka_ssl(broker, stores / "ca.pem",
+                                          **{"ssl.certificate.location": str(stores / "client.pem"),
+                                             "ssl.key.location": str(stores / "client.key")})
+        produce_and_read_back(broker, topic, with_certificate, with_certificate, count=30)
+        assert_refused(librdkafka_ssl(broker, stores / "ca.pem"), "SSL")
+
+
+# What Kafka 4.1.1's SslFactory said of the same stores (after the path,
+# its messages; "Cannot recover key" and the PEM ones are its causes').
+REFUSALS = {
+    "no-password": (["--ssl-keystore-location", "server.jks"],
+                    "SSL key store is specified, but key store password is not specified."),
+    "wrong-jks-password": (["--ssl-keystore-location", "server.jks", "--ssl-keystore-password", "wrong"],
+                           "of type JKS: Keystore was tampered with, or password was incorrect"),
+    "wrong-pkcs12-password": (["--ssl-keystore-location", "server.p12", "--ssl-keystore-password", "wrong"],
+                              "of type JKS: keystore password was incorrect"),
+    "key-password-missing": (["--ssl-keystore-location", "keypass.jks", "--ssl-keystore-password", STORE_PASSWORD],
+                             "Cannot recover key"),
+    "pem-as-jks": (["--ssl-keystore-location", "encrypted.pem", "--ssl-keystore-type", "JKS",
+                    "--ssl-keystore-password", STORE_PASSWORD], "Invalid keystore format"),
+    "pem-store-password": (["--ssl-keystore-location", "encrypted.pem", "--ssl-keystore-password", "x"],
+                           "SSL key store password cannot be specified with PEM format, "
+                           "only key password may be specified"),
+    "pem-key-password-missing": (["--ssl-keystore-location", "encrypted.pem"], "ssl.key.password"),
+    "pem-key-password-wrong": (["--ssl-keystore-location", "encrypted.pem", "--ssl-key-password", "wrong"],
+                               "does not decrypt the private key"),
+    "pem-truststore-password": (["--ssl-keystore-location", "server.jks", "--ssl-keystore-password",
+                                 STORE_PASSWORD, "--ssl-truststore-location", "ca.pem",
+                                 "--ssl-truststore-password", "x"],
+                                "SSL trust store password cannot be specified for PEM format."),
+    "wrong-truststore-password": (["--ssl-keystore-location", "server.jks", "--ssl-keystore-password",
+                                   STORE_PASSWORD, "--ssl-truststore-location", "trust.jks",
+                                   "--ssl-truststore-password", "wrong"],
+                                  "Keystore was tampered with, or password was incorrect"),
+    "truststore-password-alone": (["--ssl-keystore-location", "server.jks", "--ssl-keystore-password",
+                                   STORE_PASSWORD, "--ssl-truststore-password", "x"],
+                                  "SSL trust store is not specified, but trust store password is specified."),
+}
+
+
+@pytest.mark.parametrize("case", REFUSALS)
+def test_bad_stores_and_passwords_stop_the_broker_with_kafkas_words(tmp_path, stores, case):
+    args, expected = REFUSALS[case]
+    args = [str(stores / a) if a.endswith((".jks", ".p12", ".pem")) else a for a in args]
+    refused = subprocess.run(
+        [str(BROKER_BIN), "serve", "--data-dir", str(tmp_path / "data"), "--listen", "SSL://127.0.0.1:0", *args],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert refused.returncode != 0
+    assert expected in refused.stderr, refused.stderr
+
+
+def test_describe_configs_shows_the_store_types_and_hides_the_passwords(tmp_path_factory, stores):
+    args = ["--ssl-keystore-location", str(stores / "server.p12"), "--ssl-keystore-type", "PKCS12",
+            "--ssl-keystore-password", STORE_PASSWORD, "--ssl-truststore-location", str(stores / "trust.jks")]
+    for broker in serve(ssl_broker(tmp_path_factory, args)):
+        admin = AdminClient(librdkafka_ssl(broker, stores / "ca.pem"))
+        resource = ConfigResource(ConfigResource.Type.BROKER, "0")
+        configs = admin.describe_configs([resource])[resource].result(timeout=30)
+        keystore_type = configs["ssl.keystore.type"]
+        assert (keystore_type.value, keystore_type.source) == ("PKCS12", ConfigSource.STATIC_BROKER_CONFIG.value)
+        # A JKS truststore whose type was not given: Kafka's default.
+        truststore_type = configs["ssl.truststore.type"]
+        assert (truststore_type.value, truststore_type.source) == ("JKS", ConfigSource.DEFAULT_CONFIG.value)
+        password = configs["ssl.keystore.password"]
+        assert password.is_sensitive and password.value is None
+        assert password.source == ConfigSource.STATIC_BROKER_CONFIG.value
+        unset = configs["ssl.key.password"]
+        assert unset.is_sensitive and unset.value is None
+        assert unset.source == ConfigSource.DEFAULT_CONFIG.value
