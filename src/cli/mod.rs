@@ -93,6 +93,12 @@ pub struct ServeArgs {
     /// Password of the private key: of a JKS key with one of its own (the keystore password otherwise), or of an encrypted PEM key (also from the environment variable) [ssl.key.password].
     #[arg(long, env = "RINGBROKER_SSL_KEY_PASSWORD", hide_env_values = true)]
     pub ssl_key_password: Option<String>,
+    /// TLS versions served, comma-separated: TLSv1.2 and TLSv1.3 (TLSv1.1 and older are not served, as Java 17 disables them) [ssl.enabled.protocols].
+    #[arg(long, default_value = "TLSv1.2,TLSv1.3")]
+    pub ssl_enabled_protocols: String,
+    /// Cipher suites served, comma-separated, by their IANA (Java) names, e.g. TLS_AES_256_GCM_SHA384,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384; empty (the default) for every one: TLS 1.3's AES-GCM and CHACHA20 suites and TLS 1.2's ECDHE ones with AES-GCM or CHACHA20. Others Java knows are left out with a warning [ssl.cipher.suites].
+    #[arg(long, default_value = "")]
+    pub ssl_cipher_suites: String,
     /// Client certificates on SSL listeners: none, requested (a client without one is User:ANONYMOUS) or required; a certificate's subject is the principal, as Java writes it (e.g. User:CN=client,O=acme,C=US). SASL_SSL listeners ask for none [ssl.client.auth].
     #[arg(long, default_value = "none")]
     pub ssl_client_auth: String,
@@ -644,10 +650,25 @@ impl ServeArgs {
                 )
             }
         };
-        let (ssl, sasl_ssl) = crate::security::tls::server_configs(key, client_auth, trusted)
-            .map_err(|e| {
-                anyhow::anyhow!("--ssl-keystore-location, --ssl-truststore-location: {e}")
-            })?;
+        let list = |text: &str| -> Vec<String> {
+            text.split(',')
+                .map(str::trim)
+                .filter(|name| !name.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        let (protocols, warnings) = crate::security::tls::Protocols::parse(
+            &list(&self.ssl_enabled_protocols),
+            &list(&self.ssl_cipher_suites),
+        )
+        .map_err(|e| anyhow::anyhow!("--ssl-enabled-protocols, --ssl-cipher-suites: {e}"))?;
+        for warning in warnings {
+            tracing::warn!("{warning}");
+        }
+        let (ssl, sasl_ssl) =
+            crate::security::tls::server_configs(key, client_auth, trusted, &protocols).map_err(
+                |e| anyhow::anyhow!("--ssl-keystore-location, --ssl-truststore-location: {e}"),
+            )?;
         Ok((
             Some(crate::config::broker::TlsConfigs { ssl, sasl_ssl }),
             types,
@@ -1082,20 +1103,31 @@ impl ServeArgs {
             ssl_truststore_location: self.ssl_truststore_location.clone(),
             ssl_keystore_type: ssl_store_types.keystore,
             ssl_truststore_type: ssl_store_types.truststore,
-            ssl_passwords: [
+            ssl_values: [
+                // Passwords are sensitive: described as set, never shown.
                 (
                     "ssl.keystore.password",
-                    self.ssl_keystore_password.is_some(),
+                    self.ssl_keystore_password.as_ref().map(|_| String::new()),
                 ),
-                ("ssl.key.password", self.ssl_key_password.is_some()),
+                (
+                    "ssl.key.password",
+                    self.ssl_key_password.as_ref().map(|_| String::new()),
+                ),
                 (
                     "ssl.truststore.password",
-                    self.ssl_truststore_password.is_some(),
+                    self.ssl_truststore_password.as_ref().map(|_| String::new()),
+                ),
+                (
+                    "ssl.enabled.protocols",
+                    Some(self.ssl_enabled_protocols.clone()).filter(|p| p != "TLSv1.2,TLSv1.3"),
+                ),
+                (
+                    "ssl.cipher.suites",
+                    Some(self.ssl_cipher_suites.clone()).filter(|s| !s.is_empty()),
                 ),
             ]
             .into_iter()
-            .filter(|(_, set)| *set)
-            .map(|(name, _)| name)
+            .filter_map(|(name, value)| Some((name, value?)))
             .collect(),
             ssl_client_auth,
             add_scram,

@@ -111,8 +111,10 @@ pub struct BrokerConfig {
     pub ssl_keystore_type: Option<crate::security::keystore::StoreType>,
     /// The same of the truststore.
     pub ssl_truststore_type: Option<crate::security::keystore::StoreType>,
-    /// The names of the `ssl.*.password` configs given.
-    pub ssl_passwords: Vec<&'static str>,
+    /// The `ssl.*` configs given that are described as they were given:
+    /// passwords (as empty: sensitive ones are never shown), protocols and
+    /// cipher suites.
+    pub ssl_values: Vec<(&'static str, String)>,
     /// `ssl.client.auth`.
     pub ssl_client_auth: crate::security::tls::ClientAuth,
     /// SCRAM credentials created at start-up where missing (`--add-scram`).
@@ -369,8 +371,11 @@ impl BrokerConfig {
                 .as_ref()
                 .map(|p| p.display().to_string()),
             "ssl.truststore.type" => self.ssl_truststore_type.map(|t| t.name().into()),
-            // Sensitive: described as set, never with the value.
-            name if self.ssl_passwords.contains(&name) => Some(String::new()),
+            name if name.starts_with("ssl.") && name != "ssl.client.auth" => self
+                .ssl_values
+                .iter()
+                .find(|(given, _)| *given == name)
+                .map(|(_, value)| value.clone()),
             "ssl.client.auth" if self.ssl_client_auth != crate::security::tls::ClientAuth::None => {
                 Some(self.ssl_client_auth.name().into())
             }

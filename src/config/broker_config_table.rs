@@ -429,6 +429,8 @@ static BROKER_CONFIG_DEFS: &[BrokerConfigDef] = &[
         "Largest request the broker reads."),
     broker_config("socket.send.buffer.bytes", INT, Some("102400"), RESTART,
         "SO_SNDBUF of listening sockets; -1 means the OS default."),
+    broker_config("ssl.cipher.suites", LIST, None, DYNAMIC,
+        "TLS cipher suites enabled; all of the enabled protocols' when unset."),
     broker_config("ssl.client.auth", STRING, Some("none"), DYNAMIC,
         "Whether TLS clients must, may or need not present a certificate."),
     broker_config("ssl.enabled.protocols", LIST, Some("TLSv1.2,TLSv1.3"), DYNAMIC,

@@ -129,10 +129,11 @@ pub fn load_key_store(
             entries
                 .into_iter()
                 .find_map(|entry| match entry {
+                    // Java's key managers pass over a key without a chain.
                     Entry::Key {
                         key: Some(key),
                         chain,
-                    } => Some(KeyMaterial { chain, key }),
+                    } if !chain.is_empty() => Some(KeyMaterial { chain, key }),
                     _ => None,
                 })
                 .ok_or_else(|| failed("no private key entry in the keystore".into()))
@@ -244,6 +245,9 @@ fn java_store(
     Ok(entries)
 }
 
+/// The most password-hashing iterations a file may ask for (Java's bound).
+const MAX_ITERATIONS: u32 = 5_000_000;
+
 /// The first four bytes of a JKS file.
 const JKS_MAGIC: u32 = 0xFEED_FEED;
 /// The algorithm of a JKS file's private keys (Sun's KeyProtector).
@@ -256,35 +260,25 @@ fn jks_password(password: &str) -> Vec<u8> {
 
 /// Reads a JKS file: magic, version (1 or 2), entries (1: a protected key
 /// and its chain, 2: a trusted certificate), then the SHA-1 of the
-/// password, "Mighty Aphrodite" and everything before.
+/// password, "Mighty Aphrodite" and everything before (checked only with a
+/// `password`; anything after it is not read, as in Java).
 fn jks_entries(
     contents: &[u8],
     password: Option<&str>,
     key_password: Option<&str>,
 ) -> Result<Vec<Entry>, String> {
     let malformed = || "Invalid keystore format".to_string();
-    let body_len = contents.len().checked_sub(20).ok_or_else(malformed)?;
-    let (body, digest) = contents.split_at(body_len);
-    if let Some(password) = password {
-        use sha1::{Digest, Sha1};
-        let expected = Sha1::new()
-            .chain_update(jks_password(password))
-            .chain_update(b"Mighty Aphrodite")
-            .chain_update(body)
-            .finalize();
-        if expected.as_slice() != digest {
-            return Err("Keystore was tampered with, or password was incorrect".into());
-        }
-    }
     let mut reader = JksReader {
-        rest: body.get(4..).ok_or_else(malformed)?,
+        rest: contents.get(4..).ok_or_else(malformed)?,
     };
     let version = reader.u32().ok_or_else(malformed)?;
     if version != 1 && version != 2 {
         return Err(malformed());
     }
     let count = reader.u32().ok_or_else(malformed)?;
+    // Keys are recovered once the store's digest is checked, as in Java.
     let mut entries = Vec::new();
+    let mut protected_keys = Vec::new();
     for _ in 0..count {
         let tag = reader.u32().ok_or_else(malformed)?;
         reader.utf().ok_or_else(malformed)?; // alias
@@ -297,13 +291,8 @@ fn jks_entries(
                 for _ in 0..chain_len {
                     chain.push(reader.certificate(version).ok_or_else(malformed)?);
                 }
-                let key = match key_password {
-                    Some(key_password) => Some(
-                        PrivatePkcs8KeyDer::from(jks_recover_key(protected, key_password)?).into(),
-                    ),
-                    None => None,
-                };
-                entries.push(Entry::Key { key, chain });
+                protected_keys.push(protected);
+                entries.push(Entry::Key { key: None, chain });
             }
             2 => entries.push(Entry::Trusted(
                 reader.certificate(version).ok_or_else(malformed)?,
@@ -311,8 +300,28 @@ fn jks_entries(
             _ => return Err(malformed()),
         }
     }
-    if !reader.rest.is_empty() {
-        return Err(malformed());
+    // The digest follows the entries; Java reads nothing after it.
+    if let Some(password) = password {
+        use sha1::{Digest, Sha1};
+        let body = &contents[..contents.len() - reader.rest.len()];
+        let digest = reader.bytes(20).ok_or_else(malformed)?;
+        let expected = Sha1::new()
+            .chain_update(jks_password(password))
+            .chain_update(b"Mighty Aphrodite")
+            .chain_update(body)
+            .finalize();
+        if expected.as_slice() != digest {
+            return Err("Keystore was tampered with, or password was incorrect".into());
+        }
+    }
+    if let Some(key_password) = key_password {
+        let keys = entries.iter_mut().filter_map(|entry| match entry {
+            Entry::Key { key, .. } => Some(key),
+            Entry::Trusted(_) => None,
+        });
+        for (key, protected) in keys.zip(protected_keys) {
+            *key = Some(PrivatePkcs8KeyDer::from(jks_recover_key(protected, key_password)?).into());
+        }
     }
     Ok(entries)
 }
@@ -481,10 +490,27 @@ fn decrypt_pkcs8(der: &[u8], password: &str) -> Result<Vec<u8>, String> {
         .map_err(|e| e.to_string())?;
     let wrong = || "ssl.key.password does not decrypt the private key".to_string();
     let key = match algorithm.oid.to_string().as_str() {
-        "1.2.840.113549.1.5.13" => pkcs5::pbes2::Parameters::from_der(&parameters)
-            .map_err(|e| format!("PBES2 parameters: {e}"))?
-            .decrypt(password, &data)
-            .map_err(|_| wrong())?,
+        "1.2.840.113549.1.5.13" => {
+            let pbes2 = pkcs5::pbes2::Parameters::from_der(&parameters)
+                .map_err(|e| format!("PBES2 parameters: {e}"))?;
+            // The file's own costs are bounded as Java bounds PBE's.
+            match &pbes2.kdf {
+                pkcs5::pbes2::Kdf::Pbkdf2(pbkdf2) if pbkdf2.iteration_count > MAX_ITERATIONS => {
+                    return Err(format!(
+                        "PBKDF2 iteration count too large: {}",
+                        pbkdf2.iteration_count
+                    ))
+                }
+                pkcs5::pbes2::Kdf::Scrypt(_) => {
+                    return Err("scrypt-encrypted private keys are not read (PBKDF2 ones are)".into())
+                }
+                _ => {}
+            }
+            pbes2.decrypt(password, &data).map_err(|e| match e {
+                pkcs5::Error::DecryptFailed => wrong(),
+                other => format!("the private key's encryption is not read here: {other}"),
+            })?
+        }
         "1.2.840.113549.1.12.1.3" => pkcs12_pbe::<des::TdesEde3>(&parameters, &data, password, 24)?,
         "1.2.840.113549.1.12.1.5" => pkcs12_pbe::<rc2::Rc2>(&parameters, &data, password, 16)?,
         "1.2.840.113549.1.12.1.6" => pkcs12_pbe::<rc2::Rc2>(&parameters, &data, password, 5)?,
@@ -522,6 +548,9 @@ where
             Ok((salt.into_bytes(), iterations))
         })
         .map_err(bad)?;
+    if !(1..=MAX_ITERATIONS as i32).contains(&iterations) {
+        return Err(format!("PBE iteration count out of range: {iterations}"));
+    }
     use pkcs12::kdf::{derive_key_utf8, Pkcs12KeyType};
     let derive = |kind, len| {
         derive_key_utf8::<sha1::Sha1>(password, &salt, kind, iterations, len).map_err(bad)
@@ -537,7 +566,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::security::tls::{server_configs, ClientAuth};
+    use crate::security::tls::{server_configs, ClientAuth, Protocols};
 
     fn keystore(dir: &Path, contents: &[u8]) -> std::path::PathBuf {
         let path = dir.join("keystore");
@@ -558,8 +587,9 @@ mod tests {
         let (cert, key) = (server.cert.pem(), server.key_pair.serialize_pem());
         let load = |contents: &str, key_password: Option<&str>| {
             let path = keystore(dir.path(), contents.as_bytes());
-            load_key_store(&path, StoreType::Pem, None, key_password)
-                .and_then(|key| server_configs(key, ClientAuth::None, None))
+            load_key_store(&path, StoreType::Pem, None, key_password).and_then(|key| {
+                server_configs(key, ClientAuth::None, None, &Protocols::kafka_default())
+            })
         };
         assert!(load(&format!("{key}{cert}"), None).is_ok());
         assert!(load(&format!("{cert}{key}"), None).is_ok());
@@ -594,7 +624,13 @@ mod tests {
             None,
         )
         .unwrap();
-        let needs = server_configs(both, ClientAuth::Required, None).unwrap_err();
+        let needs = server_configs(
+            both,
+            ClientAuth::Required,
+            None,
+            &Protocols::kafka_default(),
+        )
+        .unwrap_err();
         assert!(needs.contains("needs a truststore"), "{needs}");
         let truststore = dir.path().join("truststore.pem");
         std::fs::write(&truststore, &key).unwrap();
@@ -673,10 +709,17 @@ mod tests {
             java_store(&whole, Some("other"), None).err().unwrap(),
             "Keystore was tampered with, or password was incorrect"
         );
-        // Without a password the digest is not checked, as in Java.
-        assert!(java_store(&whole, None, None).is_ok());
+        // Without a password the digest is not checked, as in Java, and
+        // nothing after it is read.
+        assert!(java_store(&jks, None, None).is_ok());
+        let mut trailing = whole.clone();
+        trailing.extend(b"after");
+        assert!(java_store(&trailing, Some("pw"), None).is_ok());
         for len in 0..whole.len() {
-            assert!(java_store(&whole[..len], None, None).is_err(), "{len}");
+            assert!(
+                java_store(&whole[..len], Some("pw"), None).is_err(),
+                "{len}"
+            );
             let mut huge = whole.clone();
             huge[len] = 0xff;
             let _ = java_store(&huge, None, Some("pw"));

@@ -1,6 +1,7 @@
 //! TLS for SSL and SASL_SSL listeners: the server's key and certificate
-//! chain (read from the keystore by `super::keystore`), TLSv1.2 and TLSv1.3
-//! (Kafka's `ssl.enabled.protocols` default), client certificates as
+//! chain (read from the keystore by `super::keystore`), the protocols and
+//! cipher suites of Kafka's `ssl.enabled.protocols` (TLSv1.2 and TLSv1.3 by
+//! default) and `ssl.cipher.suites`, client certificates as
 //! Kafka's `ssl.client.auth` (none, requested, required) checked against the
 //! CAs of the truststore, and the principal name of a client certificate
 //! as Kafka's default principal builder makes it: the subject as Java's
@@ -44,6 +45,114 @@ impl ClientAuth {
     }
 }
 
+/// What Kafka's `ssl.enabled.protocols` and `ssl.cipher.suites` leave of
+/// what this broker's TLS (rustls with ring) serves.
+#[derive(Debug, Clone)]
+pub struct Protocols {
+    versions: Vec<&'static rustls::SupportedProtocolVersion>,
+    suites: Vec<rustls::SupportedCipherSuite>,
+}
+
+/// Protocol names Java knows that this broker does not serve (Java 17
+/// disables them too, so Kafka accepts them and then fails handshakes).
+const OLD_PROTOCOLS: [&str; 4] = ["TLSv1.1", "TLSv1", "SSLv3", "SSLv2Hello"];
+
+/// The IANA name of a cipher suite, as Java names it.
+fn suite_name(suite: &rustls::SupportedCipherSuite) -> String {
+    let name = suite.suite().as_str().unwrap_or_default();
+    // rustls writes TLS 1.3's suites TLS13_*; IANA and Java write TLS_*.
+    match name.strip_prefix("TLS13_") {
+        Some(rest) => format!("TLS_{rest}"),
+        None => name.to_string(),
+    }
+}
+
+impl Protocols {
+    /// Kafka's defaults: TLSv1.2 and TLSv1.3, and every suite of them.
+    pub fn kafka_default() -> Self {
+        Protocols::parse(&[], &[])
+            .map(|(p, _)| p)
+            .unwrap_or_else(|_| unreachable!())
+    }
+
+    /// `ssl.enabled.protocols` (empty: Kafka's default, TLSv1.2 and
+    /// TLSv1.3) and `ssl.cipher.suites` (empty: all), in Java's names.
+    /// Returns them and warnings: names Java knows that are not served here
+    /// (TLSv1.1 and older, and suites such as CBC or static RSA ones, which
+    /// are left out).
+    ///
+    /// # Errors
+    /// A name Java does not know either (Kafka's broker fails then too),
+    /// or nothing left to serve: no protocol, or no suite of an enabled
+    /// protocol (Kafka would start and fail every handshake).
+    pub fn parse(
+        enabled: &[String],
+        cipher_suites: &[String],
+    ) -> Result<(Self, Vec<String>), String> {
+        let mut warnings = Vec::new();
+        let mut versions = Vec::new();
+        let enabled: Vec<&str> = if enabled.is_empty() {
+            vec!["TLSv1.2", "TLSv1.3"]
+        } else {
+            enabled.iter().map(String::as_str).collect()
+        };
+        for name in enabled {
+            match name {
+                "TLSv1.3" => versions.push(&rustls::version::TLS13),
+                "TLSv1.2" => versions.push(&rustls::version::TLS12),
+                old if OLD_PROTOCOLS.contains(&old) => warnings.push(format!(
+                    "ssl.enabled.protocols: {old} is not served (Java 17 disables it too)"
+                )),
+                other => {
+                    return Err(format!(
+                        "ssl.enabled.protocols: Unsupported protocol {other}"
+                    ))
+                }
+            }
+        }
+        if versions.is_empty() {
+            return Err(
+                "ssl.enabled.protocols: no protocol this broker serves (TLSv1.2, TLSv1.3)".into(),
+            );
+        }
+        #[allow(deprecated)]
+        let all = rustls::crypto::ring::default_provider().cipher_suites;
+        let mut suites: Vec<rustls::SupportedCipherSuite> = Vec::new();
+        if cipher_suites.is_empty() {
+            suites = all;
+        } else {
+            for name in cipher_suites {
+                match all.iter().find(|suite| suite_name(suite) == *name) {
+                    Some(suite) => suites.push(*suite),
+                    None if name.starts_with("TLS_") || name.starts_with("SSL_") => {
+                        warnings.push(format!(
+                            "ssl.cipher.suites: {name} is not served; this broker serves {}",
+                            all.iter().map(suite_name).collect::<Vec<_>>().join(",")
+                        ))
+                    }
+                    None => {
+                        return Err(format!(
+                            "ssl.cipher.suites: Unsupported CipherSuite: {name}"
+                        ))
+                    }
+                }
+            }
+        }
+        suites.retain(|suite| {
+            versions
+                .iter()
+                .any(|v| v.version == suite.version().version)
+        });
+        if suites.is_empty() {
+            return Err(
+                "ssl.cipher.suites: none of them is served with the enabled protocols (TLS 1.3's are TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384 and TLS_CHACHA20_POLY1305_SHA256; TLS 1.2's are the ECDHE ones with AES-GCM or CHACHA20)"
+                    .into(),
+            );
+        }
+        Ok((Protocols { versions, suites }, warnings))
+    }
+}
+
 /// The TLS server configurations of SSL and of SASL_SSL listeners, with
 /// the key and chain of `key` (from the keystore). SSL listeners take
 /// client certificates as `client_auth` says, issued by one of the
@@ -57,13 +166,17 @@ pub fn server_configs(
     key: KeyMaterial,
     client_auth: ClientAuth,
     trusted: Option<Vec<CertificateDer<'static>>>,
+    protocols: &Protocols,
 ) -> Result<(Arc<rustls::ServerConfig>, Arc<rustls::ServerConfig>), String> {
     let KeyMaterial { chain, key } = key;
     // ring's provider: aws-lc-rs's would add hybrid post-quantum key
     // exchange, which Kafka's Java 17 TLS does not offer either, at the cost
     // of building a C library.
     #[allow(deprecated)]
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::CryptoProvider {
+        cipher_suites: protocols.suites.clone(),
+        ..rustls::crypto::ring::default_provider()
+    });
     let verifier = match client_auth {
         ClientAuth::None => None,
         ClientAuth::Requested | ClientAuth::Required => {
@@ -72,7 +185,7 @@ pub fn server_configs(
     };
     let config = |verifier: Option<Arc<dyn rustls::server::danger::ClientCertVerifier>>| {
         let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
-            .with_protocol_versions(&[&rustls::version::TLS12, &rustls::version::TLS13])
+            .with_protocol_versions(&protocols.versions)
             .map_err(|e| format!("TLS versions: {e}"))?;
         let builder = match verifier {
             None => builder.with_no_client_auth(),
@@ -218,6 +331,60 @@ fn escape_rfc2253(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Goal: `ssl.enabled.protocols` and `ssl.cipher.suites` as Kafka 4.1.1
+    /// took them: Java's names, unknown ones refused with Java's words,
+    /// old protocols and suites Java knows but this broker does not serve
+    /// left out with a warning, and a configuration that leaves nothing to
+    /// serve refused (Kafka would start and fail every handshake).
+    #[test]
+    fn protocols_and_cipher_suites_follow_kafkas_names() {
+        let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let parse = |protocols: &[&str], suites: &[&str]| {
+            Protocols::parse(&names(protocols), &names(suites))
+        };
+        let (default, warnings) = parse(&[], &[]).unwrap();
+        assert!(warnings.is_empty());
+        assert_eq!(default.versions.len(), 2);
+        let served: Vec<String> = default.suites.iter().map(suite_name).collect();
+        assert!(
+            served.contains(&"TLS_AES_256_GCM_SHA384".to_string()),
+            "{served:?}"
+        );
+        assert!(
+            served.contains(&"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256".to_string()),
+            "{served:?}"
+        );
+        let (only13, _) = parse(&["TLSv1.3"], &[]).unwrap();
+        assert_eq!(only13.versions.len(), 1);
+        assert!(only13
+            .suites
+            .iter()
+            .all(|s| s.version() == &rustls::version::TLS13));
+        let (old, warnings) = parse(&["TLSv1.1", "TLSv1.2"], &[]).unwrap();
+        assert_eq!((old.versions.len(), warnings.len()), (1, 1));
+        assert!(parse(&["TLSv1.1"], &[])
+            .unwrap_err()
+            .contains("no protocol"));
+        assert!(parse(&["BOGUS"], &[])
+            .unwrap_err()
+            .contains("Unsupported protocol BOGUS"));
+        assert!(parse(&[], &["BOGUS"])
+            .unwrap_err()
+            .contains("Unsupported CipherSuite: BOGUS"));
+        let (one, warnings) = parse(
+            &[],
+            &["TLS_RSA_WITH_AES_128_CBC_SHA", "TLS_AES_256_GCM_SHA384"],
+        )
+        .unwrap();
+        assert_eq!(
+            one.suites.iter().map(suite_name).collect::<Vec<_>>(),
+            ["TLS_AES_256_GCM_SHA384"]
+        );
+        assert_eq!(warnings.len(), 1);
+        let none = parse(&["TLSv1.2"], &["TLS_AES_256_GCM_SHA384"]).unwrap_err();
+        assert!(none.contains("none of them is served"), "{none}");
+    }
 
     /// Goal: principal names as Kafka 4.1.1 (Java 17's X500Principal)
     /// wrote them for the same subjects.

@@ -1,5 +1,6 @@
-"""Keystores and truststores as Kafka users have them: JKS and PKCS12 files
-from Java's keytool and OpenSSL, and PEM files with an encrypted key.
+"""TLS as Kafka users configure it: keystores and truststores as JKS and
+PKCS12 files from Java's keytool and OpenSSL and PEM files with an
+encrypted key; the protocols and cipher suites served.
 
 Goal: a broker whose SSL listener is configured as Kafka's would be
 (ssl.keystore.location/type/password, ssl.key.password,
@@ -10,7 +11,10 @@ password of its own, and a PEM keystore whose key is encrypted PKCS#8.
 JKS and PKCS12 truststores admit client certificates their CA issued and
 nobody without one. Bad stores and passwords stop the broker at start-up
 with Kafka's messages, and DescribeConfigs shows the types and hides the
-passwords.
+passwords. ssl.enabled.protocols and ssl.cipher.suites decide what a
+client can negotiate: a TLS 1.2 client is refused by a TLSv1.3-only
+listener, and a TLS 1.2 listener limited to one suite negotiates that one
+and refuses a client without it.
 
 Method: keystores made with openssl and keytool from one CA; every
 configuration and message here was compared with Kafka 4.1.1's
@@ -19,6 +23,8 @@ refused the same stores with the same words.
 """
 
 import shutil
+import socket
+import ssl
 import subprocess
 
 import pytest
@@ -119,7 +125,8 @@ def test_jks_and_pkcs12_truststores_admit_client_certificates(tmp_path_factory, 
 
 
 # What Kafka 4.1.1's SslFactory said of the same stores (after the path,
-# its messages; "Cannot recover key" and the PEM ones are its causes').
+# its messages; "Cannot recover key" and the PEM ones are its causes';
+# Java wrote the unknown protocol's and suite's without the space or colon).
 REFUSALS = {
     "no-password": (["--ssl-keystore-location", "server.jks"],
                     "SSL key store is specified, but key store password is not specified."),
@@ -145,6 +152,10 @@ REFUSALS = {
                                    STORE_PASSWORD, "--ssl-truststore-location", "trust.jks",
                                    "--ssl-truststore-password", "wrong"],
                                   "Keystore was tampered with, or password was incorrect"),
+    "unknown-protocol": (["--ssl-keystore-location", "server.jks", "--ssl-keystore-password", STORE_PASSWORD,
+                          "--ssl-enabled-protocols", "TLSv1.2,BOGUS"], "Unsupported protocol BOGUS"),
+    "unknown-cipher-suite": (["--ssl-keystore-location", "server.jks", "--ssl-keystore-password", STORE_PASSWORD,
+                              "--ssl-cipher-suites", "BOGUS"], "Unsupported CipherSuite: BOGUS"),
     "truststore-password-alone": (["--ssl-keystore-location", "server.jks", "--ssl-keystore-password",
                                    STORE_PASSWORD, "--ssl-truststore-password", "x"],
                                   "SSL trust store is not specified, but trust store password is specified."),
@@ -181,3 +192,44 @@ def test_describe_configs_shows_the_store_types_and_hides_the_passwords(tmp_path
         unset = configs["ssl.key.password"]
         assert unset.is_sensitive and unset.value is None
         assert unset.source == ConfigSource.DEFAULT_CONFIG.value
+
+
+def handshake(broker, ca, maximum_version=None, ciphers=None):
+    """A TLS handshake with the broker; returns (version, cipher) or raises
+    ssl.SSLError."""
+    context = ssl.create_default_context(cafile=str(ca))
+    if maximum_version is not None:
+        context.maximum_version = maximum_version
+    if ciphers is not None:
+        context.set_ciphers(ciphers)
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as raw:
+        with context.wrap_socket(raw, server_hostname="localhost") as tls:
+            return tls.version(), tls.cipher()[0]
+
+
+def test_enabled_protocols_and_cipher_suites_decide_what_clients_negotiate(tmp_path_factory, stores, topic):
+    keystore = ["--ssl-keystore-location", str(stores / "server.jks"), "--ssl-keystore-password", STORE_PASSWORD]
+    ca = stores / "ca.pem"
+    for broker in serve(ssl_broker(tmp_path_factory, [*keystore, "--ssl-enabled-protocols", "TLSv1.3"])):
+        assert handshake(broker, ca)[0] == "TLSv1.3"
+        with pytest.raises(ssl.SSLError, match="PROTOCOL_VERSION|protocol version"):
+            handshake(broker, ca, maximum_version=ssl.TLSVersion.TLSv1_2)
+        config = librdkafka_ssl(broker, ca)
+        produce_and_read_back(broker, topic, config, config, count=20)
+    suite = "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"
+    args = [*keystore, "--ssl-enabled-protocols", "TLSv1.2", "--ssl-cipher-suites",
+            f"TLS_RSA_WITH_AES_128_CBC_SHA,{suite}"]
+    for broker in serve(ssl_broker(tmp_path_factory, args)):
+        assert handshake(broker, ca) == ("TLSv1.2", "ECDHE-RSA-AES256-GCM-SHA384")
+        with pytest.raises(ssl.SSLError, match="HANDSHAKE_FAILURE|handshake failure"):
+            handshake(broker, ca, ciphers="ECDHE-RSA-AES128-GCM-SHA256")
+        # The suite Java knows and this broker does not serve is named.
+        assert "TLS_RSA_WITH_AES_128_CBC_SHA is not served" in broker.log_text()
+        config = librdkafka_ssl(broker, ca)
+        produce_and_read_back(broker, f"{topic}-12", config, config, count=20)
+        admin = AdminClient(config)
+        resource = ConfigResource(ConfigResource.Type.BROKER, "0")
+        configs = admin.describe_configs([resource])[resource].result(timeout=30)
+        assert configs["ssl.enabled.protocols"].value == "TLSv1.2"
+        assert configs["ssl.cipher.suites"].value == f"TLS_RSA_WITH_AES_128_CBC_SHA,{suite}"
+        assert configs["ssl.cipher.suites"].source == ConfigSource.STATIC_BROKER_CONFIG.value
