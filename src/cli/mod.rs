@@ -93,6 +93,9 @@ pub struct ServeArgs {
     /// Password of the private key: of a JKS key with one of its own (the keystore password otherwise), or of an encrypted PEM key (also from the environment variable) [ssl.key.password].
     #[arg(long, env = "RINGBROKER_SSL_KEY_PASSWORD", hide_env_values = true)]
     pub ssl_key_password: Option<String>,
+    /// How a client certificate's subject becomes its principal on SSL listeners: DEFAULT (the subject as it is) and rules RULE:pattern/replacement/[L|U], tried in order, e.g. 'RULE:^CN=(.*?),OU=.*$/$1/L,DEFAULT'; a client no rule applies to is refused [ssl.principal.mapping.rules].
+    #[arg(long, default_value = "DEFAULT")]
+    pub ssl_principal_mapping_rules: String,
     /// TLS versions served, comma-separated: TLSv1.2 and TLSv1.3 (TLSv1.1 and older are not served, as Java 17 disables them) [ssl.enabled.protocols].
     #[arg(long, default_value = "TLSv1.2,TLSv1.3")]
     pub ssl_enabled_protocols: String,
@@ -892,6 +895,9 @@ impl ServeArgs {
                 )
             })?;
         let (tls, ssl_store_types) = self.tls(&listeners, ssl_client_auth)?;
+        let ssl_principal_mapper =
+            crate::security::tls::PrincipalMapper::parse(&self.ssl_principal_mapping_rules)
+                .map_err(|e| anyhow::anyhow!("--ssl-principal-mapping-rules: {e}"))?;
         let available = allowed_cpus();
         let cpus = match (&self.cpuset, self.cores) {
             (Some(list), _) => {
@@ -1122,6 +1128,10 @@ impl ServeArgs {
                     Some(self.ssl_enabled_protocols.clone()).filter(|p| p != "TLSv1.2,TLSv1.3"),
                 ),
                 (
+                    "ssl.principal.mapping.rules",
+                    Some(self.ssl_principal_mapping_rules.clone()).filter(|r| r != "DEFAULT"),
+                ),
+                (
                     "ssl.cipher.suites",
                     Some(self.ssl_cipher_suites.clone()).filter(|s| !s.is_empty()),
                 ),
@@ -1130,6 +1140,7 @@ impl ServeArgs {
             .filter_map(|(name, value)| Some((name, value?)))
             .collect(),
             ssl_client_auth,
+            ssl_principal_mapper,
             add_scram,
             authorizer,
             data_dir: self.data_dir,

@@ -117,6 +117,8 @@ pub struct BrokerConfig {
     pub ssl_values: Vec<(&'static str, String)>,
     /// `ssl.client.auth`.
     pub ssl_client_auth: crate::security::tls::ClientAuth,
+    /// `ssl.principal.mapping.rules`.
+    pub ssl_principal_mapper: crate::security::tls::PrincipalMapper,
     /// SCRAM credentials created at start-up where missing (`--add-scram`).
     pub add_scram: Vec<crate::security::AddScram>,
     /// The authorizer (`authorizer.class.name`, `super.users`,

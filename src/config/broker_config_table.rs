@@ -443,6 +443,8 @@ static BROKER_CONFIG_DEFS: &[BrokerConfigDef] = &[
         "Password of the key store."),
     broker_config("ssl.keystore.type", STRING, Some("JKS"), DYNAMIC,
         "Format of the key store."),
+    broker_config("ssl.principal.mapping.rules", STRING, Some("DEFAULT"), RESTART,
+        "Rules mapping a client certificate's subject to its principal name."),
     broker_config("ssl.protocol", STRING, Some("TLSv1.3"), DYNAMIC,
         "TLS protocol used to build the SSL context."),
     broker_config("ssl.truststore.location", STRING, None, DYNAMIC,

@@ -228,6 +228,198 @@ fn client_verifier(
     verifier.build().map_err(|e| format!("the truststore: {e}"))
 }
 
+/// Kafka's `ssl.principal.mapping.rules`: how a client certificate's
+/// subject (as `principal_name` writes it) becomes its principal's name.
+/// Rules are tried in order: `DEFAULT` takes the subject as it is;
+/// `RULE:pattern/replacement/` (then `L` or `U` to lower or upper the
+/// result) applies when the Java-style regular expression matches the
+/// whole subject, and gives the subject with every match of it replaced,
+/// `$n`, `${name}` and `\c` meaning in the replacement what they mean to
+/// Java. Separated by commas; a backslash escapes `/` and `\` in a pattern.
+#[derive(Debug, Clone)]
+pub struct PrincipalMapper {
+    rules: Vec<MappingRule>,
+}
+
+#[derive(Debug, Clone)]
+enum MappingRule {
+    Default,
+    Rule {
+        /// The pattern, to find its matches.
+        pattern: regex::Regex,
+        /// The pattern anchored at both ends, to match the whole subject.
+        whole: regex::Regex,
+        replacement: String,
+        lower: bool,
+        upper: bool,
+    },
+}
+
+/// One rule of `ssl.principal.mapping.rules`: DEFAULT, RULE:p/r/[LU] with
+/// backslash escapes in p and r, or anything else (to be refused unless
+/// empty). The alternatives are tried in this order, as by Kafka.
+const MAPPING_RULE: &str = r"(DEFAULT)|RULE:((?:\\.|[^\\/])*)/((?:\\.|[^\\/])*)/([LU]?).*?|(.*?)";
+
+impl PrincipalMapper {
+    /// Kafka's default: the subject as it is.
+    pub fn kafka_default() -> Self {
+        PrincipalMapper {
+            rules: vec![MappingRule::Default],
+        }
+    }
+
+    /// Parses the rules as Kafka splits and parses them.
+    ///
+    /// # Errors
+    /// A rule with text after it, or a pattern that is not a regular
+    /// expression here (Java's backreferences and lookaround are not).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let splitter = regex::Regex::new(&format!(r"\s*({MAPPING_RULE})\s*(?:,\s*|$)"))
+            .map_err(|e| e.to_string())?;
+        let parser =
+            regex::Regex::new(&format!(r"\A(?:{MAPPING_RULE})")).map_err(|e| e.to_string())?;
+        let mut rules = Vec::new();
+        for split in splitter.captures_iter(text.trim()) {
+            let rule = split.get(1).map_or("", |m| m.as_str());
+            let Some(parsed) = parser.captures(rule) else {
+                return Err(format!("Invalid rule: {rule}"));
+            };
+            let end = parsed.get(0).map_or(0, |m| m.end());
+            if end != rule.len() {
+                return Err(format!(
+                    "Invalid rule: `{rule}`, unmatched substring: `{}`",
+                    &rule[end..]
+                ));
+            }
+            if parsed.get(1).is_some() {
+                rules.push(MappingRule::Default);
+            } else if let (Some(pattern), Some(replacement)) = (parsed.get(2), parsed.get(3)) {
+                let compile = |text: String| {
+                    regex::Regex::new(&text).map_err(|e| format!("Invalid rule: `{rule}`: {e}"))
+                };
+                let case = parsed.get(4).map_or("", |m| m.as_str());
+                rules.push(MappingRule::Rule {
+                    pattern: compile(pattern.as_str().to_string())?,
+                    whole: compile(format!(r"\A(?:{})\z", pattern.as_str()))?,
+                    replacement: replacement.as_str().to_string(),
+                    lower: case == "L",
+                    upper: case == "U",
+                });
+            }
+            // Empty rules are passed over, as by Kafka.
+        }
+        Ok(PrincipalMapper { rules })
+    }
+
+    /// The principal name of the subject `name`: the first rule's that
+    /// applies; None when none does or a replacement names a group the
+    /// pattern does not have (Kafka refuses the client then).
+    pub fn map(&self, name: &str) -> Option<String> {
+        for rule in &self.rules {
+            match rule {
+                MappingRule::Default => return Some(name.to_string()),
+                MappingRule::Rule {
+                    pattern,
+                    whole,
+                    replacement,
+                    lower,
+                    upper,
+                } => {
+                    if !whole.is_match(name) {
+                        continue;
+                    }
+                    let mapped = replace_all(pattern, name, replacement)?;
+                    return Some(if *lower {
+                        mapped.to_lowercase()
+                    } else if *upper {
+                        mapped.to_uppercase()
+                    } else {
+                        mapped
+                    });
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Every match of `pattern` in `text` replaced as Java's `replaceAll`
+/// replaces it: an empty match may follow a match at its end, and the
+/// search goes on a character after an empty one. In `replacement`, `\c`
+/// is c, `${name}` a named group and `$n` group n, its digits read while
+/// they name a group; a `$n` past the pattern's groups is literal text
+/// (Kafka escapes those) unless the pattern has none (Java fails then).
+/// None where Java's would throw.
+fn replace_all(pattern: &regex::Regex, text: &str, replacement: &str) -> Option<String> {
+    let groups = pattern.captures_len() - 1;
+    let mut out = String::with_capacity(text.len());
+    let (mut copied, mut at) = (0, 0);
+    while at <= text.len() {
+        let Some(captures) = pattern.captures_at(text, at) else {
+            break;
+        };
+        let found = captures.get(0)?;
+        out.push_str(&text[copied..found.start()]);
+        append_replacement(&mut out, &captures, replacement, groups)?;
+        copied = found.end();
+        at = if found.is_empty() {
+            match text[found.end()..].chars().next() {
+                Some(c) => found.end() + c.len_utf8(),
+                None => break,
+            }
+        } else {
+            found.end()
+        };
+    }
+    out.push_str(&text[copied..]);
+    Some(out)
+}
+
+/// Appends `replacement` for one match, as Java's `appendReplacement`.
+fn append_replacement(
+    out: &mut String,
+    captures: &regex::Captures<'_>,
+    replacement: &str,
+    groups: usize,
+) -> Option<()> {
+    let mut chars = replacement.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.push(chars.next()?),
+            '$' if chars.peek() == Some(&'{') => {
+                chars.next();
+                let name: String = chars.by_ref().take_while(|c| *c != '}').collect();
+                out.push_str(captures.name(&name)?.as_str());
+            }
+            '$' => {
+                let first = chars.next()?.to_digit(10)? as usize;
+                let mut number = first;
+                let mut digits = first.to_string();
+                while let Some(next) = chars.peek().and_then(|c| c.to_digit(10)) {
+                    let longer = number * 10 + next as usize;
+                    if longer > groups {
+                        break;
+                    }
+                    number = longer;
+                    digits.push(chars.next()?);
+                }
+                if number > groups {
+                    if groups == 0 {
+                        return None;
+                    }
+                    // Kafka makes a reference past the groups literal.
+                    out.push('$');
+                    out.push_str(&digits);
+                } else {
+                    out.push_str(captures.get(number).map_or("", |m| m.as_str()));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    Some(())
+}
+
 /// The principal name Kafka's default principal builder gives a client
 /// certificate (with `ssl.principal.mapping.rules=DEFAULT`): its subject as
 /// Java's `X500Principal.getName()` writes it, RFC 2253 style: the last
@@ -384,6 +576,81 @@ mod tests {
         assert_eq!(warnings.len(), 1);
         let none = parse(&["TLSv1.2"], &["TLS_AES_256_GCM_SHA384"]).unwrap_err();
         assert!(none.contains("none of them is served"), "{none}");
+    }
+
+    /// Goal: `ssl.principal.mapping.rules` map subjects as Kafka 4.1.1's
+    /// SslPrincipalMapper mapped the same subjects with the same rules
+    /// (None where Kafka found no rule or threw, so refused the client), and
+    /// refuse the rules Kafka refused with its words.
+    #[test]
+    fn principal_mapping_rules_map_as_kafka() {
+        let cases: [(&str, &str, Option<&str>); 19] = [
+            (
+                "DEFAULT",
+                "CN=client one,OU=eng,O=acme\\, inc,C=US",
+                Some("CN=client one,OU=eng,O=acme\\, inc,C=US"),
+            ),
+            (
+                "RULE:^CN=(.*?),OU=(.*?),O=(.*?),C=(.*?)$/$1@$2/L,DEFAULT",
+                "CN=Client One,OU=eng,O=acme,C=US",
+                Some("client one@eng"),
+            ),
+            (
+                "RULE:^CN=(.*?),OU=(.*?),O=(.*?),C=(.*?)$/$1@$2/U",
+                "CN=Client One,OU=eng,O=acme,C=US",
+                Some("CLIENT ONE@ENG"),
+            ),
+            (
+                "RULE:^CN=([^,]*),.*$/$1/",
+                "CN=client one,OU=eng,O=acme\\, inc,C=US",
+                Some("client one"),
+            ),
+            ("RULE:^CN=nomatch$/x/,DEFAULT", "CN=a", Some("CN=a")),
+            ("RULE:^CN=nomatch$/x/", "CN=a", None),
+            ("RULE:(.*)/$1!/", "CN=a", Some("CN=a!!")),
+            ("RULE:.*/X/", "CN=a", Some("XX")),
+            ("RULE:^CN=(.*)$/$2-$1/", "CN=a", Some("$2-a")),
+            ("RULE:^CN=(.*)$/$12/", "CN=a", Some("a2")),
+            (
+                "RULE:^CN=(.*)$/\\$1 costs \\\\1/",
+                "CN=a",
+                Some("$1 costs \\1"),
+            ),
+            ("RULE:^CN=(?<who>.*)$/${who}/", "CN=a", Some("a")),
+            ("RULE:^CN=.*$/$1/", "CN=a", None),
+            ("RULE:^CN=([a-z]+)\\/x$/$1/", "CN=ab/x", Some("ab")),
+            (" RULE:^CN=(.*)$/$1/L , DEFAULT ", "CN=AB", Some("ab")),
+            ("", "CN=a", None),
+            ("RULE:CN=(.)/<$1>/", "CN=a", Some("<a>")),
+            (
+                "RULE:^(.*?)=(.*)$/$2=$1/,DEFAULT",
+                "CN=a,O=b",
+                Some("a,O=b=CN"),
+            ),
+            ("RULE:^CN=(.*)$/$1/U,RULE:^(.*)$/none/", "O=x", Some("none")),
+        ];
+        for (rules, subject, expected) in cases {
+            let mapper = PrincipalMapper::parse(rules).unwrap();
+            assert_eq!(
+                mapper.map(subject).as_deref(),
+                expected,
+                "{rules} {subject}"
+            );
+        }
+        let refused = |rules: &str| PrincipalMapper::parse(rules).unwrap_err();
+        assert_eq!(
+            refused("RULE:^CN=(.*)$/$1/Lxyz"),
+            "Invalid rule: `RULE:^CN=(.*)$/$1/Lxyz`, unmatched substring: `xyz`"
+        );
+        assert_eq!(
+            refused("BOGUS"),
+            "Invalid rule: `BOGUS`, unmatched substring: `BOGUS`"
+        );
+        assert_eq!(
+            refused("RULE:a/b"),
+            "Invalid rule: `RULE:a/b`, unmatched substring: `RULE:a/b`"
+        );
+        assert!(refused("RULE:(a)\\1/x/").contains("Invalid rule"));
     }
 
     /// Goal: principal names as Kafka 4.1.1 (Java 17's X500Principal)

@@ -64,7 +64,15 @@ pub async fn serve(
                 .is_sasl() =>
         {
             match crate::security::tls::principal_name(certificate) {
-                Ok(name) => Some(name),
+                Ok(name) => match state.shard.config.ssl_principal_mapper.map(&name) {
+                    Some(mapped) => Some(mapped),
+                    None => {
+                        // Kafka's principal builder fails, and the
+                        // connection is closed.
+                        tracing::info!(?peer_addr, subject = %name, "no ssl.principal.mapping.rules rule applies to the client certificate; closing");
+                        return;
+                    }
+                },
                 Err(e) => {
                     tracing::info!(?peer_addr, error = %e, "client certificate without a usable subject; closing");
                     return;

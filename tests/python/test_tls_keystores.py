@@ -14,12 +14,15 @@ with Kafka's messages, and DescribeConfigs shows the types and hides the
 passwords. ssl.enabled.protocols and ssl.cipher.suites decide what a
 client can negotiate: a TLS 1.2 client is refused by a TLSv1.3-only
 listener, and a TLS 1.2 listener limited to one suite negotiates that one
-and refuses a client without it.
+and refuses a client without it. ssl.principal.mapping.rules turn the
+certificate's subject into the principal ACLs judge, and a client no rule
+applies to is refused.
 
 Method: keystores made with openssl and keytool from one CA; every
 configuration and message here was compared with Kafka 4.1.1's
 SslFactory on Java 17 (DefaultSslEngineFactory), which accepted and
-refused the same stores with the same words.
+refused the same stores with the same words; the mapping rule's result is
+what Kafka 4.1.1's SslPrincipalMapper made of the same subject.
 """
 
 import shutil
@@ -28,11 +31,12 @@ import ssl
 import subprocess
 
 import pytest
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 
 from conftest import BROKER_BIN, Broker, kafka_python_round_trip, serve
 from test_confluent_kafka import assert_refused, produce_and_read_back
-from test_tls import certificates, openssl  # noqa: F401 (certificates is a fixture)
+from test_tls import CLIENT_PRINCIPAL, certificates, openssl  # noqa: F401 (certificates is a fixture)
 
 STORE_PASSWORD = "store-secret"
 KEY_PASSWORD = "key-secret"
@@ -156,6 +160,9 @@ REFUSALS = {
                           "--ssl-enabled-protocols", "TLSv1.2,BOGUS"], "Unsupported protocol BOGUS"),
     "unknown-cipher-suite": (["--ssl-keystore-location", "server.jks", "--ssl-keystore-password", STORE_PASSWORD,
                               "--ssl-cipher-suites", "BOGUS"], "Unsupported CipherSuite: BOGUS"),
+    "bad-mapping-rule": (["--ssl-keystore-location", "server.jks", "--ssl-keystore-password", STORE_PASSWORD,
+                          "--ssl-principal-mapping-rules", "RULE:^CN=(.*)$/$1/Lxyz"],
+                         "Invalid rule: `RULE:^CN=(.*)$/$1/Lxyz`, unmatched substring: `xyz`"),
     "truststore-password-alone": (["--ssl-keystore-location", "server.jks", "--ssl-keystore-password",
                                    STORE_PASSWORD, "--ssl-truststore-password", "x"],
                                   "SSL trust store is not specified, but trust store password is specified."),
@@ -233,3 +240,42 @@ def test_enabled_protocols_and_cipher_suites_decide_what_clients_negotiate(tmp_p
         assert configs["ssl.enabled.protocols"].value == "TLSv1.2"
         assert configs["ssl.cipher.suites"].value == f"TLS_RSA_WITH_AES_128_CBC_SHA,{suite}"
         assert configs["ssl.cipher.suites"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+
+
+def test_principal_mapping_rules_name_the_principal_acls_judge(tmp_path_factory, stores, topic):
+    # The client's subject, as Kafka 4.1.1 wrote it:
+    # 1.2.840.113549.1.9.1=#16066340782e696f,CN=client one,OU=eng,O=acme\, inc,C=US
+    # and what Kafka's SslPrincipalMapper made of it with this rule.
+    rules = "RULE:^.*CN=([^,]*),OU=([^,]*),.*$/$1@$2/U,DEFAULT"
+    mapped = "User:CLIENT ONE@ENG"
+    base = [
+        "--ssl-keystore-location", str(stores / "server.jks"), "--ssl-keystore-password", STORE_PASSWORD,
+        "--ssl-client-auth", "required", "--ssl-truststore-location", str(stores / "trust.jks"),
+        "--authorizer-class-name", "standard",
+    ]
+    certified = {"ssl.certificate.location": str(stores / "client.pem"),
+                 "ssl.key.location": str(stores / "client.key")}
+
+    def create(broker, name):
+        admin = AdminClient(librdkafka_ssl(broker, stores / "ca.pem", **certified))
+        try:
+            admin.create_topics([NewTopic(name, 1, 1)])[name].result(timeout=30)
+            return "created"
+        except KafkaException as error:
+            return error.args[0].name()
+
+    args = [*base, "--ssl-principal-mapping-rules", rules]
+    for broker in serve(ssl_broker(tmp_path_factory, [*args, "--super-users", mapped])):
+        assert create(broker, topic) == "created"
+        admin = AdminClient(librdkafka_ssl(broker, stores / "ca.pem", **certified))
+        resource = ConfigResource(ConfigResource.Type.BROKER, "0")
+        configs = admin.describe_configs([resource])[resource].result(timeout=30)
+        assert configs["ssl.principal.mapping.rules"].value == rules
+    # The unmapped subject is not a super user there.
+    for broker in serve(ssl_broker(tmp_path_factory, [*args, "--super-users", CLIENT_PRINCIPAL])):
+        assert create(broker, topic) == "TOPIC_AUTHORIZATION_FAILED"
+    # No rule applies: the client is refused, and the broker says why.
+    args = [*base, "--ssl-principal-mapping-rules", "RULE:^CN=nobody$/x/", "--super-users", mapped]
+    for broker in serve(ssl_broker(tmp_path_factory, args)):
+        assert_refused(librdkafka_ssl(broker, stores / "ca.pem", **certified), "")
+        assert "no ssl.principal.mapping.rules rule applies" in broker.log_text()
