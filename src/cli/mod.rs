@@ -90,6 +90,22 @@ pub struct ServeArgs {
     /// Password of a JKS or PKCS12 keystore, needed for those; none for PEM (also from the environment variable) [ssl.keystore.password].
     #[arg(long, env = "RINGBROKER_SSL_KEYSTORE_PASSWORD", hide_env_values = true)]
     pub ssl_keystore_password: Option<String>,
+    /// The private key of a PEM keystore given inline instead of --ssl-keystore-location, as PEM text (needs --ssl-keystore-type PEM; also from the environment variable) [ssl.keystore.key].
+    #[arg(
+        long,
+        env = "RINGBROKER_SSL_KEYSTORE_KEY",
+        hide_env_values = true,
+        allow_hyphen_values = true
+    )]
+    pub ssl_keystore_key: Option<String>,
+    /// The certificate chain of a PEM keystore given inline, as PEM text, the server's certificate first (also from the environment variable) [ssl.keystore.certificate.chain].
+    #[arg(
+        long,
+        env = "RINGBROKER_SSL_KEYSTORE_CERTIFICATE_CHAIN",
+        hide_env_values = true,
+        allow_hyphen_values = true
+    )]
+    pub ssl_keystore_certificate_chain: Option<String>,
     /// Password of the private key: of a JKS key with one of its own (the keystore password otherwise), or of an encrypted PEM key (also from the environment variable) [ssl.key.password].
     #[arg(long, env = "RINGBROKER_SSL_KEY_PASSWORD", hide_env_values = true)]
     pub ssl_key_password: Option<String>,
@@ -108,6 +124,14 @@ pub struct ServeArgs {
     /// Truststore of the CAs whose client certificates are accepted: the trusted certificate entries of a JKS or PKCS12 file, or every certificate of a PEM file [ssl.truststore.location].
     #[arg(long)]
     pub ssl_truststore_location: Option<PathBuf>,
+    /// The CAs of a PEM truststore given inline instead of --ssl-truststore-location, as PEM text (needs --ssl-truststore-type PEM; also from the environment variable) [ssl.truststore.certificates].
+    #[arg(
+        long,
+        env = "RINGBROKER_SSL_TRUSTSTORE_CERTIFICATES",
+        hide_env_values = true,
+        allow_hyphen_values = true
+    )]
+    pub ssl_truststore_certificates: Option<String>,
     /// Truststore type: JKS (Kafka's default; reads PKCS12 files too), PKCS12 or PEM; unset, a PEM file is read as PEM [ssl.truststore.type].
     #[arg(long)]
     pub ssl_truststore_type: Option<String>,
@@ -567,7 +591,8 @@ impl ServeArgs {
         client_auth: crate::security::tls::ClientAuth,
     ) -> anyhow::Result<(Option<crate::config::broker::TlsConfigs>, SslStoreTypes)> {
         use crate::security::keystore::{
-            check_passwords, load_key_store, load_trust_store, StoreType,
+            check_passwords, inline_key_store, inline_trust_store, load_key_store,
+            load_trust_store, StoreType,
         };
         let parse_type =
             |flag: &str, given: &Option<String>| -> anyhow::Result<Option<StoreType>> {
@@ -577,29 +602,52 @@ impl ServeArgs {
                     .transpose()
                     .map_err(|e| anyhow::anyhow!("{flag} {e}"))
             };
-        let keystore_type = parse_type("--ssl-keystore-type", &self.ssl_keystore_type)?;
-        let truststore_type = parse_type("--ssl-truststore-type", &self.ssl_truststore_type)?;
+        let keystore_given = parse_type("--ssl-keystore-type", &self.ssl_keystore_type)?;
+        let truststore_given = parse_type("--ssl-truststore-type", &self.ssl_truststore_type)?;
+        // Kafka's checks of inline PEM stores, in its words.
+        let inline_key = match (&self.ssl_keystore_key, &self.ssl_keystore_certificate_chain) {
+            (Some(_), None) => bail!("--ssl-keystore-key: SSL private key is specified, but certificate chain is not specified."),
+            (None, Some(_)) => bail!("--ssl-keystore-certificate-chain: SSL certificate chain is specified, but private key is not specified"),
+            (Some(key), Some(chain)) => {
+                if keystore_given != Some(StoreType::Pem) {
+                    bail!("--ssl-keystore-key: SSL private key can be specified only for PEM, but key store type is {}.", keystore_given.unwrap_or(StoreType::Jks).name());
+                }
+                if self.ssl_keystore_location.is_some() {
+                    bail!("--ssl-keystore-key: Both SSL key store location and separate private key are specified.");
+                }
+                if self.ssl_keystore_password.is_some() {
+                    bail!("--ssl-keystore-password: SSL key store password cannot be specified with PEM format, only key password may be specified.");
+                }
+                Some((key, chain))
+            }
+            (None, None) => None,
+        };
+        if self.ssl_truststore_certificates.is_some() {
+            if truststore_given != Some(StoreType::Pem) {
+                bail!("--ssl-truststore-certificates: SSL trust store certs can be specified only for PEM, but trust store type is {}.", truststore_given.unwrap_or(StoreType::Jks).name());
+            }
+            if self.ssl_truststore_location.is_some() {
+                bail!("--ssl-truststore-certificates: Both SSL trust store location and separate trust certificates are specified.");
+            }
+            if self.ssl_truststore_password.is_some() {
+                bail!("--ssl-truststore-password: SSL trust store password cannot be specified for PEM format.");
+            }
+        }
         // Kafka's checks of passwords without a store, in its words.
-        if self.ssl_keystore_location.is_none() && self.ssl_keystore_password.is_some() {
+        if self.ssl_keystore_location.is_none()
+            && inline_key.is_none()
+            && self.ssl_keystore_password.is_some()
+        {
             bail!("--ssl-keystore-password: SSL key store is not specified, but key store password is specified.");
         }
         if self.ssl_truststore_location.is_none() && self.ssl_truststore_password.is_some() {
             bail!("--ssl-truststore-password: SSL trust store is not specified, but trust store password is specified.");
         }
         let Some(tls_listener) = listeners.iter().find(|l| l.security_protocol.is_tls()) else {
-            if self.ssl_keystore_location.is_some() {
-                tracing::warn!(
-                    "--ssl-keystore-location is given but no listener is SSL or SASL_SSL"
-                );
+            if self.ssl_keystore_location.is_some() || inline_key.is_some() {
+                tracing::warn!("a keystore is given but no listener is SSL or SASL_SSL");
             }
             return Ok((None, SslStoreTypes::default()));
-        };
-        let Some(path) = &self.ssl_keystore_location else {
-            bail!(
-                "--listen {}://{} needs --ssl-keystore-location (a JKS, PKCS12 or PEM file with the private key and certificate chain)",
-                tls_listener.security_protocol.name(),
-                tls_listener.address
-            );
         };
         // The type of a store: as given, or Kafka's default unless the file
         // is PEM text.
@@ -614,27 +662,50 @@ impl ServeArgs {
         let described = |given: Option<StoreType>, effective: StoreType| {
             given.or(Some(effective).filter(|t| *t != StoreType::Jks))
         };
-        let keystore_given = keystore_type;
-        let keystore_type = effective(keystore_type, path);
-        check_passwords(keystore_type, false, self.ssl_keystore_password.as_deref())
-            .map_err(|e| anyhow::anyhow!("--ssl-keystore-location {}: {e}", path.display()))?;
-        let key = load_key_store(
-            path,
-            keystore_type,
-            self.ssl_keystore_password.as_deref(),
-            self.ssl_key_password.as_deref(),
-        )
-        .map_err(|e| anyhow::anyhow!("--ssl-keystore-location: {e}"))?;
-        let mut types = SslStoreTypes {
-            keystore: described(keystore_given, keystore_type),
-            truststore: None,
+        let mut types = SslStoreTypes::default();
+        let key = match (&self.ssl_keystore_location, inline_key) {
+            (None, Some((key, chain))) => {
+                types.keystore = Some(StoreType::Pem);
+                inline_key_store(key, chain, self.ssl_key_password.as_deref()).map_err(|e| {
+                    anyhow::anyhow!("--ssl-keystore-key, --ssl-keystore-certificate-chain: {e}")
+                })?
+            }
+            (Some(path), _) => {
+                let keystore_type = effective(keystore_given, path);
+                types.keystore = described(keystore_given, keystore_type);
+                check_passwords(keystore_type, false, self.ssl_keystore_password.as_deref())
+                    .map_err(|e| {
+                        anyhow::anyhow!("--ssl-keystore-location {}: {e}", path.display())
+                    })?;
+                load_key_store(
+                    path,
+                    keystore_type,
+                    self.ssl_keystore_password.as_deref(),
+                    self.ssl_key_password.as_deref(),
+                )
+                .map_err(|e| anyhow::anyhow!("--ssl-keystore-location: {e}"))?
+            }
+            (None, None) => bail!(
+                "--listen {}://{} needs --ssl-keystore-location (a JKS, PKCS12 or PEM file with the private key and certificate chain) or --ssl-keystore-type PEM with --ssl-keystore-key and --ssl-keystore-certificate-chain",
+                tls_listener.security_protocol.name(),
+                tls_listener.address
+            ),
         };
-        let trusted = match &self.ssl_truststore_location {
-            None => None,
-            Some(path) => {
-                let given = truststore_type;
-                let truststore_type = effective(given, path);
-                types.truststore = described(given, truststore_type);
+        let trusted = match (
+            &self.ssl_truststore_location,
+            &self.ssl_truststore_certificates,
+        ) {
+            (None, None) => None,
+            (None, Some(certificates)) => {
+                types.truststore = Some(StoreType::Pem);
+                Some(
+                    inline_trust_store(certificates)
+                        .map_err(|e| anyhow::anyhow!("--ssl-truststore-certificates: {e}"))?,
+                )
+            }
+            (Some(path), _) => {
+                let truststore_type = effective(truststore_given, path);
+                types.truststore = described(truststore_given, truststore_type);
                 check_passwords(
                     truststore_type,
                     true,
@@ -1122,6 +1193,22 @@ impl ServeArgs {
                 (
                     "ssl.truststore.password",
                     self.ssl_truststore_password.as_ref().map(|_| String::new()),
+                ),
+                (
+                    "ssl.keystore.key",
+                    self.ssl_keystore_key.as_ref().map(|_| String::new()),
+                ),
+                (
+                    "ssl.keystore.certificate.chain",
+                    self.ssl_keystore_certificate_chain
+                        .as_ref()
+                        .map(|_| String::new()),
+                ),
+                (
+                    "ssl.truststore.certificates",
+                    self.ssl_truststore_certificates
+                        .as_ref()
+                        .map(|_| String::new()),
                 ),
                 (
                     "ssl.enabled.protocols",

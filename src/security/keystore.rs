@@ -164,9 +164,9 @@ pub fn load_trust_store(
         )
     };
     let certificates = match store_type {
-        StoreType::Pem => CertificateDer::pem_slice_iter(&contents)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("{}: not a PEM truststore: {e}", path.display()))?,
+        StoreType::Pem => {
+            pem_certificates(&contents).map_err(|e| format!("{}: {e}", path.display()))?
+        }
         StoreType::Jks | StoreType::Pkcs12 => java_store(&contents, password, None)
             .map_err(failed)?
             .into_iter()
@@ -184,6 +184,43 @@ pub fn load_trust_store(
         ));
     }
     Ok(certificates)
+}
+
+/// The key and chain of Kafka's inline PEM keystore configs
+/// (`ssl.keystore.key`, `ssl.keystore.certificate.chain`), the key
+/// encrypted exactly when there is a `key_password`.
+///
+/// # Errors
+/// As for a PEM file, in Kafka's words.
+pub fn inline_key_store(
+    key: &str,
+    chain: &str,
+    key_password: Option<&str>,
+) -> Result<KeyMaterial, String> {
+    pem_key_store(format!("{key}\n{chain}").as_bytes(), key_password)
+        .map_err(|why| format!("Invalid PEM keystore configs: {why}"))
+}
+
+/// The certificates of Kafka's inline truststore config
+/// (`ssl.truststore.certificates`).
+///
+/// # Errors
+/// Text that is not PEM certificates, or none.
+pub fn inline_trust_store(certificates: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certificates = pem_certificates(certificates.as_bytes())?;
+    if certificates.is_empty() {
+        return Err(
+            "no certificate (-----BEGIN CERTIFICATE-----) in ssl.truststore.certificates".into(),
+        );
+    }
+    Ok(certificates)
+}
+
+/// Every certificate of a PEM text.
+fn pem_certificates(contents: &[u8]) -> Result<Vec<CertificateDer<'static>>, String> {
+    CertificateDer::pem_slice_iter(contents)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("not a PEM truststore: {e}"))
 }
 
 /// An entry of a JKS or PKCS12 store.
@@ -211,17 +248,19 @@ fn java_store(
     if contents.first() != Some(&0x30) {
         return Err("Invalid keystore format".into());
     }
-    let Some(password) = password else {
-        return Err(
-            "a PKCS12 truststore is read with its password (ssl.truststore.password)".into(),
-        );
-    };
+    // Without a password (a truststore's may be left out), a store with
+    // neither a MAC nor encrypted certificates is still read, as by Java.
+    let given = password.is_some();
+    let password = password.unwrap_or_default();
     if key_password.is_some_and(|key_password| key_password != password) {
         // One password opens a PKCS12 file here; Java keys can have their
         // own, which Kafka's keytool-made stores never do.
         return Err("Get Key failed: the key password is not the keystore's".into());
     }
     let store = p12_keystore::KeyStore::from_pkcs12(contents, password).map_err(|e| match e {
+        _ if !given => {
+            "this PKCS12 truststore is read with its password (ssl.truststore.password)".to_string()
+        }
         p12_keystore::error::Error::MacError(_) => "keystore password was incorrect".to_string(),
         other => other.to_string(),
     })?;

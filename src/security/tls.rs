@@ -213,10 +213,15 @@ fn client_verifier(
         )
     })?;
     let mut roots = rustls::RootCertStore::empty();
-    for certificate in trusted {
-        roots
-            .add(certificate)
-            .map_err(|e| format!("a truststore certificate: {e}"))?;
+    // Java takes any X.509 certificate; one webpki cannot use is left out.
+    let (_, ignored) = roots.add_parsable_certificates(trusted);
+    if ignored > 0 {
+        tracing::warn!(
+            "{ignored} truststore certificate(s) cannot be used as a CA and are left out"
+        );
+    }
+    if roots.is_empty() {
+        return Err("no usable CA certificate in the truststore".into());
     }
     let verifier =
         rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);

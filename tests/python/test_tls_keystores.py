@@ -163,6 +163,17 @@ REFUSALS = {
     "bad-mapping-rule": (["--ssl-keystore-location", "server.jks", "--ssl-keystore-password", STORE_PASSWORD,
                           "--ssl-principal-mapping-rules", "RULE:^CN=(.*)$/$1/Lxyz"],
                          "Invalid rule: `RULE:^CN=(.*)$/$1/Lxyz`, unmatched substring: `xyz`"),
+    "inline-key-not-pem": (["--ssl-keystore-key", "@server.key", "--ssl-keystore-certificate-chain", "@server.pem"],
+                           "SSL private key can be specified only for PEM, but key store type is JKS."),
+    "inline-key-and-location": (["--ssl-keystore-type", "PEM", "--ssl-keystore-location", "encrypted.pem",
+                                 "--ssl-keystore-key", "@server.key", "--ssl-keystore-certificate-chain",
+                                 "@server.pem"],
+                                "Both SSL key store location and separate private key are specified."),
+    "inline-key-without-chain": (["--ssl-keystore-type", "PEM", "--ssl-keystore-key", "@server.key"],
+                                 "SSL private key is specified, but certificate chain is not specified."),
+    "inline-truststore-not-pem": (["--ssl-keystore-location", "server.jks", "--ssl-keystore-password",
+                                   STORE_PASSWORD, "--ssl-truststore-certificates", "@ca.pem"],
+                                  "SSL trust store certs can be specified only for PEM, but trust store type is JKS."),
     "truststore-password-alone": (["--ssl-keystore-location", "server.jks", "--ssl-keystore-password",
                                    STORE_PASSWORD, "--ssl-truststore-password", "x"],
                                   "SSL trust store is not specified, but trust store password is specified."),
@@ -172,7 +183,9 @@ REFUSALS = {
 @pytest.mark.parametrize("case", REFUSALS)
 def test_bad_stores_and_passwords_stop_the_broker_with_kafkas_words(tmp_path, stores, case):
     args, expected = REFUSALS[case]
-    args = [str(stores / a) if a.endswith((".jks", ".p12", ".pem")) else a for a in args]
+    # @name: the file's text (an inline PEM config); name.ext: its path.
+    args = [(stores / a[1:]).read_text() if a.startswith("@")
+            else str(stores / a) if a.endswith((".jks", ".p12", ".pem")) else a for a in args]
     refused = subprocess.run(
         [str(BROKER_BIN), "serve", "--data-dir", str(tmp_path / "data"), "--listen", "SSL://127.0.0.1:0", *args],
         capture_output=True, text=True, timeout=30,
@@ -279,3 +292,28 @@ def test_principal_mapping_rules_name_the_principal_acls_judge(tmp_path_factory,
     for broker in serve(ssl_broker(tmp_path_factory, args)):
         assert_refused(librdkafka_ssl(broker, stores / "ca.pem", **certified), "")
         assert "no ssl.principal.mapping.rules rule applies" in broker.log_text()
+
+
+def test_inline_pem_stores_from_the_environment(tmp_path_factory, stores, monkeypatch, topic):
+    """Kafka's ssl.keystore.key, ssl.keystore.certificate.chain and
+    ssl.truststore.certificates, given as environment variables as secrets
+    often are; the key encrypted, with its password."""
+    monkeypatch.setenv("RINGBROKER_SSL_KEYSTORE_KEY", (stores / "server-encrypted.key").read_text())
+    monkeypatch.setenv("RINGBROKER_SSL_KEYSTORE_CERTIFICATE_CHAIN",
+                       (stores / "server.pem").read_text() + (stores / "ca.pem").read_text())
+    monkeypatch.setenv("RINGBROKER_SSL_TRUSTSTORE_CERTIFICATES", (stores / "ca.pem").read_text())
+    args = ["--ssl-keystore-type", "PEM", "--ssl-key-password", KEY_PASSWORD, "--ssl-truststore-type", "PEM",
+            "--ssl-client-auth", "required"]
+    for broker in serve(ssl_broker(tmp_path_factory, args)):
+        certified = librdkafka_ssl(broker, stores / "ca.pem",
+                                   **{"ssl.certificate.location": str(stores / "client.pem"),
+                                      "ssl.key.location": str(stores / "client.key")})
+        produce_and_read_back(broker, topic, certified, certified, count=30)
+        assert_refused(librdkafka_ssl(broker, stores / "ca.pem"), "SSL")
+        admin = AdminClient(certified)
+        resource = ConfigResource(ConfigResource.Type.BROKER, "0")
+        configs = admin.describe_configs([resource])[resource].result(timeout=30)
+        for name in ("ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.certificates"):
+            assert configs[name].is_sensitive and configs[name].value is None, name
+            assert configs[name].source == ConfigSource.STATIC_BROKER_CONFIG.value, name
+        assert configs["ssl.keystore.type"].value == "PEM"
