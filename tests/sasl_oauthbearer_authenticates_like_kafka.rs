@@ -23,12 +23,12 @@ mod common;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
-use kafka_protocol::messages::{ApiKey, CreateTopicsResponse};
+use kafka_protocol::messages::ApiKey;
 use serde_json::json;
 
 use common::wire::{
-    closed_silently, create_topic_request, frame, metadata_answers, sasl_authenticate,
-    sasl_handshake, RawClient, READ_TIMEOUT,
+    closed_silently, create_topic, frame, metadata_answers, sasl_authenticate, sasl_handshake,
+    RawClient, READ_TIMEOUT,
 };
 use common::{Broker, BrokerOptions};
 
@@ -348,12 +348,6 @@ fn the_oauthbearer_exchange_answers_as_kafka_does() {
     );
     client.write_raw(&frame(b"\x01")).unwrap();
     assert!(closed_silently(&client.outcome_within(READ_TIMEOUT)));
-}
-
-fn create_topic(client: &mut RawClient, name: &str) -> i16 {
-    let response: CreateTopicsResponse =
-        client.request(ApiKey::CreateTopics, 5, &create_topic_request(name, 1));
-    response.topics[0].error_code
 }
 
 /// Goal: the token's subject (or the claim `--sasl-oauthbearer-sub-claim-name`

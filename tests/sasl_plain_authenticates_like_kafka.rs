@@ -21,11 +21,11 @@ mod common;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use kafka_protocol::messages::{ApiKey, CreateTopicsResponse, SaslAuthenticateRequest};
+use kafka_protocol::messages::{ApiKey, SaslAuthenticateRequest};
 
 use common::wire::{
-    closed_silently, create_topic_request, encode_request, frame, metadata_answers,
-    sasl_authenticate, sasl_handshake, RawClient, READ_TIMEOUT,
+    closed_silently, create_topic, encode_request, frame, metadata_answers, sasl_authenticate,
+    sasl_handshake, RawClient, READ_TIMEOUT,
 };
 use common::{Broker, BrokerOptions};
 
@@ -202,12 +202,6 @@ fn the_plain_exchange_answers_as_kafka_does() {
     }
     let mut alice = login(&bootstrap, "alice", "alice-secret");
     assert!(metadata_answers(&mut alice), "serving after the garbage");
-}
-
-fn create_topic(client: &mut RawClient, name: &str) -> i16 {
-    let response: CreateTopicsResponse =
-        client.request(ApiKey::CreateTopics, 5, &create_topic_request(name, 1));
-    response.topics[0].error_code
 }
 
 /// Goal: a PLAIN user is the principal `User:<name>` the authorizer judges,

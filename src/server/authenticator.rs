@@ -513,11 +513,7 @@ fn oauthbearer_step(
         }
     }
     *error = None;
-    let invalid = || {
-        Failure::Told(format!(
-            "Authentication failed during {which} due to invalid credentials with SASL mechanism OAUTHBEARER"
-        ))
-    };
+    let invalid = || Failure::Told(invalid_credentials(which, "OAUTHBEARER"));
     let first = match oauthbearer::parse_client_first(message) {
         Ok(first) => first,
         Err(oauthbearer::Malformed::NotBearer) => {
@@ -590,11 +586,20 @@ fn scram_step(
     outcome.map_err(|failure| match failure {
         ScramFailure::Told(message) => message.to_string(),
         ScramFailure::Invalid(reason) => {
-            tracing::info!(reason, mechanism = mechanism.name(), "SASL authentication failed");
-            format!(
-                "Authentication failed during {which} due to invalid credentials with SASL mechanism {}",
-                mechanism.name()
-            )
+            tracing::info!(
+                reason,
+                mechanism = mechanism.name(),
+                "SASL authentication failed"
+            );
+            invalid_credentials(which, mechanism.name())
         }
     })
+}
+
+/// Kafka's message for a login refused for its credentials, `which` being
+/// "authentication" or "re-authentication".
+fn invalid_credentials(which: &str, mechanism: &str) -> String {
+    format!(
+        "Authentication failed during {which} due to invalid credentials with SASL mechanism {mechanism}"
+    )
 }

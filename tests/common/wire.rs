@@ -463,6 +463,16 @@ pub fn create_topic_request(
     request
 }
 
+/// The error code CreateTopics v5 answers for one topic of one partition.
+pub fn create_topic(client: &mut RawClient, name: &str) -> i16 {
+    let response: kafka_protocol::messages::CreateTopicsResponse = client.request(
+        kafka_protocol::messages::ApiKey::CreateTopics,
+        5,
+        &create_topic_request(name, 1),
+    );
+    response.topics[0].error_code
+}
+
 /// `count` pipelined ApiVersions v0 requests (no client id), with
 /// correlation ids 0, 1, ...: 14 bytes each, answered by a few hundred.
 pub fn api_versions_v0_frames(count: i32) -> Vec<u8> {
