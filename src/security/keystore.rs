@@ -111,13 +111,7 @@ pub fn load_key_store(
 ) -> Result<KeyMaterial, String> {
     let contents =
         std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let failed = |why: String| {
-        format!(
-            "Failed to load SSL keystore {} of type {}: {why}",
-            path.display(),
-            store_type.name()
-        )
-    };
+    let failed = |why: String| load_failed(path, store_type, &why);
     match store_type {
         StoreType::Pem => pem_key_store(&contents, key_password)
             .map_err(|why| format!("Failed to load PEM SSL keystore {}: {why}", path.display())),
@@ -141,14 +135,24 @@ pub fn load_key_store(
     }
 }
 
+/// Kafka's message for a JKS or PKCS12 store that did not load.
+fn load_failed(path: &Path, store_type: StoreType, why: &str) -> String {
+    format!(
+        "Failed to load SSL keystore {} of type {}: {why}",
+        path.display(),
+        store_type.name()
+    )
+}
+
 /// Reads the trusted certificates of the truststore at `path`: the trusted
 /// certificate entries of a JKS or PKCS12 file (a JKS file's integrity is
 /// checked only when there is a `password`, as Java does), or every
 /// certificate of a PEM file.
 ///
 /// # Errors
-/// An unreadable or malformed file, a wrong password, a PKCS12 file without
-/// a password, or a store without a trusted certificate.
+/// An unreadable or malformed file, a wrong password, a PKCS12 file with a
+/// MAC or encrypted certificates and no password, or a store without a
+/// trusted certificate.
 pub fn load_trust_store(
     path: &Path,
     store_type: StoreType,
@@ -156,13 +160,7 @@ pub fn load_trust_store(
 ) -> Result<Vec<CertificateDer<'static>>, String> {
     let contents =
         std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let failed = |why: String| {
-        format!(
-            "Failed to load SSL keystore {} of type {}: {why}",
-            path.display(),
-            store_type.name()
-        )
-    };
+    let failed = |why: String| load_failed(path, store_type, &why);
     let certificates = match store_type {
         StoreType::Pem => {
             pem_certificates(&contents).map_err(|e| format!("{}: {e}", path.display()))?
