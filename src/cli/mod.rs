@@ -604,14 +604,22 @@ impl ServeArgs {
             };
         let keystore_given = parse_type("--ssl-keystore-type", &self.ssl_keystore_type)?;
         let truststore_given = parse_type("--ssl-truststore-type", &self.ssl_truststore_type)?;
+        // As in Kafka, SSL settings are read only for SSL and SASL_SSL
+        // listeners.
+        let Some(tls_listener) = listeners.iter().find(|l| l.security_protocol.is_tls()) else {
+            if self.ssl_keystore_location.is_some() || self.ssl_keystore_key.is_some() {
+                tracing::warn!("a keystore is given but no listener is SSL or SASL_SSL");
+            }
+            return Ok((None, SslStoreTypes::default()));
+        };
         // Kafka's checks of inline PEM stores, in its words.
+        let not_pem = keystore_given != Some(StoreType::Pem);
+        let keystore_type_name = keystore_given.unwrap_or(StoreType::Jks).name();
         let inline_key = match (&self.ssl_keystore_key, &self.ssl_keystore_certificate_chain) {
+            (Some(_), _) if not_pem => bail!("--ssl-keystore-key: SSL private key can be specified only for PEM, but key store type is {keystore_type_name}."),
             (Some(_), None) => bail!("--ssl-keystore-key: SSL private key is specified, but certificate chain is not specified."),
             (None, Some(_)) => bail!("--ssl-keystore-certificate-chain: SSL certificate chain is specified, but private key is not specified"),
             (Some(key), Some(chain)) => {
-                if keystore_given != Some(StoreType::Pem) {
-                    bail!("--ssl-keystore-key: SSL private key can be specified only for PEM, but key store type is {}.", keystore_given.unwrap_or(StoreType::Jks).name());
-                }
                 if self.ssl_keystore_location.is_some() {
                     bail!("--ssl-keystore-key: Both SSL key store location and separate private key are specified.");
                 }
@@ -643,12 +651,6 @@ impl ServeArgs {
         if self.ssl_truststore_location.is_none() && self.ssl_truststore_password.is_some() {
             bail!("--ssl-truststore-password: SSL trust store is not specified, but trust store password is specified.");
         }
-        let Some(tls_listener) = listeners.iter().find(|l| l.security_protocol.is_tls()) else {
-            if self.ssl_keystore_location.is_some() || inline_key.is_some() {
-                tracing::warn!("a keystore is given but no listener is SSL or SASL_SSL");
-            }
-            return Ok((None, SslStoreTypes::default()));
-        };
         // The type of a store: as given, or Kafka's default unless the file
         // is PEM text.
         let effective = |given: Option<StoreType>, path: &std::path::Path| {
@@ -1503,6 +1505,27 @@ mod tests {
             "SASL_PLAINTEXT://[::1]:9092"
         ])
         .is_ok());
+    }
+
+    /// Goal: SSL settings are read only for TLS listeners, as in Kafka: a
+    /// PLAINTEXT broker with a leftover keystore password starts; with an
+    /// SSL listener Kafka's refusal applies.
+    #[test]
+    fn ssl_settings_matter_only_with_a_tls_listener() {
+        assert!(serve_config(&["--ssl-keystore-password", "x"]).is_ok());
+        let refused = serve_config(&[
+            "--listen",
+            "SSL://127.0.0.1:9093",
+            "--ssl-keystore-password",
+            "x",
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            refused
+                .contains("SSL key store is not specified, but key store password is specified."),
+            "{refused}"
+        );
     }
 
     #[test]

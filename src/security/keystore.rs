@@ -195,7 +195,7 @@ pub fn inline_key_store(
     chain: &str,
     key_password: Option<&str>,
 ) -> Result<KeyMaterial, String> {
-    pem_key_store(format!("{key}\n{chain}").as_bytes(), key_password)
+    pem_key_and_chain(key.as_bytes(), chain.as_bytes(), key_password)
         .map_err(|why| format!("Invalid PEM keystore configs: {why}"))
 }
 
@@ -454,7 +454,18 @@ fn encrypted_key_info(der: &[u8]) -> der::Result<(spki::AlgorithmIdentifierOwned
 /// The key and certificates of a PEM keystore, its key encrypted (PKCS#8
 /// `ENCRYPTED PRIVATE KEY`) exactly when there is a `key_password`.
 fn pem_key_store(contents: &[u8], key_password: Option<&str>) -> Result<KeyMaterial, String> {
-    let text = String::from_utf8_lossy(contents);
+    pem_key_and_chain(contents, contents, key_password)
+}
+
+/// The private key of the PEM text `key` (encrypted exactly when there is
+/// a `key_password`) and the certificates of the PEM text `chain`.
+fn pem_key_and_chain(
+    key: &[u8],
+    chain: &[u8],
+    key_password: Option<&str>,
+) -> Result<KeyMaterial, String> {
+    let (contents, key_text) = (chain, key);
+    let text = String::from_utf8_lossy(key_text);
     if text.contains("Proc-Type: 4,ENCRYPTED") {
         return Err(
             "the private key is encrypted in OpenSSL's traditional format; Kafka reads encrypted keys as PKCS#8 (openssl pkcs8 -topk8 -v1 PBE-SHA1-3DES)"
@@ -481,7 +492,7 @@ fn pem_key_store(contents: &[u8], key_password: Option<&str>) -> Result<KeyMater
                     .into(),
             )
         }
-        (None, None) => PrivateKeyDer::from_pem_slice(contents).map_err(|e| {
+        (None, None) => PrivateKeyDer::from_pem_slice(key_text).map_err(|e| {
             format!("no private key (-----BEGIN PRIVATE KEY-----) in the keystore: {e}")
         })?,
     };

@@ -57,6 +57,26 @@ pub struct Protocols {
 /// disables them too, so Kafka accepts them and then fails handshakes).
 const OLD_PROTOCOLS: [&str; 4] = ["TLSv1.1", "TLSv1", "SSLv3", "SSLv2Hello"];
 
+/// Whether Java would take `name` in `ssl.cipher.suites`: a suite of the
+/// IANA registry (as rustls knows it) or one of Java's legacy `SSL_*`
+/// names. Java refuses anything else ("Unsupported CipherSuite").
+fn known_suite(name: &str) -> bool {
+    if name.starts_with("SSL_") {
+        return true;
+    }
+    (0..=u16::MAX).any(|code| {
+        rustls::CipherSuite::from(code)
+            .as_str()
+            .is_some_and(|known| {
+                known == name
+                    || matches!(
+                        (known.strip_prefix("TLS13_"), name.strip_prefix("TLS_")),
+                        (Some(a), Some(b)) if a == b
+                    )
+            })
+    })
+}
+
 /// The IANA name of a cipher suite, as Java names it.
 fn suite_name(suite: &rustls::SupportedCipherSuite) -> String {
     let name = suite.suite().as_str().unwrap_or_default();
@@ -124,12 +144,10 @@ impl Protocols {
             for name in cipher_suites {
                 match all.iter().find(|suite| suite_name(suite) == *name) {
                     Some(suite) => suites.push(*suite),
-                    None if name.starts_with("TLS_") || name.starts_with("SSL_") => {
-                        warnings.push(format!(
-                            "ssl.cipher.suites: {name} is not served; this broker serves {}",
-                            all.iter().map(suite_name).collect::<Vec<_>>().join(",")
-                        ))
-                    }
+                    None if known_suite(name) => warnings.push(format!(
+                        "ssl.cipher.suites: {name} is not served; this broker serves {}",
+                        all.iter().map(suite_name).collect::<Vec<_>>().join(",")
+                    )),
                     None => {
                         return Err(format!(
                             "ssl.cipher.suites: Unsupported CipherSuite: {name}"
@@ -304,8 +322,8 @@ impl PrincipalMapper {
                 };
                 let case = parsed.get(4).map_or("", |m| m.as_str());
                 rules.push(MappingRule::Rule {
-                    pattern: compile(pattern.as_str().to_string())?,
-                    whole: compile(format!(r"\A(?:{})\z", pattern.as_str()))?,
+                    pattern: compile(java_classes(pattern.as_str()))?,
+                    whole: compile(format!(r"\A(?:{})\z", java_classes(pattern.as_str())))?,
                     replacement: replacement.as_str().to_string(),
                     lower: case == "L",
                     upper: case == "U",
@@ -348,6 +366,35 @@ impl PrincipalMapper {
     }
 }
 
+/// A Java pattern's `\w`, `\d`, `\s`, `\b` and their negations as Java
+/// means them, ASCII only (the regex crate's are Unicode's).
+fn java_classes(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('w') => out.push_str("[[:word:]]"),
+            Some('W') => out.push_str("[[:^word:]]"),
+            Some('d') => out.push_str("[[:digit:]]"),
+            Some('D') => out.push_str("[[:^digit:]]"),
+            Some('s') => out.push_str("[[:space:]]"),
+            Some('S') => out.push_str("[[:^space:]]"),
+            Some('b') => out.push_str("(?-u:\\b)"),
+            Some('B') => out.push_str("(?-u:\\B)"),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
 /// Every match of `pattern` in `text` replaced as Java's `replaceAll`
 /// replaces it: an empty match may follow a match at its end, and the
 /// search goes on a character after an empty one. In `replacement`, `\c`
@@ -357,6 +404,7 @@ impl PrincipalMapper {
 /// None where Java's would throw.
 fn replace_all(pattern: &regex::Regex, text: &str, replacement: &str) -> Option<String> {
     let groups = pattern.captures_len() - 1;
+    let names: Vec<Option<&str>> = pattern.capture_names().collect();
     let mut out = String::with_capacity(text.len());
     let (mut copied, mut at) = (0, 0);
     while at <= text.len() {
@@ -365,7 +413,7 @@ fn replace_all(pattern: &regex::Regex, text: &str, replacement: &str) -> Option<
         };
         let found = captures.get(0)?;
         out.push_str(&text[copied..found.start()]);
-        append_replacement(&mut out, &captures, replacement, groups)?;
+        append_replacement(&mut out, &captures, replacement, groups, &names)?;
         copied = found.end();
         at = if found.is_empty() {
             match text[found.end()..].chars().next() {
@@ -386,6 +434,7 @@ fn append_replacement(
     captures: &regex::Captures<'_>,
     replacement: &str,
     groups: usize,
+    names: &[Option<&str>],
 ) -> Option<()> {
     let mut chars = replacement.chars().peekable();
     while let Some(c) = chars.next() {
@@ -394,7 +443,11 @@ fn append_replacement(
             '$' if chars.peek() == Some(&'{') => {
                 chars.next();
                 let name: String = chars.by_ref().take_while(|c| *c != '}').collect();
-                out.push_str(captures.name(&name)?.as_str());
+                // A group of the pattern that took no part gives nothing.
+                if !names.contains(&Some(name.as_str())) {
+                    return None;
+                }
+                out.push_str(captures.name(&name).map_or("", |m| m.as_str()));
             }
             '$' => {
                 let first = chars.next()?.to_digit(10)? as usize;
@@ -569,6 +622,19 @@ mod tests {
         assert!(parse(&[], &["BOGUS"])
             .unwrap_err()
             .contains("Unsupported CipherSuite: BOGUS"));
+        // A misspelt suite is refused as Java refuses it; known ones Java
+        // takes but this broker does not serve are left out.
+        assert!(parse(&[], &["TLS_AES_256_GCM_SHA348"]).is_err());
+        let (_, warned) = parse(
+            &[],
+            &[
+                "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384",
+                "SSL_RSA_WITH_RC4_128_SHA",
+                "TLS_AES_128_GCM_SHA256",
+            ],
+        )
+        .unwrap();
+        assert_eq!(warned.len(), 2);
         let (one, warnings) = parse(
             &[],
             &["TLS_RSA_WITH_AES_128_CBC_SHA", "TLS_AES_256_GCM_SHA384"],
@@ -642,6 +708,28 @@ mod tests {
                 "{rules} {subject}"
             );
         }
+        // Java's classes are ASCII; an unmatched named group gives nothing.
+        let map = |rules: &str, subject: &str| PrincipalMapper::parse(rules).unwrap().map(subject);
+        assert_eq!(
+            map("RULE:^CN=(\\w+),.*$/$1/,DEFAULT", "CN=Müller,O=x").as_deref(),
+            Some("CN=Müller,O=x")
+        );
+        assert_eq!(
+            map("RULE:^CN=(\\w+),.*$/$1/", "CN=Mueller,O=x").as_deref(),
+            Some("Mueller")
+        );
+        assert_eq!(
+            map("RULE:^CN=([\\w ]+)\\b.*$/$1/", "CN=a b,O=x").as_deref(),
+            Some("a b")
+        );
+        assert_eq!(
+            map("RULE:^CN=(\\S+)\\s(\\d+)$/$2/", "CN=x 42").as_deref(),
+            Some("42")
+        );
+        let optional = "RULE:^CN=(?<cn>[^,]*)(?<ou>,OU=[^,]*)?.*$/${cn}${ou}/";
+        assert_eq!(map(optional, "CN=a,O=x").as_deref(), Some("a"));
+        assert_eq!(map(optional, "CN=a,OU=b").as_deref(), Some("a,OU=b"));
+        assert_eq!(map("RULE:^CN=(.*)$/${nope}/", "CN=a"), None);
         let refused = |rules: &str| PrincipalMapper::parse(rules).unwrap_err();
         assert_eq!(
             refused("RULE:^CN=(.*)$/$1/Lxyz"),
