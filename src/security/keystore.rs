@@ -464,15 +464,14 @@ fn pem_key_and_chain(
     chain: &[u8],
     key_password: Option<&str>,
 ) -> Result<KeyMaterial, String> {
-    let (contents, key_text) = (chain, key);
-    let text = String::from_utf8_lossy(key_text);
+    let text = String::from_utf8_lossy(key);
     if text.contains("Proc-Type: 4,ENCRYPTED") {
         return Err(
             "the private key is encrypted in OpenSSL's traditional format; Kafka reads encrypted keys as PKCS#8 (openssl pkcs8 -topk8 -v1 PBE-SHA1-3DES)"
                 .into(),
         );
     }
-    let chain = CertificateDer::pem_slice_iter(contents)
+    let chain = CertificateDer::pem_slice_iter(chain)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("not a PEM keystore: {e}"))?;
     if chain.is_empty() {
@@ -492,7 +491,7 @@ fn pem_key_and_chain(
                     .into(),
             )
         }
-        (None, None) => PrivateKeyDer::from_pem_slice(key_text).map_err(|e| {
+        (None, None) => PrivateKeyDer::from_pem_slice(key).map_err(|e| {
             format!("no private key (-----BEGIN PRIVATE KEY-----) in the keystore: {e}")
         })?,
     };

@@ -89,6 +89,7 @@ fn suite_name(suite: &rustls::SupportedCipherSuite) -> String {
 
 impl Protocols {
     /// Kafka's defaults: TLSv1.2 and TLSv1.3, and every suite of them.
+    #[cfg(test)]
     pub fn kafka_default() -> Self {
         Protocols::parse(&[], &[])
             .map(|(p, _)| p)
@@ -284,13 +285,6 @@ enum MappingRule {
 const MAPPING_RULE: &str = r"(DEFAULT)|RULE:((?:\\.|[^\\/])*)/((?:\\.|[^\\/])*)/([LU]?).*?|(.*?)";
 
 impl PrincipalMapper {
-    /// Kafka's default: the subject as it is.
-    pub fn kafka_default() -> Self {
-        PrincipalMapper {
-            rules: vec![MappingRule::Default],
-        }
-    }
-
     /// Parses the rules as Kafka splits and parses them.
     ///
     /// # Errors
