@@ -142,6 +142,22 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     pub ssl_truststore_password: Option<String>,
+    /// Secret that signs delegation tokens (HMAC-SHA512 of the token id); unset or empty, delegation tokens are disabled and the token APIs answer DELEGATION_TOKEN_AUTH_DISABLED; tokens made under another key get new HMACs, as in Kafka (also from the environment variable) [delegation.token.secret.key].
+    #[arg(
+        long,
+        env = "RINGBROKER_DELEGATION_TOKEN_SECRET_KEY",
+        hide_env_values = true
+    )]
+    pub delegation_token_secret_key: Option<String>,
+    /// Longest a delegation token lives; renewals never take it further [delegation.token.max.lifetime.ms].
+    #[arg(long, default_value_t = crate::security::delegation_token::MAX_LIFETIME_MS_DEFAULT, value_parser = clap::value_parser!(i64).range(1..))]
+    pub delegation_token_max_lifetime_ms: i64,
+    /// How long a delegation token is valid before it must be renewed [delegation.token.expiry.time.ms].
+    #[arg(long, default_value_t = crate::security::delegation_token::EXPIRY_TIME_MS_DEFAULT, value_parser = clap::value_parser!(i64).range(1..))]
+    pub delegation_token_expiry_time_ms: i64,
+    /// How often expired delegation tokens are removed [delegation.token.expiry.check.interval.ms].
+    #[arg(long, default_value_t = crate::security::delegation_token::EXPIRY_CHECK_INTERVAL_MS_DEFAULT, value_parser = clap::value_parser!(i64).range(1..))]
+    pub delegation_token_expiry_check_interval_ms: i64,
     /// A SCRAM credential to create at start-up once: at the first start-up naming that user and mechanism (a credential changed or deleted since stays so), as `kafka-storage format --add-scram`: 'SCRAM-SHA-256=[name=alice,password=alice-secret]' (iterations=N optional, 4096 by default); repeat for more.
     #[arg(long)]
     pub add_scram: Vec<String>,
@@ -1232,6 +1248,16 @@ impl ServeArgs {
             ssl_principal_mapper,
             add_scram,
             authorizer,
+            delegation_tokens: std::sync::Arc::new(
+                crate::security::delegation_token::TokenConfig {
+                    secret: self
+                        .delegation_token_secret_key
+                        .filter(|key| !key.is_empty()),
+                    max_lifetime_ms: self.delegation_token_max_lifetime_ms,
+                    expiry_time_ms: self.delegation_token_expiry_time_ms,
+                    expiry_check_interval_ms: self.delegation_token_expiry_check_interval_ms,
+                },
+            ),
             data_dir: self.data_dir,
             cpus,
             broker_defaults,

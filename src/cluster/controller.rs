@@ -20,6 +20,7 @@ use crate::quota::{
     self, QuotaAlteration, QuotaAlterationResults, QuotaKey, QuotaValue, RequestedEntity,
 };
 use crate::security::acl::{Acl, AclFilter};
+use crate::security::delegation_token::{self, DelegationToken};
 use crate::security::scram::{ScramMechanism, ITERATIONS_MAX, ITERATIONS_MIN};
 use crate::shard::messages::{
     AdminOutcome, ControllerReply, ControllerRequest, CreatePartitionsSpec, CreateTopicOutcome,
@@ -107,6 +108,25 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
         } => ControllerReply::AlterClientQuotas(
             alter_client_quotas(shard, entries, validate_only).await,
         ),
+        ControllerRequest::CreateDelegationToken {
+            owner,
+            requester,
+            renewers,
+            max_lifetime_ms,
+        } => ControllerReply::CreateDelegationToken(
+            create_delegation_token(shard, owner, requester, renewers, max_lifetime_ms).await,
+        ),
+        ControllerRequest::ChangeDelegationToken {
+            hmac,
+            requester,
+            period_ms,
+            expire,
+        } => ControllerReply::ChangeDelegationToken(
+            change_delegation_token(shard, &hmac, &requester, period_ms, expire).await,
+        ),
+        ControllerRequest::SweepDelegationTokens => {
+            ControllerReply::SweepDelegationTokens(sweep_delegation_tokens(shard).await)
+        }
         ControllerRequest::AllocateProducerIds { count } => {
             assert!(count > 0);
             let first = shard.image().next_producer_id;
@@ -122,6 +142,176 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
             }
         }
     }
+}
+
+/// CreateDelegationToken, as Kafka's `DelegationTokenControlManager`: a
+/// fresh id, timestamps from the broker's lifetimes, the HMAC's SCRAM
+/// credentials (made off the executor), one record.
+async fn create_delegation_token(
+    shard: &Rc<Shard>,
+    owner: String,
+    requester: String,
+    renewers: Vec<String>,
+    max_lifetime_ms: i64,
+) -> Result<DelegationToken, ErrorCode> {
+    let config = &shard.config.delegation_tokens;
+    let token_id = delegation_token::new_token_id().map_err(|e| {
+        tracing::error!(error = %e, "no random bytes for a delegation token id");
+        ErrorCode::UnknownServerError
+    })?;
+    let (credentials, hmac_check) = sign(shard, &token_id).await?;
+    let now = crate::partition::now_ms();
+    let (expiry, max) = config.created_timestamps(now, max_lifetime_ms);
+    let token = DelegationToken {
+        token_id,
+        owner,
+        requester,
+        renewers,
+        issue_timestamp_ms: now,
+        max_timestamp_ms: max,
+        expiry_timestamp_ms: expiry,
+        credentials,
+        hmac_check,
+    };
+    commit_token_records(
+        shard,
+        vec![MetadataRecord::DelegationToken {
+            token: token.clone(),
+        }],
+    )
+    .await?;
+    Ok(token)
+}
+
+/// The SCRAM credentials and HMAC check of token `token_id` under the
+/// current key, made off the executor (two PBKDF2 runs).
+async fn sign(
+    shard: &Rc<Shard>,
+    token_id: &str,
+) -> Result<
+    (
+        BTreeMap<ScramMechanism, crate::security::scram::ScramCredential>,
+        Vec<u8>,
+    ),
+    ErrorCode,
+> {
+    let hmac = shard
+        .config
+        .delegation_tokens
+        .hmac(token_id)
+        .ok_or(ErrorCode::DelegationTokenAuthDisabled)?;
+    let check = delegation_token::hmac_check(&hmac);
+    let credentials = glommio::executor()
+        .spawn_blocking(move || delegation_token::credentials(&hmac))
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "no random bytes for a delegation token's salt");
+            ErrorCode::UnknownServerError
+        })?;
+    Ok((credentials, check))
+}
+
+/// RenewDelegationToken and ExpireDelegationToken, in Kafka's order: the
+/// token of the HMAC (DELEGATION_TOKEN_NOT_FOUND); to renew, not expired
+/// (DELEGATION_TOKEN_EXPIRED) then the owner or a renewer
+/// (DELEGATION_TOKEN_OWNER_MISMATCH); to expire, the owner or a renewer,
+/// then a negative period removes it at once, else it must not have
+/// expired and its expiry moves to the period from now (at most its max).
+async fn change_delegation_token(
+    shard: &Rc<Shard>,
+    hmac: &[u8],
+    requester: &str,
+    period_ms: i64,
+    expire: bool,
+) -> Result<i64, ErrorCode> {
+    let config = &shard.config.delegation_tokens;
+    if !config.enabled() {
+        return Err(ErrorCode::DelegationTokenAuthDisabled);
+    }
+    let image = shard.image();
+    let token = image
+        .delegation_tokens
+        .values()
+        .find(|token| {
+            config
+                .hmac(&token.token_id)
+                .is_some_and(|mine| crate::security::constant_time_eq(&mine, hmac))
+        })
+        .ok_or(ErrorCode::DelegationTokenNotFound)?;
+    let now = crate::partition::now_ms();
+    if !expire && token.is_expired(now) {
+        return Err(ErrorCode::DelegationTokenExpired);
+    }
+    if !token.may_renew(requester) {
+        return Err(ErrorCode::DelegationTokenOwnerMismatch);
+    }
+    let (record, expiry) = if expire && period_ms < 0 {
+        (
+            MetadataRecord::RemoveDelegationToken {
+                token_id: token.token_id.clone(),
+            },
+            now,
+        )
+    } else {
+        if expire && token.is_expired(now) {
+            return Err(ErrorCode::DelegationTokenExpired);
+        }
+        let expiry = if expire {
+            token.max_timestamp_ms.min(now.saturating_add(period_ms))
+        } else {
+            config.renewed_expiry(token, now, period_ms)
+        };
+        let mut changed = (**token).clone();
+        changed.expiry_timestamp_ms = expiry;
+        (MetadataRecord::DelegationToken { token: changed }, expiry)
+    };
+    commit_token_records(shard, vec![record]).await?;
+    Ok(expiry)
+}
+
+/// Removes the tokens past their expiry or max, as Kafka's periodic
+/// `expireDelegationTokens` task, and makes afresh the credentials of
+/// those made under another key; at most `SWEEP_TOKENS_MAX` at a time.
+/// How many it changed.
+async fn sweep_delegation_tokens(shard: &Rc<Shard>) -> usize {
+    let now = crate::partition::now_ms();
+    let config = &shard.config.delegation_tokens;
+    let image = shard.image();
+    let mut records = Vec::new();
+    for token in image.delegation_tokens.values() {
+        if records.len() == delegation_token::SWEEP_TOKENS_MAX {
+            break;
+        }
+        if token.is_expired(now) {
+            records.push(MetadataRecord::RemoveDelegationToken {
+                token_id: token.token_id.clone(),
+            });
+        } else if !config.signs(token) {
+            let Ok((credentials, hmac_check)) = sign(shard, &token.token_id).await else {
+                break;
+            };
+            let mut signed = (**token).clone();
+            signed.credentials = credentials;
+            signed.hmac_check = hmac_check;
+            records.push(MetadataRecord::DelegationToken { token: signed });
+        }
+    }
+    let changed = records.len();
+    if changed == 0 || commit_token_records(shard, records).await.is_err() {
+        return 0;
+    }
+    changed
+}
+
+/// Commits token records; a failure is KAFKA_STORAGE_ERROR.
+async fn commit_token_records(
+    shard: &Rc<Shard>,
+    records: Vec<MetadataRecord>,
+) -> Result<(), ErrorCode> {
+    commit(shard, records).await.map_err(|e| {
+        tracing::error!(error = %e, "cannot store a delegation token change");
+        ErrorCode::KafkaStorageError
+    })
 }
 
 /// Most records one ACL request may write (Kafka's

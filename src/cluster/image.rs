@@ -12,6 +12,7 @@ use crate::config::dynamic::DynamicBrokerConfigs;
 use crate::config::TopicConfigs;
 use crate::quota::{ClientQuotas, QuotaEntity, QuotaKey, QuotaValue};
 use crate::security::acl::{Acl, AclSet};
+use crate::security::delegation_token::DelegationToken;
 use crate::security::scram::{ScramCredential, ScramMechanism};
 use uuid::Uuid;
 
@@ -130,6 +131,18 @@ pub enum MetadataRecord {
         /// Every config it now has, as given.
         configs: BTreeMap<String, String>,
     },
+    /// A delegation token was created, renewed or expired (Kafka's
+    /// DelegationTokenRecord): the token as it now is.
+    DelegationToken {
+        /// The token.
+        token: DelegationToken,
+    },
+    /// A delegation token was removed, expired or swept (Kafka's
+    /// RemoveDelegationTokenRecord).
+    RemoveDelegationToken {
+        /// Its id.
+        token_id: String,
+    },
     /// A feature's finalized level was set (Kafka's FeatureLevelRecord,
     /// written by UpdateFeatures).
     FeatureLevel {
@@ -229,6 +242,8 @@ pub struct MetadataImage {
     pub client_metrics: Rc<BTreeMap<String, BTreeMap<String, String>>>,
     /// Feature levels set by UpdateFeatures (`cluster::features`).
     pub features: crate::cluster::features::FeatureLevels,
+    /// Delegation tokens by id (shared between images until one changes).
+    pub delegation_tokens: Rc<BTreeMap<String, Rc<DelegationToken>>>,
 }
 
 impl MetadataImage {
@@ -322,6 +337,13 @@ impl MetadataImage {
             }
             MetadataRecord::BrokerConfigs { broker, configs } => {
                 Rc::make_mut(&mut self.broker_configs).set_layer(*broker, configs.clone());
+            }
+            MetadataRecord::DelegationToken { token } => {
+                Rc::make_mut(&mut self.delegation_tokens)
+                    .insert(token.token_id.clone(), Rc::new(token.clone()));
+            }
+            MetadataRecord::RemoveDelegationToken { token_id } => {
+                Rc::make_mut(&mut self.delegation_tokens).remove(token_id);
             }
             MetadataRecord::FeatureLevel { name, level } => {
                 self.features.insert(name.clone(), *level);

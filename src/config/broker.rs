@@ -124,6 +124,8 @@ pub struct BrokerConfig {
     /// The authorizer (`authorizer.class.name`, `super.users`,
     /// `allow.everyone.if.no.acl.found`).
     pub authorizer: crate::security::acl::AuthorizerConfig,
+    /// `delegation.token.*`.
+    pub delegation_tokens: std::sync::Arc<crate::security::delegation_token::TokenConfig>,
     /// `log.dirs` (one directory).
     pub data_dir: PathBuf,
     /// CPUs to run one shard each on.
@@ -406,6 +408,28 @@ impl BrokerConfig {
             }
             "connections.max.idle.ms" if self.connections_max_idle_ms != 600_000 => {
                 Some(self.connections_max_idle_ms.to_string())
+            }
+            // Sensitive: described with no value.
+            "delegation.token.secret.key" if self.delegation_tokens.enabled() => {
+                Some(String::new())
+            }
+            "delegation.token.max.lifetime.ms"
+                if self.delegation_tokens.max_lifetime_ms
+                    != crate::security::delegation_token::MAX_LIFETIME_MS_DEFAULT =>
+            {
+                Some(self.delegation_tokens.max_lifetime_ms.to_string())
+            }
+            "delegation.token.expiry.time.ms"
+                if self.delegation_tokens.expiry_time_ms
+                    != crate::security::delegation_token::EXPIRY_TIME_MS_DEFAULT =>
+            {
+                Some(self.delegation_tokens.expiry_time_ms.to_string())
+            }
+            "delegation.token.expiry.check.interval.ms"
+                if self.delegation_tokens.expiry_check_interval_ms
+                    != crate::security::delegation_token::EXPIRY_CHECK_INTERVAL_MS_DEFAULT =>
+            {
+                Some(self.delegation_tokens.expiry_check_interval_ms.to_string())
             }
             "connections.max.reauth.ms" if self.connections_max_reauth_ms != 0 => {
                 Some(self.connections_max_reauth_ms.to_string())

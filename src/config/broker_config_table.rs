@@ -139,6 +139,8 @@ static BROKER_CONFIG_DEFS: &[BrokerConfigDef] = &[
         "Class that validates CreateTopics requests, run on the controller."),
     broker_config("default.replication.factor", INT, Some("1"), RESTART,
         "Replication factor of topics created automatically or with -1 replicas."),
+    broker_config("delegation.token.expiry.check.interval.ms", LONG, Some("3600000"), RESTART,
+        "Scan interval to remove expired delegation tokens."),
     broker_config("delegation.token.expiry.time.ms", LONG, Some("86400000"), RESTART,
         "How long a delegation token stays valid before it must be renewed."),
     broker_config("delegation.token.max.lifetime.ms", LONG, Some("604800000"), RESTART,

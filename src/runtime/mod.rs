@@ -652,6 +652,9 @@ async fn shard_main(
     glommio::spawn_local_into(shard.clone().retention_loop(), background)
         .map_err(|e| anyhow::anyhow!("cannot start the retention task: {e}"))?
         .detach();
+    glommio::spawn_local_into(shard.clone().token_sweep_loop(), background)
+        .map_err(|e| anyhow::anyhow!("cannot start the delegation token sweep: {e}"))?
+        .detach();
     glommio::spawn_local_into(shard.clone().producer_snapshot_loop(), background)
         .map_err(|e| anyhow::anyhow!("cannot start the producer snapshot task: {e}"))?
         .detach();

@@ -4,6 +4,7 @@
 //! command line. Authorization: ACLs and the authorizer (`acl`).
 
 pub mod acl;
+pub mod delegation_token;
 pub mod keystore;
 pub mod oauthbearer;
 pub mod plain;

@@ -4,8 +4,9 @@
 //!
 //! As Kafka's `ScramSaslServer`: the gs2 header must be `n` (no channel
 //! binding), an authorization id other than the user name is refused with
-//! Kafka's message, the only extension taken is `tokenauth` (and, with no
-//! delegation tokens, a token login fails), and every other failure is one
+//! Kafka's message, the only extension taken is `tokenauth` (a delegation
+//! token login: the user name is the token id, the HMAC's base64 the
+//! password, and the session is the token owner's), and every other failure is one
 //! generic failure so an unauthenticated client learns nothing about which
 //! users exist.
 
@@ -147,11 +148,26 @@ pub enum ScramFailure {
 pub const AUTHORIZATION_ID_REFUSED: &str =
     "Authentication failed: Client requested an authorization id that is different from username";
 
+/// Whom a SCRAM user name logs in as: what the lookup of a user or token
+/// gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScramLogin {
+    /// The credential to check the proof against.
+    pub credential: ScramCredential,
+    /// The principal name the session gets: the user's own, or a token's
+    /// owner's.
+    pub principal: String,
+    /// When the credential expires, in ms since the epoch (a token's
+    /// expiry); None: never.
+    pub expires_ms: Option<i64>,
+    /// A delegation token login.
+    pub token: bool,
+}
+
 enum State {
     ClientFirst,
     ClientFinal {
-        credential: ScramCredential,
-        user: String,
+        login: ScramLogin,
         /// client-first-message-bare "," server-first-message ","
         auth_message_start: String,
         /// Client and server nonce.
@@ -181,7 +197,9 @@ impl ScramServer {
     }
 
     /// Takes the client-first message; returns the server-first message.
-    /// `lookup` gives the user's credential for this mechanism;
+    /// `lookup` gives the login of a user name for this mechanism, a
+    /// delegation token's when its second argument (the `tokenauth`
+    /// extension) is true;
     /// `server_nonce` is fresh randomness (printable, no comma).
     ///
     /// # Errors
@@ -191,7 +209,7 @@ impl ScramServer {
         &mut self,
         message: &[u8],
         server_nonce: &str,
-        lookup: impl FnOnce(&str) -> Option<ScramCredential>,
+        lookup: impl FnOnce(&str, bool) -> Option<ScramLogin>,
     ) -> Result<Vec<u8>, ScramFailure> {
         if !matches!(self.state, State::ClientFirst) {
             return Err(ScramFailure::Invalid("unexpected client-first message"));
@@ -200,18 +218,17 @@ impl ScramServer {
         let message = std::str::from_utf8(message)
             .map_err(|_| ScramFailure::Invalid("client-first message is not UTF-8"))?;
         let first = parse_client_first(message)?;
-        if first
+        let token = first
             .extensions
             .iter()
-            .any(|(key, value)| *key == "tokenauth" && value.eq_ignore_ascii_case("true"))
-        {
-            return Err(ScramFailure::Invalid(
-                "token authentication asked for; there are no delegation tokens",
-            ));
-        }
+            .any(|(key, value)| *key == "tokenauth" && value.eq_ignore_ascii_case("true"));
         let user = first.user;
-        let credential =
-            lookup(&user).ok_or(ScramFailure::Invalid("no credential for this user"))?;
+        let login = lookup(&user, token).ok_or(ScramFailure::Invalid(if token {
+            "no delegation token of this id"
+        } else {
+            "no credential for this user"
+        }))?;
+        let credential = &login.credential;
         if first
             .authorization_id
             .as_deref()
@@ -230,8 +247,7 @@ impl ScramServer {
         );
         let auth_message_start = format!("{},{server_first},", first.bare);
         self.state = State::ClientFinal {
-            credential,
-            user,
+            login,
             auth_message_start,
             nonce,
         };
@@ -239,14 +255,13 @@ impl ScramServer {
     }
 
     /// Takes the client-final message; returns the server-final message and
-    /// the authenticated user.
+    /// the login that authenticated.
     ///
     /// # Errors
     /// A malformed message, a wrong nonce, or a proof that does not match.
-    pub fn client_final(&mut self, message: &[u8]) -> Result<(Vec<u8>, String), ScramFailure> {
+    pub fn client_final(&mut self, message: &[u8]) -> Result<(Vec<u8>, ScramLogin), ScramFailure> {
         let State::ClientFinal {
-            credential,
-            user,
+            login,
             auth_message_start,
             nonce,
         } = std::mem::replace(&mut self.state, State::Done)
@@ -285,6 +300,7 @@ impl ScramServer {
             .decode(proof)
             .map_err(|_| ScramFailure::Invalid("proof is not base64"))?;
         let auth_message = format!("{auth_message_start}{without_proof}");
+        let credential = &login.credential;
         let signature = self
             .mechanism
             .hmac(&credential.stored_key, auth_message.as_bytes());
@@ -299,7 +315,7 @@ impl ScramServer {
             .mechanism
             .hmac(&credential.server_key, auth_message.as_bytes());
         let server_final = format!("v={}", BASE64.encode(server_signature));
-        Ok((server_final.into_bytes(), user))
+        Ok((server_final.into_bytes(), login))
     }
 }
 
@@ -434,19 +450,74 @@ mod tests {
         m.credential(&m.salted_password(b"pencil", &salt, 4096), &salt, 4096)
     }
 
+    /// A user's own login with `credential`.
+    fn login(credential: ScramCredential) -> ScramLogin {
+        ScramLogin {
+            credential,
+            principal: "user".into(),
+            expires_ms: None,
+            token: false,
+        }
+    }
+
     /// Goal: the exchange of RFC 7677's worked example, byte for byte.
     #[test]
     fn rfc_7677_example_authenticates() {
         let mut server = ScramServer::new(ScramMechanism::Sha256);
         let first = server
-            .client_first(CLIENT_FIRST.as_bytes(), SERVER_NONCE, |user| {
-                (user == "user").then(pencil)
+            .client_first(CLIENT_FIRST.as_bytes(), SERVER_NONCE, |user, token| {
+                (user == "user" && !token).then(|| login(pencil()))
             })
             .unwrap();
         assert_eq!(first, SERVER_FIRST.as_bytes());
-        let (last, user) = server.client_final(CLIENT_FINAL.as_bytes()).unwrap();
+        let (last, authenticated) = server.client_final(CLIENT_FINAL.as_bytes()).unwrap();
         assert_eq!(last, SERVER_FINAL.as_bytes());
-        assert_eq!(user, "user");
+        assert_eq!(authenticated, login(pencil()));
+    }
+
+    /// Goal: `tokenauth=true` looks the name up as a token id, and the
+    /// login that authenticates is the token's (its owner, its expiry).
+    #[test]
+    fn token_logins_are_the_owners() {
+        let token_login = ScramLogin {
+            credential: pencil(),
+            principal: "alice".into(),
+            expires_ms: Some(42),
+            token: true,
+        };
+        let mut server = ScramServer::new(ScramMechanism::Sha256);
+        let first = format!("{CLIENT_FIRST},tokenauth=true");
+        let server_first = server
+            .client_first(first.as_bytes(), SERVER_NONCE, |user, token| {
+                (user == "user" && token).then(|| token_login.clone())
+            })
+            .unwrap();
+        // The client's proof over the changed client-first message.
+        let m = ScramMechanism::Sha256;
+        let salted = m.salted_password(b"pencil", &BASE64.decode(SALT).unwrap(), 4096);
+        let client_key = m.hmac(&salted, b"Client Key");
+        let without_proof = CLIENT_FINAL.split(",p=").next().unwrap();
+        let auth_message = format!(
+            "{},{},{without_proof}",
+            &first[3..],
+            String::from_utf8(server_first).unwrap()
+        );
+        let signature = m.hmac(&m.hash(&client_key), auth_message.as_bytes());
+        let proof: Vec<u8> = client_key
+            .iter()
+            .zip(&signature)
+            .map(|(k, s)| k ^ s)
+            .collect();
+        let last = format!("{without_proof},p={}", BASE64.encode(proof));
+        let (_, authenticated) = server.client_final(last.as_bytes()).unwrap();
+        assert_eq!(authenticated, token_login);
+        let mut server = ScramServer::new(ScramMechanism::Sha256);
+        assert_eq!(
+            server.client_first(first.as_bytes(), SERVER_NONCE, |_, token| {
+                (!token).then(|| login(pencil()))
+            }),
+            Err(ScramFailure::Invalid("no delegation token of this id"))
+        );
     }
 
     /// Goal: a wrong password, nonce, user, authorization id, token login
@@ -456,7 +527,9 @@ mod tests {
         let run = |first: &str, last: &str, credential: Option<ScramCredential>| {
             let mut server = ScramServer::new(ScramMechanism::Sha256);
             server
-                .client_first(first.as_bytes(), SERVER_NONCE, |_| credential)
+                .client_first(first.as_bytes(), SERVER_NONCE, |_, token| {
+                    credential.filter(|_| !token).map(login)
+                })
                 .and_then(|_| server.client_final(last.as_bytes()).map(|_| ()))
         };
         assert_eq!(run(CLIENT_FIRST, CLIENT_FINAL, Some(pencil())), Ok(()));
@@ -489,7 +562,9 @@ mod tests {
         // The user's own name as authorization id is taken.
         let mut server = ScramServer::new(ScramMechanism::Sha256);
         assert!(server
-            .client_first(b"n,a=user,n=user,r=abc", SERVER_NONCE, |_| Some(pencil()))
+            .client_first(b"n,a=user,n=user,r=abc", SERVER_NONCE, |_, _| {
+                Some(login(pencil()))
+            })
             .is_ok());
         assert!(matches!(
             run(
@@ -533,15 +608,15 @@ mod tests {
         let m = ScramMechanism::Sha512;
         let credential = m.credential(&m.salted_password(b"p", &salt, 4096), &salt, 4096);
         server
-            .client_first(b"n,,n=x=2Cy,r=abc", "def", |user| {
+            .client_first(b"n,,n=x=2Cy,r=abc", "def", |user, _| {
                 seen = user.to_string();
-                Some(credential.clone())
+                Some(login(credential.clone()))
             })
             .unwrap();
         assert_eq!(seen, "x,y");
         // As Kafka, the authorization id is compared as sent.
         let first = |message: &[u8]| {
-            ScramServer::new(m).client_first(message, "def", |_| Some(credential.clone()))
+            ScramServer::new(m).client_first(message, "def", |_, _| Some(login(credential.clone())))
         };
         assert_eq!(
             first(b"n,a=x=2Cy,n=x=2Cy,r=abc"),

@@ -47,9 +47,10 @@ use super::handlers::{self, encode_response, str_bytes};
 use super::versions;
 use crate::cluster::image::MetadataImage;
 use crate::protocol::ErrorCode;
+use crate::security::delegation_token::TokenConfig;
 use crate::security::oauthbearer::{self, Validator};
 use crate::security::plain::PlainUsers;
-use crate::security::scram::{server_nonce, ScramFailure, ScramServer};
+use crate::security::scram::{server_nonce, ScramFailure, ScramLogin, ScramMechanism, ScramServer};
 use crate::security::SaslMechanism;
 
 /// Kafka's `sasl.server.max.receive.size`: the largest frame taken before
@@ -161,6 +162,10 @@ pub struct Authenticator {
     renewing: Option<(SaslMechanism, String)>,
     /// When the last re-authentication began.
     last_renewal: Option<Instant>,
+    /// The session logged in with a delegation token.
+    token_authenticated: bool,
+    /// `delegation.token.*`, for token logins.
+    tokens: Arc<TokenConfig>,
 }
 
 impl Authenticator {
@@ -168,11 +173,12 @@ impl Authenticator {
     /// in this order in the handshake's answer; PLAIN's users are
     /// `plain_users`; OAUTHBEARER tokens are checked by `oauthbearer`.
     /// A session lasts `session_lifetime` (zero: forever), and an
-    /// OAUTHBEARER one no longer than its token.
+    /// OAUTHBEARER or delegation-token one no longer than its token.
     pub fn new(
         mechanisms: Arc<[SaslMechanism]>,
         plain_users: Arc<PlainUsers>,
         oauthbearer: Option<Arc<Validator>>,
+        tokens: Arc<TokenConfig>,
         session_lifetime: Duration,
     ) -> Self {
         Authenticator {
@@ -185,6 +191,8 @@ impl Authenticator {
             session_expires: None,
             renewing: None,
             last_renewal: None,
+            token_authenticated: false,
+            tokens,
         }
     }
 
@@ -223,6 +231,12 @@ impl Authenticator {
         } else {
             "authentication"
         }
+    }
+
+    /// The session logged in with a delegation token (Kafka's
+    /// `KafkaPrincipal.tokenAuthenticated`).
+    pub fn token_authenticated(&self) -> bool {
+        self.token_authenticated
     }
 
     /// The authenticated user, once there is one.
@@ -414,8 +428,11 @@ impl Authenticator {
         let State::Exchange { exchange, .. } = &mut self.state else {
             unreachable!("exchange outside the exchange state");
         };
-        // When an OAUTHBEARER token expires, in ms since the epoch.
+        // When an OAUTHBEARER or delegation token expires, in ms since the
+        // epoch.
         let mut credential_expires_ms = None;
+        // A delegation token login.
+        let mut token_login = false;
         let (answer, user, mechanism) = match exchange {
             Exchange::Plain => {
                 let user = self.plain_users.authenticate(token).map_err(|message| {
@@ -426,7 +443,13 @@ impl Authenticator {
             }
             Exchange::Scram { server, started } => {
                 let mechanism = server.mechanism();
-                let (answer, user) = scram_step(server, started, token, image, which)?;
+                let (answer, login) =
+                    scram_step(server, started, token, image, &self.tokens, which)?;
+                let user = login.map(|login| {
+                    credential_expires_ms = login.expires_ms;
+                    token_login = login.token;
+                    login.principal
+                });
                 (answer, user, SaslMechanism::Scram(mechanism))
             }
             Exchange::OAuthBearer { error } => {
@@ -468,6 +491,7 @@ impl Authenticator {
             self.session_expires = lifetime_ms
                 .map(|ms| Instant::now() + Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
             self.state = State::Complete(user);
+            self.token_authenticated = token_login;
             return Ok((answer, lifetime_ms.unwrap_or(0)));
         }
         Ok((answer, 0))
@@ -561,13 +585,14 @@ fn scram_step(
     started: &mut bool,
     token: &[u8],
     image: &MetadataImage,
+    tokens: &TokenConfig,
     which: &str,
-) -> Result<(Vec<u8>, Option<String>), String> {
+) -> Result<(Vec<u8>, Option<ScramLogin>), String> {
     let mechanism = server.mechanism();
     let outcome = if *started {
         server
             .client_final(token)
-            .map(|(answer, user)| (answer, Some(user)))
+            .map(|(answer, login)| (answer, Some(login)))
     } else {
         *started = true;
         // Without randomness from the OS the exchange fails as any other
@@ -575,10 +600,8 @@ fn scram_step(
         server_nonce()
             .map_err(|_| ScramFailure::Invalid("no random bytes for a server nonce"))
             .and_then(|nonce| {
-                server.client_first(token, &nonce, |user| {
-                    image
-                        .scram_credential(user, mechanism)
-                        .map(|credential| (**credential).clone())
+                server.client_first(token, &nonce, |user, token| {
+                    scram_login(image, tokens, user, token, mechanism)
                 })
             })
             .map(|answer| (answer, None))
@@ -593,6 +616,40 @@ fn scram_step(
             );
             invalid_credentials(which, mechanism.name())
         }
+    })
+}
+
+/// The login of a SCRAM user name: a user's credential, or, for a token
+/// login, the delegation token of that id (Kafka's `DelegationTokenCache`:
+/// the session is its owner's and lasts no longer than the token; a token
+/// past its expiry but not yet swept still logs in, as in Kafka, for a
+/// session of no time at all).
+fn scram_login(
+    image: &MetadataImage,
+    tokens: &TokenConfig,
+    user: &str,
+    token: bool,
+    mechanism: ScramMechanism,
+) -> Option<ScramLogin> {
+    if token {
+        // Disabled, or made under another key and not yet made afresh:
+        // unknown.
+        let token = image
+            .delegation_tokens
+            .get(user)
+            .filter(|token| tokens.signs(token))?;
+        return Some(ScramLogin {
+            credential: token.credentials.get(&mechanism)?.clone(),
+            principal: token.owner_name().to_string(),
+            expires_ms: Some(token.expiry_timestamp_ms),
+            token: true,
+        });
+    }
+    Some(ScramLogin {
+        credential: (**image.scram_credential(user, mechanism)?).clone(),
+        principal: user.to_string(),
+        expires_ms: None,
+        token: false,
     })
 }
 

@@ -132,6 +132,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + 'static>(
             config.sasl_handshake_order.clone(),
             config.plain_users.clone(),
             config.oauthbearer.clone(),
+            config.delegation_tokens.clone(),
             Duration::from_millis(config.connections_max_reauth_ms),
         )
     });
@@ -196,8 +197,14 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + 'static>(
         };
         let caller = caller.get_or_insert_with(|| Access::caller(user, peer_addr));
         let protocol = endpoint.security_protocol;
-        let access = Access::new(&state.shard, caller)
-            .with_token_requests(protocol.is_sasl() || (protocol.is_tls() && certified.is_some()));
+        // Kafka's `allowTokenRequests`: SASL, or TLS with a client
+        // certificate, but not a session that logged in with a token.
+        let token_session = authenticator
+            .as_ref()
+            .is_some_and(Authenticator::token_authenticated);
+        let access = Access::new(&state.shard, caller).with_token_requests(
+            !token_session && (protocol.is_sasl() || (protocol.is_tls() && certified.is_some())),
+        );
         // Quotas know a client by its principal's name.
         let client = quota_client.get_or_insert_with(|| Client::new(user.unwrap_or("ANONYMOUS")));
         let handled = match frame {

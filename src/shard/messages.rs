@@ -246,6 +246,32 @@ pub enum ControllerRequest {
         /// Check without changing.
         validate_only: bool,
     },
+    /// Create a delegation token (CreateDelegationToken), its broker checks
+    /// passed.
+    CreateDelegationToken {
+        /// Owner, `Type:name`.
+        owner: String,
+        /// Requester, `Type:name`.
+        requester: String,
+        /// Renewers, each `User:name`.
+        renewers: Vec<String>,
+        /// Max lifetime asked for (0 or less: the broker's).
+        max_lifetime_ms: i64,
+    },
+    /// Renew (RenewDelegationToken) or expire (ExpireDelegationToken) the
+    /// token of an HMAC.
+    ChangeDelegationToken {
+        /// The token's HMAC.
+        hmac: Vec<u8>,
+        /// The caller, `Type:name`.
+        requester: String,
+        /// Renew or expire period asked for.
+        period_ms: i64,
+        /// True to expire, false to renew.
+        expire: bool,
+    },
+    /// Remove the expired delegation tokens (the periodic sweep).
+    SweepDelegationTokens,
 }
 
 /// One AlterUserScramCredentials upsertion, as the client sent it.
@@ -298,6 +324,14 @@ pub enum ControllerReply {
     /// INVALID_REQUEST's message when refused; else the error of the whole
     /// request.
     AlterClientQuotas(crate::quota::QuotaAlterationResults),
+    /// The token created, else the error.
+    CreateDelegationToken(
+        Result<crate::security::delegation_token::DelegationToken, crate::protocol::ErrorCode>,
+    ),
+    /// The token's new expiry timestamp, else the error.
+    ChangeDelegationToken(Result<i64, crate::protocol::ErrorCode>),
+    /// How many expired tokens were removed.
+    SweepDelegationTokens(usize),
 }
 
 /// A request for the group coordinator of one `__consumer_offsets` partition.

@@ -295,6 +295,8 @@ impl Shard {
                     | MetadataRecord::GroupConfigs { .. }
                     | MetadataRecord::ClientMetricsConfigs { .. }
                     | MetadataRecord::FeatureLevel { .. }
+                    | MetadataRecord::DelegationToken { .. }
+                    | MetadataRecord::RemoveDelegationToken { .. }
             )
         };
         let mut records = records.into_iter().peekable();
@@ -397,6 +399,8 @@ impl Shard {
                 | MetadataRecord::GroupConfigs { .. }
                 | MetadataRecord::ClientMetricsConfigs { .. }
                 | MetadataRecord::FeatureLevel { .. }
+                | MetadataRecord::DelegationToken { .. }
+                | MetadataRecord::RemoveDelegationToken { .. }
                 | MetadataRecord::ProducerIds { .. }
                 | MetadataRecord::UserScramCredential { .. }
                 | MetadataRecord::RemoveUserScramCredential { .. } => {}
@@ -1207,6 +1211,42 @@ impl Shard {
                     return;
                 }
             }
+        }
+    }
+
+    /// On shard 0 with delegation tokens enabled: every
+    /// `delegation.token.expiry.check.interval.ms`, removes the tokens
+    /// past their expiry or max, as Kafka's controller does, and makes
+    /// afresh the credentials of tokens made under another key (at start-up
+    /// too, and at once again while a sweep finds its most). Stops when
+    /// the shard shuts down.
+    pub async fn token_sweep_loop(self: Rc<Self>) {
+        let config = &self.config.delegation_tokens;
+        if self.id != crate::cluster::controller::CONTROLLER_SHARD || !config.enabled() {
+            return;
+        }
+        let interval =
+            Duration::from_millis(u64::try_from(config.expiry_check_interval_ms).unwrap_or(1));
+        // The first sweep at start-up makes afresh the credentials of
+        // tokens made under another key.
+        let mut delay = Duration::ZERO;
+        loop {
+            glommio::timer::sleep(delay).await;
+            if self.closing.get() {
+                return;
+            }
+            let reply = self
+                .call_controller(crate::shard::messages::ControllerRequest::SweepDelegationTokens)
+                .await
+                .await;
+            delay = match reply {
+                Some(crate::shard::messages::ControllerReply::SweepDelegationTokens(removed))
+                    if removed >= crate::security::delegation_token::SWEEP_TOKENS_MAX =>
+                {
+                    Duration::ZERO
+                }
+                _ => interval,
+            };
         }
     }
 

@@ -49,7 +49,7 @@ public class JavaClient {
         String mode = args[0];
         String bootstrap = args[1];
         String topic = args[2];
-        if (!mode.equals("delegation-tokens")) {
+        if (!List.of("delegation-tokens", "token-login", "token-sweep").contains(mode)) {
             try (Admin admin = Admin.create(withSasl(Map.of("bootstrap.servers", bootstrap)))) {
                 admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1))).all().get();
             }
@@ -76,6 +76,9 @@ public class JavaClient {
             case "list-transactions-pattern" -> listTransactionsPattern(bootstrap, topic);
             case "log-dirs" -> logDirs(bootstrap, topic);
             case "delegation-tokens" -> delegationTokens(bootstrap);
+            case "token-life" -> tokenLife(bootstrap, topic);
+            case "token-login" -> tokenLogin(bootstrap, topic);
+            case "token-sweep" -> tokenSweep(bootstrap);
             case "client-metrics-kept" -> System.out.println(clientMetricsKept(bootstrap, topic));
             case "copier" -> copier(bootstrap, topic);
             case "admin" -> adminCalls(bootstrap, topic);
@@ -1063,6 +1066,204 @@ public class JavaClient {
             seen.put("renew", outcome(() -> admin.renewDelegationToken(new byte[] {1, 2}).expiryTimestamp().get()));
             seen.put("expire", outcome(() -> admin.expireDelegationToken(new byte[] {1, 2}).expiryTimestamp().get()));
         }
+        StringBuilder out = new StringBuilder("{");
+        seen.forEach((k, v) -> out.append(out.length() > 1 ? ", " : "").append(quote(k)).append(": ").append(quote(v)));
+        System.out.println(out.append("}"));
+    }
+
+    /** Who logs in as `user` (password `<user>-secret`, SCRAM-SHA-256). */
+    static Map<String, Object> asUser(String bootstrap, String user) {
+        return withScram(Map.of("bootstrap.servers", bootstrap), "SCRAM-SHA-256", user, user + "-secret");
+    }
+
+    /** A delegation token login: the token id as user, the HMAC's base64 as password, `tokenauth`. */
+    static Map<String, Object> asToken(String bootstrap, String mechanism, String tokenId, String hmac) {
+        Map<String, Object> out = withScram(Map.of("bootstrap.servers", bootstrap), mechanism, tokenId, hmac);
+        out.put("sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required username=\""
+                + tokenId + "\" password=\"" + hmac + "\" tokenauth=\"true\";");
+        return out;
+    }
+
+    /** A token as the tests compare it: owner, requester, renewers, lifetimes (ms after issue). */
+    static String token(org.apache.kafka.common.security.token.delegation.DelegationToken token) {
+        var info = token.tokenInfo();
+        return info.owner() + " by " + info.tokenRequester() + " renewers " + info.renewers()
+                + " expiry+" + (info.expiryTimestamp() - info.issueTimestamp())
+                + " max+" + (info.maxTimestamp() - info.issueTimestamp());
+    }
+
+    /** The ids of the tokens `config`'s principal is shown, owners filtered if given, sorted by owner. */
+    static String described(Map<String, Object> config, List<org.apache.kafka.common.security.auth.KafkaPrincipal> owners) {
+        return outcomeOr(() -> {
+            try (Admin admin = Admin.create(config)) {
+                var options = new org.apache.kafka.clients.admin.DescribeDelegationTokenOptions();
+                if (owners != null) {
+                    options.owners(owners);
+                }
+                return admin.describeDelegationToken(options).delegationTokens().get().stream()
+                        .map(t -> t.tokenInfo().owner().getName() + "/" + t.tokenInfo().tokenRequester().getName())
+                        .sorted().collect(Collectors.joining(","));
+            }
+        });
+    }
+
+    /** The value `action` gives, or the Kafka exception it failed with. */
+    static String outcomeOr(java.util.concurrent.Callable<String> action) {
+        try {
+            return action.call();
+        } catch (Exception e) {
+            return kafkaCause(e);
+        }
+    }
+
+    /**
+     * Delegation tokens as `kafka-delegation-tokens` and the Admin API use
+     * them, on a SASL_PLAINTEXT listener with StandardAuthorizer, admin a
+     * super user and alice allowed everything on `<topic>`; users admin,
+     * alice, bob, carol (password `<user>-secret`); main creates `<topic>`
+     * as JAVA_CLIENT_SASL (admin). Prints every outcome,
+     * and token A's id and HMAC for a later run of "token-login".
+     */
+    static void tokenLife(String bootstrap, String topic) throws Exception {
+        Map<String, String> seen = new java.util.TreeMap<>();
+        var user = (java.util.function.Function<String, org.apache.kafka.common.security.auth.KafkaPrincipal>)
+                name -> new org.apache.kafka.common.security.auth.KafkaPrincipal("User", name);
+        try (Admin admin = Admin.create(asUser(bootstrap, "admin"))) {
+            var alicePattern = new org.apache.kafka.common.resource.ResourcePattern(
+                    org.apache.kafka.common.resource.ResourceType.TOPIC, topic,
+                    org.apache.kafka.common.resource.PatternType.LITERAL);
+            admin.createAcls(List.of(new org.apache.kafka.common.acl.AclBinding(alicePattern,
+                    new org.apache.kafka.common.acl.AccessControlEntry("User:alice", "*",
+                            org.apache.kafka.common.acl.AclOperation.ALL,
+                            org.apache.kafka.common.acl.AclPermissionType.ALLOW)))).all().get();
+        }
+        org.apache.kafka.common.security.token.delegation.DelegationToken a;
+        org.apache.kafka.common.security.token.delegation.DelegationToken b;
+        try (Admin alice = Admin.create(asUser(bootstrap, "alice"))) {
+            a = alice.createDelegationToken(new org.apache.kafka.clients.admin.CreateDelegationTokenOptions()
+                    .renewers(List.of(user.apply("bob")))).delegationToken().get();
+            b = alice.createDelegationToken(new org.apache.kafka.clients.admin.CreateDelegationTokenOptions()
+                    .maxlifeTimeMs(100)).delegationToken().get();
+            seen.put("A", token(a));
+            seen.put("A id and hmac", a.tokenInfo().tokenId().length() + " " + a.hmac().length);
+            seen.put("B", token(b));
+            seen.put("alice for bob", outcome(() -> alice.createDelegationToken(
+                    new org.apache.kafka.clients.admin.CreateDelegationTokenOptions().owner(user.apply("bob")))
+                    .delegationToken().get()));
+            seen.put("alice renewed by a group", outcome(() -> alice.createDelegationToken(
+                    new org.apache.kafka.clients.admin.CreateDelegationTokenOptions().renewers(List.of(
+                            new org.apache.kafka.common.security.auth.KafkaPrincipal("Group", "g"))))
+                    .delegationToken().get()));
+        }
+        String aHmac = a.hmacAsBase64String();
+        String bHmac = b.hmacAsBase64String();
+        try (Admin admin = Admin.create(asUser(bootstrap, "admin"))) {
+            seen.put("admin for bob", token(admin.createDelegationToken(
+                    new org.apache.kafka.clients.admin.CreateDelegationTokenOptions().owner(user.apply("bob")))
+                    .delegationToken().get()));
+        }
+        // Who sees which tokens (owner/requester of each).
+        seen.put("describe admin", described(asUser(bootstrap, "admin"), null));
+        seen.put("describe alice", described(asUser(bootstrap, "alice"), null));
+        seen.put("describe bob", described(asUser(bootstrap, "bob"), null));
+        seen.put("describe carol", described(asUser(bootstrap, "carol"), null));
+        seen.put("describe admin owners bob", described(asUser(bootstrap, "admin"), List.of(user.apply("bob"))));
+        seen.put("describe admin owners none", described(asUser(bootstrap, "admin"), List.of()));
+        try (Admin admin = Admin.create(asUser(bootstrap, "admin"))) {
+            var describeTokens = new org.apache.kafka.common.resource.ResourcePattern(
+                    org.apache.kafka.common.resource.ResourceType.USER, "User:alice",
+                    org.apache.kafka.common.resource.PatternType.LITERAL);
+            admin.createAcls(List.of(new org.apache.kafka.common.acl.AclBinding(describeTokens,
+                    new org.apache.kafka.common.acl.AccessControlEntry("User:carol", "*",
+                            org.apache.kafka.common.acl.AclOperation.DESCRIBE_TOKENS,
+                            org.apache.kafka.common.acl.AclPermissionType.ALLOW)))).all().get();
+        }
+        seen.put("describe carol with DESCRIBE_TOKENS on alice", described(asUser(bootstrap, "carol"), null));
+        // Logging in with token A: alice's ACLs apply; token requests are refused.
+        for (String mechanism : List.of("SCRAM-SHA-256", "SCRAM-SHA-512")) {
+            Map<String, Object> viaToken = asToken(bootstrap, mechanism, a.tokenInfo().tokenId(), aHmac);
+            String key = "token " + mechanism;
+            seen.put(key + " sends", outcomeOr(() -> String.valueOf(sendAll(viaToken, topic, 20).size())));
+            try (Admin tokenAdmin = Admin.create(viaToken)) {
+                seen.put(key + " describes", outcome(() -> tokenAdmin.describeDelegationToken().delegationTokens().get()));
+                seen.put(key + " creates", outcome(() -> tokenAdmin.createDelegationToken().delegationToken().get()));
+            }
+        }
+        seen.put("token read", String.valueOf(read(asToken(bootstrap, "SCRAM-SHA-256", a.tokenInfo().tokenId(), aHmac),
+                topic, "read_uncommitted", 40).size()));
+        seen.put("token wrong hmac", refusal(asToken(bootstrap, "SCRAM-SHA-256", a.tokenInfo().tokenId(), bHmac), topic));
+        // Renewing and expiring.
+        try (Admin bob = Admin.create(asUser(bootstrap, "bob"));
+             Admin carol = Admin.create(asUser(bootstrap, "carol"));
+             Admin alice = Admin.create(asUser(bootstrap, "alice"))) {
+            seen.put("carol renews A", outcome(() -> carol.renewDelegationToken(a.hmac()).expiryTimestamp().get()));
+            long before = System.currentTimeMillis();
+            long renewed = bob.renewDelegationToken(a.hmac(),
+                    new org.apache.kafka.clients.admin.RenewDelegationTokenOptions().renewTimePeriodMs(60_000))
+                    .expiryTimestamp().get();
+            long after = System.currentTimeMillis();
+            seen.put("bob renews A for 60 s", renewed >= before + 60_000 && renewed <= after + 60_000 ? "ok" : "expiry " + (renewed - before));
+            seen.put("renew unknown", outcome(() -> bob.renewDelegationToken(new byte[] {1, 2, 3}).expiryTimestamp().get()));
+            Thread.sleep(300);
+            seen.put("renew B expired", outcome(() -> alice.renewDelegationToken(b.hmac()).expiryTimestamp().get()));
+            seen.put("expire B expired for 1 s", outcome(() -> alice.expireDelegationToken(b.hmac(),
+                    new org.apache.kafka.clients.admin.ExpireDelegationTokenOptions().expiryTimePeriodMs(1000)).expiryTimestamp().get()));
+            seen.put("token B login", refusal(asToken(bootstrap, "SCRAM-SHA-256", b.tokenInfo().tokenId(), bHmac), topic)
+                    .startsWith("none") ? "served" : "refused");
+            seen.put("bob removes B", outcome(() -> bob.expireDelegationToken(b.hmac(),
+                    new org.apache.kafka.clients.admin.ExpireDelegationTokenOptions().expiryTimePeriodMs(-1)).expiryTimestamp().get()));
+            long removing = System.currentTimeMillis();
+            long removed = alice.expireDelegationToken(b.hmac()).expiryTimestamp().get();
+            seen.put("alice removes B", removed >= removing && removed <= System.currentTimeMillis() ? "now" : "at " + (removed - removing));
+            seen.put("alice removes B again", outcome(() -> alice.expireDelegationToken(b.hmac()).expiryTimestamp().get()));
+        }
+        seen.put("describe alice at the end", described(asUser(bootstrap, "alice"), null));
+        seen.put("A token", a.tokenInfo().tokenId());
+        seen.put("A hmac", aHmac);
+        printJson(seen);
+    }
+
+    /**
+     * Logs in with the token JAVA_CLIENT_TOKEN ("id hmac [other-hmac]") and
+     * reads back `<topic>`; prints how many records it read, what alice is
+     * shown, and how a login with the other HMAC, if given, fails.
+     */
+    static void tokenLogin(String bootstrap, String topic) throws Exception {
+        String[] token = System.getenv("JAVA_CLIENT_TOKEN").split(" ");
+        Map<String, String> seen = new java.util.TreeMap<>();
+        seen.put("read", String.valueOf(read(asToken(bootstrap, "SCRAM-SHA-512", token[0], token[1]),
+                topic, "read_uncommitted", 40).size()));
+        seen.put("describe alice", described(asUser(bootstrap, "alice"), null));
+        if (token.length > 2) {
+            seen.put("other hmac", refusal(asToken(bootstrap, "SCRAM-SHA-256", token[0], token[2]), topic));
+        }
+        printJson(seen);
+    }
+
+    /**
+     * A token of 300 ms max lifetime (alice's): described at first, then,
+     * once the broker's sweep has removed it, no longer, and renewing it
+     * is refused as not found.
+     */
+    static void tokenSweep(String bootstrap) throws Exception {
+        Map<String, String> seen = new java.util.TreeMap<>();
+        try (Admin alice = Admin.create(asUser(bootstrap, "alice"))) {
+            var token = alice.createDelegationToken(new org.apache.kafka.clients.admin.CreateDelegationTokenOptions()
+                    .maxlifeTimeMs(300)).delegationToken().get();
+            seen.put("described at first", String.valueOf(alice.describeDelegationToken().delegationTokens().get().size()));
+            long deadline = System.currentTimeMillis() + 20_000;
+            while (!alice.describeDelegationToken().delegationTokens().get().isEmpty()
+                    && System.currentTimeMillis() < deadline) {
+                Thread.sleep(100);
+            }
+            seen.put("described at last", String.valueOf(alice.describeDelegationToken().delegationTokens().get().size()));
+            seen.put("renew once swept", outcome(() -> alice.renewDelegationToken(token.hmac()).expiryTimestamp().get()));
+        }
+        printJson(seen);
+    }
+
+    /** Prints `seen` as one JSON object of strings. */
+    static void printJson(Map<String, String> seen) {
         StringBuilder out = new StringBuilder("{");
         seen.forEach((k, v) -> out.append(out.length() > 1 ? ", " : "").append(quote(k)).append(": ").append(quote(v)));
         System.out.println(out.append("}"));

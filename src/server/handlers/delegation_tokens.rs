@@ -1,94 +1,162 @@
 //! CreateDelegationToken (key 38, v1-3), RenewDelegationToken (39, v1-2),
 //! ExpireDelegationToken (40, v1-2) and DescribeDelegationToken (41, v1-3),
-//! as `kafka-delegation-tokens` and admin clients ask, answered as a Kafka
-//! 4.1 cluster without `delegation.token.secret.key` (its default) answers
-//! (measured): this broker cannot issue delegation tokens.
+//! as `kafka-delegation-tokens` and admin clients ask, answered as Kafka
+//! 4.1 answers (measured against it). Without `delegation.token.secret.key`
+//! (Kafka's default) tokens are disabled.
 //!
 //! In Kafka's order:
-//! - on a PLAINTEXT connection, or TLS without a client certificate:
+//! - on a PLAINTEXT connection, TLS without a client certificate, or a
+//!   connection that logged in with a token:
 //!   DELEGATION_TOKEN_REQUEST_NOT_ALLOWED (Kafka's `allowTokenRequests`);
-//! - a token for another owner needs CREATE_TOKENS on that user, else
-//!   DELEGATION_TOKEN_AUTHORIZATION_FAILED; a renewer that is not a `User`
-//!   is INVALID_PRINCIPAL_TYPE;
-//! - then DELEGATION_TOKEN_AUTH_DISABLED, and no tokens are described.
+//! - create: a token for another owner needs CREATE_TOKENS on that user,
+//!   else DELEGATION_TOKEN_AUTHORIZATION_FAILED; a renewer that is not a
+//!   `User` is INVALID_PRINCIPAL_TYPE (these refusals carry -1
+//!   timestamps);
+//! - disabled: DELEGATION_TOKEN_AUTH_DISABLED, and no tokens are described;
+//! - renew and expire go to the controller (`cluster::controller`), which
+//!   finds the token by its HMAC and checks who asks;
+//! - describe lists the tokens the caller owns, asked for, may renew, has
+//!   DESCRIBE on (DELEGATION_TOKEN resource) or has DESCRIBE_TOKENS on the
+//!   owner of (USER resource), of the owners asked for (each matching a
+//!   token's owner, requester or renewers); an empty owner list gets none.
 
+use std::rc::Rc;
+
+use bytes::Bytes;
+use futures::future::LocalBoxFuture;
+use kafka_protocol::messages::describe_delegation_token_response::{
+    DescribedDelegationToken, DescribedDelegationTokenRenewer,
+};
 use kafka_protocol::messages::{
     ApiKey, CreateDelegationTokenRequest, CreateDelegationTokenResponse,
-    DescribeDelegationTokenResponse, ExpireDelegationTokenResponse, RenewDelegationTokenResponse,
+    DescribeDelegationTokenRequest, DescribeDelegationTokenResponse, ExpireDelegationTokenRequest,
+    ExpireDelegationTokenResponse, RenewDelegationTokenRequest, RenewDelegationTokenResponse,
 };
 
-use super::{encode_response, str_bytes};
+use super::{encode_response, ready, str_bytes};
 use crate::protocol::ErrorCode;
 use crate::security::acl::{AclOperation, ResourceType};
+use crate::security::delegation_token::DelegationToken;
 use crate::server::access::Access;
-use crate::server::connection::Response;
+use crate::server::connection::{Responder, Response};
+use crate::shard::messages::{ControllerReply, ControllerRequest};
+use crate::shard::Shard;
 
 /// Kafka's timestamp for a token request that failed.
 const ERROR_TIMESTAMP: i64 = -1;
 
-/// The error for a token request that passed its own checks: refused on a
-/// connection Kafka takes none on, else the feature is off.
-fn refusal(access: &Access) -> ErrorCode {
-    if access.token_requests_allowed() {
-        ErrorCode::DelegationTokenAuthDisabled
-    } else {
-        ErrorCode::DelegationTokenRequestNotAllowed
-    }
+/// The refusal of a token request before its own checks: none on a
+/// connection Kafka takes them on, else DELEGATION_TOKEN_REQUEST_NOT_ALLOWED.
+fn not_allowed(access: &Access) -> Option<ErrorCode> {
+    (!access.token_requests_allowed()).then_some(ErrorCode::DelegationTokenRequestNotAllowed)
+}
+
+/// `Type:name` split in two (a name without a type keeps an empty type).
+fn split_principal(principal: &str) -> (&str, &str) {
+    principal.split_once(':').unwrap_or(("", principal))
 }
 
 /// Answers CreateDelegationToken.
-pub fn handle_create(
+pub async fn handle_create(
+    shard: &Rc<Shard>,
     access: &Access,
     request: CreateDelegationTokenRequest,
     version: i16,
     correlation_id: i32,
-) -> Response {
+) -> Responder {
     let (requester, _) = access.caller_identity();
-    let (requester_type, requester_name) = requester
-        .split_once(':')
-        .map_or((String::new(), requester.clone()), |(t, n)| {
-            (t.to_string(), n.to_string())
-        });
     let owner = match (&request.owner_principal_type, &request.owner_principal_name) {
-        (Some(owner_type), Some(name)) if !name.is_empty() => {
-            (owner_type.to_string(), name.to_string())
-        }
-        _ => (requester_type.clone(), requester_name.clone()),
+        (Some(owner_type), Some(name)) if !name.is_empty() => format!("{owner_type}:{name}"),
+        _ => requester.clone(),
     };
-    let owner_is_requester = owner.0 == requester_type && owner.1 == requester_name;
-    let error = if !access.token_requests_allowed() {
-        ErrorCode::DelegationTokenRequestNotAllowed
-    } else if !owner_is_requester
-        && !access.allows(
-            AclOperation::CreateTokens,
-            ResourceType::User,
-            &format!("{}:{}", owner.0, owner.1),
-        )
+    let config = shard.config.delegation_tokens.clone();
+    let error = if let Some(error) = not_allowed(access) {
+        Some(error)
+    } else if owner != requester
+        && !access.allows(AclOperation::CreateTokens, ResourceType::User, &owner)
     {
-        ErrorCode::DelegationTokenAuthorizationFailed
+        Some(ErrorCode::DelegationTokenAuthorizationFailed)
     } else if request
         .renewers
         .iter()
         .any(|renewer| renewer.principal_type.as_str() != "User")
     {
-        ErrorCode::InvalidPrincipalType
+        Some(ErrorCode::InvalidPrincipalType)
+    } else if !config.enabled() {
+        Some(ErrorCode::DelegationTokenAuthDisabled)
     } else {
-        ErrorCode::DelegationTokenAuthDisabled
+        None
     };
-    let mut response = CreateDelegationTokenResponse::default();
-    response.error_code = error.code();
-    response.principal_type = str_bytes(&owner.0);
-    response.principal_name = str_bytes(&owner.1);
-    if version >= 3 {
-        response.token_requester_principal_type = str_bytes(&requester_type);
-        response.token_requester_principal_name = str_bytes(&requester_name);
+    if let Some(error) = error {
+        return ready(create_response(
+            &owner,
+            &requester,
+            Err(error),
+            version,
+            correlation_id,
+        ));
     }
-    // The broker's own refusals carry Kafka's error timestamps; the
-    // controller's (disabled) leaves them 0.
-    if error != ErrorCode::DelegationTokenAuthDisabled {
-        response.issue_timestamp_ms = ERROR_TIMESTAMP;
-        response.expiry_timestamp_ms = ERROR_TIMESTAMP;
-        response.max_timestamp_ms = ERROR_TIMESTAMP;
+    let renewers = request
+        .renewers
+        .iter()
+        .map(|renewer| format!("{}:{}", renewer.principal_type, renewer.principal_name))
+        .collect();
+    let reply = shard
+        .call_controller(ControllerRequest::CreateDelegationToken {
+            owner: owner.clone(),
+            requester: requester.clone(),
+            renewers,
+            max_lifetime_ms: request.max_lifetime_ms,
+        })
+        .await;
+    Box::pin(async move {
+        let outcome = match reply.await {
+            Some(ControllerReply::CreateDelegationToken(outcome)) => outcome,
+            _ => Err(ErrorCode::RequestTimedOut),
+        }
+        .and_then(|token| {
+            let hmac = config
+                .hmac(&token.token_id)
+                .ok_or(ErrorCode::DelegationTokenAuthDisabled)?;
+            Ok((token, hmac))
+        });
+        create_response(&owner, &requester, outcome, version, correlation_id)
+    })
+}
+
+/// CreateDelegationToken's answer: the token, or the error with Kafka's
+/// error timestamps.
+fn create_response(
+    owner: &str,
+    requester: &str,
+    outcome: Result<(DelegationToken, Vec<u8>), ErrorCode>,
+    version: i16,
+    correlation_id: i32,
+) -> Response {
+    let (owner_type, owner_name) = split_principal(owner);
+    let (requester_type, requester_name) = split_principal(requester);
+    let mut response = CreateDelegationTokenResponse::default();
+    response.principal_type = str_bytes(owner_type);
+    response.principal_name = str_bytes(owner_name);
+    if version >= 3 {
+        response.token_requester_principal_type = str_bytes(requester_type);
+        response.token_requester_principal_name = str_bytes(requester_name);
+    }
+    match outcome {
+        Ok((token, hmac)) => {
+            response.issue_timestamp_ms = token.issue_timestamp_ms;
+            response.expiry_timestamp_ms = token.expiry_timestamp_ms;
+            response.max_timestamp_ms = token.max_timestamp_ms;
+            response.token_id = str_bytes(&token.token_id);
+            response.hmac = Bytes::from(hmac);
+        }
+        Err(error) => {
+            response.error_code = error.code();
+            let timestamp = error_timestamp(error);
+            response.issue_timestamp_ms = timestamp;
+            response.expiry_timestamp_ms = timestamp;
+            response.max_timestamp_ms = timestamp;
+        }
     }
     encode_response(
         ApiKey::CreateDelegationToken,
@@ -98,52 +166,192 @@ pub fn handle_create(
     )
 }
 
-/// The expiry timestamp of a refused renew or expire: Kafka's error
-/// timestamp from the broker, 0 from the controller (disabled).
-fn refused_expiry(error: ErrorCode) -> i64 {
-    if error == ErrorCode::DelegationTokenAuthDisabled {
-        0
-    } else {
-        ERROR_TIMESTAMP
+/// The timestamps of a refused token request: Kafka's error timestamp from
+/// the broker's own checks, 0 (unset) from the controller's.
+fn error_timestamp(error: ErrorCode) -> i64 {
+    match error {
+        ErrorCode::DelegationTokenRequestNotAllowed
+        | ErrorCode::DelegationTokenAuthorizationFailed
+        | ErrorCode::InvalidPrincipalType => ERROR_TIMESTAMP,
+        _ => 0,
     }
 }
 
 /// Answers RenewDelegationToken.
-pub fn handle_renew(access: &Access, version: i16, correlation_id: i32) -> Response {
-    let mut response = RenewDelegationTokenResponse::default();
-    let error = refusal(access);
-    response.error_code = error.code();
-    response.expiry_timestamp_ms = refused_expiry(error);
-    encode_response(
-        ApiKey::RenewDelegationToken,
-        version,
-        correlation_id,
-        &response,
-    )
+pub async fn handle_renew(
+    shard: &Rc<Shard>,
+    access: &Access,
+    request: RenewDelegationTokenRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Responder {
+    let reply = change(shard, access, request.hmac, request.renew_period_ms, false).await;
+    Box::pin(async move {
+        let mut response = RenewDelegationTokenResponse::default();
+        match reply.await {
+            Ok(expiry) => response.expiry_timestamp_ms = expiry,
+            Err(error) => {
+                response.error_code = error.code();
+                response.expiry_timestamp_ms = error_timestamp(error);
+            }
+        }
+        encode_response(
+            ApiKey::RenewDelegationToken,
+            version,
+            correlation_id,
+            &response,
+        )
+    })
 }
 
 /// Answers ExpireDelegationToken.
-pub fn handle_expire(access: &Access, version: i16, correlation_id: i32) -> Response {
-    let mut response = ExpireDelegationTokenResponse::default();
-    let error = refusal(access);
-    response.error_code = error.code();
-    response.expiry_timestamp_ms = refused_expiry(error);
-    encode_response(
-        ApiKey::ExpireDelegationToken,
-        version,
-        correlation_id,
-        &response,
+pub async fn handle_expire(
+    shard: &Rc<Shard>,
+    access: &Access,
+    request: ExpireDelegationTokenRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Responder {
+    let reply = change(
+        shard,
+        access,
+        request.hmac,
+        request.expiry_time_period_ms,
+        true,
     )
+    .await;
+    Box::pin(async move {
+        let mut response = ExpireDelegationTokenResponse::default();
+        match reply.await {
+            Ok(expiry) => response.expiry_timestamp_ms = expiry,
+            Err(error) => {
+                response.error_code = error.code();
+                response.expiry_timestamp_ms = error_timestamp(error);
+            }
+        }
+        encode_response(
+            ApiKey::ExpireDelegationToken,
+            version,
+            correlation_id,
+            &response,
+        )
+    })
 }
 
-/// Answers DescribeDelegationToken: no tokens.
-pub fn handle_describe(access: &Access, version: i16, correlation_id: i32) -> Response {
+/// Renews or expires the token of `hmac` through the controller: its new
+/// expiry, or the error.
+async fn change(
+    shard: &Rc<Shard>,
+    access: &Access,
+    hmac: Bytes,
+    period_ms: i64,
+    expire: bool,
+) -> LocalBoxFuture<'static, Result<i64, ErrorCode>> {
+    if let Some(error) = not_allowed(access) {
+        return Box::pin(async move { Err(error) });
+    }
+    if !shard.config.delegation_tokens.enabled() {
+        return Box::pin(async { Err(ErrorCode::DelegationTokenAuthDisabled) });
+    }
+    let reply = shard
+        .call_controller(ControllerRequest::ChangeDelegationToken {
+            hmac: hmac.to_vec(),
+            requester: access.caller_identity().0,
+            period_ms,
+            expire,
+        })
+        .await;
+    Box::pin(async move {
+        match reply.await {
+            Some(ControllerReply::ChangeDelegationToken(outcome)) => outcome,
+            _ => Err(ErrorCode::RequestTimedOut),
+        }
+    })
+}
+
+/// Answers DescribeDelegationToken.
+pub fn handle_describe(
+    shard: &Shard,
+    access: &Access,
+    request: DescribeDelegationTokenRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Response {
     let mut response = DescribeDelegationTokenResponse::default();
-    response.error_code = refusal(access).code();
+    let config = &shard.config.delegation_tokens;
+    if let Some(error) = not_allowed(access) {
+        response.error_code = error.code();
+    } else if !config.enabled() {
+        response.error_code = ErrorCode::DelegationTokenAuthDisabled.code();
+    } else {
+        let owners: Option<Vec<String>> = request.owners.map(|owners| {
+            owners
+                .iter()
+                .map(|o| format!("{}:{}", o.principal_type, o.principal_name))
+                .collect()
+        });
+        let (caller, _) = access.caller_identity();
+        let image = shard.image();
+        response.tokens = image
+            .delegation_tokens
+            .values()
+            .filter(|token| {
+                owners.as_ref().map_or(true, |owners| {
+                    owners.iter().any(|o| token.owner_or_renewer(o))
+                })
+            })
+            .filter(|token| {
+                token.owner_or_renewer(&caller)
+                    || access.allows(
+                        AclOperation::Describe,
+                        ResourceType::DelegationToken,
+                        &token.token_id,
+                    )
+                    || access.allows(
+                        AclOperation::DescribeTokens,
+                        ResourceType::User,
+                        &token.owner,
+                    )
+            })
+            .filter_map(|token| {
+                let hmac = config.hmac(&token.token_id)?;
+                Some(described(token, hmac))
+            })
+            .collect();
+    }
     encode_response(
         ApiKey::DescribeDelegationToken,
         version,
         correlation_id,
         &response,
     )
+}
+
+/// A token as DescribeDelegationToken lists it (the requester is sent from
+/// v3 only, by the encoder).
+fn described(token: &DelegationToken, hmac: Vec<u8>) -> DescribedDelegationToken {
+    let (owner_type, owner_name) = split_principal(&token.owner);
+    let (requester_type, requester_name) = split_principal(&token.requester);
+    let mut described = DescribedDelegationToken::default();
+    described.principal_type = str_bytes(owner_type);
+    described.principal_name = str_bytes(owner_name);
+    described.token_requester_principal_type = str_bytes(requester_type);
+    described.token_requester_principal_name = str_bytes(requester_name);
+    described.issue_timestamp = token.issue_timestamp_ms;
+    described.expiry_timestamp = token.expiry_timestamp_ms;
+    described.max_timestamp = token.max_timestamp_ms;
+    described.token_id = str_bytes(&token.token_id);
+    described.hmac = Bytes::from(hmac);
+    described.renewers = token
+        .renewers
+        .iter()
+        .map(|renewer| {
+            let (principal_type, principal_name) = split_principal(renewer);
+            let mut r = DescribedDelegationTokenRenewer::default();
+            r.principal_type = str_bytes(principal_type);
+            r.principal_name = str_bytes(principal_name);
+            r
+        })
+        .collect();
+    described
 }

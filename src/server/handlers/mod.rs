@@ -467,39 +467,43 @@ pub async fn dispatch(
             )
             .await
         }
-        ApiKey::CreateDelegationToken => ready(delegation_tokens::handle_create(
+        ApiKey::CreateDelegationToken => {
+            delegation_tokens::handle_create(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
+        }
+        ApiKey::RenewDelegationToken => {
+            delegation_tokens::handle_renew(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
+        }
+        ApiKey::ExpireDelegationToken => {
+            delegation_tokens::handle_expire(
+                shard,
+                access,
+                decode(&mut body, version)?,
+                version,
+                correlation_id,
+            )
+            .await
+        }
+        ApiKey::DescribeDelegationToken => ready(delegation_tokens::handle_describe(
+            shard,
             access,
             decode(&mut body, version)?,
             version,
             correlation_id,
         )),
-        ApiKey::RenewDelegationToken => {
-            let _: kafka_protocol::messages::RenewDelegationTokenRequest =
-                decode(&mut body, version)?;
-            ready(delegation_tokens::handle_renew(
-                access,
-                version,
-                correlation_id,
-            ))
-        }
-        ApiKey::ExpireDelegationToken => {
-            let _: kafka_protocol::messages::ExpireDelegationTokenRequest =
-                decode(&mut body, version)?;
-            ready(delegation_tokens::handle_expire(
-                access,
-                version,
-                correlation_id,
-            ))
-        }
-        ApiKey::DescribeDelegationToken => {
-            let _: kafka_protocol::messages::DescribeDelegationTokenRequest =
-                decode(&mut body, version)?;
-            ready(delegation_tokens::handle_describe(
-                access,
-                version,
-                correlation_id,
-            ))
-        }
         ApiKey::AlterReplicaLogDirs => ready(alter_replica_log_dirs::handle(
             shard,
             access,
