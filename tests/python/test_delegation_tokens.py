@@ -1,5 +1,5 @@
 """Delegation tokens (KIP-48) with the Java client, as `kafka-delegation-tokens`
-and the Admin API use them.
+and the Admin API use them, and with franz-go.
 
 Goal: with `--delegation-token-secret-key` (Kafka's
 `delegation.token.secret.key`) users create, describe, renew and expire
@@ -33,6 +33,8 @@ import hmac
 import pytest
 
 from conftest import Broker, serve
+from test_franz_go import franzclient  # noqa: F401 (a fixture)
+from test_franz_go import run as run_franz
 from test_java_client import classpath, run_java  # noqa: F401 (classpath is a fixture)
 
 USERS = ("admin", "alice", "bob", "carol")
@@ -127,3 +129,22 @@ def test_expired_tokens_are_swept_every_check_interval(classpath, tmp_path, topi
     # the same, but for a first describe that missed the new token.
     assert seen == {"described at first": "1", "described at last": "0",
                     "renew once swept": "DelegationTokenNotFoundException"}
+
+
+def test_franz_go_logs_in_with_a_token_it_asked_for(franzclient, tmp_path, topic):  # noqa: F811
+    """franz-go asks for a token with kmsg and logs in with it (scram.Auth's
+    IsToken) with either mechanism: it produces and reads back as alice,
+    and is refused token requests on that session and a wrong HMAC. Kafka
+    4.1.1 gave the same (alice a super user there)."""
+    args = ["--sasl-enabled-mechanisms", "SCRAM-SHA-256,SCRAM-SHA-512",
+            "--add-scram", "SCRAM-SHA-256=[name=alice,password=alice-secret]",
+            "--delegation-token-secret-key", "secret"]
+    broker = Broker(tmp_path, cores=2, listen_protocol="SASL_PLAINTEXT", extra_args=args)
+    for running in serve(broker):
+        seen = run_franz(franzclient, "token", running, topic)
+    assert seen == {
+        "created": "", "owner": "User:alice", "read": 10,
+        "SCRAM-SHA-256 describes": "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED",
+        "SCRAM-SHA-512 describes": "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED",
+        "wrong hmac": "SASL_AUTHENTICATION_FAILED",
+    }
