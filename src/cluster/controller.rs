@@ -109,13 +109,28 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
             alter_client_quotas(shard, entries, validate_only).await,
         ),
         ControllerRequest::CreateDelegationToken {
+            token_id,
+            signature,
             owner,
             requester,
             renewers,
             max_lifetime_ms,
-        } => ControllerReply::CreateDelegationToken(
-            create_delegation_token(shard, owner, requester, renewers, max_lifetime_ms).await,
-        ),
+        } => {
+            let token = DelegationToken {
+                token_id,
+                owner,
+                requester,
+                renewers,
+                issue_timestamp_ms: 0,
+                max_timestamp_ms: 0,
+                expiry_timestamp_ms: 0,
+                credentials: signature.credentials,
+                hmac_check: signature.hmac_check,
+            };
+            ControllerReply::CreateDelegationToken(
+                create_delegation_token(shard, token, max_lifetime_ms).await,
+            )
+        }
         ControllerRequest::ChangeDelegationToken {
             hmac,
             requester,
@@ -124,8 +139,8 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
         } => ControllerReply::ChangeDelegationToken(
             change_delegation_token(shard, &hmac, &requester, period_ms, expire).await,
         ),
-        ControllerRequest::SweepDelegationTokens => {
-            ControllerReply::SweepDelegationTokens(sweep_delegation_tokens(shard).await)
+        ControllerRequest::SweepDelegationTokens { resigned } => {
+            ControllerReply::SweepDelegationTokens(sweep_delegation_tokens(shard, resigned).await)
         }
         ControllerRequest::AllocateProducerIds { count } => {
             assert!(count > 0);
@@ -144,35 +159,22 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
     }
 }
 
-/// CreateDelegationToken, as Kafka's `DelegationTokenControlManager`: a
-/// fresh id, timestamps from the broker's lifetimes, the HMAC's SCRAM
-/// credentials (made off the executor), one record.
+/// CreateDelegationToken, as Kafka's `DelegationTokenControlManager`: the
+/// token (its id and credentials made by the asking shard) gets its
+/// timestamps from the broker's lifetimes, in one record.
 async fn create_delegation_token(
     shard: &Rc<Shard>,
-    owner: String,
-    requester: String,
-    renewers: Vec<String>,
+    mut token: DelegationToken,
     max_lifetime_ms: i64,
 ) -> Result<DelegationToken, ErrorCode> {
-    let config = &shard.config.delegation_tokens;
-    let token_id = delegation_token::new_token_id().map_err(|e| {
-        tracing::error!(error = %e, "no random bytes for a delegation token id");
-        ErrorCode::UnknownServerError
-    })?;
-    let (credentials, hmac_check) = sign(shard, &token_id).await?;
     let now = crate::partition::now_ms();
-    let (expiry, max) = config.created_timestamps(now, max_lifetime_ms);
-    let token = DelegationToken {
-        token_id,
-        owner,
-        requester,
-        renewers,
-        issue_timestamp_ms: now,
-        max_timestamp_ms: max,
-        expiry_timestamp_ms: expiry,
-        credentials,
-        hmac_check,
-    };
+    let (expiry, max) = shard
+        .config
+        .delegation_tokens
+        .created_timestamps(now, max_lifetime_ms);
+    token.issue_timestamp_ms = now;
+    token.expiry_timestamp_ms = expiry;
+    token.max_timestamp_ms = max;
     commit_token_records(
         shard,
         vec![MetadataRecord::DelegationToken {
@@ -183,32 +185,22 @@ async fn create_delegation_token(
     Ok(token)
 }
 
-/// The SCRAM credentials and HMAC check of token `token_id` under the
-/// current key, made off the executor (two PBKDF2 runs).
-async fn sign(
-    shard: &Rc<Shard>,
+/// The signature of token `token_id` under the current key, made off the
+/// executor (two PBKDF2 runs), outside the controller.
+pub async fn sign_token(
+    config: &std::sync::Arc<delegation_token::TokenConfig>,
     token_id: &str,
-) -> Result<
-    (
-        BTreeMap<ScramMechanism, crate::security::scram::ScramCredential>,
-        Vec<u8>,
-    ),
-    ErrorCode,
-> {
-    let hmac = shard
-        .config
-        .delegation_tokens
-        .hmac(token_id)
-        .ok_or(ErrorCode::DelegationTokenAuthDisabled)?;
-    let check = delegation_token::hmac_check(&hmac);
-    let credentials = glommio::executor()
-        .spawn_blocking(move || delegation_token::credentials(&hmac))
+) -> Result<delegation_token::Signature, ErrorCode> {
+    let config = config.clone();
+    let token_id = token_id.to_string();
+    glommio::executor()
+        .spawn_blocking(move || config.sign(&token_id))
         .await
         .map_err(|e| {
             tracing::error!(error = %e, "no random bytes for a delegation token's salt");
             ErrorCode::UnknownServerError
-        })?;
-    Ok((credentials, check))
+        })?
+        .ok_or(ErrorCode::DelegationTokenAuthDisabled)
 }
 
 /// RenewDelegationToken and ExpireDelegationToken, in Kafka's order: the
@@ -228,10 +220,15 @@ async fn change_delegation_token(
     if !config.enabled() {
         return Err(ErrorCode::DelegationTokenAuthDisabled);
     }
+    // Found by the HMAC's short hash, then checked whole (an HMAC is
+    // HmacSHA512's 64 bytes; anything else is no token's).
     let image = shard.image();
+    let check = delegation_token::hmac_check(hmac);
     let token = image
         .delegation_tokens
         .values()
+        .filter(|_| hmac.len() == delegation_token::HMAC_BYTES)
+        .filter(|token| token.hmac_check == check)
         .find(|token| {
             config
                 .hmac(&token.token_id)
@@ -269,32 +266,37 @@ async fn change_delegation_token(
     Ok(expiry)
 }
 
-/// Removes the tokens past their expiry or max, as Kafka's periodic
-/// `expireDelegationTokens` task, and makes afresh the credentials of
-/// those made under another key; at most `SWEEP_TOKENS_MAX` at a time.
-/// How many it changed.
-async fn sweep_delegation_tokens(shard: &Rc<Shard>) -> usize {
+/// Removes the tokens past their expiry or max (at most
+/// `SWEEP_TOKENS_MAX`), as Kafka's periodic `expireDelegationTokens` task,
+/// and gives the tokens `resigned` names their new credentials where they
+/// still have credentials of another key. How many it changed.
+async fn sweep_delegation_tokens(
+    shard: &Rc<Shard>,
+    resigned: Vec<(String, delegation_token::Signature)>,
+) -> usize {
     let now = crate::partition::now_ms();
     let config = &shard.config.delegation_tokens;
     let image = shard.image();
-    let mut records = Vec::new();
-    for token in image.delegation_tokens.values() {
-        if records.len() == delegation_token::SWEEP_TOKENS_MAX {
-            break;
+    let mut records: Vec<MetadataRecord> = image
+        .delegation_tokens
+        .values()
+        .filter(|token| token.is_expired(now))
+        .take(delegation_token::SWEEP_TOKENS_MAX)
+        .map(|token| MetadataRecord::RemoveDelegationToken {
+            token_id: token.token_id.clone(),
+        })
+        .collect();
+    for (token_id, signature) in resigned {
+        let Some(token) = image.delegation_tokens.get(&token_id) else {
+            continue;
+        };
+        if token.is_expired(now) || config.signs(token) {
+            continue;
         }
-        if token.is_expired(now) {
-            records.push(MetadataRecord::RemoveDelegationToken {
-                token_id: token.token_id.clone(),
-            });
-        } else if !config.signs(token) {
-            let Ok((credentials, hmac_check)) = sign(shard, &token.token_id).await else {
-                break;
-            };
-            let mut signed = (**token).clone();
-            signed.credentials = credentials;
-            signed.hmac_check = hmac_check;
-            records.push(MetadataRecord::DelegationToken { token: signed });
-        }
+        let mut signed = (**token).clone();
+        signed.credentials = signature.credentials;
+        signed.hmac_check = signature.hmac_check;
+        records.push(MetadataRecord::DelegationToken { token: signed });
     }
     let changed = records.len();
     if changed == 0 || commit_token_records(shard, records).await.is_err() {

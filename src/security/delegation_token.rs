@@ -30,6 +30,10 @@ pub const MAX_LIFETIME_MS_DEFAULT: i64 = 604_800_000;
 pub const EXPIRY_TIME_MS_DEFAULT: i64 = 86_400_000;
 /// Kafka's `delegation.token.expiry.check.interval.ms` default: 1 hour.
 pub const EXPIRY_CHECK_INTERVAL_MS_DEFAULT: i64 = 3_600_000;
+/// Bytes of an HMAC (HmacSHA512).
+pub const HMAC_BYTES: usize = 64;
+/// Most tokens made under another key one sweep gives new credentials.
+pub const RESIGN_TOKENS_MAX: usize = 100;
 /// Most expired tokens one sweep removes (Kafka's
 /// `DelegationTokenControlManager.MAX_RECORDS_PER_EXPIRATION`).
 pub const SWEEP_TOKENS_MAX: usize = 1000;
@@ -193,15 +197,40 @@ pub fn new_token_id() -> Result<String, getrandom::Error> {
     }
 }
 
+/// What a key makes of a token id: the SCRAM credentials of its HMAC and
+/// the HMAC's short hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signature {
+    /// By mechanism.
+    pub credentials: BTreeMap<ScramMechanism, ScramCredential>,
+    /// `DelegationToken::hmac_check`.
+    pub hmac_check: Vec<u8>,
+}
+
+impl TokenConfig {
+    /// The signature of `token_id` under the key; Ok(None) when tokens are
+    /// disabled. Costs two PBKDF2 runs: call it off the executor.
+    ///
+    /// # Errors
+    /// When the operating system gives no random bytes.
+    pub fn sign(&self, token_id: &str) -> Result<Option<Signature>, getrandom::Error> {
+        let Some(hmac) = self.hmac(token_id) else {
+            return Ok(None);
+        };
+        Ok(Some(Signature {
+            credentials: credentials(&hmac)?,
+            hmac_check: hmac_check(&hmac),
+        }))
+    }
+}
+
 /// The SCRAM credentials of a token whose HMAC is `hmac`, for both
 /// mechanisms: the password is the HMAC's base64, the iterations Kafka's
 /// 4096, the salt fresh. Costs two PBKDF2 runs: call it off the executor.
 ///
 /// # Errors
 /// When the operating system gives no random bytes.
-pub fn credentials(
-    hmac: &[u8],
-) -> Result<BTreeMap<ScramMechanism, ScramCredential>, getrandom::Error> {
+fn credentials(hmac: &[u8]) -> Result<BTreeMap<ScramMechanism, ScramCredential>, getrandom::Error> {
     let password = BASE64.encode(hmac);
     let iterations = ITERATIONS_MIN;
     ScramMechanism::ALL

@@ -249,6 +249,10 @@ pub enum ControllerRequest {
     /// Create a delegation token (CreateDelegationToken), its broker checks
     /// passed.
     CreateDelegationToken {
+        /// Its id, fresh.
+        token_id: String,
+        /// Its credentials, made off the executor.
+        signature: crate::security::delegation_token::Signature,
         /// Owner, `Type:name`.
         owner: String,
         /// Requester, `Type:name`.
@@ -270,8 +274,12 @@ pub enum ControllerRequest {
         /// True to expire, false to renew.
         expire: bool,
     },
-    /// Remove the expired delegation tokens (the periodic sweep).
-    SweepDelegationTokens,
+    /// Remove the expired delegation tokens (the periodic sweep), and give
+    /// tokens made under another key these new credentials.
+    SweepDelegationTokens {
+        /// (token id, its signature under the current key).
+        resigned: Vec<(String, crate::security::delegation_token::Signature)>,
+    },
 }
 
 /// One AlterUserScramCredentials upsertion, as the client sent it.

@@ -1214,34 +1214,60 @@ impl Shard {
         }
     }
 
-    /// On shard 0 with delegation tokens enabled: every
-    /// `delegation.token.expiry.check.interval.ms`, removes the tokens
-    /// past their expiry or max, as Kafka's controller does, and makes
-    /// afresh the credentials of tokens made under another key (at start-up
-    /// too, and at once again while a sweep finds its most). Stops when
-    /// the shard shuts down.
+    /// On shard 0: every `delegation.token.expiry.check.interval.ms`, removes
+    /// the delegation tokens past their expiry or max, as Kafka's controller
+    /// does (tokens enabled or not), and, with tokens enabled, gives those
+    /// made under another key the credentials of the current one (their
+    /// PBKDF2 runs off the executor and outside the controller). The first
+    /// sweep runs at start-up, and the next at once while a sweep had more
+    /// to do. Stops when the shard shuts down.
     pub async fn token_sweep_loop(self: Rc<Self>) {
-        let config = &self.config.delegation_tokens;
-        if self.id != crate::cluster::controller::CONTROLLER_SHARD || !config.enabled() {
+        use crate::security::delegation_token::{RESIGN_TOKENS_MAX, SWEEP_TOKENS_MAX};
+        use crate::shard::messages::{ControllerReply, ControllerRequest};
+        if self.id != crate::cluster::controller::CONTROLLER_SHARD {
             return;
         }
+        let config = self.config.delegation_tokens.clone();
         let interval =
             Duration::from_millis(u64::try_from(config.expiry_check_interval_ms).unwrap_or(1));
-        // The first sweep at start-up makes afresh the credentials of
-        // tokens made under another key.
         let mut delay = Duration::ZERO;
         loop {
             glommio::timer::sleep(delay).await;
             if self.closing.get() {
                 return;
             }
+            let unsigned: Vec<String> = if config.enabled() {
+                self.image()
+                    .delegation_tokens
+                    .values()
+                    .filter(|token| !config.signs(token))
+                    .take(RESIGN_TOKENS_MAX)
+                    .map(|token| token.token_id.clone())
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let mut resigned = Vec::with_capacity(unsigned.len());
+            for token_id in unsigned {
+                match crate::cluster::controller::sign_token(&config, &token_id).await {
+                    Ok(signature) => resigned.push((token_id, signature)),
+                    Err(_) => break,
+                }
+            }
+            let resigning = resigned.len();
             let reply = self
-                .call_controller(crate::shard::messages::ControllerRequest::SweepDelegationTokens)
+                .call_controller(ControllerRequest::SweepDelegationTokens { resigned })
                 .await
                 .await;
+            if resigning > 0 {
+                tracing::info!(
+                    tokens = resigning,
+                    "delegation tokens made under another key were given the current key's credentials"
+                );
+            }
             delay = match reply {
-                Some(crate::shard::messages::ControllerReply::SweepDelegationTokens(removed))
-                    if removed >= crate::security::delegation_token::SWEEP_TOKENS_MAX =>
+                Some(ControllerReply::SweepDelegationTokens(changed))
+                    if changed >= SWEEP_TOKENS_MAX || resigning == RESIGN_TOKENS_MAX =>
                 {
                     Duration::ZERO
                 }

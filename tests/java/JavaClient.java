@@ -1241,7 +1241,7 @@ public class JavaClient {
     }
 
     /**
-     * A token of 300 ms max lifetime (alice's): described at first, then,
+     * A token of 2 s max lifetime (alice's): described at first, then,
      * once the broker's sweep has removed it, no longer, and renewing it
      * is refused as not found.
      */
@@ -1249,7 +1249,7 @@ public class JavaClient {
         Map<String, String> seen = new java.util.TreeMap<>();
         try (Admin alice = Admin.create(asUser(bootstrap, "alice"))) {
             var token = alice.createDelegationToken(new org.apache.kafka.clients.admin.CreateDelegationTokenOptions()
-                    .maxlifeTimeMs(300)).delegationToken().get();
+                    .maxlifeTimeMs(2000)).delegationToken().get();
             seen.put("described at first", String.valueOf(alice.describeDelegationToken().delegationTokens().get().size()));
             long deadline = System.currentTimeMillis() + 20_000;
             while (!alice.describeDelegationToken().delegationTokens().get().isEmpty()

@@ -29,6 +29,7 @@ once it has caught up.
 import base64
 import hashlib
 import hmac
+import time
 
 import pytest
 
@@ -113,6 +114,11 @@ def test_java_admin_creates_renews_expires_and_logs_in_with_tokens_as_with_kafka
     token_broker.stop()
     token_broker.extra_args = token_broker_args("second-secret")
     token_broker.start()
+    # Shard 0 gives the token new credentials right after start-up.
+    deadline = time.monotonic() + 30
+    while "given the current key's credentials" not in token_broker.log_text():
+        assert time.monotonic() < deadline, token_broker.log_tail()
+        time.sleep(0.05)
     new_hmac = base64.b64encode(hmac.new(b"second-secret", token_id.encode(), hashlib.sha512).digest()).decode()
     login = {"JAVA_CLIENT_TOKEN": f"{token_id} {new_hmac} {token_hmac}"}
     assert run_java(classpath, "token-login", token_broker, topic, env=login) == {

@@ -20,6 +20,7 @@
 //!   owner of (USER resource), of the owners asked for (each matching a
 //!   token's owner, requester or renewers); an empty owner list gets none.
 
+use std::collections::HashSet;
 use std::rc::Rc;
 
 use bytes::Bytes;
@@ -35,8 +36,9 @@ use kafka_protocol::messages::{
 
 use super::{encode_response, ready, str_bytes};
 use crate::protocol::ErrorCode;
+use crate::security::acl::ANONYMOUS;
 use crate::security::acl::{AclOperation, ResourceType};
-use crate::security::delegation_token::DelegationToken;
+use crate::security::delegation_token::{self, DelegationToken};
 use crate::server::access::Access;
 use crate::server::connection::{Responder, Response};
 use crate::shard::messages::{ControllerReply, ControllerRequest};
@@ -67,6 +69,17 @@ pub async fn handle_create(
     let (requester, _) = access.caller_identity();
     let owner = match (&request.owner_principal_type, &request.owner_principal_name) {
         (Some(owner_type), Some(name)) if !name.is_empty() => format!("{owner_type}:{name}"),
+        // A named owner without a type: Kafka fails making its principal
+        // and answers UNKNOWN_SERVER_ERROR for ANONYMOUS (measured).
+        (None, Some(name)) if !name.is_empty() => {
+            return ready(create_response(
+                ANONYMOUS,
+                ANONYMOUS,
+                Err(ErrorCode::UnknownServerError),
+                version,
+                correlation_id,
+            ));
+        }
         _ => requester.clone(),
     };
     let config = shard.config.delegation_tokens.clone();
@@ -101,8 +114,33 @@ pub async fn handle_create(
         .iter()
         .map(|renewer| format!("{}:{}", renewer.principal_type, renewer.principal_name))
         .collect();
+    // The id and its credentials are made here, off the executor, so the
+    // controller only stamps and stores the token.
+    let signed = match delegation_token::new_token_id() {
+        Ok(token_id) => crate::cluster::controller::sign_token(&config, &token_id)
+            .await
+            .map(|signature| (token_id, signature)),
+        Err(e) => {
+            tracing::error!(error = %e, "no random bytes for a delegation token id");
+            Err(ErrorCode::UnknownServerError)
+        }
+    };
+    let (token_id, signature) = match signed {
+        Ok(signed) => signed,
+        Err(error) => {
+            return ready(create_response(
+                &owner,
+                &requester,
+                Err(error),
+                version,
+                correlation_id,
+            ))
+        }
+    };
     let reply = shard
         .call_controller(ControllerRequest::CreateDelegationToken {
+            token_id,
+            signature,
             owner: owner.clone(),
             requester: requester.clone(),
             renewers,
@@ -167,12 +205,13 @@ fn create_response(
 }
 
 /// The timestamps of a refused token request: Kafka's error timestamp from
-/// the broker's own checks, 0 (unset) from the controller's.
+/// the broker's own checks and failures, 0 (unset) from the controller's.
 fn error_timestamp(error: ErrorCode) -> i64 {
     match error {
         ErrorCode::DelegationTokenRequestNotAllowed
         | ErrorCode::DelegationTokenAuthorizationFailed
-        | ErrorCode::InvalidPrincipalType => ERROR_TIMESTAMP,
+        | ErrorCode::InvalidPrincipalType
+        | ErrorCode::UnknownServerError => ERROR_TIMESTAMP,
         _ => 0,
     }
 }
@@ -284,7 +323,7 @@ pub fn handle_describe(
     } else if !config.enabled() {
         response.error_code = ErrorCode::DelegationTokenAuthDisabled.code();
     } else {
-        let owners: Option<Vec<String>> = request.owners.map(|owners| {
+        let owners: Option<HashSet<String>> = request.owners.map(|owners| {
             owners
                 .iter()
                 .map(|o| format!("{}:{}", o.principal_type, o.principal_name))
@@ -297,7 +336,9 @@ pub fn handle_describe(
             .values()
             .filter(|token| {
                 owners.as_ref().map_or(true, |owners| {
-                    owners.iter().any(|o| token.owner_or_renewer(o))
+                    owners.contains(&token.owner)
+                        || owners.contains(&token.requester)
+                        || token.renewers.iter().any(|r| owners.contains(r))
                 })
             })
             .filter(|token| {
@@ -315,7 +356,7 @@ pub fn handle_describe(
             })
             .filter_map(|token| {
                 let hmac = config.hmac(&token.token_id)?;
-                Some(described(token, hmac))
+                Some(described(token, hmac, version))
             })
             .collect();
     }
@@ -327,16 +368,18 @@ pub fn handle_describe(
     )
 }
 
-/// A token as DescribeDelegationToken lists it (the requester is sent from
-/// v3 only, by the encoder).
-fn described(token: &DelegationToken, hmac: Vec<u8>) -> DescribedDelegationToken {
+/// A token as DescribeDelegationToken v`version` lists it (its requester
+/// from v3 only).
+fn described(token: &DelegationToken, hmac: Vec<u8>, version: i16) -> DescribedDelegationToken {
     let (owner_type, owner_name) = split_principal(&token.owner);
     let (requester_type, requester_name) = split_principal(&token.requester);
     let mut described = DescribedDelegationToken::default();
     described.principal_type = str_bytes(owner_type);
     described.principal_name = str_bytes(owner_name);
-    described.token_requester_principal_type = str_bytes(requester_type);
-    described.token_requester_principal_name = str_bytes(requester_name);
+    if version >= 3 {
+        described.token_requester_principal_type = str_bytes(requester_type);
+        described.token_requester_principal_name = str_bytes(requester_name);
+    }
     described.issue_timestamp = token.issue_timestamp_ms;
     described.expiry_timestamp = token.expiry_timestamp_ms;
     described.max_timestamp = token.max_timestamp_ms;
