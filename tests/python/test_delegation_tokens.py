@@ -1,5 +1,6 @@
 """Delegation tokens (KIP-48) with the Java client, as `kafka-delegation-tokens`
-and the Admin API use them, and with franz-go.
+and the Admin API use them, with Kafka's own `kafka-delegation-tokens` tool,
+and with franz-go.
 
 Goal: with `--delegation-token-secret-key` (Kafka's
 `delegation.token.secret.key`) users create, describe, renew and expire
@@ -27,16 +28,20 @@ once it has caught up.
 """
 
 import base64
+import datetime
 import hashlib
 import hmac
+import re
+import subprocess
 import time
 
 import pytest
 
-from conftest import Broker, serve
+from conftest import Broker, maven_classpath, serve
 from test_franz_go import franzclient  # noqa: F401 (a fixture)
 from test_franz_go import run as run_franz
 from test_java_client import classpath, run_java  # noqa: F401 (classpath is a fixture)
+from test_kafka_tools import TOOLS_DIR, normalize
 
 USERS = ("admin", "alice", "bob", "carol")
 
@@ -154,3 +159,71 @@ def test_franz_go_logs_in_with_a_token_it_asked_for(franzclient, tmp_path, topic
         "SCRAM-SHA-512 describes": "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED",
         "wrong hmac": "SASL_AUTHENTICATION_FAILED",
     }
+
+
+@pytest.fixture(scope="module")
+def tools_classpath(tmp_path_factory):
+    return maven_classpath(TOOLS_DIR, tmp_path_factory, "the Kafka tools tests")
+
+
+# What kafka-delegation-tokens (kafka-tools 4.1.1) printed against Kafka
+# 4.1.1 for the same steps, ids, HMACs and dates replaced.
+KAFKA_TOOL_OUTPUT = [
+    """Calling create token operation with renewers :[User:bob] , max-life-time-period :-1
+Created delegation token with tokenId : ID
+
+TOKENID         HMAC                           OWNER           REQUESTER       RENEWERS                  ISSUEDATE       EXPIRYDATE      MAXDATE
+
+ID HMAC User:alice      User:alice      [User:bob]                DATE DATE DATE""",
+    """Calling describe token operation for owners: [User:carol]
+Total number of tokens : 0
+TOKENID         HMAC                           OWNER           REQUESTER       RENEWERS                  ISSUEDATE       EXPIRYDATE      MAXDATE""",
+    """Calling renew token operation with hmac :HMAC , renew-time-period :60000
+Completed renew operation. New expiry date : DATE""",
+    """Calling expire token operation with hmac :HMAC , expire-time-period :-1
+Completed expire operation. New expiry date : DATE""",
+    """Calling expire token operation with hmac :HMAC , expire-time-period :-1
+org.apache.kafka.common.errors.DelegationTokenNotFoundException: Delegation Token is not found on server.
+java.util.concurrent.ExecutionException: org.apache.kafka.common.errors.DelegationTokenNotFoundException:"""
+    """ Delegation Token is not found on server.
+Caused by: org.apache.kafka.common.errors.DelegationTokenNotFoundException: Delegation Token is not found on server.
+""",
+]
+
+
+def test_kafka_delegation_tokens_tool_creates_describes_renews_and_expires_like_kafka(tools_classpath, tmp_path):
+    args = ["--sasl-enabled-mechanisms", "SCRAM-SHA-256",
+            "--add-scram", "SCRAM-SHA-256=[name=alice,password=alice-secret]",
+            "--delegation-token-secret-key", "secret"]
+    config = tmp_path / "alice.properties"
+    config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                      "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required"
+                      " username=\"alice\" password=\"alice-secret\";\n")
+    broker = Broker(tmp_path / "broker", cores=2, listen_protocol="SASL_PLAINTEXT", extra_args=args)
+    outputs = []
+    for running in serve(broker):
+        def tool(*words):
+            completed = subprocess.run(
+                ["java", "-cp", tools_classpath, "org.apache.kafka.tools.DelegationTokenCommand",
+                 "--bootstrap-server", running.bootstrap, "--command-config", str(config), *words],
+                capture_output=True, text=True, timeout=120)
+            return normalize(completed.stdout + completed.stderr, running.bootstrap)
+
+        created = tool("--create", "--max-life-time-period", "-1", "--renewer-principal", "User:bob")
+        token_id = re.search(r"tokenId : (\S+)", created).group(1)
+        row = next(line for line in created.splitlines() if line.startswith(token_id + " "))
+        token_hmac = row.split()[1]
+        outputs.append(created)
+        outputs.append(tool("--describe", "--owner-principal", "User:carol"))
+        outputs.append(tool("--renew", "--hmac", token_hmac, "--renew-time-period", "60000"))
+        outputs.append(tool("--expire", "--hmac", token_hmac, "--expiry-time-period", "-1"))
+        outputs.append(tool("--expire", "--hmac", token_hmac, "--expiry-time-period", "-1"))
+    # The token's dates: expiry a day after issue, max a week after.
+    issue, expiry, max_date = (datetime.datetime.fromisoformat(d) for d in row.split()[-3:])
+    assert (expiry - issue, max_date - issue) == (datetime.timedelta(days=1), datetime.timedelta(days=7))
+
+    def replaced(text):
+        text = text.replace(token_id, "ID").replace(token_hmac, "HMAC")
+        return re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d", "DATE", text)
+
+    assert [replaced(output) for output in outputs] == KAFKA_TOOL_OUTPUT
