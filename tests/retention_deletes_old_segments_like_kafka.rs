@@ -307,3 +307,139 @@ async fn compacted_topics_keep_their_segments_whatever_their_retention() {
     assert_eq!(watermarks(&bootstrap, TOPIC, 0), (0, end));
     assert_eq!(segments_on_disk(&dir)[0].0, 0, "the first segment stays");
 }
+
+/// Goal: `segment.jitter.ms` (`log.roll.jitter.ms`) makes each partition
+/// roll its segment up to that much sooner than `segment.ms`, a random
+/// amount of its own, as Kafka's `randomSegmentJitter`; without it every
+/// partition rolls at `segment.ms`. Method: two topics of 32 partitions
+/// with `segment.ms` 10 s, one with `segment.jitter.ms` 9999; rdkafka
+/// writes a message to each partition, then another timestamped 6 s later
+/// (segment age is measured by record timestamps, as in Kafka): with the
+/// jitter the partitions that drew more than 4 s roll (about 60%; all or
+/// none alike has odds under 10^-7), without it none does. Kafka 4.1.1,
+/// sent the same by confluent-kafka, rolled 18 of the 32.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn segment_jitter_rolls_each_partition_at_an_age_of_its_own() {
+    let broker = broker();
+    let bootstrap = broker.bootstrap();
+    let producer = future_producer(&producer_config(&bootstrap));
+    let mut rolled = Vec::new();
+    for (topic, jitter) in [("jittered", "9999"), ("unjittered", "0")] {
+        create_topic_with_configs(
+            &bootstrap,
+            topic,
+            32,
+            &[("segment.ms", "10000"), ("segment.jitter.ms", jitter)],
+        )
+        .await;
+        let start = now_ms() - 60_000;
+        let mut messages = test_messages(64, 32);
+        for (index, message) in messages.iter_mut().enumerate() {
+            message.timestamp_ms = start + if index < 32 { 0 } else { 6_000 };
+        }
+        let second = messages.split_off(32);
+        for round in [&messages, &second] {
+            let acked = with_timeout(
+                Duration::from_secs(60),
+                produce_all(&producer, topic, round),
+            )
+            .await;
+            assert_eq!(acked.len(), 32);
+        }
+        let partitions_rolled = (0..32)
+            .filter(|partition| {
+                let dir = broker.data_dir().join(format!("{topic}-{partition}"));
+                segments_on_disk(&dir).len() == 2
+            })
+            .count();
+        rolled.push(partitions_rolled);
+    }
+    assert!(
+        rolled[0] > 0 && rolled[0] < 32,
+        "{} of 32 jittered partitions rolled",
+        rolled[0]
+    );
+    assert_eq!(rolled[1], 0, "unjittered partitions rolled");
+}
+
+/// Goal: `max.compaction.lag.ms` (KIP-354) has a compacted topic's records
+/// compacted within that lag whatever its dirty ratio, as in Kafka: the
+/// active segment rolls once it is older than the lag (Kafka's
+/// `maxSegmentMs`), and a log whose oldest dirty segment is older than the
+/// lag is compacted though `min.cleanable.dirty.ratio` would not have it.
+/// Method: two compacted topics with `min.cleanable.dirty.ratio` 1 (never
+/// reached); "lagged" with `max.compaction.lag.ms` 2000 and the default
+/// `segment.ms` (7 days), "unlagged" with `segment.ms` 5000 and no lag.
+/// rdkafka writes 20 messages over two keys timestamped 10 s ago, then one
+/// timestamped now (which rolls both); reading from offset 0, "lagged"
+/// comes down to each key's last message of the closed segment and the new
+/// one (offsets 18, 19, 20) within a few cleaner passes (15 s apart), while
+/// "unlagged", checked by the same passes, keeps all 21. Kafka 4.1.1, sent
+/// the same by confluent-kafka, gave the same offsets (in 6 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_compaction_lag_compacts_whatever_the_dirty_ratio() {
+    let broker = broker();
+    let bootstrap = broker.bootstrap();
+    let producer = future_producer(&producer_config(&bootstrap));
+    let topics = [
+        (
+            "lagged",
+            [
+                ("max.compaction.lag.ms", "2000"),
+                ("segment.ms", "604800000"),
+            ],
+        ),
+        (
+            "unlagged",
+            [
+                ("max.compaction.lag.ms", "9223372036854775807"),
+                ("segment.ms", "5000"),
+            ],
+        ),
+    ];
+    let now = now_ms();
+    for (topic, configs) in &topics {
+        let mut all = vec![
+            ("cleanup.policy", "compact"),
+            ("min.cleanable.dirty.ratio", "1"),
+        ];
+        all.extend_from_slice(configs);
+        create_topic_with_configs(&bootstrap, topic, 1, &all).await;
+        let mut messages = test_messages(21, 1);
+        for (index, message) in messages.iter_mut().enumerate() {
+            message.key = Some(format!("key-{}", index % 2).into_bytes());
+            message.value = Some(format!("value-{index}").into_bytes());
+            message.timestamp_ms = if index < 20 { now - 10_000 } else { now };
+        }
+        let last = messages.split_off(20);
+        for round in [&messages, &last] {
+            with_timeout(
+                Duration::from_secs(60),
+                produce_all(&producer, topic, round),
+            )
+            .await;
+        }
+    }
+    let offsets = |topic: &str| -> Vec<i64> {
+        read_from_zero(&bootstrap, topic, 21)
+            .iter()
+            .map(|message| message.offset())
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while offsets("lagged") != [18, 19, 20] {
+        assert!(
+            Instant::now() < deadline,
+            "not compacted: {:?}",
+            offsets("lagged")
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(offsets("unlagged"), (0..21).collect::<Vec<i64>>());
+    let dir = broker.data_dir().join("unlagged-0");
+    assert_eq!(
+        segments_on_disk(&dir).len(),
+        2,
+        "unlagged rolled by segment.ms"
+    );
+}

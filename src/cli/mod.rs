@@ -200,6 +200,9 @@ pub struct ServeArgs {
     /// Age at which a new segment is rolled [log.roll.ms].
     #[arg(long, default_value_t = 7 * 24 * 3600 * 1000)]
     pub log_roll_ms: u64,
+    /// Each segment rolls up to a random amount below this sooner than its age says, so the segments of many partitions do not all roll at once (0: never) [log.roll.jitter.ms].
+    #[arg(long, default_value_t = 0)]
+    pub log_roll_jitter_ms: u64,
     /// Bytes between entries of the sparse offset index [log.index.interval.bytes].
     #[arg(long, default_value_t = 4096)]
     pub log_index_interval_bytes: u32,
@@ -1135,6 +1138,8 @@ impl ServeArgs {
                 .map_err(|_| anyhow::anyhow!("--log-segment-bytes must be at most {}", i32::MAX))?,
             log_roll_ms: (self.log_roll_ms != 7 * 24 * 3600 * 1000)
                 .then_some(self.log_roll_ms as i64),
+            log_roll_jitter_ms: (self.log_roll_jitter_ms != 0)
+                .then(|| i64::try_from(self.log_roll_jitter_ms).unwrap_or(i64::MAX)),
             log_index_interval_bytes: i32::try_from(self.log_index_interval_bytes)
                 .map_err(|_| anyhow::anyhow!("--log-index-interval-bytes is too large"))?,
             log_index_size_max_bytes: i32::try_from(self.log_index_size_max_bytes)

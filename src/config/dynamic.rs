@@ -49,15 +49,15 @@ pub const DYNAMIC_BROKER_CONFIGS: [&str; 4] = [
 /// cluster level while ELR is on (see [`elr_refusal`]). Not the
 /// tiered-storage ones and `unclean.leader.election.enable` (nothing to act
 /// on with one node yet), nor those whose topic configs are accepted but
-/// not acted on yet (`log.roll.jitter.ms`, `log.preallocate`,
-/// `log.segment.delete.delay.ms`, `log.cleaner.max.compaction.lag.ms`).
+/// not acted on yet (`log.preallocate`, `log.segment.delete.delay.ms`).
 /// Topics without their own value follow a change at once.
-pub const DYNAMIC_LOG_CONFIGS: [&str; 21] = [
+pub const DYNAMIC_LOG_CONFIGS: [&str; 23] = [
     "compression.gzip.level",
     "compression.lz4.level",
     "compression.type",
     "compression.zstd.level",
     "log.cleaner.delete.retention.ms",
+    "log.cleaner.max.compaction.lag.ms",
     "log.cleaner.min.cleanable.ratio",
     "log.cleaner.min.compaction.lag.ms",
     "log.cleanup.policy",
@@ -70,6 +70,7 @@ pub const DYNAMIC_LOG_CONFIGS: [&str; 21] = [
     "log.message.timestamp.type",
     "log.retention.bytes",
     "log.retention.ms",
+    "log.roll.jitter.ms",
     "log.roll.ms",
     "log.segment.bytes",
     "message.max.bytes",

@@ -1365,6 +1365,30 @@ impl TopicConfigs {
         self.unsigned("segment.ms", broker)
     }
 
+    /// `segment.jitter.ms`.
+    pub fn segment_jitter_ms(&self, broker: &BrokerDefaults) -> u64 {
+        self.unsigned("segment.jitter.ms", broker)
+    }
+
+    /// `max.compaction.lag.ms`.
+    pub fn max_compaction_lag_ms(&self, broker: &BrokerDefaults) -> i64 {
+        self.long("max.compaction.lag.ms", broker)
+    }
+
+    /// The age at which a segment rolls, Kafka's `LogConfig.maxSegmentMs`:
+    /// `segment.ms`, and for a compacted topic no more than
+    /// `max.compaction.lag.ms`, so no record waits longer than that in the
+    /// active segment, which is never compacted.
+    pub fn max_segment_ms(&self, broker: &BrokerDefaults) -> u64 {
+        let segment_ms = self.segment_ms(broker);
+        let max_lag = self.max_compaction_lag_ms(broker);
+        if self.cleanup_policy_compact(broker) && max_lag > 0 {
+            segment_ms.min(max_lag.unsigned_abs())
+        } else {
+            segment_ms
+        }
+    }
+
     /// `index.interval.bytes`.
     pub fn index_interval_bytes(&self, broker: &BrokerDefaults) -> u32 {
         self.unsigned_32("index.interval.bytes", broker)

@@ -115,7 +115,8 @@ pub fn log_config_for(
 ) -> LogConfig {
     LogConfig {
         segment_bytes: topic.configs.segment_bytes(broker),
-        segment_ms: topic.configs.segment_ms(broker),
+        segment_ms: topic.configs.max_segment_ms(broker),
+        segment_jitter_ms: topic.configs.segment_jitter_ms(broker),
         index_interval_bytes: topic.configs.index_interval_bytes(broker),
         // Kafka accepts 4 bytes and up; each index needs room for two
         // entries here (a smaller index would only roll at every batch).
@@ -1191,6 +1192,7 @@ impl Shard {
                         .get("min.compaction.lag.ms", broker)
                         .parse()
                         .unwrap_or(0),
+                    max_compaction_lag_ms: topic.configs.max_compaction_lag_ms(broker),
                     ..CompactionConfig::default()
                 };
                 match partition.compact(&config).await {

@@ -138,6 +138,10 @@ pub struct CompactionConfig {
     /// `min.compaction.lag.ms`: records younger than this (by batch
     /// maxTimestamp) stay uncompacted.
     pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms`: a log whose oldest dirty closed segment
+    /// began (by its first batch's timestamp) longer ago than this is
+    /// compacted whatever its dirty ratio (KIP-354).
+    pub max_compaction_lag_ms: i64,
     /// Memory of the key -> offset map (Kafka's
     /// `log.cleaner.dedupe.buffer.size`, 128 MiB shared by the broker's
     /// cleaner threads; here it is per running compaction, and callers run
@@ -154,6 +158,7 @@ impl Default for CompactionConfig {
             delete_retention_ms: 86_400_000,
             min_cleanable_dirty_ratio: 0.5,
             min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
             dedupe_buffer_bytes: 32 << 20,
         }
     }
@@ -229,7 +234,8 @@ pub enum CompactionOutcome {
     NotCompacted,
     /// No closed segment lies below the first uncleanable offset.
     NothingCleanable,
-    /// The dirty ratio is not above `min_cleanable_dirty_ratio`.
+    /// The dirty ratio is not above `min_cleanable_dirty_ratio`, and no
+    /// dirty segment is older than `max_compaction_lag_ms`.
     BelowDirtyRatio,
 }
 
@@ -380,6 +386,31 @@ fn segment_end_offset(segments: &[SegmentSnapshot], index: usize, end_offset: i6
     segments
         .get(index + 1)
         .map_or(end_offset, |next| next.base_offset)
+}
+
+/// Kafka's `LogCleanerManager.maxCompactionDelay` > 0: among the closed
+/// segments that hold dirty records (from the one holding
+/// `first_dirty_offset` on), the earliest first-batch timestamp (positive
+/// ones only) is older than `max.compaction.lag.ms` before `now_ms`.
+fn compaction_overdue(
+    segments: &[SegmentSnapshot],
+    first_dirty_offset: i64,
+    config: &CompactionConfig,
+    now_ms: i64,
+) -> bool {
+    let clean_until = now_ms.saturating_sub(config.max_compaction_lag_ms.max(0));
+    let holder = segments
+        .partition_point(|segment| segment.base_offset <= first_dirty_offset)
+        .max(1)
+        - 1;
+    segments
+        .get(holder..)
+        .unwrap_or_default()
+        .iter()
+        .map(|segment| segment.first_batch_timestamp)
+        .filter(|&timestamp| timestamp > 0)
+        .min()
+        .is_some_and(|earliest| earliest < clean_until)
 }
 
 /// Kafka's `LogCleanerManager.cleanableOffsets` and `LogToClean`: where the
@@ -712,7 +743,13 @@ impl Log {
             stats.outcome = CompactionOutcome::NothingCleanable;
             return Ok(stats);
         }
-        if !request.force && stats.dirty_ratio <= config.min_cleanable_dirty_ratio {
+        let overdue = compaction_overdue(
+            &snapshot.segments[..range.segment_count],
+            range.first_dirty_offset,
+            config,
+            request.now_ms,
+        );
+        if !request.force && !overdue && stats.dirty_ratio <= config.min_cleanable_dirty_ratio {
             stats.outcome = CompactionOutcome::BelowDirtyRatio;
             return Ok(stats);
         }
@@ -1885,6 +1922,7 @@ mod tests {
                 base_offset,
                 size_bytes,
                 max_timestamp,
+                first_batch_timestamp: max_timestamp,
                 offset_index_entries: 1,
                 time_index_entries: 1,
                 file: file.clone(),
@@ -1915,6 +1953,24 @@ mod tests {
             };
             let range = cleanable_range(&dir, &segments, 0, 40, 30, None, &lagging, &request);
             assert_eq!(range.first_uncleanable_offset, 10);
+            // max.compaction.lag.ms: overdue once the oldest dirty segment's
+            // first batch (from the one holding the first dirty offset on)
+            // is older than the lag.
+            let overdue = |max_compaction_lag_ms, first_dirty| {
+                let config = CompactionConfig {
+                    max_compaction_lag_ms,
+                    ..compacting()
+                };
+                compaction_overdue(&segments, first_dirty, &config, 1000)
+            };
+            assert!(!overdue(i64::MAX, 0));
+            assert!(overdue(989, 0), "segment 0 began at 10, 990 ms ago");
+            assert!(!overdue(990, 0));
+            assert!(!overdue(985, 10), "segment 10 began at 20");
+            assert!(overdue(979, 15), "offset 15 is in segment 10");
+            assert!(!overdue(980, 15));
+            assert!(!overdue(975, 25));
+            assert!(overdue(969, 25));
             assert_eq!(
                 group_segments_by_size(&segments, 250, 1000, 30),
                 vec![0..2, 2..3]

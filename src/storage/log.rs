@@ -128,6 +128,9 @@ pub struct LogConfig {
     pub segment_bytes: u64,
     /// `log.roll.ms`: roll when the active segment is older than this.
     pub segment_ms: u64,
+    /// `log.roll.jitter.ms`: each segment rolls up to a random amount below
+    /// this (and below `segment_ms`) sooner.
+    pub segment_jitter_ms: u64,
     /// `log.index.interval.bytes`: bytes between index entries.
     pub index_interval_bytes: u32,
     /// `log.index.size.max.bytes`: size limit of each index; roll when full.
@@ -159,6 +162,7 @@ impl Default for LogConfig {
         LogConfig {
             segment_bytes: 1 << 30,
             segment_ms: 7 * 24 * 60 * 60 * 1000,
+            segment_jitter_ms: 0,
             index_interval_bytes: 4096,
             segment_index_bytes: 10 << 20,
             write_buffer_bytes: DEFAULT_WRITE_BUFFER_BYTES,
@@ -182,6 +186,8 @@ pub struct SegmentSettings {
     pub segment_bytes: u64,
     /// `segment.ms`.
     pub segment_ms: u64,
+    /// `segment.jitter.ms`.
+    pub segment_jitter_ms: u64,
     /// `index.interval.bytes`.
     pub index_interval_bytes: u32,
     /// `segment.index.bytes` (segments started after a change use it).
@@ -225,6 +231,7 @@ impl LogConfig {
         SegmentSettings {
             segment_bytes: self.segment_bytes,
             segment_ms: self.segment_ms,
+            segment_jitter_ms: self.segment_jitter_ms,
             index_interval_bytes: self.index_interval_bytes,
             segment_index_bytes: self.segment_index_bytes,
         }
@@ -574,6 +581,38 @@ struct LogState {
     /// The log start DeleteRecords set (`log-start-offset-checkpoint`); the
     /// log starts at the larger of it and the first segment's base offset.
     start_floor: i64,
+    /// Random, drawn when the log is opened: with a segment's base offset,
+    /// it gives the segment its roll jitter.
+    roll_seed: u64,
+}
+
+/// A fresh seed for a log's roll jitters (from the clock if the operating
+/// system gives no random bytes: jitter needs no secrecy).
+fn roll_seed() -> u64 {
+    let mut bytes = [0u8; 8];
+    if getrandom::getrandom(&mut bytes).is_err() {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        return nanos as u64;
+    }
+    u64::from_le_bytes(bytes)
+}
+
+/// A segment's roll jitter, Kafka's `LogConfig.randomSegmentJitter`: a
+/// random amount below `segment.jitter.ms` and `segment.ms` (0 without
+/// jitter), fixed for the segment (drawn from the log's seed and the
+/// segment's base offset, so each log and each segment draws its own).
+fn roll_jitter_ms(seed: u64, base_offset: i64, config: &SegmentSettings) -> u64 {
+    let bound = config.segment_jitter_ms.min(config.segment_ms);
+    if bound == 0 {
+        return 0;
+    }
+    // SplitMix64's finalizer.
+    let mut z = seed ^ (base_offset as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    (z ^ (z >> 31)) % bound
 }
 
 impl LogState {
@@ -628,7 +667,8 @@ impl LogState {
             Some(first) if first >= 0 => header.max_timestamp.saturating_sub(first),
             _ => now_ms.saturating_sub(active.created_ms),
         };
-        let old = age_ms > config.segment_ms as i64;
+        let jitter = roll_jitter_ms(self.roll_seed, active.base_offset, config);
+        let old = age_ms > config.segment_ms.saturating_sub(jitter) as i64;
         let indexes_full = active.offset_index.is_full() || active.time_index.is_full();
         let offsets_overflow = last_offset - active.base_offset > i64::from(i32::MAX);
         full || old || indexes_full || offsets_overflow
@@ -1100,6 +1140,7 @@ impl Log {
                 compaction_waiters: Vec::new(),
                 pending_deletions: Vec::new(),
                 start_floor,
+                roll_seed: roll_seed(),
             }),
             writer_signal: signal.clone(),
             writer_exited: writer_exited.clone(),
@@ -2442,6 +2483,10 @@ pub(super) struct SegmentSnapshot {
     pub base_offset: i64,
     pub size_bytes: u64,
     pub max_timestamp: i64,
+    /// Its first batch's maxTimestamp (Kafka's rolling-based timestamp);
+    /// its `max_timestamp` for a segment read at open, whose first batch was
+    /// not read.
+    pub first_batch_timestamp: i64,
     pub offset_index_entries: usize,
     pub time_index_entries: usize,
     pub file: Rc<DmaFile>,
@@ -2526,6 +2571,9 @@ impl Log {
                 base_offset: segment.base_offset,
                 size_bytes: segment.size_bytes,
                 max_timestamp: segment.max_timestamp,
+                first_batch_timestamp: segment
+                    .first_batch_timestamp
+                    .unwrap_or(segment.max_timestamp),
                 offset_index_entries: segment.offset_index.len(),
                 time_index_entries: segment.time_index.len(),
                 file: match &segment.file {
@@ -4156,6 +4204,70 @@ mod tests {
             log.close().await.unwrap();
             assert!(dir.join("00000000000000000002.log").exists());
         });
+    }
+
+    /// Goal: `segment.jitter.ms` makes segments roll up to that much sooner,
+    /// each log drawing its own amount, as Kafka's `randomSegmentJitter`;
+    /// without it every log rolls at `segment.ms`. Method: 32 logs with
+    /// segment_ms 1000 get batches 600 ms apart (by timestamp): with a jitter
+    /// below 1000 ms, some roll (those that drew more than 400) and some do
+    /// not (all alike: about 1 chance in 10^7); without, none rolls.
+    #[test]
+    fn segments_roll_sooner_by_a_jitter_each_log_draws() {
+        run_on_executor(|| async {
+            let rolled = |jitter: u64| async move {
+                let mut rolled = 0;
+                for _ in 0..32 {
+                    let (_root, dir) = temporary_log_dir();
+                    let mut config = small_config(0);
+                    config.segment_ms = 1000;
+                    config.segment_jitter_ms = jitter;
+                    config.segment_bytes = 1 << 20;
+                    let log = Log::create(&dir, config, Uuid::new_v4()).await.unwrap();
+                    for timestamp in [10_000, 10_600] {
+                        let (bytes, header) = batch(1, timestamp);
+                        log.append(bytes, &header, 0, timestamp).await.unwrap();
+                    }
+                    rolled += usize::from(log.stats().segment_count == 2);
+                    log.close().await.unwrap();
+                }
+                rolled
+            };
+            let with_jitter = rolled(999).await;
+            assert!(
+                with_jitter > 0 && with_jitter < 32,
+                "{with_jitter} of 32 logs rolled"
+            );
+            assert_eq!(rolled(0).await, 0);
+        });
+    }
+
+    /// Goal: a segment's jitter stays below `segment.jitter.ms` and
+    /// `segment.ms`, is 0 without jitter, and is fixed for the segment.
+    #[test]
+    fn roll_jitter_is_bounded_and_fixed_per_segment() {
+        let settings = |segment_ms, segment_jitter_ms| SegmentSettings {
+            segment_bytes: 1 << 20,
+            segment_ms,
+            segment_jitter_ms,
+            index_interval_bytes: 4096,
+            segment_index_bytes: 1 << 16,
+        };
+        for seed in 0..200u64 {
+            for base in [0i64, 1, 1 << 40] {
+                assert!(roll_jitter_ms(seed, base, &settings(1000, 300)) < 300);
+                assert!(roll_jitter_ms(seed, base, &settings(100, 300)) < 100);
+                assert_eq!(roll_jitter_ms(seed, base, &settings(1000, 0)), 0);
+                assert_eq!(
+                    roll_jitter_ms(seed, base, &settings(1000, 300)),
+                    roll_jitter_ms(seed, base, &settings(1000, 300))
+                );
+            }
+        }
+        let drawn: std::collections::HashSet<u64> = (0..100)
+            .map(|seed| roll_jitter_ms(seed, 0, &settings(1000, 1000)))
+            .collect();
+        assert!(drawn.len() > 50, "{} distinct jitters of 100", drawn.len());
     }
 
     /// Goal: the metadata files follow Kafka's formats and the epoch

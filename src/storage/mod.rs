@@ -133,6 +133,7 @@ pub(crate) mod test_support {
         LogConfig {
             segment_bytes: 600,
             segment_ms: 7 * 24 * 60 * 60 * 1000,
+            segment_jitter_ms: 0,
             index_interval_bytes: 100,
             segment_index_bytes: 1024,
             write_buffer_bytes: 4096,

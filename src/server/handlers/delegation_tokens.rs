@@ -216,6 +216,14 @@ fn error_timestamp(error: ErrorCode) -> i64 {
     }
 }
 
+/// The error code and expiry timestamp a renew or expire answers.
+fn expiry_answer(outcome: Result<i64, ErrorCode>) -> (i16, i64) {
+    match outcome {
+        Ok(expiry) => (0, expiry),
+        Err(error) => (error.code(), error_timestamp(error)),
+    }
+}
+
 /// Answers RenewDelegationToken.
 pub async fn handle_renew(
     shard: &Rc<Shard>,
@@ -227,13 +235,7 @@ pub async fn handle_renew(
     let reply = change(shard, access, request.hmac, request.renew_period_ms, false).await;
     Box::pin(async move {
         let mut response = RenewDelegationTokenResponse::default();
-        match reply.await {
-            Ok(expiry) => response.expiry_timestamp_ms = expiry,
-            Err(error) => {
-                response.error_code = error.code();
-                response.expiry_timestamp_ms = error_timestamp(error);
-            }
-        }
+        (response.error_code, response.expiry_timestamp_ms) = expiry_answer(reply.await);
         encode_response(
             ApiKey::RenewDelegationToken,
             version,
@@ -261,13 +263,7 @@ pub async fn handle_expire(
     .await;
     Box::pin(async move {
         let mut response = ExpireDelegationTokenResponse::default();
-        match reply.await {
-            Ok(expiry) => response.expiry_timestamp_ms = expiry,
-            Err(error) => {
-                response.error_code = error.code();
-                response.expiry_timestamp_ms = error_timestamp(error);
-            }
-        }
+        (response.error_code, response.expiry_timestamp_ms) = expiry_answer(reply.await);
         encode_response(
             ApiKey::ExpireDelegationToken,
             version,
