@@ -858,3 +858,83 @@ fn connection_creation_rate_closes_connections_past_it() {
         &ApiVersionsRequest::default(),
     );
 }
+
+/// Goal: `quota.window.num` and `quota.window.size.seconds` decide the span
+/// a rate is measured over, as in Kafka: with 3 samples of 2 s a new
+/// sensor's rate is taken over (3 - 1) * 2 s = 4 s, so 150 kB against a
+/// 10 kB/s quota is throttled (size / 4 s - 10 kB/s) / 10 kB/s * 4 s =
+/// size / 10 - 4000 ms (with Kafka's 11 samples of 1 s: size / 10 - 10 000).
+/// Measured the same on Kafka 4.1.1 started with quota.window.num=3 and
+/// quota.window.size.seconds=2 (RINGBROKER_QUOTA_WINDOW_REFERENCE=host:port
+/// runs this against such a Kafka); DescribeConfigs shows both values.
+#[test]
+fn quota_windows_set_the_span_rates_are_measured_over() {
+    let (bootstrap, _broker) = match std::env::var("RINGBROKER_QUOTA_WINDOW_REFERENCE") {
+        Ok(reference) => (reference, None),
+        Err(_) => {
+            let broker = Broker::start(
+                BrokerOptions::default()
+                    .auto_create_topics_enable(false)
+                    .arg("--quota-window-num", 3)
+                    .arg("--quota-window-size-seconds", 2),
+            );
+            (broker.bootstrap(), Some(broker))
+        }
+    };
+    let mut admin = RawClient::connect(&bootstrap);
+    let topic = &format!(
+        "quota-windows-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+    );
+    create_topic(&mut admin, topic);
+    const QUOTA: f64 = 10_000.0;
+    let entity: Entity = vec![("client-id", Some("rb-window-producer"))];
+    assert_eq!(
+        alter(
+            &mut admin,
+            &[(entity.clone(), vec![("producer_byte_rate", QUOTA, false)])],
+            false
+        ),
+        vec![ok(&entity)]
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let mut producer = RawClient::connect_as(&bootstrap, "rb-window-producer");
+    let big = produce_request(topic, 150, 1000);
+    let size = request_bytes(&big, "rb-window-producer");
+    let response: ProduceResponse = producer.request(ApiKey::Produce, 9, &big);
+    assert_eq!(response.responses[0].partition_responses[0].error_code, 0);
+    let expected = (size as f64 / 10.0 - 4000.0).round() as i32;
+    assert_eq!(response.throttle_time_ms, expected, "{size} bytes");
+
+    let mut request = kafka_protocol::messages::DescribeConfigsRequest::default();
+    let mut resource =
+        kafka_protocol::messages::describe_configs_request::DescribeConfigsResource::default();
+    resource.resource_type = 4;
+    let node = common::wire::metadata(&bootstrap, Some(&[])).brokers[0]
+        .node_id
+        .0;
+    resource.resource_name = s(&node.to_string());
+    resource.configuration_keys = Some(vec![s("quota.window.num"), s("quota.window.size.seconds")]);
+    request.resources = vec![resource];
+    let described: kafka_protocol::messages::DescribeConfigsResponse =
+        admin.request(ApiKey::DescribeConfigs, 4, &request);
+    let mut values: Vec<(String, Option<String>)> = described.results[0]
+        .configs
+        .iter()
+        .map(|c| (c.name.to_string(), c.value.as_ref().map(|v| v.to_string())))
+        .collect();
+    values.sort();
+    assert_eq!(
+        values,
+        vec![
+            ("quota.window.num".to_string(), Some("3".to_string())),
+            (
+                "quota.window.size.seconds".to_string(),
+                Some("2".to_string())
+            ),
+        ]
+    );
+}

@@ -142,6 +142,12 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     pub ssl_truststore_password: Option<String>,
+    /// Samples a client's byte and connection rates are measured over [quota.window.num].
+    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub quota_window_num: u64,
+    /// Length of each of those samples, seconds [quota.window.size.seconds].
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub quota_window_size_seconds: u64,
     /// Secret that signs delegation tokens (HMAC-SHA512 of the token id); unset or empty, delegation tokens are disabled and the token APIs answer DELEGATION_TOKEN_AUTH_DISABLED; tokens made under another key get new HMACs, as in Kafka (also from the environment variable) [delegation.token.secret.key].
     #[arg(
         long,
@@ -1253,6 +1259,10 @@ impl ServeArgs {
             ssl_principal_mapper,
             add_scram,
             authorizer,
+            quota_window: crate::quota::sensors::QuotaWindow {
+                samples: self.quota_window_num,
+                window_ms: self.quota_window_size_seconds * 1000,
+            },
             delegation_tokens: std::sync::Arc::new(
                 crate::security::delegation_token::TokenConfig {
                     secret: self

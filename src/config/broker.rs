@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use super::topic_config::BrokerDefaults;
+use crate::quota::sensors::{WINDOW_MS, WINDOW_SAMPLES};
 
 /// Where a shard's io_uring worker threads (io-wq) may run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,6 +125,9 @@ pub struct BrokerConfig {
     /// The authorizer (`authorizer.class.name`, `super.users`,
     /// `allow.everyone.if.no.acl.found`).
     pub authorizer: crate::security::acl::AuthorizerConfig,
+    /// `quota.window.num` and `quota.window.size.seconds`: what client
+    /// rates are measured over.
+    pub quota_window: crate::quota::sensors::QuotaWindow,
     /// `delegation.token.*`.
     pub delegation_tokens: std::sync::Arc<crate::security::delegation_token::TokenConfig>,
     /// `log.dirs` (one directory).
@@ -408,6 +412,12 @@ impl BrokerConfig {
             }
             "connections.max.idle.ms" if self.connections_max_idle_ms != 600_000 => {
                 Some(self.connections_max_idle_ms.to_string())
+            }
+            "quota.window.num" if self.quota_window.samples != WINDOW_SAMPLES => {
+                Some(self.quota_window.samples.to_string())
+            }
+            "quota.window.size.seconds" if self.quota_window.window_ms != WINDOW_MS => {
+                Some((self.quota_window.window_ms / 1000).to_string())
             }
             // Sensitive: described with no value.
             "delegation.token.secret.key" if self.delegation_tokens.enabled() => {

@@ -20,10 +20,41 @@ use super::{QuotaKey, SensorId};
 use crate::shard::messages::{ShardReply, ShardRequest};
 use crate::shard::Shard;
 
-/// Kafka's `quota.window.num` default: samples a rate is measured over.
+/// Kafka's `quota.window.num` default: samples a rate is measured over
+/// (also `controller.quota.window.num`'s, for the mutation bucket).
 pub const WINDOW_SAMPLES: u64 = 11;
-/// Kafka's `quota.window.size.seconds` default, in ms.
+/// Kafka's `quota.window.size.seconds` default, in ms (also
+/// `controller.quota.window.size.seconds`').
 pub const WINDOW_MS: u64 = 1000;
+
+/// The windows client rates are measured over: `quota.window.num` samples
+/// of `quota.window.size.seconds`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotaWindow {
+    /// `quota.window.num`.
+    pub samples: u64,
+    /// `quota.window.size.seconds`, in ms.
+    pub window_ms: u64,
+}
+
+impl QuotaWindow {
+    /// Kafka's defaults: 11 samples of 1 s.
+    pub const KAFKA: QuotaWindow = QuotaWindow {
+        samples: WINDOW_SAMPLES,
+        window_ms: WINDOW_MS,
+    };
+
+    /// The least span a rate is measured over: all samples but one.
+    pub fn span_ms(self) -> u64 {
+        (self.samples - 1) * self.window_ms
+    }
+}
+
+impl Default for QuotaWindow {
+    fn default() -> Self {
+        QuotaWindow::KAFKA
+    }
+}
 /// Kafka forgets a sensor idle this long (`ClientQuotaManager.InactiveSensorExpirationTimeSeconds`).
 const SENSOR_IDLE_EXPIRY_MS: u64 = 3_600_000;
 /// Most sensors one shard keeps; past it the idlest are forgotten (Kafka
@@ -55,26 +86,43 @@ impl Sample {
     }
 }
 
-/// A rate per second over `WINDOW_SAMPLES` windows of `WINDOW_MS`, as
-/// Kafka's `Rate` of a `WindowedSum`: samples start when the first value
-/// after the last one completed arrives; a rate's window is never taken as
-/// shorter than `WINDOW_SAMPLES - 1` windows, so one large value on an idle
-/// sensor is spread over ten seconds.
+/// A rate per second over `samples` windows of `window_ms` (Kafka's
+/// defaults: 11 of 1 s), as Kafka's `Rate` of a `WindowedSum`: samples
+/// start when the first value after the last one completed arrives; a
+/// rate's window is never taken as shorter than `samples - 1` windows, so
+/// one large value on an idle sensor is spread over ten seconds.
 #[derive(Debug, Clone, Default)]
 pub struct Rate {
-    /// At most `WINDOW_SAMPLES + 1` (Kafka keeps one overlapping sample).
+    /// At most `window.samples + 1` (Kafka keeps one overlapping sample).
     samples: Vec<Sample>,
     current: usize,
+    window: QuotaWindow,
 }
 
 impl Rate {
+    /// A rate over `window`.
+    pub fn new(window: QuotaWindow) -> Self {
+        Rate {
+            window,
+            ..Rate::default()
+        }
+    }
+
+    /// Measures over `window` from now on: a rate over other windows starts
+    /// afresh.
+    pub fn use_window(&mut self, window: QuotaWindow) {
+        if self.window != window {
+            *self = Rate::new(window);
+        }
+    }
+
     /// Adds `value` at `now`.
     pub fn record(&mut self, value: f64, now: u64) {
         if self.samples.is_empty() {
             self.samples.push(Sample::new(now));
         }
-        if now.saturating_sub(self.samples[self.current].start_ms) >= WINDOW_MS {
-            self.current = (self.current + 1) % (WINDOW_SAMPLES as usize + 1);
+        if now.saturating_sub(self.samples[self.current].start_ms) >= self.window.window_ms {
+            self.current = (self.current + 1) % (self.window.samples as usize + 1);
             if self.current >= self.samples.len() {
                 self.samples.push(Sample::new(now));
             } else {
@@ -87,8 +135,9 @@ impl Rate {
     }
 
     fn purge(&mut self, now: u64) {
+        let expiry = self.window.samples * self.window.window_ms;
         for sample in &mut self.samples {
-            if now.saturating_sub(sample.last_event_ms) >= WINDOW_SAMPLES * WINDOW_MS {
+            if now.saturating_sub(sample.last_event_ms) >= expiry {
                 *sample = Sample::new(now);
             }
         }
@@ -100,9 +149,9 @@ impl Rate {
         self.purge(now);
         let oldest = self.samples.iter().map(|s| s.start_ms).min().unwrap_or(now);
         let mut elapsed = now.saturating_sub(oldest);
-        let full = elapsed / WINDOW_MS;
-        if full < WINDOW_SAMPLES - 1 {
-            elapsed += (WINDOW_SAMPLES - 1 - full) * WINDOW_MS;
+        let full = elapsed / self.window.window_ms;
+        if full < self.window.samples - 1 {
+            elapsed += (self.window.samples - 1 - full) * self.window.window_ms;
         }
         elapsed.max(1)
     }
@@ -154,9 +203,18 @@ fn evict_eighth<V>(map: &mut HashMap<u64, V>, keep: impl Fn(&V) -> f64) {
 pub struct SensorTable {
     hasher: std::collections::hash_map::RandomState,
     sensors: RefCell<HashMap<u64, (Rate, u64)>>,
+    window: QuotaWindow,
 }
 
 impl SensorTable {
+    /// Sensors measuring over `window`.
+    pub fn new(window: QuotaWindow) -> Self {
+        SensorTable {
+            window,
+            ..SensorTable::default()
+        }
+    }
+
     /// Records `value` on `sensor`, whose quota is `quota`, and returns the
     /// throttle in ms. With `unrecord_if_throttled` (a fetch, whose
     /// throttled response carries no data) a throttled value is taken back.
@@ -177,9 +235,11 @@ impl SensorTable {
                 evict_eighth(&mut sensors, |(_, last)| *last as f64);
             }
         }
-        let (rate, last) = sensors.entry(id).or_insert_with(|| (Rate::default(), now));
+        let (rate, last) = sensors
+            .entry(id)
+            .or_insert_with(|| (Rate::new(self.window), now));
         if now.saturating_sub(*last) >= SENSOR_IDLE_EXPIRY_MS {
-            *rate = Rate::default();
+            *rate = Rate::new(self.window);
         }
         *last = now;
         let throttle = rate.record_and_throttle(value, quota, now);
@@ -255,7 +315,7 @@ pub async fn connection_throttle(shard: &Rc<Shard>, ip: std::net::IpAddr) -> u64
     };
     record_on_owner(shard, sensor, 1.0, rate, true)
         .await
-        .min(WINDOW_MS)
+        .min(shard.config.quota_window.window_ms)
 }
 
 /// What a connection knows for quotas: its user (the principal's name) and

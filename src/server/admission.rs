@@ -25,7 +25,7 @@ use futures::FutureExt;
 
 use crate::config::dynamic::{ConnectionLimits, DynamicBrokerConfigs};
 use crate::config::BrokerConfig;
-use crate::quota::sensors::{now_ms, Rate, WINDOW_MS};
+use crate::quota::sensors::{now_ms, Rate};
 use crate::shard::messages::{ShardReply, ShardRequest};
 use crate::shard::Shard;
 
@@ -141,11 +141,12 @@ pub fn admit_here(shard: Rc<Shard>, ip: IpAddr) -> LocalBoxFuture<'static, Admis
         let mut throttle_ms = 0;
         if limits.max_connection_creation_rate < i32::MAX {
             let quota = f64::from(limits.max_connection_creation_rate);
-            throttle_ms = counts
-                .creation_rate
-                .borrow_mut()
+            let window = shard.config.quota_window;
+            let mut rate = counts.creation_rate.borrow_mut();
+            rate.use_window(window);
+            throttle_ms = rate
                 .record_and_throttle(1.0, quota, now_ms())
-                .min(WINDOW_MS);
+                .min(window.window_ms);
         }
         let ip = ip.to_canonical();
         let allowed = limits.per_ip(ip);

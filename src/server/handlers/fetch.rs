@@ -27,7 +27,7 @@ use kafka_protocol::protocol::Encodable;
 use super::{encode_response, encode_response_pieces, str_bytes, ShardGroups};
 use crate::cluster::image::check_current_leader_epoch;
 use crate::protocol::ErrorCode;
-use crate::quota::sensors::{RequestClient, WINDOW_MS, WINDOW_SAMPLES};
+use crate::quota::sensors::RequestClient;
 use crate::quota::QuotaKey;
 use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
@@ -133,7 +133,7 @@ pub async fn handle(
             .then(|| client.quota(&shard, QuotaKey::ConsumerByteRate))
             .flatten();
         if let Some((_, quota)) = &quota {
-            let window_bytes = quota * ((WINDOW_SAMPLES - 1) * WINDOW_MS) as f64 / 1000.0;
+            let window_bytes = quota * shard.config.quota_window.span_ms() as f64 / 1000.0;
             if window_bytes < max_bytes as f64 {
                 max_bytes = window_bytes as usize;
             }
