@@ -428,6 +428,15 @@ fn client_quota_apis_check_store_and_filter_as_kafka() {
     wait_for_all(&mut client, &found(vec![]));
 }
 
+/// A topic name new at each run (a reference Kafka keeps its topics).
+fn fresh_topic(prefix: &str) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    format!("{prefix}-{now}")
+}
+
 fn create_topic(client: &mut RawClient, name: &str) {
     let mut topic = CreatableTopic::default();
     topic.name = TopicName(s(name));
@@ -485,14 +494,7 @@ fn request_bytes(request: &ProduceRequest, client_id: &'static str) -> usize {
 fn byte_rate_quotas_throttle_by_kafkas_arithmetic() {
     let (bootstrap, _broker) = bootstrap_or_broker();
     let mut admin = RawClient::connect(&bootstrap);
-    // A new topic each run (a reference Kafka keeps its topics).
-    let topic = &format!(
-        "quota-throttled-{}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis()
-    );
+    let topic = &fresh_topic("quota-throttled");
     create_topic(&mut admin, topic);
     const QUOTA: f64 = 10_000.0;
     let producer_entity: Entity = vec![("client-id", Some("rb-quota-producer"))];
@@ -882,13 +884,7 @@ fn quota_windows_set_the_span_rates_are_measured_over() {
         }
     };
     let mut admin = RawClient::connect(&bootstrap);
-    let topic = &format!(
-        "quota-windows-{}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis()
-    );
+    let topic = &fresh_topic("quota-windows");
     create_topic(&mut admin, topic);
     const QUOTA: f64 = 10_000.0;
     let entity: Entity = vec![("client-id", Some("rb-window-producer"))];
