@@ -116,20 +116,23 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
             renewers,
             max_lifetime_ms,
         } => {
+            let now = crate::partition::now_ms();
+            let (expiry, max) = shard
+                .config
+                .delegation_tokens
+                .created_timestamps(now, max_lifetime_ms);
             let token = DelegationToken {
                 token_id,
                 owner,
                 requester,
                 renewers,
-                issue_timestamp_ms: 0,
-                max_timestamp_ms: 0,
-                expiry_timestamp_ms: 0,
+                issue_timestamp_ms: now,
+                max_timestamp_ms: max,
+                expiry_timestamp_ms: expiry,
                 credentials: signature.credentials,
                 hmac_check: signature.hmac_check,
             };
-            ControllerReply::CreateDelegationToken(
-                create_delegation_token(shard, token, max_lifetime_ms).await,
-            )
+            ControllerReply::CreateDelegationToken(create_delegation_token(shard, token).await)
         }
         ControllerRequest::ChangeDelegationToken {
             hmac,
@@ -160,21 +163,12 @@ pub async fn handle(shard: &Rc<Shard>, request: ControllerRequest) -> Controller
 }
 
 /// CreateDelegationToken, as Kafka's `DelegationTokenControlManager`: the
-/// token (its id and credentials made by the asking shard) gets its
-/// timestamps from the broker's lifetimes, in one record.
+/// token (its id and credentials made by the asking shard, its timestamps
+/// from the broker's lifetimes) in one record.
 async fn create_delegation_token(
     shard: &Rc<Shard>,
-    mut token: DelegationToken,
-    max_lifetime_ms: i64,
+    token: DelegationToken,
 ) -> Result<DelegationToken, ErrorCode> {
-    let now = crate::partition::now_ms();
-    let (expiry, max) = shard
-        .config
-        .delegation_tokens
-        .created_timestamps(now, max_lifetime_ms);
-    token.issue_timestamp_ms = now;
-    token.expiry_timestamp_ms = expiry;
-    token.max_timestamp_ms = max;
     commit_token_records(
         shard,
         vec![MetadataRecord::DelegationToken {
@@ -220,14 +214,16 @@ async fn change_delegation_token(
     if !config.enabled() {
         return Err(ErrorCode::DelegationTokenAuthDisabled);
     }
-    // Found by the HMAC's short hash, then checked whole (an HMAC is
-    // HmacSHA512's 64 bytes; anything else is no token's).
+    // An HMAC is HmacSHA512's 64 bytes; anything else is no token's.
+    if hmac.len() != delegation_token::HMAC_BYTES {
+        return Err(ErrorCode::DelegationTokenNotFound);
+    }
+    // Found by the HMAC's short hash, then checked whole.
     let image = shard.image();
     let check = delegation_token::hmac_check(hmac);
     let token = image
         .delegation_tokens
         .values()
-        .filter(|_| hmac.len() == delegation_token::HMAC_BYTES)
         .filter(|token| token.hmac_check == check)
         .find(|token| {
             config

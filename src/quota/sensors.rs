@@ -108,14 +108,6 @@ impl Rate {
         }
     }
 
-    /// Measures over `window` from now on: a rate over other windows starts
-    /// afresh.
-    pub fn use_window(&mut self, window: QuotaWindow) {
-        if self.window != window {
-            *self = Rate::new(window);
-        }
-    }
-
     /// Adds `value` at `now`.
     pub fn record(&mut self, value: f64, now: u64) {
         if self.samples.is_empty() {

@@ -16,11 +16,9 @@
 
 use std::collections::BTreeMap;
 
-use base64::engine::general_purpose::{STANDARD as BASE64, URL_SAFE_NO_PAD};
+use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
-use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
-use sha2::Sha512;
 
 use super::scram::{random_bytes, ScramCredential, ScramMechanism, ITERATIONS_MIN};
 
@@ -73,10 +71,7 @@ impl TokenConfig {
     /// disabled.
     pub fn hmac(&self, token_id: &str) -> Option<Vec<u8>> {
         let secret = self.secret.as_deref()?;
-        let mut mac = <Hmac<Sha512> as hmac::digest::KeyInit>::new_from_slice(secret.as_bytes())
-            .expect("HMAC takes keys of any length");
-        mac.update(token_id.as_bytes());
-        Some(mac.finalize().into_bytes().to_vec())
+        Some(ScramMechanism::Sha512.hmac(secret.as_bytes(), token_id.as_bytes()))
     }
 
     /// Whether the token's credentials were made from the HMAC this key
@@ -186,11 +181,11 @@ pub fn hmac_check(hmac: &[u8]) -> Vec<u8> {
 /// When the operating system gives no random bytes.
 pub fn new_token_id() -> Result<String, getrandom::Error> {
     loop {
-        let bytes = random_bytes(16)?;
         let mut uuid = [0u8; 16];
-        uuid.copy_from_slice(&bytes);
-        let id =
-            URL_SAFE_NO_PAD.encode(uuid::Builder::from_random_bytes(uuid).as_uuid().as_bytes());
+        uuid.copy_from_slice(&random_bytes(16)?);
+        let id = crate::cluster::image::cluster_id_string(
+            uuid::Builder::from_random_bytes(uuid).into_uuid(),
+        );
         if !id.starts_with('-') {
             return Ok(id);
         }

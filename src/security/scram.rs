@@ -73,7 +73,8 @@ impl ScramMechanism {
         }
     }
 
-    fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
+    /// HMAC of `data` under `key` with this mechanism's hash.
+    pub(crate) fn hmac(self, key: &[u8], data: &[u8]) -> Vec<u8> {
         fn run<M: Mac + hmac::digest::KeyInit>(key: &[u8], data: &[u8]) -> Vec<u8> {
             let mut mac = <M as hmac::digest::KeyInit>::new_from_slice(key)
                 .expect("HMAC takes keys of any length");

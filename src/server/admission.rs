@@ -76,6 +76,14 @@ pub struct ConnectionCounts {
 }
 
 impl ConnectionCounts {
+    /// Counts whose creation rate is measured over `window`.
+    pub fn new(window: crate::quota::sensors::QuotaWindow) -> Self {
+        ConnectionCounts {
+            creation_rate: RefCell::new(Rate::new(window)),
+            ..ConnectionCounts::default()
+        }
+    }
+
     fn limits(&self, shard: &Shard) -> Rc<ConnectionLimits> {
         let image = shard.image();
         let mut cached = self.limits.borrow_mut();
@@ -141,12 +149,11 @@ pub fn admit_here(shard: Rc<Shard>, ip: IpAddr) -> LocalBoxFuture<'static, Admis
         let mut throttle_ms = 0;
         if limits.max_connection_creation_rate < i32::MAX {
             let quota = f64::from(limits.max_connection_creation_rate);
-            let window = shard.config.quota_window;
-            let mut rate = counts.creation_rate.borrow_mut();
-            rate.use_window(window);
-            throttle_ms = rate
+            throttle_ms = counts
+                .creation_rate
+                .borrow_mut()
                 .record_and_throttle(1.0, quota, now_ms())
-                .min(window.window_ms);
+                .min(shard.config.quota_window.window_ms);
         }
         let ip = ip.to_canonical();
         let allowed = limits.per_ip(ip);

@@ -338,7 +338,7 @@ pub enum ControllerReply {
     ),
     /// The token's new expiry timestamp, else the error.
     ChangeDelegationToken(Result<i64, crate::protocol::ErrorCode>),
-    /// How many expired tokens were removed.
+    /// How many tokens were removed or given new credentials.
     SweepDelegationTokens(usize),
 }
 

@@ -155,6 +155,7 @@ impl Shard {
             nr_shards,
             authorizer: Rc::new(config.authorizer.clone()),
             quota_sensors: crate::quota::sensors::SensorTable::new(config.quota_window),
+            connection_counts: crate::server::admission::ConnectionCounts::new(config.quota_window),
             config,
             image: RefCell::new(Rc::new(MetadataImage::default())),
             partitions: RefCell::new(HashMap::new()),
@@ -166,7 +167,6 @@ impl Shard {
             producer_ids: Cell::new((0, 0)),
             groups: GroupShard::default(),
             txns: TxnShard::default(),
-            connection_counts: Default::default(),
             defaults_cache: RefCell::new(None),
             mutation_buckets: Default::default(),
         })
