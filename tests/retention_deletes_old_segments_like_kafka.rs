@@ -443,3 +443,73 @@ async fn max_compaction_lag_compacts_whatever_the_dirty_ratio() {
         "unlagged rolled by segment.ms"
     );
 }
+
+/// Goal: a topic with `cleanup.policy=compact,delete` loses its expired
+/// segments at the log cleaner's next pass (every 15 s,
+/// `log.cleaner.backoff.ms`), not at the retention check, as in Kafka,
+/// whose cleaner thread runs `deleteOldSegments` on such logs
+/// (`deletableLogs`) while `LogManager.cleanupLogs` leaves them alone.
+/// Kafka Streams' windowed-store changelogs rely on it. Method: a broker
+/// whose first retention check is 30 s after start-up; two topics with
+/// `retention.ms` 10 min, one `compact,delete`, one `delete`, each given
+/// 200 keyed records an hour old by rdkafka; the first is emptied
+/// (rolled, then deleted) by the first cleaner pass while the second is
+/// still whole. Kafka 4.1.1 did the same: after 12 s the
+/// `compact,delete` topic started at 200, the `delete` one at 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_delete_topics_lose_expired_segments_at_the_cleaner_pass() {
+    let broker =
+        Broker::start(BrokerOptions::default().arg("--log-retention-check-interval-ms", 3_600_000));
+    let started = Instant::now();
+    let bootstrap = broker.bootstrap();
+    let producer = future_producer(&producer_config(&bootstrap));
+    let hour_ago = now_ms() - 3_600_000;
+    let mut messages: Vec<_> = test_messages(400, 1)
+        .into_iter()
+        .filter(|message| message.key.is_some())
+        .take(200)
+        .collect();
+    assert_eq!(messages.len(), 200);
+    for (index, message) in messages.iter_mut().enumerate() {
+        message.timestamp_ms = hour_ago + index as i64;
+    }
+    for (topic, policy) in [("expired-cd", "compact,delete"), ("expired-d", "delete")] {
+        create_topic_with_configs(
+            &bootstrap,
+            topic,
+            1,
+            &[("cleanup.policy", policy), ("retention.ms", "600000")],
+        )
+        .await;
+        let acked = with_timeout(
+            Duration::from_secs(60),
+            produce_all(&producer, topic, &messages),
+        )
+        .await;
+        assert_eq!(acked.last().map(|acked| acked.offset), Some(199));
+    }
+    let deadline = started + Duration::from_secs(28);
+    while watermarks(&bootstrap, "expired-cd", 0) != (200, 200) {
+        assert!(
+            Instant::now() < deadline,
+            "compact,delete not emptied before the first retention check: {:?}",
+            watermarks(&bootstrap, "expired-cd", 0)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        watermarks(&bootstrap, "expired-d", 0),
+        (0, 200),
+        "delete waits for the retention check"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(29),
+        "seen after the retention check may have run: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        segments_on_disk(&broker.data_dir().join("expired-cd-0")),
+        vec![(200, 0)],
+        "one empty segment at the old end"
+    );
+}

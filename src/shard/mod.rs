@@ -1153,7 +1153,9 @@ impl Shard {
 
     /// Every `log.cleaner.backoff.ms`, compacts the partitions of compacted
     /// topics this shard owns, one at a time (each compaction yields, so
-    /// produce and fetch keep running). Stops when the shard shuts down.
+    /// produce and fetch keep running), and applies `retention.ms` /
+    /// `retention.bytes` to those whose `cleanup.policy` is
+    /// `compact,delete`. Stops when the shard shuts down.
     pub async fn compaction_loop(self: Rc<Self>) {
         loop {
             glommio::timer::sleep(Duration::from_millis(LOG_CLEANER_BACKOFF_MS)).await;
@@ -1208,6 +1210,12 @@ impl Shard {
                     Err(e) => {
                         tracing::warn!(topic = %partition.topic, partition = partition.index, error = %e, "compaction failed")
                     }
+                }
+                // Kafka's cleaner deletes the expired segments of
+                // `compact,delete` logs at each pass (`deletableLogs`), not
+                // at the retention check.
+                if topic.configs.cleanup_policy_delete(broker) {
+                    apply_retention(&partition, &topic.configs, broker).await;
                 }
                 if self.closing.get() {
                     return;
@@ -1309,9 +1317,9 @@ impl Shard {
 
     /// Every `log.retention.check.interval.ms`, deletes the segments past
     /// `retention.ms` / `retention.bytes` of this shard's partitions whose
-    /// topic's `cleanup.policy` includes `delete` (Kafka's
-    /// `LogManager.cleanupLogs`), one partition at a time. Stops when the
-    /// shard shuts down.
+    /// topic's `cleanup.policy` is `delete` (Kafka's
+    /// `LogManager.cleanupLogs`, which leaves `compact,delete` logs to the
+    /// cleaner), one partition at a time. Stops when the shard shuts down.
     pub async fn retention_loop(self: Rc<Self>) {
         let interval = Duration::from_millis(
             u64::try_from(self.config.broker_defaults.log_retention_check_interval_ms).unwrap_or(1),
@@ -1334,21 +1342,13 @@ impl Shard {
                 let Some(topic) = image.topic(&partition.topic) else {
                     continue;
                 };
-                if !topic.configs.cleanup_policy_delete(broker) {
+                // The log cleaner's pass deletes for compacted topics.
+                if !topic.configs.cleanup_policy_delete(broker)
+                    || topic.configs.cleanup_policy_compact(broker)
+                {
                     continue;
                 }
-                let retention_ms = topic.configs.retention_ms(broker);
-                let retention_bytes = topic.configs.retention_bytes(broker);
-                let now = crate::partition::now_ms();
-                match partition
-                    .apply_retention(retention_ms, retention_bytes, now)
-                    .await
-                {
-                    Ok(_) => {}
-                    Err(e) => {
-                        tracing::warn!(topic = %partition.topic, partition = partition.index, error = %e, "retention failed")
-                    }
-                }
+                apply_retention(&partition, &topic.configs, broker).await;
                 if self.closing.get() {
                     return;
                 }
@@ -1399,5 +1399,23 @@ impl Shard {
             }
         }
         failures
+    }
+}
+
+/// Deletes `partition`'s segments past its topic's `retention.ms` /
+/// `retention.bytes` (Kafka's `deleteOldSegments`); a failure is logged.
+async fn apply_retention(
+    partition: &Partition,
+    configs: &crate::config::topic_config::TopicConfigs,
+    broker: &crate::config::topic_config::BrokerDefaults,
+) {
+    let retention_ms = configs.retention_ms(broker);
+    let retention_bytes = configs.retention_bytes(broker);
+    let now = crate::partition::now_ms();
+    if let Err(e) = partition
+        .apply_retention(retention_ms, retention_bytes, now)
+        .await
+    {
+        tracing::warn!(topic = %partition.topic, partition = partition.index, error = %e, "retention failed");
     }
 }
