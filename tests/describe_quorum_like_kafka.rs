@@ -1,7 +1,7 @@
 //! Goal: `kafka-metadata-quorum describe --status/--replication`
 //! (DescribeQuorum v0-2) answers as Kafka 4.1.1 answered the same requests
 //! on a single KRaft node: this node is the quorum's only voter and its
-//! leader, at an epoch of 1 or more, with no observers; the high watermark
+//! leader, at epoch 1 and one more at each restart, with no observers; the high watermark
 //! is the metadata log's and grows when metadata changes (a topic is
 //! created); the voter's log end offset is there too, its fetch and
 //! caught-up times are "now" from v1 (-1 at v0), and v2 lists the node and
@@ -173,7 +173,22 @@ fn describe_quorum_answers_like_a_single_kafka_node() {
     }
     let none = describe(&mut client, 2, &[]);
     assert_eq!((none.error_code, none.topics.len()), (0, 0));
-    drop(broker);
+
+    // Each start-up elects the voter again, one epoch up (Kafka 4.1.1 went
+    // from 3 to 7 over four restarts, clean or kill -9).
+    if let Some(mut broker) = broker {
+        let epoch = |bootstrap: &str| {
+            describe(&mut RawClient::connect(bootstrap), 2, &[(METADATA, &[0])]).topics[0]
+                .partitions[0]
+                .leader_epoch
+        };
+        let first = epoch(&bootstrap);
+        assert_eq!(first, 1, "the first start-up");
+        broker.restart();
+        broker.kill9();
+        broker.restart();
+        assert_eq!(epoch(&broker.bootstrap()), 3);
+    }
 }
 
 /// Goal: `kafka-metadata-quorum add-controller` / `remove-controller`

@@ -5,8 +5,9 @@
 //! `current_leader_epoch` newer than the partition's is UNKNOWN_LEADER_EPOCH
 //! and one older (below -1) FENCED_LEADER_EPOCH, in ListOffsets too (Fetch
 //! takes any negative one for none); unknown topics and partitions are UNKNOWN_TOPIC_OR_PARTITION; every
-//! topic and partition is answered in request order, repeats included. The
-//! end of epoch 0 is the acknowledged log end again after kill -9.
+//! topic and partition is answered in request order, repeats included. After
+//! kill -9 the partitions are at leader epoch 2, as a Kafka node's after a
+//! restart, and epoch 0 ends at the acknowledged log end.
 //!
 //! Method: hand-built requests (kafka-protocol's types) on a broker with two
 //! shards, so the partitions of one request are answered by both.
@@ -228,27 +229,58 @@ async fn offset_for_leader_epoch_answers_like_kafka() {
             );
         }
 
-        // The epoch cache comes back from disk after kill -9.
+        // The epoch cache comes back from disk after kill -9, and the
+        // partitions come back two leader epochs up, as a Kafka node's do
+        // (Kafka 4.1.1 after a restart, its cache [0@0, 4@1249]: epochs 0-3
+        // end at 1249, 4 at the log end, 5 is undefined, an older current
+        // epoch is fenced).
         let more: Vec<_> = (5..12).map(|i| test_message(i, 0)).collect();
         produce_all(&producer, TOPIC, &more).await;
         drop(producer);
         broker.kill9();
         broker.restart();
-        // Epoch 0 still starts at offset 0 (a cache rebuilt at the log end
-        // would answer -5 with 12), and ends at the log end.
         let (_, answers) = ask(
             &broker.bootstrap(),
             4,
-            &[(TOPIC, &[(0, 0, 0), (0, 0, -5), (1, 0, 0)])],
+            &[(
+                TOPIC,
+                &[
+                    (0, 2, 0),
+                    (0, 2, 1),
+                    (0, 2, 2),
+                    (0, 2, 3),
+                    (0, -1, -5),
+                    (0, 0, 0),
+                    (1, 2, 0),
+                    (1, 2, 2),
+                ],
+            )],
         );
         assert_eq!(
             answers,
             [
                 (TOPIC.to_string(), 0, 0, 0, 12),
+                (TOPIC.to_string(), 0, 0, 0, 12),
+                (TOPIC.to_string(), 0, 0, 2, 12),
+                (TOPIC.to_string(), 0, 0, -1, -1),
                 (TOPIC.to_string(), 0, 0, -5, 0),
-                (TOPIC.to_string(), 1, 0, 0, 0)
+                (TOPIC.to_string(), 0, FENCED_LEADER_EPOCH, -1, -1),
+                (TOPIC.to_string(), 1, 0, 0, 0),
+                (TOPIC.to_string(), 1, 0, 2, 0),
             ]
         );
+        for (current, error) in [(0, FENCED_LEADER_EPOCH), (2, 0), (3, UNKNOWN_LEADER_EPOCH)] {
+            assert_eq!(
+                list_offsets_error(&broker.bootstrap(), current),
+                error,
+                "ListOffsets at current epoch {current} after the restart"
+            );
+            assert_eq!(
+                fetch_error(&broker.bootstrap(), current),
+                error,
+                "Fetch at current epoch {current} after the restart"
+            );
+        }
     })
     .await;
 }

@@ -333,18 +333,26 @@ impl Partition {
         topic: String,
         index: i32,
         topic_id: Uuid,
+        leader_epoch: i32,
         log: Log,
         settings: PartitionSettings,
     ) -> Rc<Self> {
         let log_end_offset = log.log_end_offset();
+        // Epochs never go back: a log holding a newer one than the
+        // metadata's (written under another metadata log) keeps its own.
+        let newest_in_log = log
+            .leader_epoch_entries()
+            .last()
+            .map_or(leader_epoch, |entry| entry.epoch);
+        if newest_in_log > leader_epoch {
+            tracing::warn!(%topic, partition = index, leader_epoch, newest_in_log, "the log holds a newer leader epoch than the metadata; appending in it");
+        }
         Rc::new(Partition {
             topic,
             index,
             topic_id,
             log,
-            // The epoch requests' current_leader_epoch is checked against
-            // (`check_current_leader_epoch`): the two must stay equal.
-            leader_epoch: crate::cluster::image::LEADER_EPOCH,
+            leader_epoch: leader_epoch.max(newest_in_log),
             settings: Cell::new(settings),
             waiters: RefCell::new(Vec::new()),
             deleted: Cell::new(false),
@@ -642,10 +650,12 @@ impl Partition {
     ///
     /// # Errors
     /// Opening or reading the log failed.
+    #[allow(clippy::too_many_arguments)]
     pub async fn open(
         topic: String,
         index: i32,
         topic_id: Uuid,
+        leader_epoch: i32,
         dir: &Path,
         config: LogConfig,
         clean_shutdown: bool,
@@ -655,7 +665,7 @@ impl Partition {
         if clean_shutdown {
             // The clean close wrote a snapshot at the log end.
             let log = Log::open(dir, config, clean_shutdown).await?;
-            let partition = Partition::new(topic, index, topic_id, log, settings);
+            let partition = Partition::new(topic, index, topic_id, leader_epoch, log, settings);
             partition.load_producer_state_after(snapshots, None).await?;
             return Ok(partition);
         }
@@ -681,7 +691,7 @@ impl Partition {
         )
         .await?;
         scanned.covered = replayed_from == Some(from_offset);
-        let partition = Partition::new(topic, index, topic_id, log, settings);
+        let partition = Partition::new(topic, index, topic_id, leader_epoch, log, settings);
         partition
             .load_producer_state_after(snapshots, Some(scanned))
             .await?;
@@ -1450,7 +1460,7 @@ mod tests {
         clean: bool,
     ) -> Rc<Partition> {
         if !create {
-            return Partition::open("t".into(), 0, Uuid::nil(), dir, config, clean, SETTINGS)
+            return Partition::open("t".into(), 0, Uuid::nil(), 0, dir, config, clean, SETTINGS)
                 .await
                 .expect("partition opens");
         }
@@ -1459,6 +1469,7 @@ mod tests {
             "t".into(),
             0,
             Uuid::nil(),
+            0,
             log.expect("log creates"),
             SETTINGS,
         );
@@ -1481,7 +1492,7 @@ mod tests {
             let log = Log::create(&dir, small_config(0), Uuid::nil())
                 .await
                 .unwrap();
-            let partition = Partition::new("t".into(), 0, Uuid::nil(), log, SETTINGS);
+            let partition = Partition::new("t".into(), 0, Uuid::nil(), 0, log, SETTINGS);
             partition.load_producer_state().await.unwrap();
             assert_eq!(
                 append(&partition, keyed("a", "aborted", Some((2, 0)))).await,
@@ -1571,7 +1582,7 @@ mod tests {
 
             let reopen = |dir: PathBuf| async move {
                 let log = Log::open(&dir, small_config(0), false).await.unwrap();
-                let partition = Partition::new("t".into(), 0, Uuid::nil(), log, SETTINGS);
+                let partition = Partition::new("t".into(), 0, Uuid::nil(), 0, log, SETTINGS);
                 let before = crate::storage::segment_bytes_read();
                 partition.load_producer_state().await.unwrap();
                 (partition, crate::storage::segment_bytes_read() - before)
@@ -1703,7 +1714,7 @@ mod tests {
 
             let before = crate::storage::segment_bytes_read();
             let log = Log::open(&dir, config.clone(), false).await.unwrap();
-            let partition = Partition::new("t".into(), 0, Uuid::nil(), log, SETTINGS);
+            let partition = Partition::new("t".into(), 0, Uuid::nil(), 0, log, SETTINGS);
             partition.load_producer_state().await.unwrap();
             let twice = crate::storage::segment_bytes_read() - before;
             assert_eq!(state(partition.clone()).await, scanned);
@@ -1787,7 +1798,7 @@ mod tests {
 
             let before = crate::storage::segment_bytes_read();
             let log = Log::open(&dir, config, false).await.unwrap();
-            let partition = Partition::new("t".into(), 0, Uuid::nil(), log, SETTINGS);
+            let partition = Partition::new("t".into(), 0, Uuid::nil(), 0, log, SETTINGS);
             partition.load_producer_state().await.unwrap();
             let twice = crate::storage::segment_bytes_read() - before;
             assert_eq!(partition.describe_producers(), producers);
@@ -1945,7 +1956,7 @@ mod tests {
                 ..small_config(0)
             };
             let log = Log::create(&dir, config, Uuid::nil()).await.unwrap();
-            let partition = Partition::new("t".into(), 0, Uuid::nil(), log, SETTINGS);
+            let partition = Partition::new("t".into(), 0, Uuid::nil(), 0, log, SETTINGS);
             partition.load_producer_state().await.unwrap();
             let value = vec![b'v'; 1500];
             let mut sequences = [0i32; 6];

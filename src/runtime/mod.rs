@@ -246,6 +246,12 @@ fn prepare_data_dir(
         let formatted = formatted_cluster(config);
         metadata_log::append_at_startup(&meta_dir, &formatted)?;
         records.extend(formatted);
+    } else {
+        // Back again: every partition moves up its leader epochs, made
+        // durable before any partition opens, so an epoch is never reused.
+        let resumed = [MetadataRecord::LeadershipResumed];
+        metadata_log::append_at_startup(&meta_dir, &resumed)?;
+        records.extend(resumed);
     }
     let added = scram_credentials_to_add(config, &records)?;
     if !added.is_empty() {

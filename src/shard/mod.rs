@@ -262,6 +262,7 @@ impl Shard {
                 topic.name.clone(),
                 partition,
                 topic.topic_id,
+                topic.leader_epoch(partition),
                 &dir,
                 log_config,
                 clean_shutdown,
@@ -270,7 +271,14 @@ impl Shard {
             .await?
         } else {
             let log = Log::create(&dir, log_config, topic.topic_id).await?;
-            let p = Partition::new(topic.name.clone(), partition, topic.topic_id, log, settings);
+            let p = Partition::new(
+                topic.name.clone(),
+                partition,
+                topic.topic_id,
+                topic.leader_epoch(partition),
+                log,
+                settings,
+            );
             p.load_producer_state().await?;
             p
         };
@@ -296,6 +304,7 @@ impl Shard {
                     | MetadataRecord::GroupConfigs { .. }
                     | MetadataRecord::ClientMetricsConfigs { .. }
                     | MetadataRecord::FeatureLevel { .. }
+                    | MetadataRecord::LeadershipResumed
                     | MetadataRecord::DelegationToken { .. }
                     | MetadataRecord::RemoveDelegationToken { .. }
             )
@@ -400,6 +409,7 @@ impl Shard {
                 | MetadataRecord::GroupConfigs { .. }
                 | MetadataRecord::ClientMetricsConfigs { .. }
                 | MetadataRecord::FeatureLevel { .. }
+                | MetadataRecord::LeadershipResumed
                 | MetadataRecord::DelegationToken { .. }
                 | MetadataRecord::RemoveDelegationToken { .. }
                 | MetadataRecord::ProducerIds { .. }

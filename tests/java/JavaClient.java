@@ -49,7 +49,7 @@ public class JavaClient {
         String mode = args[0];
         String bootstrap = args[1];
         String topic = args[2];
-        if (!List.of("delegation-tokens", "token-login", "token-sweep").contains(mode)) {
+        if (!List.of("delegation-tokens", "token-login", "token-sweep", "resume").contains(mode)) {
             try (Admin admin = Admin.create(withSasl(Map.of("bootstrap.servers", bootstrap)))) {
                 admin.createTopics(List.of(new NewTopic(topic, PARTITIONS, (short) 1))).all().get();
             }
@@ -83,6 +83,7 @@ public class JavaClient {
             case "copier" -> copier(bootstrap, topic);
             case "admin" -> adminCalls(bootstrap, topic);
             case "validate" -> validatePositions(bootstrap, topic);
+            case "resume" -> resume(bootstrap, topic, Integer.parseInt(System.getenv("JAVA_CLIENT_COUNT")));
             case "scram" -> scram(bootstrap, topic);
             case "plain" -> plain(bootstrap, topic);
             case "acls" -> acls(bootstrap, topic);
@@ -233,6 +234,34 @@ public class JavaClient {
             }
         }
         System.out.printf("{\"truncation\": \"%s\", \"read\": \"%s\"}%n", truncation, String.join(",", values));
+    }
+
+    /**
+     * A member of group `<topic>-resume` (auto.offset.reset=earliest)
+     * reads `count` records of `topic` within 30 s, starting from the
+     * group's committed offsets, which it validates first when they carry
+     * a leader epoch; commits; prints the offsets read, each with its
+     * record's leader epoch.
+     */
+    static void resume(String bootstrap, String topic, int count) throws Exception {
+        Properties props = new Properties();
+        props.put("bootstrap.servers", bootstrap);
+        props.put("group.id", topic + "-resume");
+        props.put("auto.offset.reset", "earliest");
+        props.put("enable.auto.commit", "false");
+        List<String> read = new ArrayList<>();
+        try (KafkaConsumer<String, String> consumer =
+                new KafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer())) {
+            consumer.subscribe(List.of(topic));
+            long deadline = System.currentTimeMillis() + 30_000;
+            while (read.size() < count && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
+                    read.add(record.offset() + "@" + record.leaderEpoch().orElse(-1));
+                }
+            }
+            consumer.commitSync();
+        }
+        System.out.printf("{\"read\": \"%s\"}%n", String.join(",", read));
     }
 
     /**

@@ -29,12 +29,15 @@ is not installed.
 
 import json
 import pathlib
+import struct
 import subprocess
 import uuid
 
 import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from conftest import maven_classpath, run_json_program
+from conftest import Broker, maven_classpath, run_json_program
 
 JAVA_DIR = pathlib.Path(__file__).resolve().parents[1] / "java"
 
@@ -342,3 +345,55 @@ def test_java_consumer_validates_a_position_with_a_leader_epoch(classpath, broke
     # end of epoch 0 (offset 5), and records read on from offset 3.
     seen = run_java(classpath, "validate", broker, topic)
     assert seen == {"truncation": "5@0", "read": "3:v3@0,4:v4@0"}
+
+
+def test_java_consumer_resumes_where_a_truncated_log_diverges_after_a_restart(classpath, tmp_path):
+    # Kafka's partitions move up two leader epochs when their node comes
+    # back (its controller fences the old incarnation and elects the new):
+    # a consumer whose committed offset carries an older epoch validates it
+    # (OffsetForLeaderEpoch) and, past where that epoch now ends, resumes
+    # there. Here the log loses its tail while the broker is down (cut
+    # after offset 49, as a crash losing unsynced writes would): the group
+    # committed 100 at epoch 0; 30 records written after the restart are
+    # 50..79 at epoch 2, and the group reads exactly those. (Were the epoch
+    # the same, epoch 0 would end at 80 and the group would skip them.)
+    # Kafka 4.1.1, its segment cut the same way after kill -9, answered
+    # the same: epoch 2, and the group read 50@2..79@2.
+    broker = Broker(tmp_path / "broker")
+    broker.start()
+    try:
+        topic = f"truncated-{uuid.uuid4().hex[:8]}"
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result()
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
+
+        def write(prefix, count, batch):
+            for start in range(0, count, batch):
+                for i in range(start, start + batch):
+                    producer.produce(topic, value=f"{prefix}-{i}")
+                producer.flush()
+
+        def resume(count):
+            return run_json_program(["java", "-cp", classpath, JAVA_DIR / "JavaClient.java", "resume",
+                                     broker.bootstrap, topic], env={"JAVA_CLIENT_COUNT": str(count)})["read"]
+
+        write("old", 100, 10)
+        assert resume(100) == ",".join(f"{offset}@0" for offset in range(100))
+        broker.kill()
+        segment = sorted((broker.data_dir / f"{topic}-0").glob("*.log"))[-1]
+        data = segment.read_bytes()
+        cut = 0
+        while cut + 12 <= len(data):
+            base, length = struct.unpack(">qi", data[cut:cut + 12])
+            if length <= 0 or base >= 50:
+                break
+            cut += 12 + length
+        with open(segment, "r+b") as file:
+            file.truncate(cut)
+        broker.start()
+        write("new", 30, 30)
+        assert resume(30) == ",".join(f"{offset}@2" for offset in range(50, 80))
+        producer.flush()
+    finally:
+        broker.stop()
+        broker.kill()

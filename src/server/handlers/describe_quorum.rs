@@ -31,8 +31,6 @@ use crate::shard::Shard;
 
 /// The metadata log's topic, as Kafka names it.
 const METADATA_TOPIC: &str = "__cluster_metadata";
-/// The leader epoch reported: one leader since the log began.
-const LEADER_EPOCH: i32 = 1;
 /// First version with error messages, directory ids and nodes.
 const MESSAGES_SINCE: i16 = 2;
 
@@ -63,7 +61,8 @@ pub fn handle(
             && topic.partitions[0].partition_index == 0
     );
     let config = &shard.config;
-    let offset = shard.image().applied_records as i64;
+    let image = shard.image();
+    let offset = image.applied_records as i64;
     let now_ms = crate::partition::now_ms();
     response.topics = request
         .topics
@@ -87,7 +86,9 @@ pub fn handle(
                     }
                     partition.error_message = Some(str_bytes(""));
                     partition.leader_id = BrokerId(config.node_id);
-                    partition.leader_epoch = LEADER_EPOCH;
+                    // The single voter elects itself at each start-up: 1
+                    // at the first, one more at each since, as in Kafka.
+                    partition.leader_epoch = image.restarts.saturating_add(1);
                     partition.high_watermark = offset;
                     let mut voter = ReplicaState::default();
                     voter.replica_id = BrokerId(config.node_id);

@@ -26,7 +26,7 @@ use kafka_protocol::messages::{
 use super::authorized_operations::AUTHORIZED_OPERATIONS_OMITTED;
 use super::{encode_response, str_bytes};
 use crate::cluster::controller::validate_topic_name;
-use crate::cluster::image::{is_internal_topic, LEADER_EPOCH};
+use crate::cluster::image::is_internal_topic;
 use crate::config::limits::DESCRIBE_TOPIC_PARTITIONS_MAX;
 use crate::protocol::ErrorCode;
 use crate::security::acl::{AclOperation, ResourceType};
@@ -155,7 +155,7 @@ pub fn handle(
                 let mut partition = DescribeTopicPartitionsResponsePartition::default();
                 partition.partition_index = index;
                 partition.leader_id = node;
-                partition.leader_epoch = LEADER_EPOCH;
+                partition.leader_epoch = topic.leader_epoch(index);
                 partition.replica_nodes = vec![node];
                 partition.isr_nodes = vec![node];
                 partition.eligible_leader_replicas = Some(Vec::new());

@@ -101,7 +101,11 @@ pub async fn handle(
                     (Some(_), None) => Some(ErrorCode::UnknownTopicOrPartition),
                     // Fetch takes any negative epoch for "no check" (Kafka's
                     // FetchRequest.optionalEpoch), not only -1.
-                    _ => check_current_leader_epoch(partition.current_leader_epoch.max(-1)).err(),
+                    (Some(topic), Some(_)) => check_current_leader_epoch(
+                        partition.current_leader_epoch.max(-1),
+                        topic.leader_epoch(partition.partition),
+                    )
+                    .err(),
                 };
                 entries.push(Entry {
                     topic_position: ti,

@@ -77,9 +77,10 @@ pub async fn handle(
                     continue;
                 }
                 let owner = image_topic.and_then(|t| shard.owner_of(t, index));
+                let current = image_topic.map_or(0, |t| t.leader_epoch(index));
                 match (
                     owner,
-                    check_current_leader_epoch(partition.current_leader_epoch),
+                    check_current_leader_epoch(partition.current_leader_epoch, current),
                 ) {
                     (None, _) => {
                         partitions.push((index, failed(ErrorCode::UnknownTopicOrPartition)));

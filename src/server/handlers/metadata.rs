@@ -14,7 +14,7 @@ use kafka_protocol::messages::{ApiKey, BrokerId, MetadataRequest, MetadataRespon
 use super::authorized_operations::AUTHORIZED_OPERATIONS_OMITTED;
 use super::{encode_response, ready, str_bytes};
 use crate::cluster::controller::validate_topic_name;
-use crate::cluster::image::{is_internal_topic, LEADER_EPOCH};
+use crate::cluster::image::is_internal_topic;
 use crate::cluster::{MetadataImage, TopicImage};
 use crate::protocol::ErrorCode;
 use crate::security::acl::{AclOperation, ResourceType};
@@ -82,7 +82,7 @@ fn describe_topic(
             p.partition_index = index;
             p.leader_id = node;
             if version >= 7 {
-                p.leader_epoch = LEADER_EPOCH;
+                p.leader_epoch = topic.leader_epoch(index);
             }
             p.replica_nodes = vec![node];
             p.isr_nodes = vec![node];

@@ -58,9 +58,10 @@ pub async fn handle(
         for (pi, partition) in topic.partitions.iter().enumerate() {
             let index = partition.partition;
             let owner = image_topic.and_then(|t| shard.owner_of(t, index));
+            let current = image_topic.map_or(0, |t| t.leader_epoch(index));
             match (
                 owner,
-                check_current_leader_epoch(partition.current_leader_epoch),
+                check_current_leader_epoch(partition.current_leader_epoch, current),
             ) {
                 _ if !describable => result
                     .partitions
