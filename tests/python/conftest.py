@@ -135,6 +135,25 @@ def serve(broker):
         broker.kill()
 
 
+class Reference:
+    """A Kafka broker started elsewhere, standing in for a ringbroker."""
+
+    def __init__(self, bootstrap):
+        self.bootstrap = bootstrap
+
+    def assert_alive(self):
+        pass
+
+
+def serve_or_reference(reference, make_broker):
+    """For fixtures: yields a Reference to `reference` (host:port) when it
+    is set, else serves the broker `make_broker()` makes."""
+    if reference:
+        yield Reference(reference)
+        return
+    yield from serve(make_broker())
+
+
 @pytest.fixture(scope="session")
 def broker_process(tmp_path_factory):
     yield from serve(Broker(tmp_path_factory.mktemp("ringbroker")))

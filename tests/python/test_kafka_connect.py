@@ -30,7 +30,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 
-from conftest import Broker, free_port, maven_classpath, serve
+from conftest import Broker, free_port, maven_classpath, serve_or_reference
 
 CONNECT_DIR = pathlib.Path(__file__).resolve().parents[1] / "java" / "connect"
 LINES = 200_000
@@ -43,17 +43,10 @@ def connect_classpath(tmp_path_factory):
     return maven_classpath(CONNECT_DIR, tmp_path_factory, "the Kafka Connect tests")
 
 
-class Reference:
-    def __init__(self, bootstrap):
-        self.bootstrap = bootstrap
-
-
 @pytest.fixture(scope="module")
 def connect_broker(tmp_path_factory):
-    if REFERENCE:
-        yield Reference(REFERENCE)
-        return
-    yield from serve(Broker(tmp_path_factory.mktemp("ringbroker-connect"), cores=2))
+    yield from serve_or_reference(
+        REFERENCE, lambda: Broker(tmp_path_factory.mktemp("ringbroker-connect"), cores=2))
 
 
 class Worker:

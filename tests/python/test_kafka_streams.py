@@ -24,7 +24,6 @@ import collections
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 import time
 
@@ -32,7 +31,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 
-from conftest import Broker, maven_classpath, serve
+from conftest import Broker, maven_classpath, serve_or_reference
 
 STREAMS_DIR = pathlib.Path(__file__).resolve().parents[1] / "java" / "streams"
 WORDS = [f"w{i}" for i in range(50)]
@@ -47,24 +46,12 @@ def streams_classpath(tmp_path_factory):
     return maven_classpath(STREAMS_DIR, tmp_path_factory, "the Kafka Streams tests")
 
 
-class Reference:
-    """A Kafka broker started elsewhere (RINGBROKER_STREAMS_REFERENCE=host:port)."""
-
-    def __init__(self, bootstrap):
-        self.bootstrap = bootstrap
-
-    def assert_alive(self):
-        pass
-
-
 @pytest.fixture(scope="module")
 def streams_broker(tmp_path_factory):
-    if REFERENCE:
-        yield Reference(REFERENCE)
-        return
     # Two shards: the partitions, group coordinator and transaction
     # coordinators of an application spread over both.
-    yield from serve(Broker(tmp_path_factory.mktemp("ringbroker-streams"), cores=2))
+    yield from serve_or_reference(
+        REFERENCE, lambda: Broker(tmp_path_factory.mktemp("ringbroker-streams"), cores=2))
 
 
 @pytest.fixture
