@@ -135,6 +135,35 @@ def serve(broker):
         broker.kill()
 
 
+class LoggedProcess:
+    """A client program (a Kafka Streams application, a Connect worker)
+    running with its output in `log_path`."""
+
+    def __init__(self, args, log_path):
+        self.log_path = log_path
+        self.log = open(log_path, "ab")
+        self.process = subprocess.Popen([str(a) for a in args], stdout=self.log,
+                                        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def text(self):
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self):
+        """kill -9."""
+        self.process.kill()
+        self.process.wait()
+
+    def stop(self, timeout=40):
+        """SIGTERM, and kill -9 after `timeout` seconds."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.log.close()
+
+
 class Reference:
     """A Kafka broker started elsewhere, standing in for a ringbroker."""
 

@@ -20,7 +20,6 @@ internal topic configs.
 import json
 import pathlib
 import os
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -30,7 +29,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 
-from conftest import Broker, free_port, maven_classpath, serve_or_reference
+from conftest import Broker, LoggedProcess, free_port, maven_classpath, serve_or_reference
 
 CONNECT_DIR = pathlib.Path(__file__).resolve().parents[1] / "java" / "connect"
 LINES = 200_000
@@ -49,7 +48,7 @@ def connect_broker(tmp_path_factory):
         REFERENCE, lambda: Broker(tmp_path_factory.mktemp("ringbroker-connect"), cores=2))
 
 
-class Worker:
+class Worker(LoggedProcess):
     def __init__(self, classpath, bootstrap, work_dir, tag):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -76,11 +75,9 @@ class Worker:
             "producer.transaction.timeout.ms=10000",
             "",
         ]))
-        self.log_path = work_dir / "worker.log"
-        self.log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            ["java", "-cp", classpath, "org.apache.kafka.connect.cli.ConnectDistributed", str(properties)],
-            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        super().__init__(
+            ["java", "-cp", classpath, "org.apache.kafka.connect.cli.ConnectDistributed", properties],
+            work_dir / "worker.log")
         deadline = time.monotonic() + 90
         while True:
             try:
@@ -91,9 +88,6 @@ class Worker:
             assert self.process.poll() is None, f"the worker exited:\n{self.text()[-5000:]}"
             assert time.monotonic() < deadline, f"the worker did not start:\n{self.text()[-5000:]}"
             time.sleep(0.5)
-
-    def text(self):
-        return self.log_path.read_text(errors="replace")
 
     def get(self, path):
         with urllib.request.urlopen(self.url + path, timeout=10) as response:
@@ -113,21 +107,6 @@ class Worker:
             return False
         return status["connector"]["state"] == "RUNNING" and bool(status["tasks"]) and all(
             task["state"] == "RUNNING" for task in status["tasks"])
-
-    def kill(self):
-        self.process.kill()
-        self.process.wait()
-        self.log.close()
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
 
 
 def read_committed(bootstrap, topic, expected, timeout=120):
@@ -180,6 +159,7 @@ def test_connect_exactly_once_source_survives_a_killed_worker(connect_classpath,
             assert time.monotonic() < deadline, worker.text()[-5000:]
             time.sleep(0.05)
         worker.kill()
+        worker.stop()  # closes its log
         high = probe.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
         probe.close()
         assert high < LINES, "the source finished before the kill"

@@ -24,14 +24,13 @@ import collections
 import os
 import pathlib
 import re
-import subprocess
 import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 
-from conftest import Broker, maven_classpath, serve_or_reference
+from conftest import Broker, LoggedProcess, maven_classpath, serve_or_reference
 
 STREAMS_DIR = pathlib.Path(__file__).resolve().parents[1] / "java" / "streams"
 WORDS = [f"w{i}" for i in range(50)]
@@ -60,19 +59,14 @@ def broker(streams_broker):
     yield streams_broker
 
 
-class App:
+class App(LoggedProcess):
     """One instance of the Streams application, its output in `log_path`."""
 
     def __init__(self, classpath, bootstrap, names, state_dir, log_path):
-        self.log_path = log_path
-        self.log = open(log_path, "ab")
-        self.process = subprocess.Popen(
+        super().__init__(
             ["java", "-cp", classpath, STREAMS_DIR / "StreamsApp.java", bootstrap, names.app,
-             names.lines, names.dictionary, names.out, "exactly_once_v2", str(state_dir)],
-            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-
-    def text(self):
-        return self.log_path.read_text(errors="replace")
+             names.lines, names.dictionary, names.out, "exactly_once_v2", state_dir],
+            log_path)
 
     def wait_for(self, pattern, timeout=60, start=0):
         """The first match of `pattern` in the output after offset `start`."""
@@ -84,19 +78,6 @@ class App:
             assert self.process.poll() is None, f"the application exited:\n{self.text()[-5000:]}"
             assert time.monotonic() < deadline, f"no {pattern!r} in {timeout} s:\n{self.text()[-5000:]}"
             time.sleep(0.2)
-
-    def kill(self):
-        self.process.kill()
-        self.process.wait()
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.log.close()
 
     def assert_no_errors(self):
         assert "ERROR " not in self.text() and "Exception in thread" not in self.text(), self.text()[-5000:]
