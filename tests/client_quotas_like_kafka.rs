@@ -2,7 +2,8 @@
 //! DescribeClientQuotas check, store and filter as Kafka 4.1 does, the
 //! quotas survive kill -9, and `producer_byte_rate` / `consumer_byte_rate`
 //! throttle a client by Kafka's arithmetic (a rate over at least ten
-//! one-second windows; throttle = (rate - quota) / quota * window), with the
+//! one-second windows; throttle = (rate - quota) / quota * window), as does
+//! `request_percentage` by the time requests take to handle, with the
 //! time in the response and the connection muted for it, while other
 //! clients go on.
 //!
@@ -24,7 +25,8 @@ use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProdu
 use kafka_protocol::messages::{
     AlterClientQuotasRequest, AlterClientQuotasResponse, ApiKey, ApiVersionsRequest,
     ApiVersionsResponse, CreateTopicsRequest, CreateTopicsResponse, DescribeClientQuotasRequest,
-    DescribeClientQuotasResponse, FetchRequest, FetchResponse, ProduceRequest, ProduceResponse,
+    DescribeClientQuotasResponse, FetchRequest, FetchResponse, FindCoordinatorRequest,
+    FindCoordinatorResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse,
     TopicName,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
@@ -614,6 +616,131 @@ fn byte_rate_quotas_throttle_by_kafkas_arithmetic() {
     );
 }
 
+/// Goal: `request_percentage` throttles a client by the time its requests
+/// take to handle, as Kafka's request quota does: every kind of request
+/// counts and carries the throttle (at most one quota window, 1000 ms),
+/// the connection reads nothing more until it has passed, a throttled
+/// fetch answers empty, other clients and a client within its quota go on
+/// unthrottled, and removing the quota frees the client.
+///
+/// Method: a quota of 0.000001 % of a thread (0.1 µs over the ten seconds
+/// a new sensor measures across) is spent by any request, so every answer
+/// is throttled for the whole window, on Kafka 4.1.1 as here; a quota of
+/// 100 % (a whole thread) is not reached by a few requests on either.
+#[test]
+fn request_percentage_throttles_by_handling_time_like_kafka() {
+    let (bootstrap, _broker) = bootstrap_or_broker();
+    let mut admin = RawClient::connect(&bootstrap);
+    let topic = &fresh_topic("quota-requests");
+    create_topic(&mut admin, topic);
+    let _: ProduceResponse = admin.request(ApiKey::Produce, 9, &produce_request(topic, 5, 100));
+    let tight: Entity = vec![("client-id", Some("rb-request-quota"))];
+    let ample: Entity = vec![("client-id", Some("rb-request-ample"))];
+    let mut answers = alter(
+        &mut admin,
+        &[
+            (
+                tight.clone(),
+                vec![("request_percentage", 0.000_001, false)],
+            ),
+            (ample.clone(), vec![("request_percentage", 100.0, false)]),
+        ],
+        false,
+    );
+    answers.sort();
+    assert_eq!(answers, vec![ok(&ample), ok(&tight)]);
+    let described = describe(
+        &mut admin,
+        &[("client-id", 0, Some("rb-request-quota"))], // exact match
+        false,
+    );
+    assert_eq!(
+        described,
+        (
+            0,
+            Some(String::new()),
+            Some(vec![(
+                owned(&tight),
+                vec![("request_percentage".to_string(), 0.000_001)]
+            )])
+        )
+    );
+    std::thread::sleep(Duration::from_secs(1));
+
+    let mut client = RawClient::connect_as(&bootstrap, "rb-request-quota");
+    let mut other = RawClient::connect_as(&bootstrap, "rb-request-other");
+    let mut within = RawClient::connect_as(&bootstrap, "rb-request-ample");
+    let metadata = MetadataRequest::default();
+    let first: MetadataResponse = client.request(ApiKey::Metadata, 12, &metadata);
+    let mut answered = Instant::now();
+    assert_eq!(first.throttle_time_ms, 1000);
+    // Meanwhile the others are answered at once, unthrottled.
+    for _ in 0..5 {
+        let response: MetadataResponse = other.request(ApiKey::Metadata, 12, &metadata);
+        assert_eq!(response.throttle_time_ms, 0);
+        let response: MetadataResponse = within.request(ApiKey::Metadata, 12, &metadata);
+        assert_eq!(response.throttle_time_ms, 0);
+    }
+    assert!(answered.elapsed() < Duration::from_millis(500));
+    // Each next request waits out the throttle and is throttled in turn,
+    // whatever its kind.
+    let mut throttles = Vec::new();
+    let mut check_muted = |answered: &mut Instant, throttle: i32| {
+        assert!(
+            answered.elapsed() >= Duration::from_millis(900),
+            "answered {:?} after a 1000 ms throttle",
+            answered.elapsed()
+        );
+        *answered = Instant::now();
+        throttles.push(throttle);
+    };
+    let versions: ApiVersionsResponse =
+        client.request(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default());
+    check_muted(&mut answered, versions.throttle_time_ms);
+    let mut find = FindCoordinatorRequest::default();
+    find.key_type = 0;
+    find.coordinator_keys = vec![s("rb-request-group")];
+    let coordinator: FindCoordinatorResponse = client.request(ApiKey::FindCoordinator, 4, &find);
+    check_muted(&mut answered, coordinator.throttle_time_ms);
+    let produced: ProduceResponse =
+        client.request(ApiKey::Produce, 9, &produce_request(topic, 1, 100));
+    check_muted(&mut answered, produced.throttle_time_ms);
+    assert_eq!(
+        produced.responses[0].partition_responses[0].error_code, 0,
+        "a throttled produce is still written"
+    );
+    let fetched: FetchResponse = client.request(ApiKey::Fetch, 12, &fetch_request(topic, 0));
+    check_muted(&mut answered, fetched.throttle_time_ms);
+    assert!(
+        fetched.responses.is_empty(),
+        "a throttled fetch carries no data"
+    );
+    assert_eq!(throttles, vec![1000; 4]);
+
+    // Without the quota the client is free once its last throttle ends.
+    assert_eq!(
+        alter(
+            &mut admin,
+            &[
+                (tight.clone(), vec![("request_percentage", 0.0, true)]),
+                (ample.clone(), vec![("request_percentage", 0.0, true)]),
+            ],
+            false
+        )
+        .len(),
+        2
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let fetched: FetchResponse = client.request(ApiKey::Fetch, 12, &fetch_request(topic, 0));
+    assert_eq!(fetched.throttle_time_ms, 0);
+    let records = fetched.responses[0].partitions[0]
+        .records
+        .clone()
+        .unwrap_or_default();
+    assert!(!records.is_empty(), "the fetch reads the records again");
+}
+
+/// Goal: altering quotas takes ALTER_CONFIGS on the cluster and describing
 /// Goal: altering quotas takes ALTER_CONFIGS on the cluster and describing
 /// them DESCRIBE_CONFIGS, refused as Kafka's source answers: every entry
 /// of an alteration, its entity as sent, with CLUSTER_AUTHORIZATION_FAILED

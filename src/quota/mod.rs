@@ -243,17 +243,6 @@ impl QuotaKey {
         }
     }
 
-    /// True when this broker enforces the key.
-    pub fn enforced(self) -> bool {
-        matches!(
-            self,
-            QuotaKey::ProducerByteRate
-                | QuotaKey::ConsumerByteRate
-                | QuotaKey::ControllerMutationRate
-                | QuotaKey::ConnectionCreationRate
-        )
-    }
-
     /// True when an entity of the IP type may carry this key (the others
     /// are for users and client ids).
     fn for_ip(self) -> bool {
@@ -498,11 +487,6 @@ pub fn check_value(entity: &QuotaEntity, key: &str, value: f64) -> Result<QuotaK
     if integral && (value % 1.0).abs() > 1e-6 {
         return Err(format!("{key} cannot be a fractional value."));
     }
-    if !parsed.enforced() {
-        // Kafka takes it; storing a limit nothing enforces would be a
-        // false success.
-        return Err(format!("{key} is not enforced by this broker yet"));
-    }
     Ok(parsed)
 }
 
@@ -704,7 +688,7 @@ mod tests {
             check_value(&ip, "connection_creation_rate", 3e9).unwrap_err(),
             "Proposed value for connection_creation_rate is too large for an INT."
         );
-        for key in QuotaKey::ALL.into_iter().filter(|k| k.enforced()) {
+        for key in QuotaKey::ALL {
             let entity = if key.for_ip() { &ip } else { &user };
             assert!(check_value(entity, key.name(), 7.0).is_ok(), "{key:?}");
             assert!(check_value(entity, key.name(), f64::NAN).is_ok(), "{key:?}");

@@ -334,6 +334,7 @@ impl Client {
         RequestClient {
             client: self.clone(),
             client_id: client_id.cloned(),
+            meter: None,
         }
     }
 }
@@ -344,6 +345,70 @@ pub struct RequestClient {
     client: Client,
     /// Shares the request header's bytes (no copy per request).
     client_id: Option<StrBytes>,
+    /// The request's handling time, measured while some
+    /// `request_percentage` quota exists (see [`RequestClient::metered`]).
+    meter: Option<Rc<RequestMeter>>,
+}
+
+/// Kafka's `NANOS_TO_PERCENTAGE_PER_SECOND`: a request's handling time in
+/// the unit of `request_percentage` (percent of one thread over a second).
+const NANOS_TO_PERCENTAGE: f64 = 100.0 / 1e9;
+
+/// The time one request has spent being handled on its connection's
+/// core: the sum of the time its handler's futures spent in `poll`, as
+/// Kafka counts a request handler thread's time on the request (waits in
+/// between, for other cores, the disk or a long-polling fetch, are not
+/// counted, as a request parked in Kafka's purgatory holds no thread).
+#[derive(Debug, Default)]
+pub struct RequestMeter {
+    spent: Cell<Duration>,
+    /// When the poll under way began.
+    polling_since: Cell<Option<Instant>>,
+    /// True once the time was charged (or found exempt): it is charged
+    /// once, by whichever comes first, the handler or the connection.
+    settled: Cell<bool>,
+}
+
+impl RequestMeter {
+    /// Time spent so far, the poll under way included.
+    fn spent(&self) -> Duration {
+        let running = self
+            .polling_since
+            .get()
+            .map_or(Duration::ZERO, |since| since.elapsed());
+        self.spent.get() + running
+    }
+
+    /// Runs `future`, adding the time spent polling it to this meter.
+    pub fn time<F: std::future::Future>(self: &Rc<Self>, future: F) -> Metered<F> {
+        Metered {
+            future: Box::pin(future),
+            meter: Rc::clone(self),
+        }
+    }
+}
+
+/// A future whose polls are timed by a [`RequestMeter`].
+pub struct Metered<F> {
+    future: std::pin::Pin<Box<F>>,
+    meter: Rc<RequestMeter>,
+}
+
+impl<F: std::future::Future> std::future::Future for Metered<F> {
+    type Output = F::Output;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        let started = Instant::now();
+        self.meter.polling_since.set(Some(started));
+        let polled = self.future.as_mut().poll(cx);
+        self.meter.polling_since.set(None);
+        let spent = self.meter.spent.get() + started.elapsed();
+        self.meter.spent.set(spent);
+        polled
+    }
 }
 
 impl RequestClient {
@@ -366,6 +431,62 @@ impl RequestClient {
             rate,
             strict,
         })
+    }
+
+    /// This request with its handling time measured when some
+    /// `request_percentage` quota exists (one look at the image
+    /// otherwise).
+    pub fn metered(mut self, shard: &Shard) -> Self {
+        if shard.image().client_quotas.any(QuotaKey::RequestPercentage) {
+            self.meter = Some(Rc::default());
+        }
+        self
+    }
+
+    /// The meter timing this request, when it is measured.
+    pub fn meter(&self) -> Option<&Rc<RequestMeter>> {
+        self.meter.as_ref()
+    }
+
+    /// Charges the request's handling time so far to the
+    /// `request_percentage` quota that applies to it, as Kafka's
+    /// `ClientRequestQuotaManager` does when it answers, and returns the
+    /// throttle in ms: at most one quota window
+    /// (`quota.window.size.seconds`), 0 without a quota. A throttle mutes
+    /// the connection. Only the first call charges.
+    pub async fn charge_request_time(&self, shard: &Rc<Shard>) -> u64 {
+        let Some(meter) = &self.meter else {
+            return 0;
+        };
+        if meter.settled.replace(true) {
+            return 0;
+        }
+        let Some((sensor, quota)) = self.quota(shard, QuotaKey::RequestPercentage) else {
+            return 0;
+        };
+        let value = meter.spent().as_nanos() as f64 * NANOS_TO_PERCENTAGE;
+        let throttle = record_on_owner(shard, sensor, value, quota, false)
+            .await
+            .min(shard.config.quota_window.window_ms);
+        self.client.mute_for(throttle);
+        throttle
+    }
+
+    /// Marks the request exempt from the `request_percentage` quota (a
+    /// replica's fetch, as in Kafka): its time is not charged.
+    pub fn exempt_request_time(&self) {
+        if let Some(meter) = &self.meter {
+            meter.settled.set(true);
+        }
+    }
+
+    /// Takes back `value` recorded on the quota of `key` (a fetch
+    /// throttled for another quota answers no data, so its bytes do not
+    /// count, as Kafka's `unrecordQuotaSensor`).
+    pub async fn uncharge(&self, shard: &Rc<Shard>, key: QuotaKey, value: f64) {
+        if let Some((sensor, quota)) = self.quota(shard, key) {
+            record_on_owner(shard, sensor, -value, quota, false).await;
+        }
     }
 
     /// Mutes the connection for a throttle the controller asked for and

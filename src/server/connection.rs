@@ -28,7 +28,7 @@ use super::write_watch::{self, Watched};
 use super::{handlers, versions, ServerState};
 use crate::config::limits::{CONNECTION_IN_FLIGHT_REQUESTS_MAX, REQUEST_FRAME_BYTES_MIN};
 use crate::config::Listener;
-use crate::quota::sensors::Client;
+use crate::quota::sensors::{Client, RequestClient};
 use crate::shard::messages::TopicPartition;
 
 /// What a handler's completion yields.
@@ -212,8 +212,16 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin + 'static>(
                 handle_frame(frame, &state, peer_addr, endpoint, access, client).await
             }
             Frame::Produce(produce) => {
-                let client = client.for_request(produce.header.client_id.as_ref());
-                Ok(handlers::produce::handle(&state.shard, &access, client, produce).await)
+                let client = client
+                    .for_request(produce.header.client_id.as_ref())
+                    .metered(&state.shard);
+                let version = produce.header.request_api_version;
+                let handling =
+                    handlers::produce::handle(&state.shard, &access, client.clone(), produce);
+                under_request_quota(&state.shard, ApiKey::Produce, version, client, async {
+                    Ok(handling.await)
+                })
+                .await
             }
         };
         match handled {
@@ -500,10 +508,58 @@ async fn handle_frame(
     let mut buf = frame;
     let header = RequestHeader::decode(&mut buf, api_key.request_header_version(version))
         .map_err(|_| CloseReason::BadHeader)?;
-    let client = client.for_request(header.client_id.as_ref());
-    handlers::dispatch(state, api_key, header, buf, peer, listener, &access, client)
-        .await
-        .map_err(CloseReason::Handler)
+    let client = client
+        .for_request(header.client_id.as_ref())
+        .metered(&state.shard);
+    let handling = handlers::dispatch(
+        state,
+        api_key,
+        header,
+        buf,
+        peer,
+        listener,
+        &access,
+        client.clone(),
+    );
+    under_request_quota(&state.shard, api_key, version, client, async {
+        handling.await.map_err(CloseReason::Handler)
+    })
+    .await
+}
+
+/// Runs a request's handling (`handling`, then the responder it gives)
+/// and, while some `request_percentage` quota exists, charges the time
+/// spent on it to the client's quota when the response is ready, as Kafka
+/// does when it answers: the response's `throttle_time_ms` is raised to the
+/// throttle and the connection muted for it. WriteTxnMarkers (a cluster
+/// action) and Produce with acks=0 (no response) are exempt, as in Kafka;
+/// a handler may charge or exempt its request itself first (Fetch).
+async fn under_request_quota(
+    shard: &Rc<crate::shard::Shard>,
+    api_key: ApiKey,
+    version: i16,
+    client: RequestClient,
+    handling: impl std::future::Future<Output = Result<Responder, CloseReason>>,
+) -> Result<Responder, CloseReason> {
+    let Some(meter) = client.meter().cloned() else {
+        return handling.await;
+    };
+    let responder = meter.time(handling).await?;
+    if api_key == ApiKey::WriteTxnMarkers {
+        client.exempt_request_time();
+        return Ok(responder);
+    }
+    let shard = Rc::clone(shard);
+    Ok(Box::pin(async move {
+        let response = meter.time(responder).await;
+        if matches!(response, Response::None | Response::Close(_)) {
+            return response;
+        }
+        match client.charge_request_time(&shard).await {
+            0 => response,
+            throttle => handlers::with_throttle(response, api_key, version, throttle),
+        }
+    }))
 }
 
 #[cfg(test)]

@@ -177,3 +177,49 @@ def test_connections_of_one_client_share_its_quota(quota_broker, topic):
     assert throttles and max(throttles) > 0
     assert time.monotonic() - started >= 3
     assert set_client_quotas(bootstrap, [(client_id, "producer_byte_rate", None)]) == [0]
+
+
+def test_librdkafka_under_a_request_quota_is_throttled_and_loses_nothing(quota_broker, topic):
+    """request_percentage: 0.000001 % of a thread (0.1 µs over the ten
+    seconds a new sensor measures across) is spent by any request, so every
+    answer to these clients is throttled for a whole window (1 s), as on
+    Kafka. The producer's records are all written (a throttled produce is
+    still written); the consumer reads nothing while its throttled fetches
+    answer empty, then everything, in order, once the quota is removed."""
+    bootstrap = quota_broker.bootstrap
+    create_topic(bootstrap, topic)
+    producer_id, consumer_id = f"rdk-request-p-{topic}", f"rdk-request-c-{topic}"
+    assert set_client_quotas(bootstrap, [
+        (producer_id, "request_percentage", 1e-6), (consumer_id, "request_percentage", 1e-6),
+    ]) == [0, 0]
+    throttles = []
+    started = time.monotonic()
+    count = 40
+    assert produce(bootstrap, topic, producer_id, count, throttles) == count
+    assert time.monotonic() - started >= 2
+    assert throttles and max(throttles) == 1.0  # seconds
+
+    throttles.clear()
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "client.id": consumer_id, "group.id": f"g-{topic}",
+        "throttle_cb": lambda event: throttles.append(event.throttle_time),
+    })
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    read = []
+
+    def poll_for(seconds):
+        deadline = time.monotonic() + seconds
+        while len(read) < count and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is not None and not message.error():
+                read.append((message.offset(), message.key()))
+
+    poll_for(5)
+    assert read == []
+    assert throttles and max(throttles) == 1.0  # seconds
+    assert set_client_quotas(bootstrap, [
+        (producer_id, "request_percentage", None), (consumer_id, "request_percentage", None),
+    ]) == [0, 0]
+    poll_for(30)
+    consumer.close()
+    assert read == [(index, str(index).encode()) for index in range(count)]

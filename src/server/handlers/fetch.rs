@@ -232,19 +232,33 @@ pub async fn handle(
         response.error_code = 0;
         response.session_id = 0;
         response.responses = response_topics;
+        // The request's handling time counts against `request_percentage`
+        // (a replica's fetch is exempt), then the response's size
+        // (`FetchResponse.sizeOf`) against `consumer_byte_rate`, as Kafka
+        // counts them. When either throttles, the bytes are taken back and
+        // the answer is empty, carrying only the longer throttle time.
+        let mut throttle_ms = if follower {
+            client.exempt_request_time();
+            0
+        } else {
+            client.charge_request_time(&shard).await
+        };
         if quota.is_some() {
-            // Kafka counts the response's size (`FetchResponse.sizeOf`);
-            // when that throttles, the bytes are taken back and the answer
-            // is empty, carrying only the throttle time.
-            let size = 4 + Encodable::compute_size(&response, version).unwrap_or(0);
-            let throttle_ms = client
-                .charge(&shard, QuotaKey::ConsumerByteRate, size as f64, true)
+            let size = (4 + Encodable::compute_size(&response, version).unwrap_or(0)) as f64;
+            let bandwidth_ms = client
+                .charge(&shard, QuotaKey::ConsumerByteRate, size, true)
                 .await;
-            if throttle_ms > 0 {
-                let mut throttled = FetchResponse::default();
-                throttled.throttle_time_ms = i32::try_from(throttle_ms).unwrap_or(i32::MAX);
-                return encode_response(ApiKey::Fetch, version, correlation_id, &throttled);
+            if bandwidth_ms == 0 && throttle_ms > 0 {
+                client
+                    .uncharge(&shard, QuotaKey::ConsumerByteRate, size)
+                    .await;
             }
+            throttle_ms = throttle_ms.max(bandwidth_ms);
+        }
+        if throttle_ms > 0 {
+            let mut throttled = FetchResponse::default();
+            throttled.throttle_time_ms = i32::try_from(throttle_ms).unwrap_or(i32::MAX);
+            return encode_response(ApiKey::Fetch, version, correlation_id, &throttled);
         }
         encode_response_pieces(ApiKey::Fetch, version, correlation_id, &response, slots)
     })

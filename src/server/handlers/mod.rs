@@ -63,7 +63,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use bytes::{Bytes, BytesMut};
-use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
+use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader, ResponseKind};
 use kafka_protocol::protocol::buf::ByteBufMut;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
@@ -176,6 +176,143 @@ fn encode_frame<T: Encodable, B: ByteBufMut>(
         return Err(Response::Close("response encoding failed"));
     }
     Ok(buf)
+}
+
+/// Raises the `throttle_time_ms` of a response of any API that has one.
+/// Returns false for an API without it.
+macro_rules! raise_throttle {
+    ($response:expr, $ms:expr, [$($api:ident),* $(,)?]) => {
+        match $response {
+            $(ResponseKind::$api(r) => {
+                r.throttle_time_ms = r.throttle_time_ms.max($ms);
+                true
+            })*
+            _ => false,
+        }
+    };
+}
+
+/// `response`, a response to a request of `api_key` at `version`, with its
+/// `throttle_time_ms` raised to `throttle_ms` (a longer one is kept): for a
+/// throttle known only once the handler has answered (the request quota).
+/// A response of a version without the field, or not one frame, is
+/// returned as it is; the connection is muted either way.
+pub fn with_throttle(
+    response: Response,
+    api_key: ApiKey,
+    version: i16,
+    throttle_ms: u64,
+) -> Response {
+    let Response::Frame(frame) = response else {
+        return response;
+    };
+    match rethrottled(&frame, api_key, version, throttle_ms) {
+        Some(rewritten) => Response::Frame(rewritten),
+        None => Response::Frame(frame),
+    }
+}
+
+/// The frame decoded, its throttle raised and encoded again; None when the
+/// API has no throttle field or the frame does not decode.
+fn rethrottled(frame: &Bytes, api_key: ApiKey, version: i16, throttle_ms: u64) -> Option<Bytes> {
+    let header_version = api_key.response_header_version(version);
+    if frame.len() < 4 {
+        return None;
+    }
+    let mut body = frame.slice(4..);
+    let header = ResponseHeader::decode(&mut body, header_version).ok()?;
+    let mut response = ResponseKind::decode(api_key, &mut body, version).ok()?;
+    let ms = i32::try_from(throttle_ms).unwrap_or(i32::MAX);
+    let raised = raise_throttle!(
+        &mut response,
+        ms,
+        [
+            Produce,
+            Fetch,
+            ListOffsets,
+            Metadata,
+            OffsetCommit,
+            OffsetFetch,
+            FindCoordinator,
+            JoinGroup,
+            Heartbeat,
+            LeaveGroup,
+            SyncGroup,
+            DescribeGroups,
+            ListGroups,
+            ApiVersions,
+            CreateTopics,
+            DeleteTopics,
+            DeleteRecords,
+            InitProducerId,
+            OffsetForLeaderEpoch,
+            AddPartitionsToTxn,
+            AddOffsetsToTxn,
+            EndTxn,
+            TxnOffsetCommit,
+            DescribeAcls,
+            CreateAcls,
+            DeleteAcls,
+            DescribeConfigs,
+            AlterConfigs,
+            AlterReplicaLogDirs,
+            DescribeLogDirs,
+            CreatePartitions,
+            CreateDelegationToken,
+            RenewDelegationToken,
+            ExpireDelegationToken,
+            DescribeDelegationToken,
+            DeleteGroups,
+            ElectLeaders,
+            IncrementalAlterConfigs,
+            AlterPartitionReassignments,
+            ListPartitionReassignments,
+            OffsetDelete,
+            DescribeClientQuotas,
+            AlterClientQuotas,
+            DescribeUserScramCredentials,
+            AlterUserScramCredentials,
+            AlterPartition,
+            UpdateFeatures,
+            FetchSnapshot,
+            DescribeCluster,
+            DescribeProducers,
+            BrokerRegistration,
+            BrokerHeartbeat,
+            UnregisterBroker,
+            DescribeTransactions,
+            ListTransactions,
+            AllocateProducerIds,
+            ConsumerGroupHeartbeat,
+            ConsumerGroupDescribe,
+            ControllerRegistration,
+            GetTelemetrySubscriptions,
+            PushTelemetry,
+            AssignReplicasToDirs,
+            ListConfigResources,
+            DescribeTopicPartitions,
+            ShareGroupHeartbeat,
+            ShareGroupDescribe,
+            ShareFetch,
+            ShareAcknowledge,
+            AddRaftVoter,
+            RemoveRaftVoter,
+            UpdateRaftVoter,
+            DescribeShareGroupOffsets,
+            AlterShareGroupOffsets,
+            DeleteShareGroupOffsets,
+        ]
+    );
+    if !raised {
+        return None;
+    }
+    let mut buf = BytesMut::with_capacity(frame.len());
+    buf.extend_from_slice(&[0; 4]);
+    header.encode(&mut buf, header_version).ok()?;
+    response.encode(&mut buf, version).ok()?;
+    let size = i32::try_from(buf.len() - 4).ok()?;
+    buf[..4].copy_from_slice(&size.to_be_bytes());
+    Some(buf.freeze())
 }
 
 /// A ready responder for an already encoded response.
@@ -773,5 +910,100 @@ impl<T> ShardGroups<T> {
 impl<T> Default for ShardGroups<T> {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::messages::{
+        ApiVersionsResponse, MetadataResponse, ProduceResponse, SaslHandshakeResponse,
+    };
+
+    fn frame_of(response: Response) -> Bytes {
+        match response {
+            Response::Frame(frame) => frame,
+            _ => panic!("not one frame"),
+        }
+    }
+
+    /// Decodes a frame's body as `T` (after its size and header).
+    fn body_of<T: Decodable>(frame: &Bytes, api_key: ApiKey, version: i16) -> T {
+        let mut body = frame.slice(4..);
+        ResponseHeader::decode(&mut body, api_key.response_header_version(version)).unwrap();
+        let decoded = T::decode(&mut body, version).unwrap();
+        assert!(body.is_empty(), "{api_key:?} v{version} decoded whole");
+        decoded
+    }
+
+    /// Goal: a throttle known after a response was encoded lands in its
+    /// `throttle_time_ms` wherever the field sits (first in Metadata, after
+    /// the API list in ApiVersions, last in Produce), a longer one already
+    /// there is kept, nothing else changes, and a version or API without
+    /// the field is answered as it was.
+    #[test]
+    fn a_late_throttle_lands_in_the_response_wherever_its_field_sits() {
+        let mut metadata = MetadataResponse::default();
+        metadata.controller_id = kafka_protocol::messages::BrokerId(3);
+        let mut versions = ApiVersionsResponse::default();
+        versions.api_keys.push(Default::default());
+        let mut produce = ProduceResponse::default();
+        produce.responses.push(Default::default());
+        produce.throttle_time_ms = 2500;
+        for version in [1, 12] {
+            let frame = frame_of(encode_response(ApiKey::Metadata, version, 7, &metadata));
+            let raised = frame_of(with_throttle(
+                Response::Frame(frame.clone()),
+                ApiKey::Metadata,
+                version,
+                1000,
+            ));
+            let mut want = metadata.clone();
+            if version >= 3 {
+                want.throttle_time_ms = 1000;
+            } else {
+                assert_eq!(raised, frame, "Metadata v{version} has no throttle field");
+            }
+            assert_eq!(
+                body_of::<MetadataResponse>(&raised, ApiKey::Metadata, version),
+                want
+            );
+            assert_eq!(raised.len(), frame.len());
+            assert_eq!(&raised[4..8], &7i32.to_be_bytes(), "correlation id kept");
+        }
+        for version in [1, 3] {
+            let frame = frame_of(encode_response(ApiKey::ApiVersions, version, 7, &versions));
+            let raised = frame_of(with_throttle(
+                Response::Frame(frame),
+                ApiKey::ApiVersions,
+                version,
+                1000,
+            ));
+            let mut want = versions.clone();
+            want.throttle_time_ms = 1000;
+            assert_eq!(
+                body_of::<ApiVersionsResponse>(&raised, ApiKey::ApiVersions, version),
+                want
+            );
+        }
+        for (version, ms, kept) in [(9, 1000, 2500), (9, 4000, 4000), (3, 4000, 4000)] {
+            let frame = frame_of(encode_response(ApiKey::Produce, version, 7, &produce));
+            let raised = frame_of(with_throttle(
+                Response::Frame(frame),
+                ApiKey::Produce,
+                version,
+                ms,
+            ));
+            let mut want = produce.clone();
+            want.throttle_time_ms = kept;
+            assert_eq!(
+                body_of::<ProduceResponse>(&raised, ApiKey::Produce, version),
+                want
+            );
+        }
+        let handshake = SaslHandshakeResponse::default();
+        let frame = frame_of(encode_response(ApiKey::SaslHandshake, 1, 7, &handshake));
+        let raised = with_throttle(Response::Frame(frame.clone()), ApiKey::SaslHandshake, 1, 10);
+        assert_eq!(frame_of(raised), frame);
     }
 }
