@@ -183,7 +183,7 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_limits_change_at_r
     assert!(refused_from(&bootstrap, local));
 
     // Refused changes, with Kafka 4.1.1's answers; nothing changes.
-    let refusals: [(&str, i8, &str, i16, &str); 8] = [
+    let refusals: [(&str, i8, &str, i16, &str); 9] = [
         ("max.connections.per.ip", SET, "-1", INVALID_REQUEST,
             "Invalid value -1 for configuration max.connections.per.ip: Value must be at least 0"),
         ("max.connections.per.ip", SET, "abc", INVALID_REQUEST,
@@ -200,6 +200,8 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_limits_change_at_r
             "Config value append is not allowed for config key: max.connections"),
         ("num.partitions", SET, "3", INVALID_REQUEST,
             "Cannot update these configs dynamically: Set(num.partitions)"),
+        ("ssl.keystore.location", SET, "/x", INVALID_REQUEST,
+            "These security configs can be dynamically updated only per-listener using the listener prefix: HashSet(ssl.keystore.location)"),
     ];
     for (name, op, value, code, message) in refusals {
         for resource in ["", "0"] {
@@ -209,6 +211,27 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_limits_change_at_r
                 "{name} {op} {value} on {resource:?}"
             );
         }
+    }
+    // Kafka takes a listener's own value of its configs; none is read
+    // here yet, so they are refused rather than kept unread. Deleting one
+    // is taken.
+    for name in [
+        "listener.name.plaintext.max.connections",
+        "listener.name.ssl.ssl.keystore.location",
+    ] {
+        assert_eq!(
+            alter(&mut admin, "0", &[(name, SET, Some("5"))], false),
+            (
+                INVALID_REQUEST,
+                Some(format!(
+                    "Cannot update these configs dynamically: Set({name})"
+                ))
+            )
+        );
+        assert_eq!(
+            alter(&mut admin, "0", &[(name, DELETE, None)], false),
+            (0, None)
+        );
     }
     // Checked, not applied.
     assert_eq!(

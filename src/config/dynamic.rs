@@ -285,8 +285,11 @@ pub type Refusal = (crate::protocol::ErrorCode, String);
 /// Kafka's error and message.
 pub fn check_names(alteration: &ConfigAlteration) -> Result<(), Refusal> {
     use crate::protocol::ErrorCode;
-    let names: Vec<&str> = match alteration {
-        ConfigAlteration::Replace(configs) => configs.iter().map(|(n, _)| n.as_str()).collect(),
+    // (name, deleted) per config named.
+    let names: Vec<(&str, bool)> = match alteration {
+        ConfigAlteration::Replace(configs) => {
+            configs.iter().map(|(n, _)| (n.as_str(), false)).collect()
+        }
         ConfigAlteration::Incremental(changes) => {
             for (name, op) in changes {
                 let verb = match op {
@@ -303,28 +306,87 @@ pub fn check_names(alteration: &ConfigAlteration) -> Result<(), Refusal> {
                     ));
                 }
             }
-            changes.iter().map(|(n, _)| n.as_str()).collect()
+            changes
+                .iter()
+                .map(|(n, op)| (n.as_str(), matches!(op, ConfigOp::Delete)))
+                .collect()
         }
     };
     // Kafka refuses its read-only configs with this message; the configs it
     // changes at runtime and this broker does not yet are refused the same
-    // way, as they are static here. A name Kafka does not know is kept, as
-    // Kafka keeps it (for plugins' own configs), and changes nothing here.
+    // way, as they are static here, and so are the per-listener values of
+    // Kafka's configs (`listener.name.<listener>.<config>`), none of which
+    // this broker reads yet (deleting one is taken: it changes nothing). A
+    // name Kafka does not know is kept, as Kafka keeps it (for plugins' own
+    // configs), and changes nothing here.
     let refused: Vec<&str> = names
-        .into_iter()
-        .filter(|n| !is_dynamic(n) && find_broker_config(n).is_some())
+        .iter()
+        .filter(|(name, deleted)| match listener_config(name) {
+            Some(config) => !deleted && kafka_listener_config(config),
+            None => {
+                !is_dynamic(name)
+                    && find_broker_config(name).is_some()
+                    && !SSL_RECONFIGURABLE_CONFIGS.contains(name)
+            }
+        })
+        .map(|(name, _)| *name)
         .collect();
-    if refused.is_empty() {
-        Ok(())
-    } else {
-        Err((
+    if !refused.is_empty() {
+        return Err((
             ErrorCode::InvalidRequest,
             format!(
                 "Cannot update these configs dynamically: Set({})",
                 refused.join(", ")
             ),
-        ))
+        ));
     }
+    // Kafka reloads keystores and truststores at runtime only per listener.
+    let unprefixed: Vec<&str> = names
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| SSL_RECONFIGURABLE_CONFIGS.contains(name))
+        .collect();
+    if !unprefixed.is_empty() {
+        return Err((
+            ErrorCode::InvalidRequest,
+            format!(
+                "These security configs can be dynamically updated only per-listener using the listener prefix: HashSet({})",
+                unprefixed.join(", ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The SSL configs Kafka reloads at runtime, per listener only
+/// (`SslConfigs.RECONFIGURABLE_CONFIGS`).
+const SSL_RECONFIGURABLE_CONFIGS: [&str; 10] = [
+    "ssl.key.password",
+    "ssl.keystore.certificate.chain",
+    "ssl.keystore.key",
+    "ssl.keystore.location",
+    "ssl.keystore.password",
+    "ssl.keystore.type",
+    "ssl.truststore.certificates",
+    "ssl.truststore.location",
+    "ssl.truststore.password",
+    "ssl.truststore.type",
+];
+
+/// The config a `listener.name.<listener>.<config>` name sets for one
+/// listener, as Kafka's `ListenerConfigRegex` reads it.
+fn listener_config(name: &str) -> Option<&str> {
+    let (_listener, config) = name.strip_prefix("listener.name.")?.split_once('.')?;
+    Some(config)
+}
+
+/// Whether Kafka reads `config` for a listener: one of its broker configs,
+/// or a SASL config of one mechanism (`plain.sasl.jaas.config`).
+fn kafka_listener_config(config: &str) -> bool {
+    find_broker_config(config).is_some()
+        || config.split_once('.').is_some_and(|(_mechanism, sasl)| {
+            sasl.starts_with("sasl.") && find_broker_config(sasl).is_some()
+        })
 }
 
 /// The layer `current` after `alteration` (names already checked by
@@ -679,6 +741,33 @@ mod tests {
         );
         assert_eq!(
             incremental(MAX_CONNECTIONS, ConfigOp::Set("5".into())),
+            Ok(())
+        );
+        // Keystores are reloaded per listener only; per-listener values
+        // are not read here yet, so refused, but may be deleted.
+        assert_eq!(
+            incremental("ssl.keystore.location", ConfigOp::Set("/k".into())),
+            Err((
+                crate::protocol::ErrorCode::InvalidRequest,
+                "These security configs can be dynamically updated only per-listener using the listener prefix: HashSet(ssl.keystore.location)".into()
+            ))
+        );
+        for name in [
+            "listener.name.ssl.ssl.keystore.location",
+            "listener.name.external.max.connections",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config",
+        ] {
+            assert_eq!(
+                incremental(name, ConfigOp::Set("x".into())),
+                Err((
+                    crate::protocol::ErrorCode::InvalidRequest,
+                    format!("Cannot update these configs dynamically: Set({name})")
+                ))
+            );
+            assert_eq!(incremental(name, ConfigOp::Delete), Ok(()));
+        }
+        assert_eq!(
+            incremental("listener.name.ssl.plugin.x", ConfigOp::Set("5".into())),
             Ok(())
         );
         // A name Kafka does not know is kept (a plugin's), not appended to.
