@@ -928,6 +928,33 @@ public class JavaClient {
             seen.put("left", Long.toString(admin.describeClientQuotas(describeAll).entities().get().keySet().stream()
                     .filter(e -> e.equals(producerEntity) || e.equals(consumerEntity) || e.equals(defaultClientEntity)).count()));
         }
+        // A producer under request_percentage 0.000001 (0.1 us of handling
+        // over ten seconds): every answer is throttled for a whole window,
+        // and every record is still written.
+        String requestId = "java-quota-r-" + topic;
+        var requestEntity = new org.apache.kafka.common.quota.ClientQuotaEntity(Map.of("client-id", requestId));
+        try (Admin admin = Admin.create(withSasl(Map.of("bootstrap.servers", bootstrap)))) {
+            admin.alterClientQuotas(List.of(new org.apache.kafka.common.quota.ClientQuotaAlteration(
+                    requestEntity, List.of(op.apply("request_percentage", 1e-6))))).all().get();
+            Thread.sleep(1000);
+            seen.put("request_quota", admin.describeClientQuotas(org.apache.kafka.common.quota.ClientQuotaFilter.containsOnly(List.of(
+                    org.apache.kafka.common.quota.ClientQuotaFilterComponent.ofEntity("client-id", requestId))))
+                    .entities().get().values().toString());
+        }
+        int requestAcked = 0;
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(new HashMap<>(Map.of(
+                "bootstrap.servers", bootstrap, "client.id", requestId)), new StringSerializer(), new StringSerializer())) {
+            for (int i = 0; i < 3; i++) {
+                producer.send(new ProducerRecord<>(topic, 0, "r" + i, value)).get();
+                requestAcked++;
+            }
+            seen.put("request_throttle_max", Double.toString(metric(producer.metrics(), "produce-throttle-time-max")));
+        }
+        seen.put("request_acked", Integer.toString(requestAcked));
+        try (Admin admin = Admin.create(withSasl(Map.of("bootstrap.servers", bootstrap)))) {
+            admin.alterClientQuotas(List.of(new org.apache.kafka.common.quota.ClientQuotaAlteration(
+                    requestEntity, List.of(op.apply("request_percentage", null))))).all().get();
+        }
         System.out.println(seen.entrySet().stream()
                 .map(e -> "\"" + e.getKey() + "\": \"" + e.getValue().replace("\"", "'") + "\"")
                 .collect(Collectors.joining(", ", "{", "}")));

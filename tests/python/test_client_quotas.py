@@ -95,6 +95,9 @@ def test_java_admin_sets_quotas_that_throttle_java_producers_and_consumers(class
         "no_retry": "ok,ok,ThrottlingQuotaExceededException",
         "retried_after_throttle": "true",
         "left": "0",
+        "request_quota": "[{request_percentage=1.0E-6}]",
+        "request_throttle_max": "1000.0",
+        "request_acked": "3",
     }
 
 
