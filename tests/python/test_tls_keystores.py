@@ -317,3 +317,30 @@ def test_inline_pem_stores_from_the_environment(tmp_path_factory, stores, monkey
             assert configs[name].is_sensitive and configs[name].value is None, name
             assert configs[name].source == ConfigSource.STATIC_BROKER_CONFIG.value, name
         assert configs["ssl.keystore.type"].value == "PEM"
+
+
+def test_a_pkcs12_chain_that_loops_back_is_cut_where_it_repeats(tmp_path_factory, stores):
+    """Two certificates that name each other as issuer: A (the server's,
+    issued by B's name) and B (issued by A's name). Following issuers from
+    A never ends; Java's loader stops at the loop, and so does this broker:
+    it starts, serving the chain A, B, which a client trusting B's key
+    (a self-signed CN=loop-b) accepts."""
+    work = tmp_path_factory.mktemp("loop")
+    for name in ("a", "b"):
+        openssl("genrsa", "-out", f"{name}.key", "2048", cwd=work)
+    openssl("req", "-x509", "-new", "-key", "b.key", "-subj", "/CN=loop-b", "-days", "30",
+            "-out", "b-root.pem", cwd=work)
+    openssl("req", "-new", "-key", "a.key", "-subj", "/CN=loop-a", "-out", "a.csr", cwd=work)
+    (work / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    openssl("x509", "-req", "-in", "a.csr", "-CA", "b-root.pem", "-CAkey", "b.key", "-CAcreateserial",
+            "-days", "30", "-extfile", "san.ext", "-out", "a.pem", cwd=work)
+    openssl("req", "-new", "-key", "b.key", "-subj", "/CN=loop-b", "-out", "b.csr", cwd=work)
+    openssl("x509", "-req", "-in", "b.csr", "-CA", "a.pem", "-CAkey", "a.key", "-CAcreateserial",
+            "-days", "30", "-out", "b.pem", cwd=work)
+    openssl("pkcs12", "-export", "-in", "a.pem", "-inkey", "a.key", "-certfile", "b.pem", "-name", "server",
+            "-passout", f"pass:{STORE_PASSWORD}", "-out", "loop.p12", cwd=work)
+    args = ["--ssl-keystore-location", str(work / "loop.p12"), "--ssl-keystore-type", "PKCS12",
+            "--ssl-keystore-password", STORE_PASSWORD]
+    for broker in serve(ssl_broker(tmp_path_factory, args)):
+        version, _ = handshake(broker, work / "b-root.pem")
+        assert version.startswith("TLSv1.")
