@@ -316,18 +316,22 @@ pub fn check_names(alteration: &ConfigAlteration) -> Result<(), Refusal> {
     // changes at runtime and this broker does not yet are refused the same
     // way, as they are static here, and so are the per-listener values of
     // Kafka's configs (`listener.name.<listener>.<config>`), none of which
-    // this broker reads yet (deleting one is taken: it changes nothing). A
-    // name Kafka does not know is kept, as Kafka keeps it (for plugins' own
-    // configs), and changes nothing here.
+    // this broker reads yet. Kafka checks the configs the change leaves, so
+    // deleting any name is taken (it changes nothing but the stored layer).
+    // A name Kafka does not know is kept, as Kafka keeps it (for plugins'
+    // own configs), and changes nothing here.
     let refused: Vec<&str> = names
         .iter()
-        .filter(|(name, deleted)| match listener_config(name) {
-            Some(config) => !deleted && kafka_listener_config(config),
-            None => {
-                !is_dynamic(name)
-                    && find_broker_config(name).is_some()
-                    && !SSL_RECONFIGURABLE_CONFIGS.contains(name)
-            }
+        .filter(|(name, deleted)| {
+            !deleted
+                && match listener_config(name) {
+                    Some(config) => kafka_listener_config(config),
+                    None => {
+                        !is_dynamic(name)
+                            && find_broker_config(name).is_some()
+                            && !SSL_RECONFIGURABLE_CONFIGS.contains(name)
+                    }
+                }
         })
         .map(|(name, _)| *name)
         .collect();
@@ -343,8 +347,8 @@ pub fn check_names(alteration: &ConfigAlteration) -> Result<(), Refusal> {
     // Kafka reloads keystores and truststores at runtime only per listener.
     let unprefixed: Vec<&str> = names
         .iter()
+        .filter(|(name, deleted)| !deleted && SSL_RECONFIGURABLE_CONFIGS.contains(name))
         .map(|(name, _)| *name)
-        .filter(|name| SSL_RECONFIGURABLE_CONFIGS.contains(name))
         .collect();
     if !unprefixed.is_empty() {
         return Err((
@@ -733,11 +737,17 @@ mod tests {
             ))
         );
         assert_eq!(
-            incremental("num.partitions", ConfigOp::Delete),
+            incremental("num.partitions", ConfigOp::Set("3".into())),
             Err((
                 crate::protocol::ErrorCode::InvalidRequest,
                 "Cannot update these configs dynamically: Set(num.partitions)".into()
             ))
+        );
+        // Kafka checks what the change leaves: a deletion always passes.
+        assert_eq!(incremental("num.partitions", ConfigOp::Delete), Ok(()));
+        assert_eq!(
+            incremental("ssl.keystore.location", ConfigOp::Delete),
+            Ok(())
         );
         assert_eq!(
             incremental(MAX_CONNECTIONS, ConfigOp::Set("5".into())),

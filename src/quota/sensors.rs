@@ -310,12 +310,23 @@ pub async fn connection_throttle(shard: &Rc<Shard>, ip: std::net::IpAddr) -> u64
         .min(shard.config.quota_window.window_ms)
 }
 
-/// What a connection knows for quotas: its user (the principal's name) and
-/// until when it stays muted after a throttled response.
+/// What a connection knows for quotas: its user (the principal's name),
+/// until when it stays muted after a throttled response, and the
+/// `request_percentage` quota last found for it.
 #[derive(Clone)]
 pub struct Client {
     user: Rc<str>,
     muted_until: Rc<Cell<Option<Instant>>>,
+    request_quota: Rc<RefCell<Option<FoundQuota>>>,
+}
+
+/// The quota that applied to a connection's requests with one client id
+/// under one metadata image (held weakly: the cache keeps no old image
+/// alive), so requests under the same ones need no look-up.
+struct FoundQuota {
+    image: std::rc::Weak<crate::cluster::image::MetadataImage>,
+    client_id: Option<StrBytes>,
+    quota: Option<(SensorId, f64)>,
 }
 
 impl Client {
@@ -325,7 +336,34 @@ impl Client {
         Client {
             user: user.into(),
             muted_until: Rc::default(),
+            request_quota: Rc::default(),
         }
+    }
+
+    /// The `request_percentage` quota under `image` of this client's
+    /// requests with `client_id`.
+    fn request_quota(
+        &self,
+        image: &Rc<crate::cluster::image::MetadataImage>,
+        client_id: Option<&StrBytes>,
+    ) -> Option<(SensorId, f64)> {
+        let mut found = self.request_quota.borrow_mut();
+        if let Some(found) = found.as_ref() {
+            if found.image.ptr_eq(&Rc::downgrade(image)) && found.client_id.as_ref() == client_id {
+                return found.quota.clone();
+            }
+        }
+        let quota = image.client_quotas.resolve(
+            QuotaKey::RequestPercentage,
+            &self.user,
+            client_id.map_or("", |id| id.as_str()),
+        );
+        *found = Some(FoundQuota {
+            image: Rc::downgrade(image),
+            client_id: client_id.cloned(),
+            quota: quota.clone(),
+        });
+        quota
     }
 
     /// This client for one request, whose header gave `client_id` (null
@@ -357,10 +395,15 @@ const NANOS_TO_PERCENTAGE: f64 = 100.0 / 1e9;
 /// The time one request has spent being handled on its connection's
 /// core: the sum of the time its handler's futures spent in `poll`, as
 /// Kafka counts a request handler thread's time on the request (waits in
-/// between, for other cores, the disk or a long-polling fetch, are not
-/// counted, as a request parked in Kafka's purgatory holds no thread).
-#[derive(Debug, Default)]
+/// between, for the disk or a long-polling fetch, are not counted, as a
+/// request parked in Kafka's purgatory holds no thread). Work another core
+/// does for the request is not counted either; work on partitions of this
+/// core is, so a request costs its client a little more when its
+/// partitions live on the core its connection landed on.
+#[derive(Debug)]
 pub struct RequestMeter {
+    /// The quota charged, and its sensor.
+    quota: (SensorId, f64),
     spent: Cell<Duration>,
     /// When the poll under way began.
     polling_since: Cell<Option<Instant>>,
@@ -433,12 +476,22 @@ impl RequestClient {
         })
     }
 
-    /// This request with its handling time measured when some
-    /// `request_percentage` quota exists (one look at the image
-    /// otherwise).
+    /// This request with its handling time measured when a
+    /// `request_percentage` quota applies to it (one look at the image
+    /// when no such quota exists; the connection remembers the answer for
+    /// its client id and the image otherwise).
     pub fn metered(mut self, shard: &Shard) -> Self {
-        if shard.image().client_quotas.any(QuotaKey::RequestPercentage) {
-            self.meter = Some(Rc::default());
+        let image = shard.image();
+        if !image.client_quotas.any(QuotaKey::RequestPercentage) {
+            return self;
+        }
+        if let Some(quota) = self.client.request_quota(&image, self.client_id.as_ref()) {
+            self.meter = Some(Rc::new(RequestMeter {
+                quota,
+                spent: Cell::default(),
+                polling_since: Cell::default(),
+                settled: Cell::default(),
+            }));
         }
         self
     }
@@ -449,7 +502,7 @@ impl RequestClient {
     }
 
     /// Charges the request's handling time so far to the
-    /// `request_percentage` quota that applies to it, as Kafka's
+    /// `request_percentage` quota that applied to it when it arrived, as Kafka's
     /// `ClientRequestQuotaManager` does when it answers, and returns the
     /// throttle in ms: at most one quota window
     /// (`quota.window.size.seconds`), 0 without a quota. A throttle mutes
@@ -461,9 +514,7 @@ impl RequestClient {
         if meter.settled.replace(true) {
             return 0;
         }
-        let Some((sensor, quota)) = self.quota(shard, QuotaKey::RequestPercentage) else {
-            return 0;
-        };
+        let (sensor, quota) = meter.quota.clone();
         let value = meter.spent().as_nanos() as f64 * NANOS_TO_PERCENTAGE;
         let throttle = record_on_owner(shard, sensor, value, quota, false)
             .await

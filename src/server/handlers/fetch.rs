@@ -56,13 +56,17 @@ pub async fn handle(
     let shard = shard.clone();
     let access = access.clone();
     Box::pin(async move {
+        let follower = request.replica_id.0 >= 0 || request.replica_state.replica_id.0 >= 0;
+        if follower {
+            // A replica's fetch is exempt from the request quota.
+            client.exempt_request_time();
+        }
         if request.session_id != 0 {
             let mut response = FetchResponse::default();
             response.error_code = ErrorCode::FetchSessionIdNotFound.code();
             response.session_id = 0;
             return encode_response(ApiKey::Fetch, version, correlation_id, &response);
         }
-        let follower = request.replica_id.0 >= 0 || request.replica_state.replica_id.0 >= 0;
         let image = shard.image();
         // (name, id) per requested topic, in request order.
         let mut topics: Vec<(Option<String>, uuid::Uuid)> =
@@ -233,16 +237,11 @@ pub async fn handle(
         response.session_id = 0;
         response.responses = response_topics;
         // The request's handling time counts against `request_percentage`
-        // (a replica's fetch is exempt), then the response's size
+        // (a replica's was exempted above), then the response's size
         // (`FetchResponse.sizeOf`) against `consumer_byte_rate`, as Kafka
         // counts them. When either throttles, the bytes are taken back and
         // the answer is empty, carrying only the longer throttle time.
-        let mut throttle_ms = if follower {
-            client.exempt_request_time();
-            0
-        } else {
-            client.charge_request_time(&shard).await
-        };
+        let mut throttle_ms = client.charge_request_time(&shard).await;
         if quota.is_some() {
             let size = (4 + Encodable::compute_size(&response, version).unwrap_or(0)) as f64;
             let bandwidth_ms = client

@@ -208,7 +208,15 @@ pub fn with_throttle(
     };
     match rethrottled(&frame, api_key, version, throttle_ms) {
         Some(rewritten) => Response::Frame(rewritten),
-        None => Response::Frame(frame),
+        None => {
+            tracing::debug!(
+                ?api_key,
+                version,
+                throttle_ms,
+                "response has no throttle field to carry the request quota's throttle"
+            );
+            Response::Frame(frame)
+        }
     }
 }
 
