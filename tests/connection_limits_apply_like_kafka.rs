@@ -212,6 +212,17 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_limits_change_at_r
             );
         }
     }
+    // Kafka checks the configs a change leaves: deleting one it would
+    // refuse to set is taken.
+    for name in ["num.partitions", "ssl.keystore.location"] {
+        for resource in ["", "0"] {
+            assert_eq!(
+                alter(&mut admin, resource, &[(name, DELETE, None)], false),
+                (0, None),
+                "delete {name} on {resource:?}"
+            );
+        }
+    }
     // Kafka takes a listener's own value of its configs; none is read
     // here yet, so they are refused rather than kept unread. Deleting one
     // is taken.
