@@ -609,9 +609,11 @@ impl Shard {
                 sensor,
                 value,
                 quota,
-                kept,
+                unrecord_if_throttled,
             } => {
-                let throttle = self.quota_sensors.record(sensor, value, quota, kept);
+                let throttle =
+                    self.quota_sensors
+                        .record(sensor, value, quota, unrecord_if_throttled);
                 async move { ShardReply::Throttle(throttle) }.boxed_local()
             }
             ShardRequest::AdmitConnection(ip) => {
