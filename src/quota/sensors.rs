@@ -208,15 +208,8 @@ impl SensorTable {
     }
 
     /// Records `value` on `sensor`, whose quota is `quota`, and returns the
-    /// throttle in ms. With `unrecord_if_throttled` (a fetch, whose
-    /// throttled response carries no data) a throttled value is taken back.
-    pub fn record(
-        &self,
-        sensor: SensorId,
-        value: f64,
-        quota: f64,
-        unrecord_if_throttled: bool,
-    ) -> u64 {
+    /// throttle in ms; the value stays recorded as `kept` says.
+    pub fn record(&self, sensor: SensorId, value: f64, quota: f64, kept: Kept) -> u64 {
         let now = now_ms();
         let id = std::hash::BuildHasher::hash_one(&self.hasher, &sensor);
         let mut sensors = self.sensors.borrow_mut();
@@ -235,7 +228,12 @@ impl SensorTable {
         }
         *last = now;
         let throttle = rate.record_and_throttle(value, quota, now);
-        if throttle > 0 && unrecord_if_throttled {
+        let taken_back = match kept {
+            Kept::Always => false,
+            Kept::UnlessThrottled => throttle > 0,
+            Kept::Never => true,
+        };
+        if taken_back {
             rate.record(-value, now);
         }
         throttle
@@ -261,6 +259,20 @@ pub fn owner(sensor: &SensorId, nr_shards: usize) -> usize {
     (hasher.finish() % nr_shards as u64) as usize
 }
 
+/// What becomes of a value recorded on a sensor once its throttle is
+/// known (Kafka's `unrecordQuotaSensor` takes one back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    /// It stays recorded (a produce, a request's handling time).
+    Always,
+    /// It is taken back when it throttles (a fetch, whose throttled answer
+    /// carries no data; a refused connection).
+    UnlessThrottled,
+    /// It is taken back whatever the throttle: it only measures one (a
+    /// fetch that another quota already throttles answers no data).
+    Never,
+}
+
 /// Records `value` on `sensor` on the shard that owns it (directly when
 /// that is this shard) and returns the throttle time in ms; 0 when the
 /// owner cannot be reached.
@@ -269,19 +281,17 @@ async fn record_on_owner(
     sensor: SensorId,
     value: f64,
     quota: f64,
-    unrecord_if_throttled: bool,
+    kept: Kept,
 ) -> u64 {
     let target = owner(&sensor, shard.nr_shards);
     if target == shard.id {
-        return shard
-            .quota_sensors
-            .record(sensor, value, quota, unrecord_if_throttled);
+        return shard.quota_sensors.record(sensor, value, quota, kept);
     }
     let request = ShardRequest::RecordQuota {
         sensor,
         value,
         quota,
-        unrecord_if_throttled,
+        kept,
     };
     match shard.call(target, request).await {
         Ok(reply) => match reply.await {
@@ -305,7 +315,7 @@ pub async fn connection_throttle(shard: &Rc<Shard>, ip: std::net::IpAddr) -> u64
         user: String::new(),
         client_id: ip.to_canonical().to_string(),
     };
-    record_on_owner(shard, sensor, 1.0, rate, true)
+    record_on_owner(shard, sensor, 1.0, rate, Kept::UnlessThrottled)
         .await
         .min(shard.config.quota_window.window_ms)
 }
@@ -516,7 +526,7 @@ impl RequestClient {
         }
         let (sensor, quota) = meter.quota.clone();
         let value = meter.spent().as_nanos() as f64 * NANOS_TO_PERCENTAGE;
-        let throttle = record_on_owner(shard, sensor, value, quota, false)
+        let throttle = record_on_owner(shard, sensor, value, quota, Kept::Always)
             .await
             .min(shard.config.quota_window.window_ms);
         self.client.mute_for(throttle);
@@ -531,15 +541,6 @@ impl RequestClient {
         }
     }
 
-    /// Takes back `value` recorded on the quota of `key` (a fetch
-    /// throttled for another quota answers no data, so its bytes do not
-    /// count, as Kafka's `unrecordQuotaSensor`).
-    pub async fn uncharge(&self, shard: &Rc<Shard>, key: QuotaKey, value: f64) {
-        if let Some((sensor, quota)) = self.quota(shard, key) {
-            record_on_owner(shard, sensor, -value, quota, false).await;
-        }
-    }
-
     /// Mutes the connection for a throttle the controller asked for and
     /// returns it for the response's `throttle_time_ms`.
     pub fn throttle(&self, ms: u64) -> i32 {
@@ -548,20 +549,14 @@ impl RequestClient {
     }
 
     /// Records `value` against the quota of `key` that applies to this
-    /// request and returns the throttle time in ms (0, without any work,
-    /// when no quota applies). A throttle mutes the connection: it reads
-    /// no further request until the time has passed.
-    pub async fn charge(
-        &self,
-        shard: &Rc<Shard>,
-        key: QuotaKey,
-        value: f64,
-        unrecord_if_throttled: bool,
-    ) -> u64 {
+    /// request, kept as `kept` says, and returns the throttle time in ms
+    /// (0, without any work, when no quota applies). A throttle mutes the
+    /// connection: it reads no further request until the time has passed.
+    pub async fn charge(&self, shard: &Rc<Shard>, key: QuotaKey, value: f64, kept: Kept) -> u64 {
         let Some((sensor, quota)) = self.quota(shard, key) else {
             return 0;
         };
-        let throttle = record_on_owner(shard, sensor, value, quota, unrecord_if_throttled).await;
+        let throttle = record_on_owner(shard, sensor, value, quota, kept).await;
         self.client.mute_for(throttle);
         throttle
     }
@@ -791,13 +786,14 @@ mod tests {
                 user: String::new(),
                 client_id: format!("client-{n}"),
             };
-            table.record(sensor, 1.0, 1e9, false);
+            table.record(sensor, 1.0, 1e9, Kept::Always);
         }
         assert!(table.len() <= SENSORS_PER_SHARD_MAX);
         assert!(table.len() >= SENSORS_PER_SHARD_MAX * 7 / 8);
     }
 
-    /// Goal: a fetch's throttled bytes are taken back; a quota's sensors
+    /// Goal: a fetch's throttled bytes are taken back, and bytes only
+    /// measured are taken back whatever their throttle; a quota's sensors
     /// are found on a fixed shard.
     #[test]
     fn throttled_fetch_bytes_are_taken_back() {
@@ -807,10 +803,19 @@ mod tests {
             user: "".into(),
             client_id: "c".into(),
         };
-        assert_eq!(table.record(sensor.clone(), 5000.0, 1000.0, true), 0);
-        assert!(table.record(sensor.clone(), 10_000.0, 1000.0, true) > 0);
+        assert_eq!(
+            table.record(sensor.clone(), 5000.0, 1000.0, Kept::UnlessThrottled),
+            0
+        );
+        assert!(table.record(sensor.clone(), 10_000.0, 1000.0, Kept::UnlessThrottled) > 0);
+        // Only measured: 4000 bytes within the quota, taken back all the
+        // same (a fetch another quota throttles).
+        assert_eq!(table.record(sensor.clone(), 4000.0, 1000.0, Kept::Never), 0);
         // The refused 10 000 bytes were taken back: 5000 more still fit.
-        assert_eq!(table.record(sensor.clone(), 5000.0, 1000.0, true), 0);
+        assert_eq!(
+            table.record(sensor.clone(), 5000.0, 1000.0, Kept::UnlessThrottled),
+            0
+        );
         assert_eq!(table.len(), 1);
     }
 }

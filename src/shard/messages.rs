@@ -517,8 +517,8 @@ pub enum ShardRequest {
         value: f64,
         /// The quota that applies.
         quota: f64,
-        /// Take the value back when it is throttled (a fetch).
-        unrecord_if_throttled: bool,
+        /// Whether the value stays recorded.
+        kept: crate::quota::sensors::Kept,
     },
     /// Admit a new connection from this address (owner shard only,
     /// `server::admission`): answered once a slot is free.

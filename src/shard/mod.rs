@@ -609,11 +609,9 @@ impl Shard {
                 sensor,
                 value,
                 quota,
-                unrecord_if_throttled,
+                kept,
             } => {
-                let throttle =
-                    self.quota_sensors
-                        .record(sensor, value, quota, unrecord_if_throttled);
+                let throttle = self.quota_sensors.record(sensor, value, quota, kept);
                 async move { ShardReply::Throttle(throttle) }.boxed_local()
             }
             ShardRequest::AdmitConnection(ip) => {

@@ -27,7 +27,7 @@ use kafka_protocol::protocol::Encodable;
 use super::{encode_response, encode_response_pieces, str_bytes, ShardGroups};
 use crate::cluster::image::check_current_leader_epoch;
 use crate::protocol::ErrorCode;
-use crate::quota::sensors::RequestClient;
+use crate::quota::sensors::{Kept, RequestClient};
 use crate::quota::QuotaKey;
 use crate::security::acl::AclOperation;
 use crate::server::connection::Responder;
@@ -244,14 +244,14 @@ pub async fn handle(
         let mut throttle_ms = client.charge_request_time(&shard).await;
         if quota.is_some() {
             let size = (4 + Encodable::compute_size(&response, version).unwrap_or(0)) as f64;
+            let kept = if throttle_ms > 0 {
+                Kept::Never
+            } else {
+                Kept::UnlessThrottled
+            };
             let bandwidth_ms = client
-                .charge(&shard, QuotaKey::ConsumerByteRate, size, true)
+                .charge(&shard, QuotaKey::ConsumerByteRate, size, kept)
                 .await;
-            if bandwidth_ms == 0 && throttle_ms > 0 {
-                client
-                    .uncharge(&shard, QuotaKey::ConsumerByteRate, size)
-                    .await;
-            }
             throttle_ms = throttle_ms.max(bandwidth_ms);
         }
         if throttle_ms > 0 {

@@ -35,7 +35,7 @@ use crate::protocol::record_batch::{
     parse_header, validate_batch, BatchError, BatchHeader, BatchIter,
 };
 use crate::protocol::ErrorCode;
-use crate::quota::sensors::RequestClient;
+use crate::quota::sensors::{Kept, RequestClient};
 use crate::quota::QuotaKey;
 use crate::security::acl::AclOperation;
 use crate::server::connection::{Responder, Response};
@@ -515,7 +515,12 @@ pub async fn handle(
     // requests are read while this one is handled, so a throttle must be
     // known before the next is read). acks=0 is counted too.
     let throttle_ms = client
-        .charge(shard, QuotaKey::ProducerByteRate, frame_bytes as f64, false)
+        .charge(
+            shard,
+            QuotaKey::ProducerByteRate,
+            frame_bytes as f64,
+            Kept::Always,
+        )
         .await;
     let acks = request.acks;
     // Whether any partition's records say they are transactional, read
