@@ -109,7 +109,7 @@ class Worker(LoggedProcess):
             task["state"] == "RUNNING" for task in status["tasks"])
 
 
-def read_committed(bootstrap, topic, expected, timeout=120):
+def read_committed(bootstrap, topic, expected, timeout=150):
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader",
                          "isolation.level": "read_committed", "auto.offset.reset": "earliest"})
     consumer.subscribe([topic])
@@ -130,6 +130,10 @@ def read_committed(bootstrap, topic, expected, timeout=120):
     return values
 
 
+# Two worker start-ups, a rebalance after the dead one's session ends, a
+# transaction timeout and 200,000 lines read twice: about 45 s alone, more
+# than the 120 s default on a loaded CI machine (it once ran out there).
+@pytest.mark.timeout(300)
 def test_connect_exactly_once_source_survives_a_killed_worker(connect_classpath, connect_broker, tmp_path):
     bootstrap = connect_broker.bootstrap
     tag = f"connect-{uuid.uuid4().hex[:8]}"
@@ -158,6 +162,7 @@ def test_connect_exactly_once_source_survives_a_killed_worker(connect_classpath,
         while probe.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1] < LINES // 10:
             assert time.monotonic() < deadline, worker.text()[-5000:]
             time.sleep(0.05)
+        print(f"{time.strftime('%T')} killing the first worker", flush=True)
         worker.kill()
         worker.stop()  # closes its log
         high = probe.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1]
@@ -169,7 +174,12 @@ def test_connect_exactly_once_source_survives_a_killed_worker(connect_classpath,
         worker.put_connector("sink", {
             "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
             "file": str(sink_file), "topics": topic, "tasks.max": "1"})
-        assert read_committed(bootstrap, topic, LINES) == lines
+        print(f"{time.strftime('%T')} second worker up; reading {topic} read_committed", flush=True)
+        read = read_committed(bootstrap, topic, LINES)
+        assert len(read) == LINES, (
+            f"{len(read)} of {LINES} lines read committed; the second worker's log:\n"
+            f"{worker.text()[-8000:]}")
+        assert read == lines
 
         deadline = time.monotonic() + 60
         while not (sink_file.exists() and len(sink_file.read_text().splitlines()) >= LINES):
