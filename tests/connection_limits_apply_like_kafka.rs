@@ -223,12 +223,31 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_limits_change_at_r
             );
         }
     }
-    // Kafka takes a listener's own value of its configs; none is read
-    // here yet, so they are refused rather than kept unread. Deleting one
-    // is taken.
+    // A listener's own keystore is taken per broker, as Kafka takes it
+    // (kept even for a listener this broker does not have, which reads
+    // nothing), and refused cluster-wide in Kafka's words.
+    let keystore = "listener.name.ssl.ssl.keystore.location";
+    assert_eq!(
+        alter(&mut admin, "0", &[(keystore, SET, Some("/x"))], false),
+        (0, None)
+    );
+    assert_eq!(
+        alter(&mut admin, "", &[(keystore, SET, Some("/x"))], false),
+        (
+            INVALID_REQUEST,
+            some("Cannot update these configs at default cluster level, broker id must be specified: Set(listener.name.ssl.ssl.keystore.location)")
+        )
+    );
+    assert_eq!(
+        alter(&mut admin, "0", &[(keystore, DELETE, None)], false),
+        (0, None)
+    );
+    // Kafka takes a listener's own value of its other configs; none is
+    // read here yet, so they are refused rather than kept unread. Deleting
+    // one is taken.
     for name in [
         "listener.name.plaintext.max.connections",
-        "listener.name.ssl.ssl.keystore.location",
+        "listener.name.ssl.ssl.allow.dn.changes",
     ] {
         assert_eq!(
             alter(&mut admin, "0", &[(name, SET, Some("5"))], false),

@@ -142,6 +142,12 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     pub ssl_truststore_password: Option<String>,
+    /// Let a keystore reloaded at runtime (listener.name.<listener>.ssl.keystore.*) have a certificate of another subject than the one served [ssl.allow.dn.changes].
+    #[arg(long)]
+    pub ssl_allow_dn_changes: bool,
+    /// Let a keystore reloaded at runtime have a certificate without every subject alternative name of the one served [ssl.allow.san.changes].
+    #[arg(long)]
+    pub ssl_allow_san_changes: bool,
     /// Samples a client's byte and connection rates are measured over [quota.window.num].
     #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub quota_window_num: u64,
@@ -608,148 +614,63 @@ impl ServeArgs {
         )
     }
 
-    /// The TLS configuration, when a listener is SSL or SASL_SSL, and the
-    /// types of the keystore and truststore read.
+    /// The TLS of each listener (None for one that is not SSL or
+    /// SASL_SSL), what it is made of (None without such a listener), and
+    /// the types of the keystore and truststore read.
+    #[allow(clippy::type_complexity)]
     fn tls(
         &self,
         listeners: &[crate::config::broker::Listener],
         client_auth: crate::security::tls::ClientAuth,
-    ) -> anyhow::Result<(Option<crate::config::broker::TlsConfigs>, SslStoreTypes)> {
-        use crate::security::keystore::{
-            check_passwords, inline_key_store, inline_trust_store, load_key_store,
-            load_trust_store, StoreType,
-        };
-        let parse_type =
-            |flag: &str, given: &Option<String>| -> anyhow::Result<Option<StoreType>> {
-                given
-                    .as_deref()
-                    .map(StoreType::parse)
-                    .transpose()
-                    .map_err(|e| anyhow::anyhow!("{flag} {e}"))
-            };
-        let keystore_given = parse_type("--ssl-keystore-type", &self.ssl_keystore_type)?;
-        let truststore_given = parse_type("--ssl-truststore-type", &self.ssl_truststore_type)?;
+    ) -> anyhow::Result<(
+        Option<std::sync::Arc<crate::security::listener_tls::TlsSettings>>,
+        Vec<Option<crate::security::listener_tls::ListenerTls>>,
+        SslStoreTypes,
+    )> {
+        use crate::security::listener_tls::{build, load, StoreSettings, TlsSettings};
         // As in Kafka, SSL settings are read only for SSL and SASL_SSL
         // listeners.
         let Some(tls_listener) = listeners.iter().find(|l| l.security_protocol.is_tls()) else {
             if self.ssl_keystore_location.is_some() || self.ssl_keystore_key.is_some() {
                 tracing::warn!("a keystore is given but no listener is SSL or SASL_SSL");
             }
-            return Ok((None, SslStoreTypes::default()));
+            return Ok((None, vec![None; listeners.len()], SslStoreTypes::default()));
         };
-        // Kafka's checks of inline PEM stores, in its words.
-        let not_pem = keystore_given != Some(StoreType::Pem);
-        let keystore_type_name = keystore_given.unwrap_or(StoreType::Jks).name();
-        let inline_key = match (&self.ssl_keystore_key, &self.ssl_keystore_certificate_chain) {
-            (Some(_), _) if not_pem => bail!("--ssl-keystore-key: SSL private key can be specified only for PEM, but key store type is {keystore_type_name}."),
-            (Some(_), None) => bail!("--ssl-keystore-key: SSL private key is specified, but certificate chain is not specified."),
-            (None, Some(_)) => bail!("--ssl-keystore-certificate-chain: SSL certificate chain is specified, but private key is not specified"),
-            (Some(key), Some(chain)) => {
-                if self.ssl_keystore_location.is_some() {
-                    bail!("--ssl-keystore-key: Both SSL key store location and separate private key are specified.");
-                }
-                if self.ssl_keystore_password.is_some() {
-                    bail!("--ssl-keystore-password: SSL key store password cannot be specified with PEM format, only key password may be specified.");
-                }
-                Some((key, chain))
-            }
-            (None, None) => None,
-        };
-        if self.ssl_truststore_certificates.is_some() {
-            if truststore_given != Some(StoreType::Pem) {
-                bail!("--ssl-truststore-certificates: SSL trust store certs can be specified only for PEM, but trust store type is {}.", truststore_given.unwrap_or(StoreType::Jks).name());
-            }
-            if self.ssl_truststore_location.is_some() {
-                bail!("--ssl-truststore-certificates: Both SSL trust store location and separate trust certificates are specified.");
-            }
-            if self.ssl_truststore_password.is_some() {
-                bail!("--ssl-truststore-password: SSL trust store password cannot be specified for PEM format.");
-            }
-        }
-        // Kafka's checks of passwords without a store, in its words.
-        if self.ssl_keystore_location.is_none()
-            && inline_key.is_none()
-            && self.ssl_keystore_password.is_some()
-        {
-            bail!("--ssl-keystore-password: SSL key store is not specified, but key store password is specified.");
-        }
-        if self.ssl_truststore_location.is_none() && self.ssl_truststore_password.is_some() {
-            bail!("--ssl-truststore-password: SSL trust store is not specified, but trust store password is specified.");
-        }
-        // The type of a store: as given, or Kafka's default unless the file
-        // is PEM text.
-        let effective = |given: Option<StoreType>, path: &std::path::Path| {
-            given.unwrap_or_else(|| {
-                std::fs::read(path)
-                    .map(|contents| StoreType::default_for(&contents))
-                    .unwrap_or(StoreType::Jks)
-            })
-        };
-        // Described as set when given, or when it is not Kafka's default.
-        let described = |given: Option<StoreType>, effective: StoreType| {
-            given.or(Some(effective).filter(|t| *t != StoreType::Jks))
-        };
-        let mut types = SslStoreTypes::default();
-        let key = match (&self.ssl_keystore_location, inline_key) {
-            (None, Some((key, chain))) => {
-                types.keystore = Some(StoreType::Pem);
-                inline_key_store(key, chain, self.ssl_key_password.as_deref()).map_err(|e| {
-                    anyhow::anyhow!("--ssl-keystore-key, --ssl-keystore-certificate-chain: {e}")
-                })?
-            }
-            (Some(path), _) => {
-                let keystore_type = effective(keystore_given, path);
-                types.keystore = described(keystore_given, keystore_type);
-                check_passwords(keystore_type, false, self.ssl_keystore_password.as_deref())
-                    .map_err(|e| {
-                        anyhow::anyhow!("--ssl-keystore-location {}: {e}", path.display())
-                    })?;
-                load_key_store(
-                    path,
-                    keystore_type,
-                    self.ssl_keystore_password.as_deref(),
-                    self.ssl_key_password.as_deref(),
-                )
-                .map_err(|e| anyhow::anyhow!("--ssl-keystore-location: {e}"))?
-            }
-            (None, None) => bail!(
-                "--listen {}://{} needs --ssl-keystore-location (a JKS, PKCS12 or PEM file with the private key and certificate chain) or --ssl-keystore-type PEM with --ssl-keystore-key and --ssl-keystore-certificate-chain",
-                tls_listener.security_protocol.name(),
-                tls_listener.address
+        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+        let mut stores = StoreSettings::default();
+        for (name, value) in [
+            ("ssl.keystore.location", path(&self.ssl_keystore_location)),
+            ("ssl.keystore.type", self.ssl_keystore_type.clone()),
+            ("ssl.keystore.password", self.ssl_keystore_password.clone()),
+            ("ssl.keystore.key", self.ssl_keystore_key.clone()),
+            (
+                "ssl.keystore.certificate.chain",
+                self.ssl_keystore_certificate_chain.clone(),
             ),
-        };
-        let trusted = match (
-            &self.ssl_truststore_location,
-            &self.ssl_truststore_certificates,
-        ) {
-            (None, None) => None,
-            (None, Some(certificates)) => {
-                types.truststore = Some(StoreType::Pem);
-                Some(
-                    inline_trust_store(certificates)
-                        .map_err(|e| anyhow::anyhow!("--ssl-truststore-certificates: {e}"))?,
-                )
-            }
-            (Some(path), _) => {
-                let truststore_type = effective(truststore_given, path);
-                types.truststore = described(truststore_given, truststore_type);
-                check_passwords(
-                    truststore_type,
-                    true,
-                    self.ssl_truststore_password.as_deref(),
-                )
-                .map_err(|e| {
-                    anyhow::anyhow!("--ssl-truststore-location {}: {e}", path.display())
-                })?;
-                Some(
-                    load_trust_store(
-                        path,
-                        truststore_type,
-                        self.ssl_truststore_password.as_deref(),
-                    )
-                    .map_err(|e| anyhow::anyhow!("--ssl-truststore-location: {e}"))?,
-                )
-            }
+            ("ssl.key.password", self.ssl_key_password.clone()),
+            (
+                "ssl.truststore.location",
+                path(&self.ssl_truststore_location),
+            ),
+            ("ssl.truststore.type", self.ssl_truststore_type.clone()),
+            (
+                "ssl.truststore.password",
+                self.ssl_truststore_password.clone(),
+            ),
+            (
+                "ssl.truststore.certificates",
+                self.ssl_truststore_certificates.clone(),
+            ),
+        ] {
+            stores.set(name, value);
+        }
+        let flag = |name: &str| format!("--{}", name.replace('.', "-"));
+        let no_keystore = || {
+            format!(
+            "--listen {}://{} needs --ssl-keystore-location (a JKS, PKCS12 or PEM file with the private key and certificate chain) or --ssl-keystore-type PEM with --ssl-keystore-key and --ssl-keystore-certificate-chain",
+            tls_listener.security_protocol.name(),
+            tls_listener.address
+        )
         };
         let list = |text: &str| -> Vec<String> {
             text.split(',')
@@ -766,14 +687,35 @@ impl ServeArgs {
         for warning in warnings {
             tracing::warn!("{warning}");
         }
-        let (ssl, sasl_ssl) =
-            crate::security::tls::server_configs(key, client_auth, trusted, &protocols).map_err(
-                |e| anyhow::anyhow!("--ssl-keystore-location, --ssl-truststore-location: {e}"),
-            )?;
-        Ok((
-            Some(crate::config::broker::TlsConfigs { ssl, sasl_ssl }),
-            types,
-        ))
+        let settings = std::sync::Arc::new(TlsSettings {
+            stores,
+            client_auth,
+            protocols,
+            allow_dn_changes: self.ssl_allow_dn_changes,
+            allow_san_changes: self.ssl_allow_san_changes,
+        });
+        let mut types = SslStoreTypes::default();
+        let mut served = Vec::with_capacity(listeners.len());
+        for listener in listeners {
+            let sasl = match listener.security_protocol {
+                crate::security::SecurityProtocol::Ssl => false,
+                crate::security::SecurityProtocol::SaslSsl => true,
+                _ => {
+                    served.push(None);
+                    continue;
+                }
+            };
+            let stores = load(&settings.stores, &flag, &no_keystore).map_err(anyhow::Error::msg)?;
+            types = SslStoreTypes {
+                keystore: stores.keystore_type,
+                truststore: stores.truststore_type,
+            };
+            let tls = build(&settings, settings.stores.clone(), stores, sasl).map_err(|e| {
+                anyhow::anyhow!("--ssl-keystore-location, --ssl-truststore-location: {e}")
+            })?;
+            served.push(Some(tls));
+        }
+        Ok((Some(settings), served, types))
     }
 
     /// The login modules of a mechanism's JAAS configuration: its
@@ -992,7 +934,7 @@ impl ServeArgs {
                     self.ssl_client_auth
                 )
             })?;
-        let (tls, ssl_store_types) = self.tls(&listeners, ssl_client_auth)?;
+        let (tls, listener_tls, ssl_store_types) = self.tls(&listeners, ssl_client_auth)?;
         let ssl_principal_mapper =
             crate::security::tls::PrincipalMapper::parse(&self.ssl_principal_mapping_rules)
                 .map_err(|e| anyhow::anyhow!("--ssl-principal-mapping-rules: {e}"))?;
@@ -1205,6 +1147,7 @@ impl ServeArgs {
             plain_users,
             oauthbearer,
             tls,
+            listener_tls,
             ssl_keystore_location: self.ssl_keystore_location.clone(),
             ssl_truststore_location: self.ssl_truststore_location.clone(),
             ssl_keystore_type: ssl_store_types.keystore,
@@ -1250,6 +1193,14 @@ impl ServeArgs {
                 (
                     "ssl.cipher.suites",
                     Some(self.ssl_cipher_suites.clone()).filter(|s| !s.is_empty()),
+                ),
+                (
+                    "ssl.allow.dn.changes",
+                    self.ssl_allow_dn_changes.then(|| "true".to_string()),
+                ),
+                (
+                    "ssl.allow.san.changes",
+                    self.ssl_allow_san_changes.then(|| "true".to_string()),
                 ),
             ]
             .into_iter()

@@ -963,6 +963,17 @@ async fn alter_broker_configs(
             outcomes.push((ErrorCode::InvalidRequest.code(), Some(message)));
             continue;
         }
+        // The listeners' new stores are read and checked as Kafka's SSL
+        // factories validate a reconfiguration, in Kafka's wrapping of
+        // the reason.
+        if let Err(why) = crate::server::tls::check(shard, &trial).await {
+            tracing::info!(error = %why, "dynamic SSL configs refused");
+            outcomes.push((
+                ErrorCode::InvalidRequest.code(),
+                Some(format!("Invalid value org.apache.kafka.common.config.ConfigException: Validation of dynamic config update of SSLFactory failed: {why} for configuration Invalid dynamic configuration")),
+            ));
+            continue;
+        }
         // After the values' checks (the broker's, in Kafka), as Kafka's
         // controller checks it.
         if let Some(message) = elr
@@ -973,13 +984,13 @@ async fn alter_broker_configs(
             continue;
         }
         outcomes.push((0, None));
-        if next != current {
-            layers = trial;
-            records.push(MetadataRecord::BrokerConfigs {
-                broker,
-                configs: next,
-            });
-        }
+        // Written even unchanged, as Kafka's controller writes a broker's
+        // configs: given again, a store whose file was modified is read.
+        layers = trial;
+        records.push(MetadataRecord::BrokerConfigs {
+            broker,
+            configs: next,
+        });
     }
     if !validate_only {
         commit_outcomes(shard, records, &mut outcomes).await;

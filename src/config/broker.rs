@@ -70,15 +70,6 @@ pub struct Listener {
     pub advertised_port: u16,
 }
 
-/// The TLS configurations of SSL and SASL_SSL listeners.
-#[derive(Debug, Clone)]
-pub struct TlsConfigs {
-    /// For SSL listeners.
-    pub ssl: std::sync::Arc<rustls::ServerConfig>,
-    /// For SASL_SSL listeners.
-    pub sasl_ssl: std::sync::Arc<rustls::ServerConfig>,
-}
-
 /// Broker-wide settings, validated. Field names follow Kafka's config names.
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
@@ -98,11 +89,16 @@ pub struct BrokerConfig {
     pub plain_users: std::sync::Arc<crate::security::plain::PlainUsers>,
     /// How OAUTHBEARER tokens are checked; None without OAUTHBEARER.
     pub oauthbearer: Option<std::sync::Arc<crate::security::oauthbearer::Validator>>,
-    /// The TLS server configuration of SSL listeners (`ssl.keystore.*`,
-    /// `ssl.truststore.*`, `ssl.client.auth`) and of SASL_SSL ones (the
-    /// same without client certificates: Kafka asks for them on SASL_SSL
-    /// only when the listener's own `ssl.client.auth` says so).
-    pub tls: Option<TlsConfigs>,
+    /// What the TLS of SSL and SASL_SSL listeners is made of: the static
+    /// stores (`ssl.keystore.*`, `ssl.truststore.*`), `ssl.client.auth`
+    /// (SSL listeners only: Kafka asks for client certificates on SASL_SSL
+    /// only when the listener's own `ssl.client.auth` says so), protocols
+    /// and suites. None without such a listener.
+    pub tls: Option<std::sync::Arc<crate::security::listener_tls::TlsSettings>>,
+    /// Each listener's TLS at start-up, by listener index (None for one
+    /// that is not SSL or SASL_SSL); each shard keeps its own copy and
+    /// reloads it when the listener's stores are configured again.
+    pub listener_tls: Vec<Option<crate::security::listener_tls::ListenerTls>>,
     /// `ssl.keystore.location`, when given.
     pub ssl_keystore_location: Option<PathBuf>,
     /// `ssl.truststore.location`, when given.
@@ -339,17 +335,6 @@ impl Default for GroupSettings {
 }
 
 impl BrokerConfig {
-    /// The TLS configuration listener `index` serves with, if it is an SSL
-    /// or SASL_SSL one.
-    pub fn tls_for(&self, index: usize) -> Option<std::sync::Arc<rustls::ServerConfig>> {
-        let tls = self.tls.as_ref()?;
-        match self.listeners.get(index)?.security_protocol {
-            crate::security::SecurityProtocol::Ssl => Some(tls.ssl.clone()),
-            crate::security::SecurityProtocol::SaslSsl => Some(tls.sasl_ssl.clone()),
-            _ => None,
-        }
-    }
-
     /// The value of broker config `name` when this broker sets it (from a
     /// flag or because the setting is inherent, like `listeners`); None means
     /// Kafka's default applies. Feeds DescribeConfigs' STATIC_BROKER_CONFIG.

@@ -431,6 +431,10 @@ static BROKER_CONFIG_DEFS: &[BrokerConfigDef] = &[
         "Largest request the broker reads."),
     broker_config("socket.send.buffer.bytes", INT, Some("102400"), RESTART,
         "SO_SNDBUF of listening sockets; -1 means the OS default."),
+    broker_config("ssl.allow.dn.changes", BOOLEAN, Some("false"), RESTART,
+        "Whether a keystore reloaded at runtime may change the certificate's subject."),
+    broker_config("ssl.allow.san.changes", BOOLEAN, Some("false"), RESTART,
+        "Whether a keystore reloaded at runtime may drop subject alternative names."),
     broker_config("ssl.cipher.suites", LIST, None, DYNAMIC,
         "TLS cipher suites enabled; all of the enabled protocols' when unset."),
     broker_config("ssl.client.auth", STRING, Some("none"), DYNAMIC,
@@ -584,11 +588,14 @@ pub fn describe_default_broker_configs(
 }
 
 /// The DescribeConfigs entries, by name, of the broker config names Kafka
-/// does not know that a node's own dynamic layer (`own`) or the cluster
-/// default (`all`) sets, for the node's BROKER resource.
+/// does not list itself that a node's own dynamic layer (`own`) or the
+/// cluster default (`all`) sets, for the node's BROKER resource: a
+/// listener's own keystore and truststore configs, and names Kafka does not
+/// know. `command_line` gives the static value of a config.
 pub fn unknown_broker_configs(
     own: Option<&std::collections::BTreeMap<String, String>>,
     all: Option<&std::collections::BTreeMap<String, String>>,
+    command_line: &dyn Fn(&str) -> Option<String>,
     requested: Option<&[String]>,
     include_synonyms: bool,
 ) -> Vec<DescribeConfigsResourceResult> {
@@ -605,14 +612,74 @@ pub fn unknown_broker_configs(
     names
         .into_iter()
         .map(|name| {
-            let sources: Vec<i8> = layers
+            let set: Vec<(i8, &String)> = layers
                 .iter()
-                .filter(|(layer, _)| layer.is_some_and(|l| l.contains_key(name)))
-                .map(|(_, source)| *source)
+                .filter_map(|(layer, source)| Some((*source, (*layer)?.get(name)?)))
                 .collect();
-            unknown_broker_config_entry(name, &sources, include_synonyms)
+            let reloaded = crate::config::dynamic::listener_config(name)
+                .filter(|c| crate::security::listener_tls::RECONFIGURABLE_CONFIGS.contains(c))
+                .and_then(find_broker_config);
+            match reloaded {
+                Some(def) => listener_config_entry(name, def, &set, command_line, include_synonyms),
+                None => {
+                    let sources: Vec<i8> = set.iter().map(|(source, _)| *source).collect();
+                    unknown_broker_config_entry(name, &sources, include_synonyms)
+                }
+            }
         })
         .collect()
+}
+
+/// The DescribeConfigs entry of a listener's own value of config `def`
+/// (`name`, set in the dynamic layers `set`, highest first), as Kafka
+/// 4.1.1 describes it: the value (null when sensitive), read-only, of the
+/// config's type, its synonyms the dynamic values, then the config's own
+/// static value and default.
+fn listener_config_entry(
+    name: &str,
+    def: &BrokerConfigDef,
+    set: &[(i8, &String)],
+    command_line: &dyn Fn(&str) -> Option<String>,
+    include_synonyms: bool,
+) -> DescribeConfigsResourceResult {
+    use kafka_protocol::messages::describe_configs_response::DescribeConfigsSynonym;
+    let sensitive = def.is_sensitive();
+    let shown = |value: &str| (!sensitive).then(|| StrBytes::from_string(value.to_string()));
+    let synonym = |name: &str, value: &str, source: i8| {
+        DescribeConfigsSynonym::default()
+            .with_name(StrBytes::from_string(name.to_string()))
+            .with_value(shown(value))
+            .with_source(source)
+    };
+    let mut synonyms: Vec<DescribeConfigsSynonym> = set
+        .iter()
+        .map(|(source, value)| synonym(name, value, *source))
+        .collect();
+    if let Some(value) = command_line(def.name) {
+        synonyms.push(synonym(
+            def.name,
+            &value,
+            config_source::STATIC_BROKER_CONFIG,
+        ));
+    }
+    if let Some(value) = def.default {
+        synonyms.push(synonym(def.name, value, config_source::DEFAULT_CONFIG));
+    }
+    DescribeConfigsResourceResult::default()
+        .with_name(StrBytes::from_string(name.to_string()))
+        .with_value(set.first().and_then(|(_, value)| shown(value)))
+        .with_read_only(true)
+        .with_config_source(
+            set.first()
+                .map_or(config_source::DEFAULT_CONFIG, |(source, _)| *source),
+        )
+        .with_is_sensitive(sensitive)
+        .with_synonyms(if include_synonyms {
+            synonyms
+        } else {
+            Vec::new()
+        })
+        .with_config_type(def.config_type)
 }
 
 /// The DescribeConfigs entry of a broker config name Kafka does not know,

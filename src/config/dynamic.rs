@@ -283,7 +283,7 @@ pub type Refusal = (crate::protocol::ErrorCode, String);
 ///
 /// # Errors
 /// Kafka's error and message.
-pub fn check_names(alteration: &ConfigAlteration) -> Result<(), Refusal> {
+pub fn check_names(alteration: &ConfigAlteration, per_broker: bool) -> Result<(), Refusal> {
     use crate::protocol::ErrorCode;
     // (name, deleted) per config named.
     let names: Vec<(&str, bool)> = match alteration {
@@ -315,8 +315,9 @@ pub fn check_names(alteration: &ConfigAlteration) -> Result<(), Refusal> {
     // Kafka refuses its read-only configs with this message; the configs it
     // changes at runtime and this broker does not yet are refused the same
     // way, as they are static here, and so are the per-listener values of
-    // Kafka's configs (`listener.name.<listener>.<config>`), none of which
-    // this broker reads yet. Kafka checks the configs the change leaves, so
+    // Kafka's configs (`listener.name.<listener>.<config>`) but a
+    // listener's keystore and truststore configs, which
+    // `server::tls::reload` reads. Kafka checks the configs the change leaves, so
     // deleting any name is taken (it changes nothing but the stored layer).
     // A name Kafka does not know is kept, as Kafka keeps it (for plugins'
     // own configs), and changes nothing here.
@@ -325,7 +326,10 @@ pub fn check_names(alteration: &ConfigAlteration) -> Result<(), Refusal> {
         .filter(|(name, deleted)| {
             !deleted
                 && match listener_config(name) {
-                    Some(config) => kafka_listener_config(config),
+                    Some(config) => {
+                        kafka_listener_config(config)
+                            && !SSL_RECONFIGURABLE_CONFIGS.contains(&config)
+                    }
                     None => {
                         !is_dynamic(name)
                             && find_broker_config(name).is_some()
@@ -359,27 +363,45 @@ pub fn check_names(alteration: &ConfigAlteration) -> Result<(), Refusal> {
             ),
         ));
     }
+    // A listener's own configs are each broker's, but for a few Kafka
+    // takes cluster-wide.
+    let per_broker_only: Vec<&str> = names
+        .iter()
+        .filter(|(name, deleted)| {
+            !deleted
+                && !per_broker
+                && listener_config(name).is_some_and(|config| {
+                    kafka_listener_config(config)
+                        && !CLUSTER_LEVEL_LISTENER_CONFIGS.contains(&config)
+                })
+        })
+        .map(|(name, _)| *name)
+        .collect();
+    if !per_broker_only.is_empty() {
+        return Err((
+            ErrorCode::InvalidRequest,
+            format!(
+                "Cannot update these configs at default cluster level, broker id must be specified: Set({})",
+                per_broker_only.join(", ")
+            ),
+        ));
+    }
     Ok(())
 }
 
-/// The SSL configs Kafka reloads at runtime, per listener only
-/// (`SslConfigs.RECONFIGURABLE_CONFIGS`).
-const SSL_RECONFIGURABLE_CONFIGS: [&str; 10] = [
-    "ssl.key.password",
-    "ssl.keystore.certificate.chain",
-    "ssl.keystore.key",
-    "ssl.keystore.location",
-    "ssl.keystore.password",
-    "ssl.keystore.type",
-    "ssl.truststore.certificates",
-    "ssl.truststore.location",
-    "ssl.truststore.password",
-    "ssl.truststore.type",
+use crate::security::listener_tls::RECONFIGURABLE_CONFIGS as SSL_RECONFIGURABLE_CONFIGS;
+
+/// The listener configs Kafka takes cluster-wide
+/// (`DynamicBrokerConfig.ClusterLevelListenerConfigs`).
+const CLUSTER_LEVEL_LISTENER_CONFIGS: [&str; 3] = [
+    "max.connections",
+    "max.connection.creation.rate",
+    "num.network.threads",
 ];
 
 /// The config a `listener.name.<listener>.<config>` name sets for one
 /// listener, as Kafka's `ListenerConfigRegex` reads it.
-fn listener_config(name: &str) -> Option<&str> {
+pub fn listener_config(name: &str) -> Option<&str> {
     let (_listener, config) = name.strip_prefix("listener.name.")?.split_once('.')?;
     Some(config)
 }
@@ -727,7 +749,16 @@ mod tests {
     #[test]
     fn names_are_checked_in_kafkas_order() {
         let incremental = |name: &str, op: ConfigOp| {
-            check_names(&ConfigAlteration::Incremental(vec![(name.to_string(), op)]))
+            check_names(
+                &ConfigAlteration::Incremental(vec![(name.to_string(), op)]),
+                true,
+            )
+        };
+        let cluster_wide = |name: &str, op: ConfigOp| {
+            check_names(
+                &ConfigAlteration::Incremental(vec![(name.to_string(), op)]),
+                false,
+            )
         };
         assert_eq!(
             incremental(MAX_CONNECTIONS, ConfigOp::Append("5".into())),
@@ -753,8 +784,9 @@ mod tests {
             incremental(MAX_CONNECTIONS, ConfigOp::Set("5".into())),
             Ok(())
         );
-        // Keystores are reloaded per listener only; per-listener values
-        // are not read here yet, so refused, but may be deleted.
+        // Keystores are reloaded per listener only, and per broker; other
+        // per-listener values are not read here yet, so refused, but may
+        // be deleted.
         assert_eq!(
             incremental("ssl.keystore.location", ConfigOp::Set("/k".into())),
             Err((
@@ -762,8 +794,26 @@ mod tests {
                 "These security configs can be dynamically updated only per-listener using the listener prefix: HashSet(ssl.keystore.location)".into()
             ))
         );
+        assert_eq!(
+            incremental(
+                "listener.name.ssl.ssl.keystore.location",
+                ConfigOp::Set("/k".into())
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            cluster_wide("listener.name.ssl.ssl.keystore.location", ConfigOp::Set("/k".into())),
+            Err((
+                crate::protocol::ErrorCode::InvalidRequest,
+                "Cannot update these configs at default cluster level, broker id must be specified: Set(listener.name.ssl.ssl.keystore.location)".into()
+            ))
+        );
+        assert_eq!(
+            cluster_wide("listener.name.ssl.ssl.keystore.location", ConfigOp::Delete),
+            Ok(())
+        );
         for name in [
-            "listener.name.ssl.ssl.keystore.location",
+            "listener.name.ssl.ssl.allow.dn.changes",
             "listener.name.external.max.connections",
             "listener.name.sasl_plaintext.plain.sasl.jaas.config",
         ] {
@@ -858,10 +908,13 @@ mod tests {
         );
         assert_eq!(appended["log.cleanup.policy"], "delete,compact");
         assert_eq!(
-            check_names(&ConfigAlteration::Incremental(vec![(
-                "log.cleanup.policy".into(),
-                ConfigOp::Subtract("delete".into())
-            )])),
+            check_names(
+                &ConfigAlteration::Incremental(vec![(
+                    "log.cleanup.policy".into(),
+                    ConfigOp::Subtract("delete".into())
+                )]),
+                true
+            ),
             Ok(())
         );
     }

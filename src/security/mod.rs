@@ -6,6 +6,7 @@
 pub mod acl;
 pub mod delegation_token;
 pub mod keystore;
+pub mod listener_tls;
 pub mod oauthbearer;
 pub mod plain;
 pub mod scram;

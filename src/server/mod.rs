@@ -179,7 +179,7 @@ pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>, index: u
                 return;
             }
             state.open_connections.set(state.open_connections.get() + 1);
-            match state.shard.config.tls_for(index) {
+            match tls::served(&state.shard, index) {
                 Some(tls) => tls::serve(stream, tls, state.clone(), index).await,
                 None => connection::serve_tcp(stream, state.clone(), index).await,
             }

@@ -24,6 +24,117 @@ use super::{connection, ServerState};
 /// Bytes relayed per read, each way.
 const RELAY_BUFFER_BYTES: usize = 64 * 1024;
 
+/// The TLS listener `index` serves a new connection with: this shard's
+/// copy, as last reloaded; None for a listener that is not SSL or SASL_SSL.
+pub fn served(shard: &crate::shard::Shard, index: usize) -> Option<Arc<rustls::ServerConfig>> {
+    shard
+        .listener_tls
+        .borrow()
+        .get(index)?
+        .as_ref()
+        .map(|tls| tls.config.clone())
+}
+
+/// Each SSL and SASL_SSL listener's stores under this node's dynamic
+/// `configs` (its own values over the cluster-wide ones), as Kafka's
+/// `SslFactory` reconfigures a listener: `(index, new TLS)` for each whose
+/// configs changed or, with `reread_files`, whose store files were
+/// modified since they were read (`listener_tls::rebuild`). Reads files
+/// off the executor.
+///
+/// # Errors
+/// The first listener whose new stores cannot be served, and why.
+async fn rebuilt(
+    shard: &crate::shard::Shard,
+    configs: &crate::config::dynamic::DynamicBrokerConfigs,
+    reread_files: bool,
+) -> Result<Vec<(usize, crate::security::listener_tls::ListenerTls)>, String> {
+    let Some(settings) = shard.config.tls.clone() else {
+        return Ok(Vec::new());
+    };
+    let node = shard.config.node_id;
+    let mut rebuilt = Vec::new();
+    for (index, listener) in shard.config.listeners.iter().enumerate() {
+        let Some(current) = served_built(shard, index) else {
+            continue;
+        };
+        let name = listener.security_protocol.name();
+        let stores = settings.stores.for_listener(name, |config| {
+            configs.value_on(node, config).map(str::to_string)
+        });
+        if !reread_files && stores == current.settings {
+            continue;
+        }
+        let sasl = listener.security_protocol.is_sasl();
+        let tls = settings.clone();
+        let next = glommio::executor()
+            .spawn_blocking(move || {
+                crate::security::listener_tls::rebuild(&tls, &current, name, stores, sasl)
+            })
+            .await?;
+        if let Some(next) = next {
+            rebuilt.push((index, next));
+        }
+    }
+    Ok(rebuilt)
+}
+
+/// What listener `index`'s TLS on this shard was built from.
+fn served_built(
+    shard: &crate::shard::Shard,
+    index: usize,
+) -> Option<crate::security::listener_tls::Built> {
+    shard
+        .listener_tls
+        .borrow()
+        .get(index)?
+        .as_ref()
+        .map(|tls| tls.built.clone())
+}
+
+/// Kafka's `validateReconfiguration` of the listeners' SSL factories: the
+/// stores of each listener whose configs `configs` change can be read and
+/// keep the certificate's identity. As in Kafka, a listener whose configs
+/// stay is not checked (a store file modified since is read when the
+/// change is applied, [`reload`]).
+///
+/// # Errors
+/// Why not.
+pub async fn check(
+    shard: &crate::shard::Shard,
+    configs: &crate::config::dynamic::DynamicBrokerConfigs,
+) -> Result<(), String> {
+    rebuilt(shard, configs, false).await.map(|_| ())
+}
+
+/// Reloads this shard's listeners' TLS from the dynamic configs in its
+/// image, where their configs changed or, with `reread_files` (a change of
+/// this node's own configs, as Kafka's `reloadUpdatedFilesWithoutConfigChange`),
+/// their store files were modified; new connections are served with it,
+/// open ones keep theirs. A store that cannot be served is logged and the
+/// listener keeps what it serves.
+pub async fn reload(shard: &crate::shard::Shard, reread_files: bool) {
+    let configs = shard.image().broker_configs.clone();
+    match rebuilt(shard, &configs, reread_files).await {
+        Ok(rebuilt) => {
+            for (index, tls) in rebuilt {
+                tracing::info!(
+                    shard = shard.id,
+                    listener = shard.config.listeners[index].security_protocol.name(),
+                    subject = %tls.built.identity.subject,
+                    "listener TLS reloaded"
+                );
+                if let Some(slot) = shard.listener_tls.borrow_mut().get_mut(index) {
+                    *slot = Some(tls);
+                }
+            }
+        }
+        Err(e) => {
+            tracing::error!(shard = shard.id, error = %e, "cannot reload listener TLS; serving what was served")
+        }
+    }
+}
+
 /// Serves one TCP connection accepted on TLS listener `listener`.
 pub async fn serve(
     stream: TcpStream,

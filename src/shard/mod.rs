@@ -81,6 +81,9 @@ pub struct Shard {
     /// The broker's connection counts (`server::admission`; the owner
     /// shard only).
     pub connection_counts: crate::server::admission::ConnectionCounts,
+    /// The TLS each listener serves new connections with, by listener
+    /// index (`server::tls::reload`).
+    pub listener_tls: RefCell<Vec<Option<crate::security::listener_tls::ListenerTls>>>,
     /// [`Shard::broker_defaults`] and the metadata offset it was made at.
     defaults_cache: RefCell<Option<(u64, Rc<crate::config::BrokerDefaults>)>>,
     /// The controller mutation quotas' token buckets (shard 0 only).
@@ -156,6 +159,7 @@ impl Shard {
             authorizer: Rc::new(config.authorizer.clone()),
             quota_sensors: crate::quota::sensors::SensorTable::new(config.quota_window),
             connection_counts: crate::server::admission::ConnectionCounts::new(config.quota_window),
+            listener_tls: RefCell::new(config.listener_tls.clone()),
             config,
             image: RefCell::new(Rc::new(MetadataImage::default())),
             partitions: RefCell::new(HashMap::new()),
@@ -215,6 +219,8 @@ impl Shard {
             image.apply(record);
         }
         *self.image.borrow_mut() = Rc::new(image);
+        // Listeners serve the stores their dynamic configs name.
+        crate::server::tls::reload(self, true).await;
         let image = self.image();
         // Before any log file is opened on this thread: glommio probes
         // polled reads on the first O_DIRECT file it opens per device, and an
@@ -388,9 +394,14 @@ impl Shard {
                         }
                     }
                 }
-                MetadataRecord::BrokerConfigs { .. } => {
+                MetadataRecord::BrokerConfigs { broker, .. } => {
                     // Raised limits may free slots for waiting connections.
                     self.connection_counts.wake_all();
+                    // Stores configured again (or, by a change of this
+                    // node's configs, files modified since they were read)
+                    // are read before the change is answered.
+                    let own = *broker == Some(self.config.node_id);
+                    crate::server::tls::reload(self, own).await;
                     // Topics without their own values follow the broker's
                     // (the cache still holds the values before this record).
                     let before = self

@@ -227,7 +227,7 @@ fn broker_plan(shard: &Shard, resource: &Resource, incremental: bool) -> Plan {
         return Plan::Answer((0, None));
     }
     let alteration = alteration(&resource.changes, incremental);
-    match crate::config::dynamic::check_names(&alteration) {
+    match crate::config::dynamic::check_names(&alteration, broker.is_some()) {
         Ok(()) => Plan::Broker(broker, alteration),
         Err((error, message)) => Plan::Answer((error.code(), Some(message))),
     }

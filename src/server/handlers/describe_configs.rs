@@ -181,6 +181,7 @@ pub fn handle(
                     result.configs.extend(unknown_broker_configs(
                         dynamic.layer(Some(config.node_id)),
                         dynamic.layer(None),
+                        &|name| config.static_value(name),
                         requested.as_deref(),
                         include_synonyms,
                     ));
