@@ -627,7 +627,16 @@ impl ServeArgs {
         Vec<Option<crate::security::listener_tls::ListenerTls>>,
         SslStoreTypes,
     )> {
-        use crate::security::listener_tls::{build, load, StoreSettings, TlsSettings};
+        use crate::security::keystore::StoreType;
+        use crate::security::listener_tls::{build, load, FileTimes, StoreSettings, TlsSettings};
+        for (flag, given) in [
+            ("--ssl-keystore-type", &self.ssl_keystore_type),
+            ("--ssl-truststore-type", &self.ssl_truststore_type),
+        ] {
+            if let Some(Err(e)) = given.as_deref().map(StoreType::parse) {
+                bail!("{flag} {e}");
+            }
+        }
         // As in Kafka, SSL settings are read only for SSL and SASL_SSL
         // listeners.
         let Some(tls_listener) = listeners.iter().find(|l| l.security_protocol.is_tls()) else {
@@ -636,10 +645,21 @@ impl ServeArgs {
             }
             return Ok((None, vec![None; listeners.len()], SslStoreTypes::default()));
         };
-        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+        let path = |flag: &str, p: &Option<PathBuf>| -> anyhow::Result<Option<String>> {
+            p.as_ref()
+                .map(|p| {
+                    p.to_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| anyhow::anyhow!("{flag} {}: not UTF-8", p.display()))
+                })
+                .transpose()
+        };
         let mut stores = StoreSettings::default();
         for (name, value) in [
-            ("ssl.keystore.location", path(&self.ssl_keystore_location)),
+            (
+                "ssl.keystore.location",
+                path("--ssl-keystore-location", &self.ssl_keystore_location)?,
+            ),
             ("ssl.keystore.type", self.ssl_keystore_type.clone()),
             ("ssl.keystore.password", self.ssl_keystore_password.clone()),
             ("ssl.keystore.key", self.ssl_keystore_key.clone()),
@@ -650,7 +670,7 @@ impl ServeArgs {
             ("ssl.key.password", self.ssl_key_password.clone()),
             (
                 "ssl.truststore.location",
-                path(&self.ssl_truststore_location),
+                path("--ssl-truststore-location", &self.ssl_truststore_location)?,
             ),
             ("ssl.truststore.type", self.ssl_truststore_type.clone()),
             (
@@ -679,6 +699,8 @@ impl ServeArgs {
                 .map(str::to_string)
                 .collect()
         };
+        // The stores are checked before the protocols, as they were first.
+        load(&stores, &flag, &no_keystore).map_err(anyhow::Error::msg)?;
         let (protocols, warnings) = crate::security::tls::Protocols::parse(
             &list(&self.ssl_enabled_protocols),
             &list(&self.ssl_cipher_suites),
@@ -705,14 +727,16 @@ impl ServeArgs {
                     continue;
                 }
             };
+            let times = FileTimes::of(&settings.stores);
             let stores = load(&settings.stores, &flag, &no_keystore).map_err(anyhow::Error::msg)?;
             types = SslStoreTypes {
                 keystore: stores.keystore_type,
                 truststore: stores.truststore_type,
             };
-            let tls = build(&settings, settings.stores.clone(), stores, sasl).map_err(|e| {
-                anyhow::anyhow!("--ssl-keystore-location, --ssl-truststore-location: {e}")
-            })?;
+            let tls =
+                build(&settings, settings.stores.clone(), times, stores, sasl).map_err(|e| {
+                    anyhow::anyhow!("--ssl-keystore-location, --ssl-truststore-location: {e}")
+                })?;
             served.push(Some(tls));
         }
         Ok((Some(settings), served, types))

@@ -966,7 +966,7 @@ async fn alter_broker_configs(
         // The listeners' new stores are read and checked as Kafka's SSL
         // factories validate a reconfiguration, in Kafka's wrapping of
         // the reason.
-        if let Err(why) = crate::server::tls::check(shard, &trial).await {
+        if let Err(why) = crate::server::tls::check(shard, &layers, &trial).await {
             tracing::info!(error = %why, "dynamic SSL configs refused");
             outcomes.push((
                 ErrorCode::InvalidRequest.code(),

@@ -109,8 +109,7 @@ pub fn load_key_store(
     password: Option<&str>,
     key_password: Option<&str>,
 ) -> Result<KeyMaterial, String> {
-    let contents =
-        std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let contents = read_store(path)?;
     let failed = |why: String| load_failed(path, store_type, &why);
     match store_type {
         StoreType::Pem => pem_key_store(&contents, key_password)
@@ -133,6 +132,32 @@ pub fn load_key_store(
                 .ok_or_else(|| failed("no private key entry in the keystore".into()))
         }
     }
+}
+
+/// The largest store file read: Java's stores hold a few keys and
+/// certificates, a few KiB each.
+const STORE_BYTES_MAX: u64 = 16 << 20;
+
+/// The contents of the store file at `path`: a regular file (a device or
+/// a pipe named by a runtime config would be read without end) of at most
+/// [`STORE_BYTES_MAX`] bytes.
+///
+/// # Errors
+/// Not a regular file, too large, unreadable.
+pub fn read_store(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let cannot = |e: &dyn std::fmt::Display| format!("cannot read {}: {e}", path.display());
+    if !std::fs::metadata(path).map_err(|e| cannot(&e))?.is_file() {
+        return Err(cannot(&"not a regular file"));
+    }
+    let mut contents = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(STORE_BYTES_MAX + 1).read_to_end(&mut contents))
+        .map_err(|e| cannot(&e))?;
+    if contents.len() as u64 > STORE_BYTES_MAX {
+        return Err(cannot(&format_args!("larger than {STORE_BYTES_MAX} bytes")));
+    }
+    Ok(contents)
 }
 
 /// Kafka's message for a JKS or PKCS12 store that did not load.
@@ -158,8 +183,7 @@ pub fn load_trust_store(
     store_type: StoreType,
     password: Option<&str>,
 ) -> Result<Vec<CertificateDer<'static>>, String> {
-    let contents =
-        std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let contents = read_store(path)?;
     let failed = |why: String| load_failed(path, store_type, &why);
     let certificates = match store_type {
         StoreType::Pem => {

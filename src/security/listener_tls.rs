@@ -203,7 +203,7 @@ pub fn load(
     // is PEM text.
     let effective = |given: Option<StoreType>, path: &Path| {
         given.unwrap_or_else(|| {
-            std::fs::read(path)
+            super::keystore::read_store(path)
                 .map(|contents| StoreType::default_for(&contents))
                 .unwrap_or(StoreType::Jks)
         })
@@ -277,36 +277,52 @@ pub struct Identity {
 }
 
 impl Identity {
-    /// The identity of a certificate.
-    ///
-    /// # Errors
-    /// A certificate that does not parse.
-    pub fn of(certificate: &[u8]) -> Result<Self, String> {
-        let subject = super::tls::principal_name(certificate)?;
-        let (_, parsed) = x509_parser::parse_x509_certificate(certificate)
-            .map_err(|e| format!("the keystore's certificate: {e}"))?;
-        let mut alt_names: Vec<String> = parsed
-            .subject_alternative_name()
-            .map_err(|e| format!("the keystore's certificate: {e}"))?
-            .map(|extension| {
-                extension
-                    .value
-                    .general_names
-                    .iter()
-                    .map(|name| format!("{name:?}"))
-                    .collect()
+    /// The identity of a certificate; what does not parse is left empty
+    /// (the certificate is still served, and compared as it reads).
+    pub fn of(certificate: &[u8]) -> Self {
+        let subject = super::tls::principal_name(certificate).unwrap_or_default();
+        let mut alt_names: Vec<String> = x509_parser::parse_x509_certificate(certificate)
+            .ok()
+            .and_then(|(_, parsed)| {
+                let extension = parsed.subject_alternative_name().ok()??;
+                Some(
+                    extension
+                        .value
+                        .general_names
+                        .iter()
+                        .map(|name| format!("{name:?}"))
+                        .collect(),
+                )
             })
             .unwrap_or_default();
         alt_names.sort();
         alt_names.dedup();
-        Ok(Identity { subject, alt_names })
+        Identity { subject, alt_names }
     }
 }
 
-/// When a file was modified, as Kafka's `SecurityStore` remembers it to
-/// tell whether to read a store given again unchanged.
-fn modified(path: Option<PathBuf>) -> Option<SystemTime> {
-    std::fs::metadata(path?).and_then(|m| m.modified()).ok()
+/// When the store files `settings` name were modified, taken before
+/// they are read, as Kafka's `SecurityStore` remembers it to tell whether
+/// to read a store given again unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileTimes {
+    keystore: Option<SystemTime>,
+    truststore: Option<SystemTime>,
+}
+
+impl FileTimes {
+    /// The files' times now.
+    pub fn of(settings: &StoreSettings) -> Self {
+        let modified = |name: &str| {
+            std::fs::metadata(settings.path(name)?)
+                .and_then(|m| m.modified())
+                .ok()
+        };
+        FileTimes {
+            keystore: modified("ssl.keystore.location"),
+            truststore: modified("ssl.truststore.location"),
+        }
+    }
 }
 
 /// What a listener's TLS was built from.
@@ -314,10 +330,8 @@ fn modified(path: Option<PathBuf>) -> Option<SystemTime> {
 pub struct Built {
     /// The store configs.
     pub settings: StoreSettings,
-    /// When the keystore file was modified, as read.
-    keystore_modified: Option<SystemTime>,
-    /// When the truststore file was modified, as read.
-    truststore_modified: Option<SystemTime>,
+    /// When the store files were modified, before they were read.
+    times: FileTimes,
     /// Whether a truststore was given.
     truststore: bool,
     /// The certificate served.
@@ -343,6 +357,7 @@ pub struct ListenerTls {
 pub fn build(
     tls: &TlsSettings,
     settings: StoreSettings,
+    times: FileTimes,
     stores: Stores,
     sasl: bool,
 ) -> Result<ListenerTls, String> {
@@ -352,7 +367,7 @@ pub fn build(
             .chain
             .first()
             .ok_or("the keystore holds no certificate")?,
-    )?;
+    );
     let truststore = stores.trusted.is_some();
     let client_auth = if sasl {
         ClientAuth::None
@@ -363,8 +378,7 @@ pub fn build(
     Ok(ListenerTls {
         config: if sasl { sasl_ssl } else { ssl },
         built: Built {
-            keystore_modified: modified(settings.path("ssl.keystore.location")),
-            truststore_modified: modified(settings.path("ssl.truststore.location")),
+            times,
             settings,
             truststore,
             identity,
@@ -375,8 +389,9 @@ pub fn build(
 /// Listener `listener`'s TLS under its configs `settings` (its own values
 /// over the static ones), as Kafka's `SslFactory` reconfigures it: None
 /// when the configs are those `current` was built from and neither store
-/// file was modified since; else the new TLS, checked against `current`.
-/// Reads files: run it off the executor.
+/// file was modified since; else the new TLS, checked against `current`
+/// when `compare` (not at start-up, where Kafka builds its factories from
+/// the configs alone). Reads files: run it off the executor.
 ///
 /// # Errors
 /// What is wrong with the new stores; Kafka answers a client such a
@@ -387,24 +402,23 @@ pub fn rebuild(
     listener: &str,
     settings: StoreSettings,
     sasl: bool,
+    compare: bool,
 ) -> Result<Option<ListenerTls>, String> {
-    let unchanged = settings == current.settings
-        && modified(settings.path("ssl.keystore.location")) == current.keystore_modified
-        && modified(settings.path("ssl.truststore.location")) == current.truststore_modified;
-    if unchanged {
+    let times = FileTimes::of(&settings);
+    if settings == current.settings && times == current.times {
         return Ok(None);
     }
     let prefix = listener_prefix(listener);
     let label = |name: &str| format!("{prefix}{name}");
     let stores = load(&settings, &label, &|| {
-        "Cannot remove the SSL keystore from an existing listener for which a keystore was configured.".into()
+        format!("{CONFIG_EXCEPTION}: Cannot remove the SSL keystore from an existing listener for which a keystore was configured.")
     })?;
-    // Kafka's own reasons are its ConfigExceptions.
-    const CONFIG_EXCEPTION: &str = "org.apache.kafka.common.config.ConfigException";
-    if !current.truststore && stores.trusted.is_some() {
-        return Err(format!("{CONFIG_EXCEPTION}: Cannot add SSL truststore to an existing listener for which no truststore was configured."));
+    let truststore_added = !current.truststore && stores.trusted.is_some();
+    let next = build(tls, settings, times, stores, sasl)?;
+    if !compare {
+        return Ok(Some(next));
     }
-    let next = build(tls, settings, stores, sasl)?;
+    // In Kafka's order.
     let (old, new) = (&current.identity, &next.built.identity);
     if !tls.allow_dn_changes && !old.subject.eq_ignore_ascii_case(&new.subject) {
         return Err(format!(
@@ -418,5 +432,11 @@ pub fn rebuild(
             old.alt_names, new.alt_names
         ));
     }
+    if truststore_added {
+        return Err(format!("{CONFIG_EXCEPTION}: Cannot add SSL truststore to an existing listener for which no truststore was configured."));
+    }
     Ok(Some(next))
 }
+
+/// Kafka's own reasons are its ConfigExceptions.
+const CONFIG_EXCEPTION: &str = "org.apache.kafka.common.config.ConfigException";

@@ -35,48 +35,62 @@ pub fn served(shard: &crate::shard::Shard, index: usize) -> Option<Arc<rustls::S
         .map(|tls| tls.config.clone())
 }
 
-/// Each SSL and SASL_SSL listener's stores under this node's dynamic
-/// `configs` (its own values over the cluster-wide ones), as Kafka's
-/// `SslFactory` reconfigures a listener: `(index, new TLS)` for each whose
-/// configs changed or, with `reread_files`, whose store files were
-/// modified since they were read (`listener_tls::rebuild`). Reads files
-/// off the executor.
-///
-/// # Errors
-/// The first listener whose new stores cannot be served, and why.
+/// When listeners' stores are read again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reload {
+    /// At start-up: from the configs alone, as Kafka builds its factories.
+    Start,
+    /// On a change of the dynamic configs: listeners whose configs changed,
+    /// and with `reread_files` (a change of this node's own configs, as
+    /// Kafka's `reloadUpdatedFilesWithoutConfigChange`) those whose store
+    /// files were modified since they were read.
+    Change {
+        /// Whether modified files are read again.
+        reread_files: bool,
+    },
+}
+
+/// The store configs of listener `index` under dynamic configs `configs`
+/// (this node's own values over the cluster-wide ones, over the flags').
+fn listener_settings(
+    shard: &crate::shard::Shard,
+    settings: &crate::security::listener_tls::TlsSettings,
+    configs: &crate::config::dynamic::DynamicBrokerConfigs,
+    index: usize,
+) -> crate::security::listener_tls::StoreSettings {
+    let name = shard.config.listeners[index].security_protocol.name();
+    let node = shard.config.node_id;
+    settings.stores.for_listener(name, |config| {
+        configs.value_on(node, config).map(str::to_string)
+    })
+}
+
+/// Listener `index`'s stores under `stores`, as Kafka's `SslFactory`
+/// reconfigures a listener (`listener_tls::rebuild`), compared with what
+/// it serves unless at start-up. Reads files off the executor.
 async fn rebuilt(
     shard: &crate::shard::Shard,
-    configs: &crate::config::dynamic::DynamicBrokerConfigs,
-    reread_files: bool,
-) -> Result<Vec<(usize, crate::security::listener_tls::ListenerTls)>, String> {
-    let Some(settings) = shard.config.tls.clone() else {
-        return Ok(Vec::new());
+    index: usize,
+    stores: crate::security::listener_tls::StoreSettings,
+    compare: bool,
+) -> Result<Option<crate::security::listener_tls::ListenerTls>, String> {
+    let (Some(settings), Some(current)) = (shard.config.tls.clone(), served_built(shard, index))
+    else {
+        return Ok(None);
     };
-    let node = shard.config.node_id;
-    let mut rebuilt = Vec::new();
-    for (index, listener) in shard.config.listeners.iter().enumerate() {
-        let Some(current) = served_built(shard, index) else {
-            continue;
-        };
-        let name = listener.security_protocol.name();
-        let stores = settings.stores.for_listener(name, |config| {
-            configs.value_on(node, config).map(str::to_string)
-        });
-        if !reread_files && stores == current.settings {
-            continue;
-        }
-        let sasl = listener.security_protocol.is_sasl();
-        let tls = settings.clone();
-        let next = glommio::executor()
-            .spawn_blocking(move || {
-                crate::security::listener_tls::rebuild(&tls, &current, name, stores, sasl)
-            })
-            .await?;
-        if let Some(next) = next {
-            rebuilt.push((index, next));
-        }
-    }
-    Ok(rebuilt)
+    let protocol = shard.config.listeners[index].security_protocol;
+    glommio::executor()
+        .spawn_blocking(move || {
+            crate::security::listener_tls::rebuild(
+                &settings,
+                &current,
+                protocol.name(),
+                stores,
+                protocol.is_sasl(),
+                compare,
+            )
+        })
+        .await
 }
 
 /// What listener `index`'s TLS on this shard was built from.
@@ -93,34 +107,59 @@ fn served_built(
 }
 
 /// Kafka's `validateReconfiguration` of the listeners' SSL factories: the
-/// stores of each listener whose configs `configs` change can be read and
-/// keep the certificate's identity. As in Kafka, a listener whose configs
+/// stores of each listener whose configs the change from `before` to
+/// `after` (dynamic broker configs) changes can be read and keep the
+/// served certificate's identity. As in Kafka, a listener whose configs
 /// stay is not checked (a store file modified since is read when the
 /// change is applied, [`reload`]).
 ///
 /// # Errors
-/// Why not.
+/// Why not, for the first listener that cannot.
 pub async fn check(
     shard: &crate::shard::Shard,
-    configs: &crate::config::dynamic::DynamicBrokerConfigs,
+    before: &crate::config::dynamic::DynamicBrokerConfigs,
+    after: &crate::config::dynamic::DynamicBrokerConfigs,
 ) -> Result<(), String> {
-    rebuilt(shard, configs, false).await.map(|_| ())
+    let Some(settings) = shard.config.tls.clone() else {
+        return Ok(());
+    };
+    for index in 0..shard.config.listeners.len() {
+        let next = listener_settings(shard, &settings, after, index);
+        if next != listener_settings(shard, &settings, before, index) {
+            rebuilt(shard, index, next, true).await?;
+        }
+    }
+    Ok(())
 }
 
 /// Reloads this shard's listeners' TLS from the dynamic configs in its
-/// image, where their configs changed or, with `reread_files` (a change of
-/// this node's own configs, as Kafka's `reloadUpdatedFilesWithoutConfigChange`),
-/// their store files were modified; new connections are served with it,
-/// open ones keep theirs. A store that cannot be served is logged and the
-/// listener keeps what it serves.
-pub async fn reload(shard: &crate::shard::Shard, reread_files: bool) {
+/// image, as `when` says; new connections are served with it, open ones
+/// keep theirs. A listener whose stores cannot be served is logged and
+/// keeps what it serves; the others change.
+pub async fn reload(shard: &crate::shard::Shard, when: Reload) {
+    let Some(settings) = shard.config.tls.clone() else {
+        return;
+    };
     let configs = shard.image().broker_configs.clone();
-    match rebuilt(shard, &configs, reread_files).await {
-        Ok(rebuilt) => {
-            for (index, tls) in rebuilt {
+    for index in 0..shard.config.listeners.len() {
+        let stores = listener_settings(shard, &settings, &configs, index);
+        let listener = shard.config.listeners[index].security_protocol.name();
+        if let (
+            Reload::Change {
+                reread_files: false,
+            },
+            Some(current),
+        ) = (when, served_built(shard, index))
+        {
+            if current.settings == stores {
+                continue;
+            }
+        }
+        match rebuilt(shard, index, stores, when != Reload::Start).await {
+            Ok(Some(tls)) => {
                 tracing::info!(
                     shard = shard.id,
-                    listener = shard.config.listeners[index].security_protocol.name(),
+                    listener,
                     subject = %tls.built.identity.subject,
                     "listener TLS reloaded"
                 );
@@ -128,9 +167,13 @@ pub async fn reload(shard: &crate::shard::Shard, reread_files: bool) {
                     *slot = Some(tls);
                 }
             }
-        }
-        Err(e) => {
-            tracing::error!(shard = shard.id, error = %e, "cannot reload listener TLS; serving what was served")
+            Ok(None) => {}
+            Err(e) => tracing::error!(
+                shard = shard.id,
+                listener,
+                error = %e,
+                "cannot serve the listener's configured stores; serving what was served"
+            ),
         }
     }
 }

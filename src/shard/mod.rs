@@ -220,7 +220,7 @@ impl Shard {
         }
         *self.image.borrow_mut() = Rc::new(image);
         // Listeners serve the stores their dynamic configs name.
-        crate::server::tls::reload(self, true).await;
+        crate::server::tls::reload(self, crate::server::tls::Reload::Start).await;
         let image = self.image();
         // Before any log file is opened on this thread: glommio probes
         // polled reads on the first O_DIRECT file it opens per device, and an
@@ -401,7 +401,8 @@ impl Shard {
                     // node's configs, files modified since they were read)
                     // are read before the change is answered.
                     let own = *broker == Some(self.config.node_id);
-                    crate::server::tls::reload(self, own).await;
+                    let when = crate::server::tls::Reload::Change { reread_files: own };
+                    crate::server::tls::reload(self, when).await;
                     // Topics without their own values follow the broker's
                     // (the cache still holds the values before this record).
                     let before = self

@@ -11,7 +11,9 @@ the old certificate stays: a certificate of another subject or without one
 of the served one's alternative names, a file that cannot be read, a wrong
 password. The same configs given again re-read a file that was modified
 (and only then); deleted, the static keystore is served again, unless
-that would lose a name. DescribeConfigs shows the listener's values over
+that would lose a name. Every core serves the same certificate. Started
+with a configured keystore gone, the broker serves the flags' one and
+takes other changes. DescribeConfigs shows the listener's values over
 the static ones. With --ssl-allow-dn-changes and --ssl-allow-san-changes
 (Kafka's ssl.allow.dn.changes, ssl.allow.san.changes) another subject and
 fewer names are taken. A SASL_SSL listener's own keystore changes it
@@ -82,7 +84,7 @@ def stores(tmp_path_factory):
 def reload_broker(tmp_path_factory, stores):
     ssl_port = free_port()
     keystore, _ = stores["first"]
-    broker = Broker(tmp_path_factory.mktemp("ringbroker-tls-reload"), extra_args=[
+    broker = Broker(tmp_path_factory.mktemp("ringbroker-tls-reload"), cores=2, extra_args=[
         "--listen", f"SSL://127.0.0.1:{ssl_port}",
         "--ssl-keystore-location", str(keystore),
         "--ssl-keystore-password", PASSWORD,
@@ -96,14 +98,19 @@ def reload_broker(tmp_path_factory, stores):
         broker.kill()
 
 
-def served(port):
-    """The DER certificate the listener on `port` serves a new connection."""
+def served(port, connections=8):
+    """The DER certificate the listener on `port` serves new connections,
+    the same on each of `connections` (spread over the broker's cores)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
-        with context.wrap_socket(raw) as tls:
-            return tls.getpeercert(binary_form=True)
+    certificates = set()
+    for _ in range(connections):
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+            with context.wrap_socket(raw) as tls:
+                certificates.add(tls.getpeercert(binary_form=True))
+    assert len(certificates) == 1, "cores serve different certificates"
+    return certificates.pop()
 
 
 def alter(bootstrap, configs, broker="0", validate_only=False):
@@ -207,7 +214,12 @@ def test_a_renewed_keystore_is_served_to_new_connections_and_survives_a_restart(
             (keystore_configs(stores["fewer-names"][0]), "Keystore SubjectAltNames do not match"),
             (keystore_configs(missing), str(missing)),
             (keystore_configs(first, password="wrong"), "Failed to load SSL keystore"),
-            ({PREFIX + "ssl.keystore.password": "wrong"}, "Failed to load SSL keystore")]:
+            ({PREFIX + "ssl.keystore.password": "wrong"}, "Failed to load SSL keystore"),
+            # A listener without a truststore cannot be given one.
+            ({PREFIX + "ssl.truststore.location": str(stores["ca"]),
+              PREFIX + "ssl.truststore.type": "PEM"},
+             "Cannot add SSL truststore to an existing listener for which no truststore was "
+             "configured.")]:
         assert refused(alter(bootstrap, configs), reason), (configs, alter(bootstrap, configs))
         assert served(port) == renewed_der
     # Checked, not applied.
@@ -243,6 +255,16 @@ def test_a_renewed_keystore_is_served_to_new_connections_and_survives_a_restart(
     assert refused(alter(bootstrap, {name: None for name in keystore_configs(wider)}),
                    "Keystore SubjectAltNames do not match")
     assert served(port) == again_der
+
+    # Started with the configured keystore gone: the broker serves the
+    # flags' keystore, says why, and takes other changes.
+    reload_broker.stop()
+    wider.rename(wider.with_suffix(".gone"))
+    reload_broker.start()
+    assert served(port) == first_der
+    assert "cannot serve the listener's configured stores" in reload_broker.log_text()
+    assert alter(bootstrap, {"max.connections": "1000"}) is None
+    wider.with_suffix(".gone").rename(wider)
 
 
 def test_allowed_subject_and_name_changes_are_taken_and_listeners_change_alone(
