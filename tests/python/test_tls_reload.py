@@ -39,7 +39,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
                                    ConfigSource, ResourceType)
 
-from conftest import Broker, free_port
+from conftest import Broker, free_port, serve
 from test_tls import openssl
 
 PASSWORD = "store-secret"
@@ -90,12 +90,7 @@ def reload_broker(tmp_path_factory, stores):
         "--ssl-keystore-password", PASSWORD,
     ])
     broker.ssl_port = ssl_port
-    broker.start()
-    try:
-        yield broker
-        broker.stop()
-    finally:
-        broker.kill()
+    yield from serve(broker)
 
 
 def served(port, connections=8):
