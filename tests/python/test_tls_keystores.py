@@ -194,6 +194,23 @@ def test_bad_stores_and_passwords_stop_the_broker_with_kafkas_words(tmp_path, st
     assert expected in refused.stderr, refused.stderr
 
 
+def test_a_pkcs12_file_asking_for_more_iterations_than_java_allows_is_refused(tmp_path, stores):
+    """Java's PKCS12 loader refuses more than 5,000,000 password-hashing
+    iterations, so Kafka does not start on such a file; nor does this
+    broker, instead of spending minutes (or, for a crafted count, hours) on
+    it."""
+    openssl("pkcs12", "-export", "-in", "server.pem", "-inkey", "server.key", "-name", "server",
+            "-iter", "5000001", "-out", str(tmp_path / "costly.p12"), "-passout", f"pass:{STORE_PASSWORD}",
+            cwd=stores)
+    refused = subprocess.run(
+        [str(BROKER_BIN), "serve", "--data-dir", str(tmp_path / "data"), "--listen", "SSL://127.0.0.1:0",
+         "--ssl-keystore-location", str(tmp_path / "costly.p12"), "--ssl-keystore-password", STORE_PASSWORD],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert refused.returncode != 0
+    assert "iteration count too large: 5000001" in refused.stderr, refused.stderr
+
+
 def test_describe_configs_shows_the_store_types_and_hides_the_passwords(tmp_path_factory, stores):
     args = ["--ssl-keystore-location", str(stores / "server.p12"), "--ssl-keystore-type", "PKCS12",
             "--ssl-keystore-password", STORE_PASSWORD, "--ssl-truststore-location", str(stores / "trust.jks")]

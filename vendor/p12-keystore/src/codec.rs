@@ -67,7 +67,21 @@ pub struct ParsedAuthSafe {
     pub secrets: Vec<ParsedSecret>,
 }
 
+/// ringbroker patch: the most password-hashing iterations a file may ask
+/// for, as Java's PKCS12 loader bounds them (`MAX_ITERATION_COUNT`), so a
+/// crafted file cannot hold a thread for hours.
+const MAX_ITERATIONS: u64 = 5_000_000;
+
+/// ringbroker patch: refuses an iteration count past [`MAX_ITERATIONS`].
+fn check_iterations(what: &str, iterations: u64) -> Result<()> {
+    if iterations > MAX_ITERATIONS {
+        return Err(Error::Pkcs5Error(format!("{what} iteration count too large: {iterations}")));
+    }
+    Ok(())
+}
+
 pub fn verify_mac(mac_data: &MacData, password: &str, data: &[u8]) -> Result<()> {
+    check_iterations("MAC", mac_data.iterations as u64)?;
     match mac_data.mac.algorithm.oid {
         oid::SHA1_OID => {
             let key = kdf::derive_key_utf8::<Sha1>(
@@ -132,6 +146,10 @@ fn decrypt(alg: &AlgorithmIdentifierOwned, data: &[u8], password: &str) -> Resul
             let params = alg.parameters.as_ref().ok_or(Error::InvalidParameters)?.to_der()?;
 
             let params = pbes2::Parameters::from_der(&params)?;
+            match &params.kdf {
+                pbes2::Kdf::Pbkdf2(pbkdf2) => check_iterations("PBE", pbkdf2.iteration_count as u64)?,
+                _ => return Err(Error::UnsupportedEncryptionScheme),
+            }
 
             Ok(params
                 .decrypt(password.as_bytes(), data)
@@ -147,6 +165,7 @@ fn decrypt(alg: &AlgorithmIdentifierOwned, data: &[u8], password: &str) -> Resul
                 let iterations: u64 = reader.decode()?;
                 Ok((salt, iterations))
             })?;
+            check_iterations("PBE", iterations)?;
 
             Pbes1::new(alg.oid, &salt, iterations, PbeMode::Decrypt).encrypt_decrypt(data, password)
         }
