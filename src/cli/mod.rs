@@ -699,8 +699,14 @@ impl ServeArgs {
                 .map(str::to_string)
                 .collect()
         };
-        // The stores are checked before the protocols, as they were first.
-        load(&stores, &flag, &no_keystore).map_err(anyhow::Error::msg)?;
+        // Read once for every TLS listener, and before the protocols are
+        // checked, as they were first.
+        let times = FileTimes::of(&stores);
+        let read = load(&stores, &flag, &no_keystore).map_err(anyhow::Error::msg)?;
+        let types = SslStoreTypes {
+            keystore: read.keystore_type,
+            truststore: read.truststore_type,
+        };
         let (protocols, warnings) = crate::security::tls::Protocols::parse(
             &list(&self.ssl_enabled_protocols),
             &list(&self.ssl_cipher_suites),
@@ -716,7 +722,6 @@ impl ServeArgs {
             allow_dn_changes: self.ssl_allow_dn_changes,
             allow_san_changes: self.ssl_allow_san_changes,
         });
-        let mut types = SslStoreTypes::default();
         let mut served = Vec::with_capacity(listeners.len());
         for listener in listeners {
             let sasl = match listener.security_protocol {
@@ -727,14 +732,8 @@ impl ServeArgs {
                     continue;
                 }
             };
-            let times = FileTimes::of(&settings.stores);
-            let stores = load(&settings.stores, &flag, &no_keystore).map_err(anyhow::Error::msg)?;
-            types = SslStoreTypes {
-                keystore: stores.keystore_type,
-                truststore: stores.truststore_type,
-            };
             let tls =
-                build(&settings, settings.stores.clone(), times, stores, sasl).map_err(|e| {
+                build(&settings, settings.stores.clone(), times, &read, sasl).map_err(|e| {
                     anyhow::anyhow!("--ssl-keystore-location, --ssl-truststore-location: {e}")
                 })?;
             served.push(Some(tls));

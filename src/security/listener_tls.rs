@@ -358,7 +358,7 @@ pub fn build(
     tls: &TlsSettings,
     settings: StoreSettings,
     times: FileTimes,
-    stores: Stores,
+    stores: &Stores,
     sasl: bool,
 ) -> Result<ListenerTls, String> {
     let identity = Identity::of(
@@ -374,7 +374,11 @@ pub fn build(
     } else {
         tls.client_auth
     };
-    let (ssl, sasl_ssl) = server_configs(stores.key, client_auth, stores.trusted, &tls.protocols)?;
+    let key = KeyMaterial {
+        chain: stores.key.chain.clone(),
+        key: stores.key.key.clone_key(),
+    };
+    let (ssl, sasl_ssl) = server_configs(key, client_auth, stores.trusted.clone(), &tls.protocols)?;
     Ok(ListenerTls {
         config: if sasl { sasl_ssl } else { ssl },
         built: Built {
@@ -414,7 +418,7 @@ pub fn rebuild(
         format!("{CONFIG_EXCEPTION}: Cannot remove the SSL keystore from an existing listener for which a keystore was configured.")
     })?;
     let truststore_added = !current.truststore && stores.trusted.is_some();
-    let next = build(tls, settings, times, stores, sasl)?;
+    let next = build(tls, settings, times, &stores, sasl)?;
     if !compare {
         return Ok(Some(next));
     }
