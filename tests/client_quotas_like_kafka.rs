@@ -949,23 +949,7 @@ fn connection_creation_rate_closes_connections_past_it() {
     );
     std::thread::sleep(Duration::from_secs(1));
     // 2 a second over ten seconds: 20 are served, the rest closed.
-    let sockets: Vec<std::net::TcpStream> = (0..25)
-        .map(|_| std::net::TcpStream::connect(&bootstrap).unwrap())
-        .collect();
-    let mut served = 0;
-    for mut socket in sockets {
-        use std::io::{Read, Write};
-        socket
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
-        // ApiVersions v0, no client id.
-        let request = [0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 1, 0, 0];
-        let answered = socket.write_all(&request).is_ok() && {
-            let mut size = [0u8; 4];
-            socket.read_exact(&mut size).is_ok()
-        };
-        served += usize::from(answered);
-    }
+    let served = served_of_burst(&bootstrap, 25);
     // (A few more if connecting took long enough to stretch the window.)
     assert!((20..=22).contains(&served), "{served} served");
     // The open connection is not affected.
@@ -986,6 +970,109 @@ fn connection_creation_rate_closes_connections_past_it() {
         3,
         &ApiVersionsRequest::default(),
     );
+}
+
+/// Opens `count` connections from 127.0.0.1 at once, sends ApiVersions v0
+/// on each: how many are answered.
+fn served_of_burst(bootstrap: &str, count: usize) -> usize {
+    let sockets: Vec<std::net::TcpStream> = (0..count)
+        .map(|_| std::net::TcpStream::connect(bootstrap).unwrap())
+        .collect();
+    let mut served = 0;
+    for mut socket in sockets {
+        use std::io::{Read, Write};
+        socket
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        // ApiVersions v0, no client id.
+        let request = [0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 1, 0, 0];
+        let answered = socket.write_all(&request).is_ok() && {
+            let mut size = [0u8; 4];
+            socket.read_exact(&mut size).is_ok()
+        };
+        served += usize::from(answered);
+    }
+    served
+}
+
+/// Goal: an IP quota may name a host, as in Kafka 4.1.1: a name that
+/// resolves is taken and stored as given, and its rate applies to the
+/// address it resolves to; one that does not (or a numeric form Java does
+/// not read) is refused with Kafka's message, even to remove it or with
+/// validate_only. As Kafka keeps one rate per address, of two entities
+/// naming the same address the one applied last sets the rate, and
+/// removing either removes the address's rate. Kept across a restart.
+#[test]
+fn ip_quotas_may_name_hosts_that_resolve() {
+    let (bootstrap, mut broker) = bootstrap_or_broker();
+    let mut admin = RawClient::connect(&bootstrap);
+    let rate = |value: f64| vec![("connection_creation_rate", value, false)];
+    let remove = || vec![("connection_creation_rate", 0.0, true)];
+    for name in ["no-such-host.invalid", "999.1.1.1", "a b", "0x7f.0.0.1"] {
+        let entity: Entity = vec![("ip", Some(name))];
+        let message = format!("{name} is not a valid IP or resolvable host.");
+        for validate_only in [false, true] {
+            assert_eq!(
+                alter(&mut admin, &[(entity.clone(), rate(2.0))], validate_only),
+                vec![refused(&message, &entity)]
+            );
+        }
+        assert_eq!(
+            alter(&mut admin, &[(entity.clone(), remove())], false),
+            vec![refused(&message, &entity)]
+        );
+    }
+    let localhost: Entity = vec![("ip", Some("localhost"))];
+    let address: Entity = vec![("ip", Some("127.0.0.1"))];
+    let set = |admin: &mut RawClient, entity: &Entity, ops: Vec<Op>| {
+        assert_eq!(
+            alter(admin, &[(entity.clone(), ops)], false),
+            vec![ok(entity)]
+        );
+        // Kafka applies it a moment after answering.
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    set(&mut admin, &localhost, rate(2.0));
+    // Stored as named: found by its name only.
+    let described = |admin: &mut RawClient, name: &str| {
+        describe(admin, &[("ip", 0, Some(name))], false).2.unwrap()
+    };
+    assert_eq!(
+        described(&mut admin, "localhost"),
+        vec![(
+            owned(&localhost),
+            vec![("connection_creation_rate".to_string(), 2.0)]
+        )]
+    );
+    assert!(described(&mut admin, "127.0.0.1").is_empty());
+    // 2 a second over ten seconds from 127.0.0.1.
+    std::thread::sleep(Duration::from_secs(1));
+    let served = served_of_burst(&bootstrap, 30);
+    assert!((20..=22).contains(&served), "{served} served");
+    // 127.0.0.1's own quota, applied last, sets the address's rate.
+    set(&mut admin, &address, rate(50.0));
+    assert_eq!(served_of_burst(&bootstrap, 20), 20);
+    // Removing it removes the address's rate, though localhost's is kept.
+    set(&mut admin, &address, remove());
+    assert_eq!(served_of_burst(&bootstrap, 20), 20);
+    assert_eq!(described(&mut admin, "localhost").len(), 1);
+    // localhost's quota applied again (a new value) sets it again.
+    set(&mut admin, &localhost, rate(3.0));
+    assert_eq!(served_of_burst(&bootstrap, 3), 0, "past 3 a second");
+    if let Some(broker) = broker.as_mut() {
+        broker.restart();
+        let mut admin = RawClient::connect(&bootstrap);
+        std::thread::sleep(Duration::from_secs(1));
+        let served = served_of_burst(&bootstrap, 40);
+        assert!(
+            (29..=33).contains(&served),
+            "{served} served after a restart"
+        );
+        set(&mut admin, &localhost, remove());
+    } else {
+        set(&mut admin, &localhost, remove());
+    }
+    assert_eq!(served_of_burst(&bootstrap, 20), 20);
 }
 
 /// Goal: `quota.window.num` and `quota.window.size.seconds` decide the span

@@ -522,3 +522,104 @@ fn past_max_connection_creation_rate_accepting_waits_and_every_connection_is_ser
         "the first 15 connections were held too ({first:?}, the last 5 {last:?})"
     );
 }
+
+/// Goal: `max.connections.per.ip.overrides` may name hosts, as Kafka's do
+/// (measured on Kafka 4.1.1): each applies to the address the name
+/// resolves to when the overrides are applied; a name that does not
+/// resolve is taken by IncrementalAlterConfigs and shown, but the
+/// overrides in force before stay; of two entries naming one address, the
+/// later in Kafka's hash-map order wins, whatever order they are given in;
+/// a host name on the command line that does not resolve stops the broker.
+#[test]
+fn overrides_naming_hosts_apply_to_the_address_they_resolve_to_like_kafka() {
+    common::assert_refuses_to_start(
+        &[
+            "--max-connections-per-ip-overrides",
+            "no-such-host.invalid:2",
+        ],
+        "max.connections.per.ip.overrides: no-such-host.invalid: Name or service not known",
+    );
+    let mut broker = Broker::start(
+        BrokerOptions::default().arg("--max-connections-per-ip-overrides", "localhost:2"),
+    );
+    let bootstrap = broker.bootstrap();
+    let local = Ipv4Addr::LOCALHOST;
+    let mut held = hold(&bootstrap, local, 2);
+    assert!(
+        refused_from(&bootstrap, local),
+        "a 3rd from localhost was served"
+    );
+    let mut admin = served_from(&bootstrap, SECOND_HOST).expect("another address is served");
+    let _second = hold(&bootstrap, SECOND_HOST, 3);
+
+    // A host that does not resolve is taken and shown; the overrides in
+    // force stay (localhost's 3 is not applied either).
+    let unresolved = "localhost:3,no-such-host.invalid:1";
+    assert_eq!(
+        alter(
+            &mut admin,
+            "0",
+            &[("max.connections.per.ip.overrides", SET, Some(unresolved))],
+            false
+        ),
+        (0, None)
+    );
+    assert_eq!(
+        shown(
+            &describe(&mut admin, "0"),
+            "max.connections.per.ip.overrides"
+        )
+        .0,
+        some(unresolved)
+    );
+    assert!(
+        refused_from(&bootstrap, local),
+        "an override naming a host that does not resolve was applied"
+    );
+    broker.assert_running();
+    assert!(broker
+        .log_contents()
+        .contains("max.connections.per.ip.overrides could not be applied: no-such-host.invalid"));
+
+    // localhost (first in Kafka's order) and 127.0.0.1 (later): 127.0.0.1's
+    // count applies, given first or last.
+    for (value, count) in [
+        ("127.0.0.1:4,localhost:1", 4),
+        ("localhost:3, 127.0.0.1:5", 5),
+    ] {
+        assert_eq!(
+            alter(
+                &mut admin,
+                "0",
+                &[("max.connections.per.ip.overrides", SET, Some(value))],
+                false
+            ),
+            (0, None)
+        );
+        held.extend(hold(&bootstrap, local, count - held.len()));
+        assert!(
+            refused_from(&bootstrap, local),
+            "{value}: more than {count}"
+        );
+    }
+
+    // After a restart the stored overrides that do not resolve leave the
+    // command line's in force.
+    assert_eq!(
+        alter(
+            &mut admin,
+            "0",
+            &[("max.connections.per.ip.overrides", SET, Some(unresolved))],
+            false
+        ),
+        (0, None)
+    );
+    drop((held, admin, _second));
+    broker.restart();
+    let _held = hold(&bootstrap, local, 2);
+    assert!(
+        refused_from(&bootstrap, local),
+        "the command line's localhost:2 is lost"
+    );
+    broker.assert_running();
+}

@@ -281,7 +281,7 @@ pub struct ServeArgs {
     /// Connections one IP address may hold; past it new ones from that address are closed at once [max.connections.per.ip].
     #[arg(long, value_parser = clap::value_parser!(i32).range(0..))]
     pub max_connections_per_ip: Option<i32>,
-    /// Exceptions to --max-connections-per-ip, as comma-separated address:count pairs (IP addresses only) [max.connections.per.ip.overrides].
+    /// Exceptions to --max-connections-per-ip, as comma-separated host:count pairs; a host is an IP address or a name, applied to the address it resolves to at start-up (one that does not resolve stops the broker) [max.connections.per.ip.overrides].
     #[arg(long)]
     pub max_connections_per_ip_overrides: Option<String>,
     /// New connections a second the broker accepts; past it accepting waits [max.connection.creation.rate].
@@ -1159,6 +1159,18 @@ impl ServeArgs {
             false,
         )
         .map_err(|e| anyhow::anyhow!("invalid broker setting: {e}"))?;
+        // Kafka resolves the overrides' hosts as it starts, and does not
+        // start when one does not resolve.
+        if let Some((host, _)) = connection_limits
+            .overrides
+            .iter()
+            .find(|(host, _)| crate::server::hosts::resolve(host).is_none())
+        {
+            anyhow::bail!(
+                "invalid broker setting: {}: {host}: Name or service not known",
+                dynamic::MAX_CONNECTIONS_PER_IP_OVERRIDES
+            );
+        }
         Ok(BrokerConfig {
             node_id: self.node_id,
             listeners,

@@ -361,6 +361,22 @@ async fn alter_client_quotas(
     entries: Vec<QuotaAlteration>,
     validate_only: bool,
 ) -> QuotaAlterationResults {
+    // IP entities may name hosts: Kafka takes those that resolve. Resolved
+    // off the executor, each name once.
+    let mut hosts: Vec<String> = entries
+        .iter()
+        .flat_map(|(requested, _)| requested.iter())
+        .filter(|(kind, _)| kind == "ip")
+        .filter_map(|(_, name)| name.clone())
+        .filter(|name| crate::server::hosts::literal(name).is_none())
+        .collect();
+    hosts.sort();
+    hosts.dedup();
+    let resolved = crate::server::hosts::resolve_all(hosts).await;
+    let resolvable = |name: &str| {
+        crate::server::hosts::literal(name).is_some()
+            || resolved.get(name).is_some_and(Option::is_some)
+    };
     let image = shard.image();
     let mut results: Vec<(RequestedEntity, Option<String>)> = Vec::new();
     // Each entity's position in `results`, by its sorted components, so a
@@ -388,7 +404,7 @@ async fn alter_client_quotas(
             results.push((requested, Some(message)));
             continue;
         }
-        let checked = quota::check_entity(&requested).and_then(|entity| {
+        let checked = quota::check_entity(&requested, &resolvable).and_then(|entity| {
             let mut mine = Vec::new();
             for (key, value) in ops {
                 let change = match value {

@@ -448,8 +448,10 @@ pub struct ConnectionLimits {
     pub max_connections: i32,
     /// `max.connections.per.ip`.
     pub max_connections_per_ip: i32,
-    /// `max.connections.per.ip.overrides`, by address.
-    pub overrides: HashMap<IpAddr, i32>,
+    /// `max.connections.per.ip.overrides`: each host (an address or a
+    /// name, resolved when applied, `server::hosts`) with its count, in the
+    /// order Kafka applies them (a later entry for an address wins).
+    pub overrides: Vec<(String, i32)>,
     /// `max.connection.creation.rate`.
     pub max_connection_creation_rate: i32,
 }
@@ -459,7 +461,7 @@ impl Default for ConnectionLimits {
         ConnectionLimits {
             max_connections: i32::MAX,
             max_connections_per_ip: i32::MAX,
-            overrides: HashMap::new(),
+            overrides: Vec::new(),
             max_connection_creation_rate: i32::MAX,
         }
     }
@@ -514,9 +516,10 @@ impl ConnectionLimits {
         })
     }
 
-    /// How many connections `ip` may hold.
-    pub fn per_ip(&self, ip: IpAddr) -> i32 {
-        self.overrides
+    /// How many connections `ip` may hold, given the overrides resolved
+    /// to `by_address`.
+    pub fn per_ip(&self, ip: IpAddr, by_address: &HashMap<IpAddr, i32>) -> i32 {
+        by_address
             .get(&ip.to_canonical())
             .copied()
             .unwrap_or(self.max_connections_per_ip)
@@ -526,19 +529,20 @@ impl ConnectionLimits {
 /// Parses `max.connections.per.ip.overrides` as Kafka does
 /// (`CoreUtils.parseCsvMap`: entries split at commas, each at its last
 /// colon, both sides trimmed, a later entry for an address winning; the
-/// count an int of any sign). Kafka also resolves host names; here an
-/// override must name an IP address.
+/// count an int of any sign). A host may be an address or a name: names
+/// are resolved when the overrides are applied, not here (a name that does
+/// not resolve is taken, as Kafka takes it). Returned in the order Kafka
+/// applies them.
 ///
 /// # Errors
-/// Kafka's message for a missing colon or a bad count; ours for a host
-/// name.
-pub fn parse_overrides(text: &str) -> Result<HashMap<IpAddr, i32>, String> {
-    let mut overrides = HashMap::new();
+/// Kafka's message for a missing colon, a bad count or a host of
+/// characters no host name has.
+pub fn parse_overrides(text: &str) -> Result<Vec<(String, i32)>, String> {
+    let mut overrides = Vec::new();
     if text.is_empty() {
         return Ok(overrides);
     }
     let mut invalid = Vec::new();
-    let mut names = Vec::new();
     // Java's `split("\\s*,\\s*")`: spaces around commas go, trailing
     // empty entries are dropped.
     let mut entries: Vec<&str> = text.split(',').collect();
@@ -569,12 +573,10 @@ pub fn parse_overrides(text: &str) -> Result<HashMap<IpAddr, i32>, String> {
         let valid = host
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "-%._:".contains(c));
-        match host.parse::<IpAddr>() {
-            Ok(ip) => {
-                overrides.insert(ip.to_canonical(), count);
-            }
-            Err(_) if valid => names.push(host.to_string()),
-            Err(_) => invalid.push(host.to_string()),
+        if valid {
+            overrides.push((host.to_string(), count));
+        } else {
+            invalid.push(host.to_string());
         }
     }
     if !invalid.is_empty() {
@@ -583,13 +585,41 @@ pub fn parse_overrides(text: &str) -> Result<HashMap<IpAddr, i32>, String> {
             invalid.join(",")
         ));
     }
-    if !names.is_empty() {
-        return Err(format!(
-            "{MAX_CONNECTIONS_PER_IP_OVERRIDES} names hosts this broker does not resolve (give IP addresses): {}",
-            names.join(",")
-        ));
+    Ok(java_hash_map_order(overrides))
+}
+
+/// The order Kafka applies the entries of `max.connections.per.ip.overrides`
+/// in, which decides between two hosts naming one address: that of the
+/// Java `HashMap` its parser fills (the later of two equal hosts replaces
+/// the value in the first one's place), bucket by bucket of Java's
+/// `String.hashCode`, in insertion order within a bucket.
+fn java_hash_map_order(entries: Vec<(String, i32)>) -> Vec<(String, i32)> {
+    let mut distinct: Vec<(String, i32)> = Vec::with_capacity(entries.len());
+    for (host, count) in entries {
+        match distinct.iter_mut().find(|(h, _)| *h == host) {
+            Some(entry) => entry.1 = count,
+            None => distinct.push((host, count)),
+        }
     }
-    Ok(overrides)
+    // Java's table: 16 buckets, doubled whenever it holds over 3/4.
+    let mut buckets = 16usize;
+    while distinct.len() * 4 > buckets * 3 {
+        buckets *= 2;
+    }
+    let bucket = |host: &str| {
+        let h = host.encode_utf16().fold(0i32, |h, unit| {
+            h.wrapping_mul(31).wrapping_add(i32::from(unit))
+        });
+        let spread = (h as u32) ^ ((h as u32) >> 16);
+        spread as usize & (buckets - 1)
+    };
+    let mut ordered: Vec<(usize, usize, (String, i32))> = distinct
+        .into_iter()
+        .enumerate()
+        .map(|(i, entry)| (bucket(&entry.0), i, entry))
+        .collect();
+    ordered.sort_by_key(|(b, i, _)| (*b, *i));
+    ordered.into_iter().map(|(_, _, entry)| entry).collect()
 }
 
 #[cfg(test)]
@@ -705,10 +735,15 @@ mod tests {
                 .max_connections,
             0
         );
-        assert!(
-            limits(&[(MAX_CONNECTIONS_PER_IP_OVERRIDES, "localhost:3")], true)
-                .unwrap_err()
-                .contains("localhost")
+        // Host names are taken, resolved or not (when applied).
+        assert_eq!(
+            limits(
+                &[(MAX_CONNECTIONS_PER_IP_OVERRIDES, "no-such-host.invalid:3")],
+                true
+            )
+            .unwrap()
+            .overrides,
+            vec![("no-such-host.invalid".to_string(), 3)]
         );
     }
 
@@ -728,19 +763,53 @@ mod tests {
             true,
         )
         .unwrap();
-        assert_eq!(parsed.per_ip("127.0.0.1".parse().unwrap()), 8);
-        assert_eq!(parsed.per_ip("::ffff:127.0.0.1".parse().unwrap()), 8);
-        assert_eq!(parsed.per_ip("10.0.0.1".parse().unwrap()), -1);
-        assert_eq!(parsed.per_ip("::1".parse().unwrap()), 5);
-        assert_eq!(parsed.per_ip("10.0.0.2".parse().unwrap()), 0);
+        let per_ip = |limits: &ConnectionLimits, ip: &str| {
+            let by_address: HashMap<IpAddr, i32> = limits
+                .overrides
+                .iter()
+                .map(|(host, count)| (crate::server::hosts::literal(host).unwrap(), *count))
+                .collect();
+            limits.per_ip(ip.parse().unwrap(), &by_address)
+        };
+        assert_eq!(per_ip(&parsed, "127.0.0.1"), 8);
+        assert_eq!(per_ip(&parsed, "::ffff:127.0.0.1"), 8);
+        assert_eq!(per_ip(&parsed, "10.0.0.1"), -1);
+        assert_eq!(per_ip(&parsed, "::1"), 5);
+        assert_eq!(per_ip(&parsed, "10.0.0.2"), 0);
         assert_eq!(limits(&[], true).unwrap(), ConnectionLimits::default());
         // A trailing comma is dropped as Java's split drops it; the length
         // in Kafka's message counts the entry untrimmed at the ends.
         let trailing = limits(&[(MAX_CONNECTIONS_PER_IP_OVERRIDES, "127.0.0.1:3,")], true);
-        assert_eq!(trailing.unwrap().per_ip("127.0.0.1".parse().unwrap()), 3);
+        assert_eq!(per_ip(&trailing.unwrap(), "127.0.0.1"), 3);
         assert_eq!(
             limits(&[(MAX_CONNECTIONS_PER_IP_OVERRIDES, " 127.0.0.1")], true),
             Err("Error parsing configuration property 'max.connections.per.ip.overrides': begin 0, end -1, length 10".to_string())
+        );
+    }
+
+    /// Goal: two hosts naming one address are applied in Kafka's order:
+    /// the later in Java's HashMap wins, whatever order they were given in
+    /// (measured: `localhost` is in bucket 0, `127.0.0.1` in bucket 14).
+    #[test]
+    fn overrides_are_applied_in_javas_hash_map_order() {
+        let entries = |list: &[(&str, i32)]| {
+            list.iter()
+                .map(|(h, c)| (h.to_string(), *c))
+                .collect::<Vec<_>>()
+        };
+        let order = |list: &[(&str, i32)]| java_hash_map_order(entries(list));
+        assert_eq!(
+            order(&[("127.0.0.1", 5), ("localhost", 2)]),
+            entries(&[("localhost", 2), ("127.0.0.1", 5)])
+        );
+        assert_eq!(
+            order(&[("LOCALHOST", 1), ("runsc", 2), ("vm", 3), ("localhost", 4)]),
+            entries(&[("localhost", 4), ("runsc", 2), ("vm", 3), ("LOCALHOST", 1)])
+        );
+        // A later equal host keeps the first one's place.
+        assert_eq!(
+            order(&[("localhost", 2), ("vm", 1), ("localhost", 3)]),
+            entries(&[("localhost", 3), ("vm", 1)])
         );
     }
 

@@ -9,7 +9,6 @@
 pub mod sensors;
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
@@ -381,33 +380,20 @@ impl ClientQuotas {
             })
     }
 
-    /// The `connection_creation_rate` of connections from `ip`: its own
-    /// (named by any spelling of the address), else the default IP's.
-    /// An IPv4 client on an IPv6 socket counts as its IPv4 address, as
-    /// Java sees it. A NaN rate is 0 (Java's `toInt`): every connection is
-    /// throttled.
-    pub fn connection_rate(&self, ip: IpAddr) -> Option<f64> {
+    /// The default IP entity's `connection_creation_rate`, for addresses
+    /// without their own (kept by address, `server::hosts::IpRates`). A
+    /// NaN rate is 0 (Java's `toInt`): every connection is throttled.
+    pub fn default_connection_rate(&self) -> Option<f64> {
         let key = QuotaKey::ConnectionCreationRate;
         if !self.any(key) {
             return None;
         }
-        let ip = ip.to_canonical();
-        let mut default = None;
-        for (entity, keys) in &self.entities {
-            let (Some(name), Some(rate)) = (&entity.ip, keys.get(&key)) else {
-                continue;
-            };
-            match name {
-                EntityName::Named(named)
-                    if named.parse::<IpAddr>().map(|a| a.to_canonical()) == Ok(ip) =>
-                {
-                    return Some(if rate.is_nan() { 0.0 } else { *rate })
-                }
-                EntityName::Named(_) => {}
-                EntityName::Default => default = Some(if rate.is_nan() { 0.0 } else { *rate }),
-            }
-        }
-        default
+        let entity = QuotaEntity {
+            ip: Some(EntityName::Default),
+            ..QuotaEntity::default()
+        };
+        self.get(&entity, key)
+            .map(|rate| if rate.is_nan() { 0.0 } else { rate })
     }
 }
 
@@ -428,8 +414,13 @@ pub struct SensorId {
 pub type Refusal = String;
 
 /// Checks an AlterClientQuotas entity as Kafka's `validateEntity` and
-/// `configKeysForEntityType` do, in their order.
-pub fn check_entity(requested: &RequestedEntity) -> Result<QuotaEntity, Refusal> {
+/// `configKeysForEntityType` do, in their order; `resolvable` tells
+/// whether an IP entity's name is an address or a host name that resolves
+/// (`server::hosts::resolve`).
+pub fn check_entity(
+    requested: &RequestedEntity,
+    resolvable: &dyn Fn(&str) -> bool,
+) -> Result<QuotaEntity, Refusal> {
     if requested.is_empty() {
         return Err("Invalid empty client quota entity".into());
     }
@@ -450,9 +441,7 @@ pub fn check_entity(requested: &RequestedEntity) -> Result<QuotaEntity, Refusal>
         );
     }
     if let Some(EntityName::Named(ip)) = &entity.ip {
-        // Kafka also takes a host name it can resolve; resolving would
-        // block this core, so only addresses are taken.
-        if ip.parse::<IpAddr>().is_err() {
+        if !resolvable(ip) {
             return Err(format!("{ip} is not a valid IP or resolvable host."));
         }
     }
@@ -600,6 +589,10 @@ mod tests {
         requested_entity(components.iter().copied())
     }
 
+    fn check_entity_here(requested: &RequestedEntity) -> Result<QuotaEntity, Refusal> {
+        check_entity(requested, &|ip| crate::server::hosts::literal(ip).is_some())
+    }
+
     fn named(name: &str) -> Option<EntityName> {
         Some(EntityName::Named(name.into()))
     }
@@ -608,27 +601,27 @@ mod tests {
     #[test]
     fn entities_are_checked_as_kafka_checks_them() {
         assert_eq!(
-            check_entity(&requested(&[])).unwrap_err(),
+            check_entity_here(&requested(&[])).unwrap_err(),
             "Invalid empty client quota entity"
         );
         assert_eq!(
-            check_entity(&requested(&[("group", Some("g"))])).unwrap_err(),
+            check_entity_here(&requested(&[("group", Some("g"))])).unwrap_err(),
             "Unhandled client quota entity type: group"
         );
         assert_eq!(
-            check_entity(&requested(&[("client-id", Some(""))])).unwrap_err(),
+            check_entity_here(&requested(&[("client-id", Some(""))])).unwrap_err(),
             "Empty client-id not supported"
         );
         assert_eq!(
-            check_entity(&requested(&[("ip", None), ("user", Some("a"))])).unwrap_err(),
+            check_entity_here(&requested(&[("ip", None), ("user", Some("a"))])).unwrap_err(),
             "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId"
         );
         assert_eq!(
-            check_entity(&requested(&[("ip", Some("nope"))])).unwrap_err(),
+            check_entity_here(&requested(&[("ip", Some("nope"))])).unwrap_err(),
             "nope is not a valid IP or resolvable host."
         );
         // The last name of a type named twice wins.
-        let entity = check_entity(&requested(&[("user", Some("a")), ("user", None)])).unwrap();
+        let entity = check_entity_here(&requested(&[("user", Some("a")), ("user", None)])).unwrap();
         assert_eq!(entity.user, Some(EntityName::Default));
         // Listed in Java's HashMap order, as Kafka prints them.
         let both = requested(&[("user", Some("u")), ("client-id", None)]);
@@ -641,7 +634,7 @@ mod tests {
             "ClientQuotaEntity(entries={client-id=null, bogus=z})"
         );
         assert_eq!(both, requested(&[("client-id", None), ("user", Some("u"))]));
-        assert!(check_entity(&requested(&[("ip", Some("::1"))])).is_ok());
+        assert!(check_entity_here(&requested(&[("ip", Some("::1"))])).is_ok());
     }
 
     /// Goal: values are checked per key type as Kafka does.
@@ -756,9 +749,18 @@ mod tests {
             ..QuotaEntity::default()
         };
         quotas.apply(&ip("10.0.0.1"), QuotaKey::ConnectionCreationRate, Some(5.0));
-        let mapped: IpAddr = "::ffff:10.0.0.1".parse().unwrap();
-        assert_eq!(quotas.connection_rate(mapped), Some(5.0));
-        assert_eq!(quotas.connection_rate("10.0.0.2".parse().unwrap()), None);
+        assert_eq!(quotas.default_connection_rate(), None);
+        let default_ip = QuotaEntity {
+            ip: Some(EntityName::Default),
+            ..QuotaEntity::default()
+        };
+        quotas.apply(
+            &default_ip,
+            QuotaKey::ConnectionCreationRate,
+            Some(f64::NAN),
+        );
+        assert_eq!(quotas.default_connection_rate(), Some(0.0));
+        quotas.apply(&default_ip, QuotaKey::ConnectionCreationRate, None);
         quotas.apply(&ip("10.0.0.1"), QuotaKey::ConnectionCreationRate, None);
         assert!(!quotas.any(QuotaKey::ConnectionCreationRate));
     }

@@ -307,7 +307,8 @@ async fn record_on_owner(
 /// `connection_creation_rate`: 0 to serve it. A refused connection is not
 /// counted; the throttle is at most one window.
 pub async fn connection_throttle(shard: &Rc<Shard>, ip: std::net::IpAddr) -> u64 {
-    let Some(rate) = shard.image().client_quotas.connection_rate(ip) else {
+    let rate = shard.ip_rates.rate(ip);
+    let Some(rate) = rate.or_else(|| shard.image().client_quotas.default_connection_rate()) else {
         return 0;
     };
     let sensor = SensorId {

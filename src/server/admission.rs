@@ -73,6 +73,8 @@ pub struct ConnectionCounts {
     /// The limits, and the metadata offset they were read at.
     limits: RefCell<Option<(u64, Rc<ConnectionLimits>)>>,
     creation_rate: RefCell<Rate>,
+    /// `max.connections.per.ip.overrides` resolved to addresses.
+    pub overrides: crate::server::hosts::ResolvedOverrides,
 }
 
 impl ConnectionCounts {
@@ -156,7 +158,7 @@ pub fn admit_here(shard: Rc<Shard>, ip: IpAddr) -> LocalBoxFuture<'static, Admis
                 .min(shard.config.quota_window.window_ms);
         }
         let ip = ip.to_canonical();
-        let allowed = limits.per_ip(ip);
+        let allowed = limits.per_ip(ip, &counts.overrides.by_address());
         let mut per_address = counts.per_address.borrow_mut();
         let held = per_address.get(&ip).copied().unwrap_or(0);
         if i64::from(held) >= i64::from(allowed) {

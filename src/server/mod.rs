@@ -7,6 +7,7 @@ pub mod admission;
 pub mod authenticator;
 pub mod connection;
 pub mod handlers;
+pub mod hosts;
 pub mod pieces;
 pub mod produce_frame;
 #[cfg(test)]

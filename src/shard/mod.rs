@@ -84,6 +84,9 @@ pub struct Shard {
     /// The TLS each listener serves new connections with, by listener
     /// index (`server::tls::reload`).
     pub listener_tls: RefCell<Vec<Option<crate::security::listener_tls::ListenerTls>>>,
+    /// The `connection_creation_rate` quotas of IP entities, by address
+    /// (`server::hosts`).
+    pub ip_rates: crate::server::hosts::IpRates,
     /// [`Shard::broker_defaults`] and the metadata offset it was made at.
     defaults_cache: RefCell<Option<(u64, Rc<crate::config::BrokerDefaults>)>>,
     /// The controller mutation quotas' token buckets (shard 0 only).
@@ -160,6 +163,7 @@ impl Shard {
             quota_sensors: crate::quota::sensors::SensorTable::new(config.quota_window),
             connection_counts: crate::server::admission::ConnectionCounts::new(config.quota_window),
             listener_tls: RefCell::new(config.listener_tls.clone()),
+            ip_rates: crate::server::hosts::IpRates::default(),
             config,
             image: RefCell::new(Rc::new(MetadataImage::default())),
             partitions: RefCell::new(HashMap::new()),
@@ -221,6 +225,10 @@ impl Shard {
         *self.image.borrow_mut() = Rc::new(image);
         // Listeners serve the stores their dynamic configs name.
         crate::server::tls::reload(self, crate::server::tls::Reload::Start).await;
+        // Host names in IP limits are resolved as Kafka resolves them at
+        // start-up: the IP quotas in the order they were applied.
+        self.ip_rates.apply(records).await;
+        crate::server::hosts::refresh_overrides(self).await;
         let image = self.image();
         // Before any log file is opened on this thread: glommio probes
         // polled reads on the first O_DIRECT file it opens per device, and an
@@ -315,6 +323,8 @@ impl Shard {
                     | MetadataRecord::RemoveDelegationToken { .. }
             )
         };
+        // IP quotas naming hosts are resolved and applied first, in order.
+        self.ip_rates.apply(&records).await;
         let mut records = records.into_iter().peekable();
         while let Some(record) = records.next() {
             let before = self.image();
@@ -395,7 +405,9 @@ impl Shard {
                     }
                 }
                 MetadataRecord::BrokerConfigs { broker, .. } => {
-                    // Raised limits may free slots for waiting connections.
+                    // Overrides naming hosts are resolved, then raised
+                    // limits may free slots for waiting connections.
+                    crate::server::hosts::refresh_overrides(self).await;
                     self.connection_counts.wake_all();
                     // Stores configured again (or, by a change of this
                     // node's configs, files modified since they were read)

@@ -105,3 +105,47 @@ def test_java_admin_sets_connection_limits_that_apply_at_once(classpath, limits_
     assert answered, "the second host is still limited after its override was deleted"
     for sock in (first, third):
         sock.close()
+
+
+@pytest.fixture
+def hosts_broker(tmp_path):
+    yield from serve(Broker(tmp_path))
+
+
+def test_librdkafka_admin_sets_overrides_naming_hosts(hosts_broker):
+    """An override may name a host, as in Kafka 4.1.1: librdkafka's admin
+    sets `localhost:4` on broker 0 and, once its connections are gone,
+    127.0.0.1 (what localhost resolves to) holds four connections and a
+    fifth is closed. A host that does not resolve is taken and described,
+    as Kafka takes it, and leaves localhost's 4 in force."""
+    bootstrap = hosts_broker.bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+
+    def set_overrides(value):
+        resource = ConfigResource(ResourceType.BROKER, "0", incremental_configs=[
+            ConfigEntry("max.connections.per.ip.overrides", value,
+                        incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([resource])[resource].result()
+        described = ConfigResource(ResourceType.BROKER, "0")
+        configs = admin.describe_configs([described])[described].result()
+        assert configs["max.connections.per.ip.overrides"].value == value
+
+    set_overrides("localhost:4")
+    set_overrides("localhost:1,no-such-host.invalid:1")
+    del admin
+    held = []
+    deadline = time.time() + 10
+    while len(held) < 4:
+        sock, answered = connect_from(bootstrap, "127.0.0.1")
+        if answered:
+            held.append(sock)
+        else:
+            sock.close()
+            assert time.time() < deadline, f"only {len(held)} connections from 127.0.0.1 served"
+            time.sleep(0.2)
+    fifth, answered = connect_from(bootstrap, "127.0.0.1")
+    assert not answered, "a fifth connection from 127.0.0.1 was served past localhost:4"
+    for sock in held + [fifth]:
+        sock.close()
+    assert "max.connections.per.ip.overrides could not be applied: no-such-host.invalid" \
+        in hosts_broker.log_path.read_text()
