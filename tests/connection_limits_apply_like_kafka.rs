@@ -582,7 +582,24 @@ fn overrides_naming_hosts_apply_to_the_address_they_resolve_to_like_kafka() {
         .contains("max.connections.per.ip.overrides could not be applied: no-such-host.invalid"));
 
     // localhost (first in Kafka's order) and 127.0.0.1 (later): 127.0.0.1's
-    // count applies, given first or last.
+    // count applies, smaller or larger, given first or last.
+    assert_eq!(
+        alter(
+            &mut admin,
+            "0",
+            &[(
+                "max.connections.per.ip.overrides",
+                SET,
+                Some("127.0.0.1:2,localhost:9")
+            )],
+            false
+        ),
+        (0, None)
+    );
+    assert!(
+        refused_from(&bootstrap, local),
+        "127.0.0.1:2 did not win over localhost:9"
+    );
     for (value, count) in [
         ("127.0.0.1:4,localhost:1", 4),
         ("localhost:3, 127.0.0.1:5", 5),

@@ -363,20 +363,13 @@ async fn alter_client_quotas(
 ) -> QuotaAlterationResults {
     // IP entities may name hosts: Kafka takes those that resolve. Resolved
     // off the executor, each name once.
-    let mut hosts: Vec<String> = entries
+    let hosts = entries
         .iter()
         .flat_map(|(requested, _)| requested.iter())
         .filter(|(kind, _)| kind == "ip")
-        .filter_map(|(_, name)| name.clone())
-        .filter(|name| crate::server::hosts::literal(name).is_none())
-        .collect();
-    hosts.sort();
-    hosts.dedup();
+        .filter_map(|(_, name)| name.clone());
     let resolved = crate::server::hosts::resolve_all(hosts).await;
-    let resolvable = |name: &str| {
-        crate::server::hosts::literal(name).is_some()
-            || resolved.get(name).is_some_and(Option::is_some)
-    };
+    let resolvable = |name: &str| resolved.get(name).is_some_and(Option::is_some);
     let image = shard.image();
     let mut results: Vec<(RequestedEntity, Option<String>)> = Vec::new();
     // Each entity's position in `results`, by its sorted components, so a
@@ -446,7 +439,11 @@ async fn alter_client_quotas(
         ));
     }
     if !validate_only && !records.is_empty() {
-        commit(shard, records).await.map_err(|e| {
+        // Applied with the addresses the names were checked with.
+        shard.ip_rates.checked.keep(resolved);
+        let committed = commit(shard, records).await;
+        shard.ip_rates.checked.keep(Default::default());
+        committed.map_err(|e| {
             tracing::error!(error = %e, "cannot store client quotas");
             (
                 ErrorCode::UnknownServerError,
@@ -1008,8 +1005,19 @@ async fn alter_broker_configs(
             configs: next,
         });
     }
-    if !validate_only {
+    if !validate_only && !records.is_empty() {
+        // The overrides' hosts are resolved here, before the change is
+        // committed, rather than by the shard applying it.
+        let limits = crate::server::admission::limits_in_force(&shard.config, &layers);
+        let hosts = limits.overrides.into_iter().map(|(host, _)| host);
+        let resolved = crate::server::hosts::resolve_all(hosts).await;
+        shard.connection_counts.overrides.checked.keep(resolved);
         commit_outcomes(shard, records, &mut outcomes).await;
+        shard
+            .connection_counts
+            .overrides
+            .checked
+            .keep(Default::default());
     }
     outcomes
 }

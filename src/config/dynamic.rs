@@ -27,7 +27,7 @@ pub const MAX_CONNECTIONS: &str = "max.connections";
 /// `max.connections.per.ip`: connections one address may hold; past it new
 /// ones are closed.
 pub const MAX_CONNECTIONS_PER_IP: &str = "max.connections.per.ip";
-/// `max.connections.per.ip.overrides`: `address:count` exceptions.
+/// `max.connections.per.ip.overrides`: `host:count` exceptions.
 pub const MAX_CONNECTIONS_PER_IP_OVERRIDES: &str = "max.connections.per.ip.overrides";
 /// `max.connection.creation.rate`: new connections a second the broker
 /// accepts; past it accepting waits.

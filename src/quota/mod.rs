@@ -381,8 +381,9 @@ impl ClientQuotas {
     }
 
     /// The default IP entity's `connection_creation_rate`, for addresses
-    /// without their own (kept by address, `server::hosts::IpRates`). A
-    /// NaN rate is 0 (Java's `toInt`): every connection is throttled.
+    /// without their own (kept by address, `server::hosts::IpRates`), as
+    /// Kafka takes it ([`java_to_int`]; NaN is 0: every connection is
+    /// throttled).
     pub fn default_connection_rate(&self) -> Option<f64> {
         let key = QuotaKey::ConnectionCreationRate;
         if !self.any(key) {
@@ -392,9 +393,14 @@ impl ClientQuotas {
             ip: Some(EntityName::Default),
             ..QuotaEntity::default()
         };
-        self.get(&entity, key)
-            .map(|rate| if rate.is_nan() { 0.0 } else { rate })
+        self.get(&entity, key).map(java_to_int)
     }
+}
+
+/// Java's `toInt` of a quota value, as Kafka's `ConnectionQuotas` takes
+/// a `connection_creation_rate`: truncated, NaN 0, saturating.
+pub fn java_to_int(rate: f64) -> f64 {
+    f64::from(rate as i32)
 }
 
 /// What a quota is measured by: Kafka's sensor, named by the quota type
@@ -760,6 +766,10 @@ mod tests {
             Some(f64::NAN),
         );
         assert_eq!(quotas.default_connection_rate(), Some(0.0));
+        quotas.apply(&default_ip, QuotaKey::ConnectionCreationRate, Some(2.9));
+        assert_eq!(quotas.default_connection_rate(), Some(2.0));
+        quotas.apply(&default_ip, QuotaKey::ConnectionCreationRate, Some(1e20));
+        assert_eq!(quotas.default_connection_rate(), Some(f64::from(i32::MAX)));
         quotas.apply(&default_ip, QuotaKey::ConnectionCreationRate, None);
         quotas.apply(&ip("10.0.0.1"), QuotaKey::ConnectionCreationRate, None);
         assert!(!quotas.any(QuotaKey::ConnectionCreationRate));

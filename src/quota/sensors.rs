@@ -304,11 +304,15 @@ async fn record_on_owner(
 
 /// How long a new connection from `ip` must be held before it is closed
 /// unread, as Kafka's `ConnectionQuotas` does past the IP's
-/// `connection_creation_rate`: 0 to serve it. A refused connection is not
+/// `connection_creation_rate` (`rate`, found by the owner shard when it
+/// admitted the connection): 0 to serve it. A refused connection is not
 /// counted; the throttle is at most one window.
-pub async fn connection_throttle(shard: &Rc<Shard>, ip: std::net::IpAddr) -> u64 {
-    let rate = shard.ip_rates.rate(ip);
-    let Some(rate) = rate.or_else(|| shard.image().client_quotas.default_connection_rate()) else {
+pub async fn connection_throttle(
+    shard: &Rc<Shard>,
+    ip: std::net::IpAddr,
+    rate: Option<f64>,
+) -> u64 {
+    let Some(rate) = rate else {
         return 0;
     };
     let sensor = SensorId {

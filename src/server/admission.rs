@@ -33,13 +33,15 @@ use crate::shard::Shard;
 pub const OWNER_SHARD: usize = 0;
 
 /// The owner's answer to a new connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Admission {
     /// Serve it, after holding it this many ms (the creation rate's
     /// throttle); it holds a slot until [`release`].
     Admitted {
         /// Throttle time in ms (0: none).
         throttle_ms: u64,
+        /// The `connection_creation_rate` quota of its address, if any.
+        ip_rate: Option<f64>,
     },
     /// Close it: its address already holds this many connections.
     TooManyFromAddress(i32),
@@ -166,7 +168,12 @@ pub fn admit_here(shard: Rc<Shard>, ip: IpAddr) -> LocalBoxFuture<'static, Admis
         }
         per_address.insert(ip, held + 1);
         counts.total.set(counts.total.get() + 1);
-        Admission::Admitted { throttle_ms }
+        let ip_rate = shard.ip_rates.rate(ip);
+        let ip_rate = ip_rate.or_else(|| shard.image().client_quotas.default_connection_rate());
+        Admission::Admitted {
+            throttle_ms,
+            ip_rate,
+        }
     }
     .boxed_local()
 }

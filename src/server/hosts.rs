@@ -83,6 +83,9 @@ pub fn literal(host: &str) -> Option<IpAddr> {
 /// decimal digits; each part but the last is one byte, the last fills the
 /// bytes left.
 fn java_ipv4(host: &str) -> Option<Ipv4Addr> {
+    if host.len() > 15 {
+        return None;
+    }
     let parts: Vec<&str> = host.split('.').collect();
     if parts.len() > 4 || parts.iter().any(|p| p.is_empty() || p.len() > 10) {
         return None;
@@ -110,56 +113,81 @@ fn java_ipv4(host: &str) -> Option<Ipv4Addr> {
     u32::try_from(address).ok().map(Ipv4Addr::from)
 }
 
-/// Resolves `hosts` off the executor (literals need no thread).
-pub async fn resolve_all(hosts: Vec<String>) -> HashMap<String, Option<IpAddr>> {
-    let (literals, names): (Vec<String>, Vec<String>) = hosts
-        .into_iter()
-        .partition(|host| host.is_empty() || literal(host).is_some());
-    let mut found: HashMap<String, Option<IpAddr>> = literals
-        .into_iter()
-        .map(|host| {
+/// Longest a batch of look-ups may take; a name whose answer is later
+/// resolves to nothing.
+const RESOLVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// What each of some hosts resolves to ([`resolve`]; None: nothing).
+pub type Resolved = HashMap<String, Option<IpAddr>>;
+
+/// Resolves `hosts` ([`resolve`]): literals here, names on a thread of
+/// their own (not the executor, nor the blocking pool the disk work
+/// shares), for at most [`RESOLVE_TIMEOUT`] in all.
+pub async fn resolve_all(hosts: impl IntoIterator<Item = String>) -> Resolved {
+    let mut found = Resolved::new();
+    let mut names = Vec::new();
+    for host in hosts {
+        if found.contains_key(&host) || names.contains(&host) {
+            continue;
+        }
+        if host.is_empty() || literal(&host).is_some() {
             let ip = resolve(&host);
-            (host, ip)
-        })
-        .collect();
-    if !names.is_empty() {
-        let resolved: Vec<(String, Option<IpAddr>)> = glommio::executor()
-            .spawn_blocking(move || {
-                names
-                    .into_iter()
-                    .map(|name| {
-                        let ip = resolve(&name);
-                        (name, ip)
-                    })
-                    .collect()
-            })
-            .await;
-        found.extend(resolved);
+            found.insert(host, ip);
+        } else {
+            names.push(host);
+        }
+    }
+    if names.is_empty() {
+        return found;
+    }
+    let (tx, rx) = futures::channel::oneshot::channel();
+    let wanted = names.clone();
+    let spawned = std::thread::Builder::new()
+        .name("rb-resolve".into())
+        .spawn(move || {
+            let answers: Vec<Option<IpAddr>> = wanted.iter().map(|name| resolve(name)).collect();
+            let _ = tx.send(answers);
+        });
+    let answers = match spawned {
+        Ok(_) => {
+            let timeout = glommio::timer::sleep(RESOLVE_TIMEOUT);
+            match futures::future::select(rx, Box::pin(timeout)).await {
+                futures::future::Either::Left((Ok(answers), _)) => answers,
+                _ => {
+                    tracing::error!(hosts = ?names, "host names not resolved within {RESOLVE_TIMEOUT:?}");
+                    Vec::new()
+                }
+            }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start a thread to resolve host names");
+            Vec::new()
+        }
+    };
+    let mut answers = answers.into_iter();
+    for name in names {
+        found.insert(name, answers.next().flatten());
     }
     found
 }
 
 /// The `connection_creation_rate` of each address named by an IP client
-/// quota, kept as Kafka's `ConnectionQuotas` keeps them: applying a quota
-/// sets its address's rate, removing one removes its address's rate (even
-/// while another entity naming that address keeps its quota).
+/// quota, kept on the owner shard (`admission::OWNER_SHARD`) as Kafka's
+/// one `ConnectionQuotas` keeps them: applying a quota sets its address's
+/// rate, removing one removes its address's rate (even while another
+/// entity naming that address keeps its quota).
 #[derive(Default)]
 pub struct IpRates {
     rates: RefCell<HashMap<IpAddr, f64>>,
+    /// What the controller resolved the names of a change to while
+    /// checking it, used when the change is applied (not looked up twice).
+    pub checked: CheckedHosts,
 }
 
 impl IpRates {
     /// The rate of connections from `ip` its own quota allows.
     pub fn rate(&self, ip: IpAddr) -> Option<f64> {
         self.rates.borrow().get(&ip.to_canonical()).copied()
-    }
-
-    fn set(&self, ip: IpAddr, rate: Option<f64>) {
-        let mut rates = self.rates.borrow_mut();
-        match rate {
-            Some(rate) => rates.insert(ip, rate),
-            None => rates.remove(&ip),
-        };
     }
 
     /// Applies `records` in order (the metadata log at start-up, or the
@@ -180,14 +208,13 @@ impl IpRates {
         if changes.is_empty() {
             return;
         }
-        let mut hosts: Vec<String> = changes.iter().map(|(host, _)| host.clone()).collect();
-        hosts.sort();
-        hosts.dedup();
-        let found = resolve_all(hosts).await;
+        let found = self
+            .checked
+            .resolve(changes.iter().map(|(host, _)| host.clone()))
+            .await;
         for (host, rate) in changes {
             match found.get(&host).copied().flatten() {
-                // Java's `toInt` of NaN is 0: every connection throttled.
-                Some(ip) => self.set(ip, rate.map(|r| if r.is_nan() { 0.0 } else { r })),
+                Some(ip) => self.set(ip, rate.map(crate::quota::java_to_int)),
                 None => tracing::error!(
                     host = %host,
                     "connection_creation_rate quota not applied: unable to resolve address {host}"
@@ -195,79 +222,100 @@ impl IpRates {
             }
         }
     }
+
+    fn set(&self, ip: IpAddr, rate: Option<f64>) {
+        let mut rates = self.rates.borrow_mut();
+        match rate {
+            Some(rate) => rates.insert(ip, rate),
+            None => rates.remove(&ip),
+        };
+    }
 }
 
 /// Connection counts allowed, by address.
 pub type CountsByAddress = HashMap<IpAddr, i32>;
-/// Override entries applied, and the counts by address they resolved to.
-type AppliedOverrides = (Vec<(String, i32)>, Rc<CountsByAddress>);
 
-/// `max.connections.per.ip.overrides` as the owner shard applies it: the
-/// entries last applied, and the counts by address they resolved to.
+/// `max.connections.per.ip.overrides` as the owner shard applies it.
 #[derive(Default)]
 pub struct ResolvedOverrides {
-    applied: RefCell<Option<AppliedOverrides>>,
+    /// The entries last tried (applied or not): tried again only once
+    /// they change.
+    tried: RefCell<Option<Vec<(String, i32)>>>,
+    /// The counts by address of the entries last applied.
+    by_address: RefCell<Rc<CountsByAddress>>,
+    /// What the controller resolved the entries of a change to.
+    pub checked: CheckedHosts,
 }
 
 impl ResolvedOverrides {
     /// The counts by address in force.
     pub fn by_address(&self) -> Rc<CountsByAddress> {
-        self.applied
-            .borrow()
-            .as_ref()
-            .map(|(_, by_address)| by_address.clone())
-            .unwrap_or_default()
+        self.by_address.borrow().clone()
     }
 }
 
-/// Resolves the `max.connections.per.ip.overrides` in force on the owner
-/// shard when they changed since last applied, as Kafka's
-/// `ConnectionQuotas` does on a reconfiguration: if a host does not
-/// resolve, the overrides in force before stay, with an error in the log.
-/// At start-up (nothing applied yet) the command line's are tried next.
+/// What the controller resolved the hosts of a change to while checking
+/// it, kept on its shard while the change is committed, so that applying
+/// it looks none up again (nor waits for a look-up where the shard's
+/// requests are applied in order).
+#[derive(Default)]
+pub struct CheckedHosts(RefCell<Resolved>);
+
+impl CheckedHosts {
+    /// Keeps `resolved` for the change about to be committed; an empty
+    /// map once it is.
+    pub fn keep(&self, resolved: Resolved) {
+        *self.0.borrow_mut() = resolved;
+    }
+
+    /// What `hosts` resolve to: as checked if they were, else looked up.
+    async fn resolve(&self, hosts: impl IntoIterator<Item = String>) -> Resolved {
+        let checked = self.0.borrow().clone();
+        let unchecked = hosts.into_iter().filter(|host| !checked.contains_key(host));
+        let mut found = resolve_all(unchecked).await;
+        found.extend(checked);
+        found
+    }
+}
+
+/// Applies the `max.connections.per.ip.overrides` in force on the owner
+/// shard when they changed since last tried, as Kafka's `ConnectionQuotas`
+/// does on a reconfiguration: if a host does not resolve, the overrides in
+/// force before stay, with an error in the log, until the overrides
+/// change again. At start-up the command line's are tried next.
 pub async fn refresh_overrides(shard: &Shard) {
     if shard.id != crate::server::admission::OWNER_SHARD {
         return;
     }
-    let limits =
-        crate::server::admission::limits_in_force(&shard.config, &shard.image().broker_configs);
     let overrides = &shard.connection_counts.overrides;
-    if overrides
-        .applied
-        .borrow()
-        .as_ref()
-        .map(|(entries, _)| entries)
-        == Some(&limits.overrides)
-    {
+    let image = shard.image();
+    let limits = crate::server::admission::limits_in_force(&shard.config, &image.broker_configs);
+    let starting = overrides.tried.borrow().is_none();
+    if overrides.tried.borrow().as_ref() == Some(&limits.overrides) {
         return;
     }
+    *overrides.tried.borrow_mut() = Some(limits.overrides.clone());
     let mut candidates = vec![limits.overrides];
-    if overrides.applied.borrow().is_none() {
-        candidates.push(shard.config.connection_limits.overrides.clone());
-        candidates.push(Vec::new());
+    let command_line = &shard.config.connection_limits.overrides;
+    if starting && candidates[0] != *command_line {
+        candidates.push(command_line.clone());
     }
     for entries in candidates {
-        let hosts = entries.iter().map(|(host, _)| host.clone()).collect();
-        let found = resolve_all(hosts).await;
-        let mut by_address = HashMap::with_capacity(entries.len());
-        let mut unresolved = None;
-        for (host, count) in &entries {
-            match found.get(host).copied().flatten() {
-                Some(ip) => {
-                    by_address.insert(ip, *count);
-                }
-                None => {
-                    unresolved = Some(host.clone());
-                    break;
-                }
-            }
-        }
-        match unresolved {
-            None => {
-                *overrides.applied.borrow_mut() = Some((entries, Rc::new(by_address)));
+        let hosts = entries.iter().map(|(host, _)| host.clone());
+        let found = overrides.checked.resolve(hosts).await;
+        let resolved: Result<CountsByAddress, &str> = entries
+            .iter()
+            .map(|(host, count)| match found.get(host).copied().flatten() {
+                Some(ip) => Ok((ip, *count)),
+                None => Err(host.as_str()),
+            })
+            .collect();
+        match resolved {
+            Ok(by_address) => {
+                *overrides.by_address.borrow_mut() = Rc::new(by_address);
                 return;
             }
-            Some(host) => tracing::error!(
+            Err(host) => tracing::error!(
                 host = %host,
                 "max.connections.per.ip.overrides could not be applied: {host}: Name or service not known; the overrides in force before stay"
             ),
@@ -303,6 +351,7 @@ mod tests {
             "fe80::1%lo",
             "[127.0.0.1]",
             "1.2.3.4.5",
+            "0000000127.0.0.1",
         ] {
             assert_eq!(resolve(refused), None, "{refused}");
         }

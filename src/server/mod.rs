@@ -136,12 +136,16 @@ pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>, index: u
             state.shutdown_signal(),
         )
         .await;
-        let throttle_ms = match admitted {
-            futures::future::Either::Left((Admission::Admitted { throttle_ms }, _)) => {
-                Some(throttle_ms)
-            }
+        let (throttle_ms, ip_rate) = match admitted {
+            futures::future::Either::Left((
+                Admission::Admitted {
+                    throttle_ms,
+                    ip_rate,
+                },
+                _,
+            )) => (Some(throttle_ms), ip_rate),
             // The owner cannot be reached (shutdown): served, uncounted.
-            futures::future::Either::Left((Admission::Uncounted, _)) => None,
+            futures::future::Either::Left((Admission::Uncounted, _)) => (None, None),
             futures::future::Either::Left((Admission::TooManyFromAddress(allowed), _)) => {
                 tracing::info!(
                     %peer,
@@ -170,7 +174,7 @@ pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>, index: u
             // unread for the throttle time, then closed, as in Kafka; it
             // gives its slot back first, as Kafka never counts it.
             let throttle =
-                crate::quota::sensors::connection_throttle(&state.shard, peer.ip()).await;
+                crate::quota::sensors::connection_throttle(&state.shard, peer.ip(), ip_rate).await;
             if counted && throttle > 0 {
                 admission::release(&state.shard, peer.ip());
             }

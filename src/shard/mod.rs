@@ -85,7 +85,7 @@ pub struct Shard {
     /// index (`server::tls::reload`).
     pub listener_tls: RefCell<Vec<Option<crate::security::listener_tls::ListenerTls>>>,
     /// The `connection_creation_rate` quotas of IP entities, by address
-    /// (`server::hosts`).
+    /// (`server::hosts`; the owner shard of `server::admission` only).
     pub ip_rates: crate::server::hosts::IpRates,
     /// [`Shard::broker_defaults`] and the metadata offset it was made at.
     defaults_cache: RefCell<Option<(u64, Rc<crate::config::BrokerDefaults>)>>,
@@ -226,8 +226,11 @@ impl Shard {
         // Listeners serve the stores their dynamic configs name.
         crate::server::tls::reload(self, crate::server::tls::Reload::Start).await;
         // Host names in IP limits are resolved as Kafka resolves them at
-        // start-up: the IP quotas in the order they were applied.
-        self.ip_rates.apply(records).await;
+        // start-up, on the shard that admits connections: the IP quotas in
+        // the order the log holds them.
+        if self.id == crate::server::admission::OWNER_SHARD {
+            self.ip_rates.apply(records).await;
+        }
         crate::server::hosts::refresh_overrides(self).await;
         let image = self.image();
         // Before any log file is opened on this thread: glommio probes
@@ -323,8 +326,11 @@ impl Shard {
                     | MetadataRecord::RemoveDelegationToken { .. }
             )
         };
-        // IP quotas naming hosts are resolved and applied first, in order.
-        self.ip_rates.apply(&records).await;
+        // IP quotas (naming hosts resolved) are applied first, in order,
+        // on the shard that admits connections.
+        if self.id == crate::server::admission::OWNER_SHARD {
+            self.ip_rates.apply(&records).await;
+        }
         let mut records = records.into_iter().peekable();
         while let Some(record) = records.next() {
             let before = self.image();
