@@ -242,11 +242,11 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_limits_change_at_r
         alter(&mut admin, "0", &[(keystore, DELETE, None)], false),
         (0, None)
     );
-    // Kafka takes a listener's own value of its other configs; none is
-    // read here yet, so they are refused rather than kept unread. Deleting
-    // one is taken.
+    // Kafka takes a listener's own value of its other configs; those not
+    // read here (all but the keystores and the connection limits) are
+    // refused rather than kept unread. Deleting one is taken.
     for name in [
-        "listener.name.plaintext.max.connections",
+        "listener.name.plaintext.max.connections.per.ip",
         "listener.name.ssl.ssl.allow.dn.changes",
     ] {
         assert_eq!(
@@ -637,6 +637,148 @@ fn overrides_naming_hosts_apply_to_the_address_they_resolve_to_like_kafka() {
     assert!(
         refused_from(&bootstrap, local),
         "the command line's localhost:2 is lost"
+    );
+    broker.assert_running();
+}
+
+/// Goal: a listener's own `max.connections` and `max.connection.creation.rate`
+/// (`listener.name.plaintext.*`) apply besides the broker's, as Kafka
+/// 4.1.1's did when measured: past the listener's count a new connection
+/// waits unserved until one closes; past its rate accepting waits and every
+/// connection is served. Taken for this broker and cluster-wide, refused
+/// with the words of the config they override, shown by DescribeConfigs as
+/// Kafka shows them; a listener this broker lacks is not checked.
+#[test]
+fn a_listeners_own_connection_limits_apply_like_kafka() {
+    let mut broker = Broker::start(BrokerOptions::default());
+    let bootstrap = broker.bootstrap();
+    let local = Ipv4Addr::LOCALHOST;
+    let mut admin = served_from(&bootstrap, SECOND_HOST).expect("admin served");
+    let own = "listener.name.plaintext.max.connections";
+    let rate = "listener.name.plaintext.max.connection.creation.rate";
+    let refusals = [
+        (own, "0", "Invalid value org.apache.kafka.common.config.ConfigException: Invalid max.connections 0 for configuration Invalid dynamic configuration"),
+        (own, "-1", "Invalid value -1 for configuration max.connections: Value must be at least 0"),
+        (own, "abc", "Invalid value abc for configuration max.connections: Not a number of type INT"),
+        (rate, "0", "Invalid value org.apache.kafka.common.config.ConfigException: Invalid max.connection.creation.rate 0 for configuration Invalid dynamic configuration"),
+        (rate, "1.5", "Invalid value 1.5 for configuration max.connection.creation.rate: Not a number of type INT"),
+    ];
+    for (name, value, message) in refusals {
+        for resource in ["", "0"] {
+            assert_eq!(
+                alter(&mut admin, resource, &[(name, SET, Some(value))], false),
+                (INVALID_REQUEST, some(message)),
+                "{name}={value} on {resource:?}"
+            );
+        }
+    }
+    // No listener of this broker is named nosuch: nothing checks its 0.
+    let other = "listener.name.nosuch.max.connections";
+    assert_eq!(
+        alter(&mut admin, "0", &[(other, SET, Some("0"))], false),
+        (0, None)
+    );
+    assert_eq!(
+        alter(&mut admin, "0", &[(other, DELETE, None)], false),
+        (0, None)
+    );
+
+    // Three on the listener (the admin connection is one): the 4th waits.
+    assert_eq!(
+        alter(&mut admin, "0", &[(own, SET, Some("3"))], false),
+        (0, None)
+    );
+    let mut held = hold(&bootstrap, local, 2);
+    let request = common::wire::api_versions_v0_frames(1);
+    let mut waiting = RawClient::connect_from(&bootstrap, local);
+    waiting.write_raw(&request).expect("send");
+    assert_eq!(
+        waiting.outcome_within(Duration::from_secs(2)),
+        Outcome::OpenAndSilent,
+        "a connection past the listener's max.connections was served or closed"
+    );
+    held.pop();
+    assert!(
+        waiting.read_frame().is_ok(),
+        "the waiting connection was not served once a slot freed"
+    );
+    assert_eq!(
+        shown(&describe(&mut admin, "0"), own),
+        (
+            some("3"),
+            DYNAMIC_BROKER_CONFIG,
+            vec![
+                (DYNAMIC_BROKER_CONFIG, some("3")),
+                (DEFAULT_CONFIG, some(INT_MAX))
+            ]
+        )
+    );
+    // The cluster default's 4 is under this broker's 3 until that goes.
+    assert_eq!(
+        alter(&mut admin, "", &[(own, SET, Some("4"))], false),
+        (0, None)
+    );
+    let mut fifth = RawClient::connect_from(&bootstrap, local);
+    fifth.write_raw(&request).expect("send");
+    assert_eq!(
+        fifth.outcome_within(Duration::from_secs(2)),
+        Outcome::OpenAndSilent
+    );
+    assert_eq!(
+        alter(&mut admin, "0", &[(own, DELETE, None)], false),
+        (0, None)
+    );
+    assert!(fifth.read_frame().is_ok(), "the default's 4 did not apply");
+    let default = describe(&mut admin, "");
+    assert_eq!(
+        shown(&default, own),
+        (
+            some("4"),
+            DYNAMIC_DEFAULT_BROKER_CONFIG,
+            vec![(DYNAMIC_DEFAULT_BROKER_CONFIG, some("4"))]
+        )
+    );
+    let entry = default.iter().find(|c| c.name.as_str() == own).unwrap();
+    assert!(entry.read_only && !entry.is_sensitive);
+    assert_eq!(entry.config_type, 3, "INT");
+    assert_eq!(
+        alter(&mut admin, "", &[(own, DELETE, None)], false),
+        (0, None)
+    );
+    drop((held, waiting, fifth));
+
+    // 2 a second on the listener: about 20 at once, then each held about a
+    // second, every one served.
+    assert_eq!(
+        alter(&mut admin, "0", &[(rate, SET, Some("2"))], false),
+        (0, None)
+    );
+    let mut took = Vec::new();
+    for i in 0..24 {
+        let started = Instant::now();
+        let mut client = RawClient::connect(&bootstrap);
+        assert!(
+            metadata_answers(&mut client),
+            "connection {i} was not served"
+        );
+        took.push(started.elapsed());
+    }
+    let first: Duration = took[..15].iter().sum();
+    let last: Duration = took[20..].iter().sum();
+    assert!(
+        last >= Duration::from_millis(1500),
+        "the last 4 connections at 2 a second took only {last:?}"
+    );
+    assert!(
+        first * 4 < last,
+        "the first 15 were held too ({first:?}, the last 4 {last:?})"
+    );
+    assert_eq!(
+        shown(&describe(&mut admin, "0"), rate).2,
+        vec![
+            (DYNAMIC_BROKER_CONFIG, some("2")),
+            (DEFAULT_CONFIG, some(INT_MAX))
+        ]
     );
     broker.assert_running();
 }

@@ -952,7 +952,7 @@ async fn alter_broker_configs(
     resources: Vec<(Option<i32>, ConfigAlteration)>,
     validate_only: bool,
 ) -> Vec<AdminOutcome> {
-    use crate::config::dynamic::{altered_layer, elr_refusal, ConnectionLimits};
+    use crate::config::dynamic::{altered_layer, elr_refusal, ConnectionLimits, ListenerLimits};
     let image = shard.image();
     let elr = crate::cluster::features::elr_enabled(&image.features);
     let mut layers = (*image.broker_configs).clone();
@@ -969,6 +969,14 @@ async fn alter_broker_configs(
             .iter()
             .try_for_each(|(name, value)| crate::config::dynamic::check_value(name, value))
             .and_then(|_| ConnectionLimits::from_values(&value, true))
+            .and_then(|_| {
+                // Each listener's own limits (a listener this broker does
+                // not have is not checked, as in Kafka).
+                shard.config.listeners.iter().try_for_each(|listener| {
+                    let name = listener.security_protocol.name().to_ascii_lowercase();
+                    ListenerLimits::from_values(&name, &value).map(|_| ())
+                })
+            })
             .and_then(|_| {
                 crate::config::dynamic::defaults_with(&shard.config.broker_defaults, &trial, node)
             });

@@ -570,6 +570,17 @@ pub fn describe_default_broker_configs(
         .map(|(name, value)| {
             let source = config_source::DYNAMIC_DEFAULT_BROKER_CONFIG;
             let Some(def) = find_broker_config(name) else {
+                let listener_limit = crate::config::dynamic::listener_config(name)
+                    .filter(|c| crate::config::dynamic::LISTENER_CONNECTION_LIMITS.contains(c))
+                    .and_then(find_broker_config);
+                if let Some(def) = listener_limit {
+                    // Kafka lists only this layer's value as its synonym.
+                    let set = [vec![(source, value)], Vec::new()];
+                    let mut entry =
+                        listener_config_entry(name, def, &set, &|_| None, include_synonyms);
+                    entry.synonyms.truncate(1);
+                    return entry;
+                }
                 return unknown_broker_config_entry(name, &[source], include_synonyms);
             };
             let own = |n: &str| (n == def.name).then(|| value.clone());
@@ -616,11 +627,22 @@ pub fn unknown_broker_configs(
                 .iter()
                 .filter_map(|(layer, source)| Some((*source, (*layer)?.get(name)?)))
                 .collect();
-            let reloaded = crate::config::dynamic::listener_config(name)
-                .filter(|c| crate::security::listener_tls::RECONFIGURABLE_CONFIGS.contains(c))
+            let read = crate::config::dynamic::listener_config(name)
+                .filter(|c| {
+                    crate::security::listener_tls::RECONFIGURABLE_CONFIGS.contains(c)
+                        || crate::config::dynamic::LISTENER_CONNECTION_LIMITS.contains(c)
+                })
                 .and_then(find_broker_config);
-            match reloaded {
-                Some(def) => listener_config_entry(name, def, &set, command_line, include_synonyms),
+            match read {
+                Some(def) => {
+                    // The config's own dynamic values follow the listener's.
+                    let base: Vec<(i8, &String)> = layers
+                        .iter()
+                        .filter_map(|(layer, source)| Some((*source, (*layer)?.get(def.name)?)))
+                        .collect();
+                    let set = [set, base];
+                    listener_config_entry(name, def, &set, command_line, include_synonyms)
+                }
                 None => {
                     let sources: Vec<i8> = set.iter().map(|(source, _)| *source).collect();
                     unknown_broker_config_entry(name, &sources, include_synonyms)
@@ -631,14 +653,15 @@ pub fn unknown_broker_configs(
 }
 
 /// The DescribeConfigs entry of a listener's own value of config `def`
-/// (`name`, set in the dynamic layers `set`, highest first), as Kafka
-/// 4.1.1 describes it: the value (null when sensitive), read-only, of the
-/// config's type, its synonyms the dynamic values, then the config's own
-/// static value and default.
+/// (`name`, set in the dynamic layers `set[0]`, highest first; the
+/// config's own dynamic values `set[1]`), as Kafka 4.1.1 describes it:
+/// the value (null when sensitive), read-only, of the config's type, its
+/// synonyms the dynamic values, then the config's own dynamic and static
+/// values and default.
 fn listener_config_entry(
     name: &str,
     def: &BrokerConfigDef,
-    set: &[(i8, &String)],
+    set: &[Vec<(i8, &String)>; 2],
     command_line: &dyn Fn(&str) -> Option<String>,
     include_synonyms: bool,
 ) -> DescribeConfigsResourceResult {
@@ -651,9 +674,14 @@ fn listener_config_entry(
             .with_value(shown(value))
             .with_source(source)
     };
+    let [set, base] = set;
     let mut synonyms: Vec<DescribeConfigsSynonym> = set
         .iter()
         .map(|(source, value)| synonym(name, value, *source))
+        .chain(
+            base.iter()
+                .map(|(source, value)| synonym(def.name, value, *source)),
+        )
         .collect();
     if let Some(value) = command_line(def.name) {
         synonyms.push(synonym(

@@ -191,6 +191,11 @@ pub fn check_value(name: &str, value: &str) -> Result<(), String> {
     if name == MAX_CONNECTIONS_PER_IP_OVERRIDES {
         return parse_overrides(value).map(|_| ());
     }
+    // A listener's own limit is checked as the config it overrides, in
+    // that config's words.
+    if let Some(config) = listener_config(name).filter(|c| LISTENER_CONNECTION_LIMITS.contains(c)) {
+        return check_value(config, value);
+    }
     let text = value.to_string();
     ConnectionLimits::from_values(&|n| (n == name).then(|| text.clone()), false)
         .map(|_| ())
@@ -329,6 +334,7 @@ pub fn check_names(alteration: &ConfigAlteration, per_broker: bool) -> Result<()
                     Some(config) => {
                         kafka_listener_config(config)
                             && !SSL_RECONFIGURABLE_CONFIGS.contains(&config)
+                            && !LISTENER_CONNECTION_LIMITS.contains(&config)
                     }
                     None => {
                         !is_dynamic(name)
@@ -398,6 +404,46 @@ const CLUSTER_LEVEL_LISTENER_CONFIGS: [&str; 3] = [
     "max.connection.creation.rate",
     "num.network.threads",
 ];
+
+/// The connection limits Kafka's `ConnectionQuotas` also keeps per
+/// listener (`listener.name.<listener>.max.connections`, ...).
+pub const LISTENER_CONNECTION_LIMITS: [&str; 2] = [MAX_CONNECTIONS, MAX_CONNECTION_CREATION_RATE];
+
+/// One listener's own connection limits, as Kafka's
+/// `ListenerConnectionQuota` keeps them (`i32::MAX`: none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListenerLimits {
+    /// `listener.name.<listener>.max.connections`.
+    pub max_connections: i32,
+    /// `listener.name.<listener>.max.connection.creation.rate`.
+    pub max_connection_creation_rate: i32,
+}
+
+impl ListenerLimits {
+    /// The limits of listener `listener` (its name in lower case, as
+    /// Kafka's config prefix has it) given by `value(name)`, checked as
+    /// Kafka checks them at runtime, in the words of the configs they
+    /// override.
+    ///
+    /// # Errors
+    /// Kafka's message for the first bad value.
+    pub fn from_values(
+        listener: &str,
+        value: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        let own = |name: &str| {
+            LISTENER_CONNECTION_LIMITS
+                .contains(&name)
+                .then(|| value(&format!("listener.name.{listener}.{name}")))
+                .flatten()
+        };
+        let limits = ConnectionLimits::from_values(&own, true)?;
+        Ok(ListenerLimits {
+            max_connections: limits.max_connections,
+            max_connection_creation_rate: limits.max_connection_creation_rate,
+        })
+    }
+}
 
 /// The config a `listener.name.<listener>.<config>` name sets for one
 /// listener, as Kafka's `ListenerConfigRegex` reads it.
@@ -502,11 +548,16 @@ impl ConnectionLimits {
                 "requirement failed: {MAX_CONNECTIONS_PER_IP} can be set to zero only if {MAX_CONNECTIONS_PER_IP_OVERRIDES} property is set."
             ));
         }
-        if dynamic && max_connections == 0 {
-            // Kafka's `DynamicListenerConfig` message, word for word.
-            return Err(format!(
-                "Invalid value org.apache.kafka.common.config.ConfigException: Invalid {MAX_CONNECTIONS} 0 for configuration Invalid dynamic configuration"
-            ));
+        // Kafka's `DynamicListenerConfig` message, word for word.
+        for (name, value) in [
+            (MAX_CONNECTIONS, max_connections),
+            (MAX_CONNECTION_CREATION_RATE, max_connection_creation_rate),
+        ] {
+            if dynamic && value == 0 {
+                return Err(format!(
+                    "Invalid value org.apache.kafka.common.config.ConfigException: Invalid {name} 0 for configuration Invalid dynamic configuration"
+                ));
+            }
         }
         Ok(ConnectionLimits {
             max_connections,
@@ -717,6 +768,7 @@ mod tests {
             (MAX_CONNECTIONS, "-1", "Invalid value -1 for configuration max.connections: Value must be at least 0"),
             (MAX_CONNECTIONS, "0", "Invalid value org.apache.kafka.common.config.ConfigException: Invalid max.connections 0 for configuration Invalid dynamic configuration"),
             (MAX_CONNECTION_CREATION_RATE, "-1", "Invalid value -1 for configuration max.connection.creation.rate: Value must be at least 0"),
+            (MAX_CONNECTION_CREATION_RATE, "0", "Invalid value org.apache.kafka.common.config.ConfigException: Invalid max.connection.creation.rate 0 for configuration Invalid dynamic configuration"),
             (MAX_CONNECTIONS_PER_IP_OVERRIDES, "127.0.0.1:x", "For input string: \"x\""),
             (MAX_CONNECTIONS_PER_IP_OVERRIDES, "127.0.0.1", "Error parsing configuration property 'max.connections.per.ip.overrides': begin 0, end -1, length 9"),
             (MAX_CONNECTIONS_PER_IP_OVERRIDES, "a b:3", "max.connections.per.ip.overrides contains invalid addresses : a b"),
@@ -881,9 +933,16 @@ mod tests {
             cluster_wide("listener.name.ssl.ssl.keystore.location", ConfigOp::Delete),
             Ok(())
         );
+        // A listener's own connection limits are taken, cluster-wide too.
+        for name in [
+            "listener.name.external.max.connections",
+            "listener.name.ssl.max.connection.creation.rate",
+        ] {
+            assert_eq!(cluster_wide(name, ConfigOp::Set("5".into())), Ok(()));
+        }
         for name in [
             "listener.name.ssl.ssl.allow.dn.changes",
-            "listener.name.external.max.connections",
+            "listener.name.plaintext.max.connections.per.ip",
             "listener.name.sasl_plaintext.plain.sasl.jaas.config",
         ] {
             assert_eq!(

@@ -6,7 +6,10 @@
 //! - past `max.connection.creation.rate` new connections a second it waits
 //!   the throttle time, then serves the connection;
 //! - a connection from an address already holding its
-//!   `max.connections.per.ip` (or its override) is closed at once.
+//!   `max.connections.per.ip` (or its override) is closed at once;
+//! - a listener's own `listener.name.<listener>.max.connections` and
+//!   `.max.connection.creation.rate` hold its connections the same way,
+//!   besides the broker-wide limits.
 //!
 //! The counts are broker-wide, so one shard ([`OWNER_SHARD`]) keeps them;
 //! every shard's accept loop asks it for a slot (a message, or a direct
@@ -23,7 +26,7 @@ use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 use futures::FutureExt;
 
-use crate::config::dynamic::{ConnectionLimits, DynamicBrokerConfigs};
+use crate::config::dynamic::{ConnectionLimits, DynamicBrokerConfigs, ListenerLimits};
 use crate::config::BrokerConfig;
 use crate::quota::sensors::{now_ms, Rate};
 use crate::shard::messages::{ShardReply, ShardRequest};
@@ -77,6 +80,41 @@ pub struct ConnectionCounts {
     creation_rate: RefCell<Rate>,
     /// `max.connections.per.ip.overrides` resolved to addresses.
     pub overrides: crate::server::hosts::ResolvedOverrides,
+    /// Each listener's connections open and creation rate, by its name in
+    /// lower case (as Kafka's config prefix names it).
+    listeners: RefCell<HashMap<String, ListenerCounts>>,
+    window: Option<crate::quota::sensors::QuotaWindow>,
+}
+
+/// One listener's share of the counts.
+struct ListenerCounts {
+    total: u64,
+    creation_rate: Rate,
+}
+
+/// The name listener `index` of `config` goes by in its configs'
+/// `listener.name.<name>.` prefix.
+fn listener_name(config: &BrokerConfig, index: usize) -> String {
+    config
+        .listeners
+        .get(index)
+        .map(|l| l.security_protocol.name().to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+/// The own connection limits of listener `name` in force on this node
+/// (none when the stored values no longer make sense, with an error in
+/// the log).
+fn listener_limits(shard: &Shard, name: &str) -> ListenerLimits {
+    let image = shard.image();
+    let value = |config: &str| shard.config.value_in_force(&image.broker_configs, config);
+    ListenerLimits::from_values(name, &value).unwrap_or_else(|message| {
+        tracing::error!(listener = name, %message, "dynamic listener connection limits ignored");
+        ListenerLimits {
+            max_connections: i32::MAX,
+            max_connection_creation_rate: i32::MAX,
+        }
+    })
 }
 
 impl ConnectionCounts {
@@ -84,6 +122,7 @@ impl ConnectionCounts {
     pub fn new(window: crate::quota::sensors::QuotaWindow) -> Self {
         ConnectionCounts {
             creation_rate: RefCell::new(Rate::new(window)),
+            window: Some(window),
             ..ConnectionCounts::default()
         }
     }
@@ -114,9 +153,10 @@ impl ConnectionCounts {
         }
     }
 
-    /// Frees the slot of a connection from `ip` and hands it to the
-    /// longest-waiting accept loop.
-    fn release(&self, ip: IpAddr) {
+    /// Frees the slot of a connection from `ip` on listener `listener`
+    /// and wakes the waiting accept loops, longest-waiting first (the slot
+    /// may be one only another listener's loop can take).
+    fn release(&self, listener: &str, ip: IpAddr) {
         let mut per_address = self.per_address.borrow_mut();
         if let Some(count) = per_address.get_mut(&ip) {
             *count -= 1;
@@ -124,26 +164,54 @@ impl ConnectionCounts {
                 per_address.remove(&ip);
             }
             self.total.set(self.total.get().saturating_sub(1));
-        }
-        drop(per_address);
-        let mut waiters = self.waiters.borrow_mut();
-        while let Some(waiter) = waiters.pop_front() {
-            if waiter.send(()).is_ok() {
-                break;
+            if let Some(counts) = self.listeners.borrow_mut().get_mut(listener) {
+                counts.total = counts.total.saturating_sub(1);
             }
         }
+        drop(per_address);
+        self.wake_all();
+    }
+
+    /// Connections open on listener `name`.
+    fn listener_total(&self, name: &str) -> u64 {
+        self.listeners.borrow().get(name).map_or(0, |c| c.total)
+    }
+
+    /// Listener `name`'s counts.
+    fn listener<T>(&self, name: &str, f: impl FnOnce(&mut ListenerCounts) -> T) -> T {
+        let mut listeners = self.listeners.borrow_mut();
+        let counts = listeners
+            .entry(name.to_string())
+            .or_insert_with(|| ListenerCounts {
+                total: 0,
+                creation_rate: Rate::new(
+                    self.window
+                        .unwrap_or(crate::quota::sensors::QuotaWindow::KAFKA),
+                ),
+            });
+        f(counts)
     }
 }
 
-/// Admits a connection from `ip` on the owner shard (the ordered part runs
-/// now; the returned future resolves once a slot is free).
-pub fn admit_here(shard: Rc<Shard>, ip: IpAddr) -> LocalBoxFuture<'static, Admission> {
+/// Admits a connection from `ip` on listener `index` on the owner shard
+/// (the ordered part runs now; the returned future resolves once a slot
+/// is free).
+pub fn admit_here(
+    shard: Rc<Shard>,
+    index: usize,
+    ip: IpAddr,
+) -> LocalBoxFuture<'static, Admission> {
     async move {
         let counts = &shard.connection_counts;
-        let limits = loop {
+        let listener = listener_name(&shard.config, index);
+        let (limits, own) = loop {
             let limits = counts.limits(&shard);
-            if counts.total.get() < u64::try_from(limits.max_connections).unwrap_or(0) {
-                break limits;
+            let own = listener_limits(&shard, &listener);
+            let under = |open: u64, max: i32| open < u64::try_from(max).unwrap_or(0);
+            if under(counts.total.get(), limits.max_connections)
+                && under(counts.listener_total(&listener), own.max_connections)
+            {
+                break (limits, own);
             }
             let (tx, rx) = oneshot::channel();
             counts.waiters.borrow_mut().push_back(tx);
@@ -159,6 +227,14 @@ pub fn admit_here(shard: Rc<Shard>, ip: IpAddr) -> LocalBoxFuture<'static, Admis
                 .record_and_throttle(1.0, quota, now_ms())
                 .min(shard.config.quota_window.window_ms);
         }
+        if own.max_connection_creation_rate < i32::MAX {
+            let quota = f64::from(own.max_connection_creation_rate);
+            let listener_throttle = counts.listener(&listener, |c| {
+                c.creation_rate.record_and_throttle(1.0, quota, now_ms())
+            });
+            throttle_ms =
+                throttle_ms.max(listener_throttle.min(shard.config.quota_window.window_ms));
+        }
         let ip = ip.to_canonical();
         let allowed = limits.per_ip(ip, &counts.overrides.by_address());
         let mut per_address = counts.per_address.borrow_mut();
@@ -168,6 +244,7 @@ pub fn admit_here(shard: Rc<Shard>, ip: IpAddr) -> LocalBoxFuture<'static, Admis
         }
         per_address.insert(ip, held + 1);
         counts.total.set(counts.total.get() + 1);
+        counts.listener(&listener, |c| c.total += 1);
         let ip_rate = shard.ip_rates.rate(ip);
         let ip_rate = ip_rate.or_else(|| shard.image().client_quotas.default_connection_rate());
         Admission::Admitted {
@@ -178,17 +255,21 @@ pub fn admit_here(shard: Rc<Shard>, ip: IpAddr) -> LocalBoxFuture<'static, Admis
     .boxed_local()
 }
 
-/// Frees, on the owner shard, the slot of a connection from `ip`.
-pub fn release_here(shard: &Shard, ip: IpAddr) {
-    shard.connection_counts.release(ip.to_canonical());
+/// Frees, on the owner shard, the slot of a connection from `ip` on
+/// listener `index`.
+pub fn release_here(shard: &Shard, index: usize, ip: IpAddr) {
+    let listener = listener_name(&shard.config, index);
+    shard
+        .connection_counts
+        .release(&listener, ip.to_canonical());
 }
 
 /// Asks the owner shard to admit a connection from `ip`. A connection is
 /// served uncounted when the owner cannot be reached (shutdown).
-pub async fn admit(shard: &Rc<Shard>, ip: IpAddr) -> Admission {
+pub async fn admit(shard: &Rc<Shard>, index: usize, ip: IpAddr) -> Admission {
     let served = Admission::Uncounted;
     match shard
-        .call(OWNER_SHARD, ShardRequest::AdmitConnection(ip))
+        .call(OWNER_SHARD, ShardRequest::AdmitConnection(index, ip))
         .await
     {
         Ok(reply) => match reply.await {
@@ -199,17 +280,18 @@ pub async fn admit(shard: &Rc<Shard>, ip: IpAddr) -> Admission {
     }
 }
 
-/// Gives back the slot of an admitted connection from `ip`, without
-/// waiting for the owner (call from a task, not a destructor).
-pub fn release(shard: &Rc<Shard>, ip: IpAddr) {
+/// Gives back the slot of an admitted connection from `ip` on listener
+/// `index`, without waiting for the owner (call from a task, not a
+/// destructor).
+pub fn release(shard: &Rc<Shard>, index: usize, ip: IpAddr) {
     if shard.id == OWNER_SHARD {
-        release_here(shard, ip);
+        release_here(shard, index, ip);
         return;
     }
     let shard = shard.clone();
     glommio::spawn_local(async move {
         if let Ok(reply) = shard
-            .call(OWNER_SHARD, ShardRequest::ReleaseConnection(ip))
+            .call(OWNER_SHARD, ShardRequest::ReleaseConnection(index, ip))
             .await
         {
             let _ = reply.await;

@@ -132,7 +132,7 @@ pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>, index: u
             continue;
         };
         let admitted = futures::future::select(
-            Box::pin(admission::admit(&state.shard, peer.ip())),
+            Box::pin(admission::admit(&state.shard, index, peer.ip())),
             state.shutdown_signal(),
         )
         .await;
@@ -176,7 +176,7 @@ pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>, index: u
             let throttle =
                 crate::quota::sensors::connection_throttle(&state.shard, peer.ip(), ip_rate).await;
             if counted && throttle > 0 {
-                admission::release(&state.shard, peer.ip());
+                admission::release(&state.shard, index, peer.ip());
             }
             if throttle > 0 {
                 tracing::debug!(%peer, throttle, "connection_creation_rate exceeded; closing");
@@ -192,7 +192,7 @@ pub async fn accept_loop(listener: TcpListener, state: Rc<ServerState>, index: u
             // Given back here, not by a guard: the task is only ever dropped
             // unfinished when its executor ends, with the broker.
             if counted {
-                admission::release(&state.shard, peer.ip());
+                admission::release(&state.shard, index, peer.ip());
             }
         })
         .detach();

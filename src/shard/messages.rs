@@ -520,11 +520,12 @@ pub enum ShardRequest {
         /// Whether the value stays recorded.
         kept: crate::quota::sensors::Kept,
     },
-    /// Admit a new connection from this address (owner shard only,
-    /// `server::admission`): answered once a slot is free.
-    AdmitConnection(std::net::IpAddr),
-    /// An admitted connection from this address has ended.
-    ReleaseConnection(std::net::IpAddr),
+    /// Admit a new connection on this listener (by index) from this
+    /// address (owner shard only, `server::admission`): answered once a
+    /// slot is free.
+    AdmitConnection(usize, std::net::IpAddr),
+    /// An admitted connection on this listener from this address has ended.
+    ReleaseConnection(usize, std::net::IpAddr),
     /// For the group coordinator of `__consumer_offsets` partition `partition`.
     Group {
         /// Offsets partition (ignored by ListGroups).

@@ -644,12 +644,12 @@ impl Shard {
                 let throttle = self.quota_sensors.record(sensor, value, quota, kept);
                 async move { ShardReply::Throttle(throttle) }.boxed_local()
             }
-            ShardRequest::AdmitConnection(ip) => {
-                let admission = crate::server::admission::admit_here(self, ip);
+            ShardRequest::AdmitConnection(index, ip) => {
+                let admission = crate::server::admission::admit_here(self, index, ip);
                 async move { ShardReply::Admission(admission.await) }.boxed_local()
             }
-            ShardRequest::ReleaseConnection(ip) => {
-                crate::server::admission::release_here(&self, ip);
+            ShardRequest::ReleaseConnection(index, ip) => {
+                crate::server::admission::release_here(&self, index, ip);
                 async { ShardReply::Released }.boxed_local()
             }
             ShardRequest::Metrics => {
