@@ -952,7 +952,9 @@ async fn alter_broker_configs(
     resources: Vec<(Option<i32>, ConfigAlteration)>,
     validate_only: bool,
 ) -> Vec<AdminOutcome> {
-    use crate::config::dynamic::{altered_layer, elr_refusal, ConnectionLimits, ListenerLimits};
+    use crate::config::dynamic::{
+        altered_layer, elr_refusal, refuse_zero_limits, ConnectionLimits,
+    };
     let image = shard.image();
     let elr = crate::cluster::features::elr_enabled(&image.features);
     let mut layers = (*image.broker_configs).clone();
@@ -968,15 +970,18 @@ async fn alter_broker_configs(
         let checked = next
             .iter()
             .try_for_each(|(name, value)| crate::config::dynamic::check_value(name, value))
-            .and_then(|_| ConnectionLimits::from_values(&value, true))
             .and_then(|_| {
-                // Each listener's own limits (a listener this broker does
-                // not have is not checked, as in Kafka).
-                shard.config.listeners.iter().try_for_each(|listener| {
-                    let name = listener.security_protocol.name().to_ascii_lowercase();
-                    ListenerLimits::from_values(&name, &value).map(|_| ())
-                })
+                // A limit of 0 set by this change (a listener this broker
+                // does not have is not checked, as in Kafka).
+                let listeners: Vec<String> = shard
+                    .config
+                    .listeners
+                    .iter()
+                    .map(|l| l.security_protocol.name().to_ascii_lowercase())
+                    .collect();
+                refuse_zero_limits(&alteration, &listeners)
             })
+            .and_then(|_| ConnectionLimits::from_values(&value, true))
             .and_then(|_| {
                 crate::config::dynamic::defaults_with(&shard.config.broker_defaults, &trial, node)
             });

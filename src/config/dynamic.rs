@@ -409,6 +409,56 @@ const CLUSTER_LEVEL_LISTENER_CONFIGS: [&str; 3] = [
 /// listener (`listener.name.<listener>.max.connections`, ...).
 pub const LISTENER_CONNECTION_LIMITS: [&str; 2] = [MAX_CONNECTIONS, MAX_CONNECTION_CREATION_RATE];
 
+/// Kafka's `DynamicListenerConfig` refusal of a connection limit of 0,
+/// word for word.
+fn zero_refusal(name: &str) -> String {
+    format!(
+        "Invalid value org.apache.kafka.common.config.ConfigException: Invalid {name} 0 for configuration Invalid dynamic configuration"
+    )
+}
+
+/// Refuses a change that sets a connection limit to 0 at runtime, as
+/// Kafka's `DynamicListenerConfig` does: `max.connections` and
+/// `max.connection.creation.rate`, the broker's or those of one of
+/// `listeners` (this broker's, by prefix name; another listener's is not
+/// checked). Only the values the change sets are checked, so a 0 given on
+/// the command line or stored before stands.
+///
+/// # Errors
+/// Kafka's message for the first.
+pub fn refuse_zero_limits(
+    alteration: &ConfigAlteration,
+    listeners: &[String],
+) -> Result<(), String> {
+    let set: Vec<(&str, &str)> = match alteration {
+        ConfigAlteration::Replace(configs) => configs
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect(),
+        ConfigAlteration::Incremental(changes) => changes
+            .iter()
+            .filter_map(|(n, op)| match op {
+                ConfigOp::Set(v) => Some((n.as_str(), v.as_str())),
+                _ => None,
+            })
+            .collect(),
+    };
+    for (name, value) in set {
+        let limit = match name
+            .strip_prefix("listener.name.")
+            .and_then(|n| n.split_once('.'))
+        {
+            Some((listener, config)) if listeners.iter().any(|l| l == listener) => config,
+            Some(_) => continue,
+            None => name,
+        };
+        if LISTENER_CONNECTION_LIMITS.contains(&limit) && value.trim().parse::<i32>() == Ok(0) {
+            return Err(zero_refusal(limit));
+        }
+    }
+    Ok(())
+}
+
 /// One listener's own connection limits, as Kafka's
 /// `ListenerConnectionQuota` keeps them (`i32::MAX`: none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -422,8 +472,8 @@ pub struct ListenerLimits {
 impl ListenerLimits {
     /// The limits of listener `listener` (its name in lower case, as
     /// Kafka's config prefix has it) given by `value(name)`, checked as
-    /// Kafka checks them at runtime, in the words of the configs they
-    /// override.
+    /// Kafka checks their values, in the words of the configs they
+    /// override (a 0 at runtime: [`refuse_zero_limits`]).
     ///
     /// # Errors
     /// Kafka's message for the first bad value.
@@ -437,7 +487,7 @@ impl ListenerLimits {
                 .then(|| value(&format!("listener.name.{listener}.{name}")))
                 .flatten()
         };
-        let limits = ConnectionLimits::from_values(&own, true)?;
+        let limits = ConnectionLimits::from_values(&own, false)?;
         Ok(ListenerLimits {
             max_connections: limits.max_connections,
             max_connection_creation_rate: limits.max_connection_creation_rate,
@@ -548,16 +598,8 @@ impl ConnectionLimits {
                 "requirement failed: {MAX_CONNECTIONS_PER_IP} can be set to zero only if {MAX_CONNECTIONS_PER_IP_OVERRIDES} property is set."
             ));
         }
-        // Kafka's `DynamicListenerConfig` message, word for word.
-        for (name, value) in [
-            (MAX_CONNECTIONS, max_connections),
-            (MAX_CONNECTION_CREATION_RATE, max_connection_creation_rate),
-        ] {
-            if dynamic && value == 0 {
-                return Err(format!(
-                    "Invalid value org.apache.kafka.common.config.ConfigException: Invalid {name} 0 for configuration Invalid dynamic configuration"
-                ));
-            }
+        if dynamic && max_connections == 0 {
+            return Err(zero_refusal(MAX_CONNECTIONS));
         }
         Ok(ConnectionLimits {
             max_connections,
@@ -768,7 +810,6 @@ mod tests {
             (MAX_CONNECTIONS, "-1", "Invalid value -1 for configuration max.connections: Value must be at least 0"),
             (MAX_CONNECTIONS, "0", "Invalid value org.apache.kafka.common.config.ConfigException: Invalid max.connections 0 for configuration Invalid dynamic configuration"),
             (MAX_CONNECTION_CREATION_RATE, "-1", "Invalid value -1 for configuration max.connection.creation.rate: Value must be at least 0"),
-            (MAX_CONNECTION_CREATION_RATE, "0", "Invalid value org.apache.kafka.common.config.ConfigException: Invalid max.connection.creation.rate 0 for configuration Invalid dynamic configuration"),
             (MAX_CONNECTIONS_PER_IP_OVERRIDES, "127.0.0.1:x", "For input string: \"x\""),
             (MAX_CONNECTIONS_PER_IP_OVERRIDES, "127.0.0.1", "Error parsing configuration property 'max.connections.per.ip.overrides': begin 0, end -1, length 9"),
             (MAX_CONNECTIONS_PER_IP_OVERRIDES, "a b:3", "max.connections.per.ip.overrides contains invalid addresses : a b"),
@@ -780,6 +821,45 @@ mod tests {
                 "{name}={value}"
             );
         }
+        // A limit of 0 is refused when a change sets it, for the broker or
+        // one of its listeners; a 0 already in force stands.
+        let set = |name: &str, value: &str| {
+            ConfigAlteration::Incremental(vec![(name.to_string(), ConfigOp::Set(value.into()))])
+        };
+        let listeners = ["plaintext".to_string()];
+        for (name, base) in [
+            (MAX_CONNECTION_CREATION_RATE, MAX_CONNECTION_CREATION_RATE),
+            (MAX_CONNECTIONS, MAX_CONNECTIONS),
+            ("listener.name.plaintext.max.connections", MAX_CONNECTIONS),
+            (
+                "listener.name.plaintext.max.connection.creation.rate",
+                MAX_CONNECTION_CREATION_RATE,
+            ),
+        ] {
+            assert_eq!(
+                refuse_zero_limits(&set(name, " 0"), &listeners),
+                Err(format!("Invalid value org.apache.kafka.common.config.ConfigException: Invalid {base} 0 for configuration Invalid dynamic configuration")),
+                "{name}"
+            );
+            assert_eq!(refuse_zero_limits(&set(name, "1"), &listeners), Ok(()));
+        }
+        assert_eq!(
+            refuse_zero_limits(&set("listener.name.ssl.max.connections", "0"), &listeners),
+            Ok(())
+        );
+        assert_eq!(
+            refuse_zero_limits(
+                &ConfigAlteration::Replace(vec![(MAX_CONNECTION_CREATION_RATE.into(), "0".into())]),
+                &listeners
+            ),
+            Err(zero_refusal(MAX_CONNECTION_CREATION_RATE))
+        );
+        assert_eq!(
+            limits(&[(MAX_CONNECTION_CREATION_RATE, "0")], true)
+                .unwrap()
+                .max_connection_creation_rate,
+            0
+        );
         // Zero connections is refused only as a change at runtime.
         assert_eq!(
             limits(&[(MAX_CONNECTIONS, "0")], false)
