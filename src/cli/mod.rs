@@ -555,6 +555,15 @@ pub struct ServeArgs {
     /// How often expired transactional ids are looked for and removed [transaction.remove.expired.transaction.cleanup.interval.ms].
     #[arg(long, default_value_t = 3_600_000)]
     pub transaction_remove_expired_transaction_cleanup_interval_ms: i64,
+    /// A partition forgets an idempotent producer whose last batch is this old (by its timestamp) and whose transaction is not open; also set at runtime [producer.id.expiration.ms].
+    #[arg(long, default_value_t = 86_400_000, value_parser = clap::value_parser!(i32).range(1..))]
+    pub producer_id_expiration_ms: i32,
+    /// How often partitions look for producers past --producer-id-expiration-ms [producer.id.expiration.check.interval.ms].
+    #[arg(long, default_value_t = 600_000, value_parser = clap::value_parser!(i32).range(1..))]
+    pub producer_id_expiration_check_interval_ms: i32,
+    /// Whether transactional writes (produce below v12, TxnOffsetCommit below v5) are refused unless the coordinator has their partition in the open transaction; true or false, also set at runtime [transaction.partition.verification.enable].
+    #[arg(long, default_value = "true", value_parser = parse_kafka_bool, action = clap::ArgAction::Set)]
+    pub transaction_partition_verification_enable: bool,
     /// Serve Prometheus metrics over HTTP on this address from shard 0 (GET /metrics); off when not given.
     #[arg(long)]
     pub metrics_listen: Option<SocketAddr>,
@@ -1330,9 +1339,19 @@ impl ServeArgs {
                     .transaction_abort_timed_out_transaction_cleanup_interval_ms,
                 transaction_remove_expired_transaction_cleanup_interval_ms: self
                     .transaction_remove_expired_transaction_cleanup_interval_ms,
+                producer_id_expiration_ms: self.producer_id_expiration_ms,
+                producer_id_expiration_check_interval_ms: self
+                    .producer_id_expiration_check_interval_ms,
+                transaction_partition_verification_enable: self
+                    .transaction_partition_verification_enable,
             },
         })
     }
+}
+
+/// A Kafka BOOLEAN config's value: true or false in any case.
+fn parse_kafka_bool(value: &str) -> Result<bool, String> {
+    crate::config::dynamic::parse_boolean(value).ok_or_else(|| "expected true or false".into())
 }
 
 /// `--group-consumer-migration-policy`: Kafka's policy names in any case,

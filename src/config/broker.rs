@@ -242,6 +242,14 @@ pub struct TxnSettings {
     pub transaction_abort_timed_out_transaction_cleanup_interval_ms: i64,
     /// `transaction.remove.expired.transaction.cleanup.interval.ms`.
     pub transaction_remove_expired_transaction_cleanup_interval_ms: i64,
+    /// `producer.id.expiration.ms` as started; a dynamic value overrides
+    /// it (`Shard::producer_id_expiration_ms`).
+    pub producer_id_expiration_ms: i32,
+    /// `producer.id.expiration.check.interval.ms`.
+    pub producer_id_expiration_check_interval_ms: i32,
+    /// `transaction.partition.verification.enable` as started; a dynamic
+    /// value overrides it.
+    pub transaction_partition_verification_enable: bool,
 }
 
 impl Default for TxnSettings {
@@ -253,6 +261,9 @@ impl Default for TxnSettings {
             transactional_id_expiration_ms: 604_800_000,
             transaction_abort_timed_out_transaction_cleanup_interval_ms: 10_000,
             transaction_remove_expired_transaction_cleanup_interval_ms: 3_600_000,
+            producer_id_expiration_ms: 86_400_000,
+            producer_id_expiration_check_interval_ms: 600_000,
+            transaction_partition_verification_enable: true,
         }
     }
 }
@@ -458,6 +469,13 @@ impl BrokerConfig {
                 "transaction.remove.expired.transaction.cleanup.interval.ms" => t
                     .transaction_remove_expired_transaction_cleanup_interval_ms
                     .to_string(),
+                "producer.id.expiration.ms" => t.producer_id_expiration_ms.to_string(),
+                "producer.id.expiration.check.interval.ms" => {
+                    t.producer_id_expiration_check_interval_ms.to_string()
+                }
+                "transaction.partition.verification.enable" => {
+                    t.transaction_partition_verification_enable.to_string()
+                }
                 _ => return None,
             })
         };

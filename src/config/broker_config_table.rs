@@ -491,17 +491,33 @@ static BROKER_CONFIG_DEFS: &[BrokerConfigDef] = &[
         "Default for whether a replica outside the ISR may become leader as a last resort."),
 ];
 
+/// Kafka's internal broker configs (`defineInternal`) that this broker
+/// takes: Kafka describes one only while it is set.
+static INTERNAL_BROKER_CONFIG_DEFS: &[BrokerConfigDef] = &[broker_config(
+    "producer.id.expiration.check.interval.ms",
+    INT,
+    Some("600000"),
+    RESTART,
+    "How often partitions look for producer ids past producer.id.expiration.ms.",
+)];
+
 /// The broker configs we report, sorted by name.
 pub fn broker_config_defs() -> &'static [BrokerConfigDef] {
     BROKER_CONFIG_DEFS
 }
 
-/// The broker config called `name`, if the table has it.
+/// The broker config called `name`, if the table or the internal ones
+/// have it.
 pub fn find_broker_config(name: &str) -> Option<&'static BrokerConfigDef> {
     BROKER_CONFIG_DEFS
         .binary_search_by(|def| def.name.cmp(name))
         .ok()
         .map(|index| &BROKER_CONFIG_DEFS[index])
+        .or_else(|| {
+            INTERNAL_BROKER_CONFIG_DEFS
+                .iter()
+                .find(|def| def.name == name)
+        })
 }
 
 /// The DescribeConfigs entries for this broker's BROKER resource, as Kafka 4.0 builds them
@@ -530,8 +546,14 @@ pub fn describe_broker_configs(
     };
     let mut all_layers: Vec<ConfigLayer> = layers.to_vec();
     all_layers.push((config_source::DEFAULT_CONFIG, &default_value));
-    BROKER_CONFIG_DEFS
-        .iter()
+    let set_internal = INTERNAL_BROKER_CONFIG_DEFS.iter().filter(|def| {
+        layers
+            .iter()
+            .any(|(_, value_of)| value_of(def.name).is_some())
+    });
+    let mut defs: Vec<&BrokerConfigDef> = BROKER_CONFIG_DEFS.iter().chain(set_internal).collect();
+    defs.sort_by_key(|def| def.name);
+    defs.into_iter()
         .filter(|def| is_requested(requested, def.name))
         .map(|def| {
             let single = [def.name];

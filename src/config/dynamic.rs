@@ -33,13 +33,76 @@ pub const MAX_CONNECTIONS_PER_IP_OVERRIDES: &str = "max.connections.per.ip.overr
 /// accepts; past it accepting waits.
 pub const MAX_CONNECTION_CREATION_RATE: &str = "max.connection.creation.rate";
 
+/// `producer.id.expiration.ms`: how long after its last batch's
+/// timestamp a partition forgets an idempotent producer.
+pub const PRODUCER_ID_EXPIRATION_MS: &str = "producer.id.expiration.ms";
+/// `transaction.partition.verification.enable`: whether transactional
+/// writes are checked against the coordinator's open transaction first.
+pub const TRANSACTION_PARTITION_VERIFICATION_ENABLE: &str =
+    "transaction.partition.verification.enable";
+
 /// The broker configs that change here without a restart.
-pub const DYNAMIC_BROKER_CONFIGS: [&str; 4] = [
+pub const DYNAMIC_BROKER_CONFIGS: [&str; 6] = [
     MAX_CONNECTION_CREATION_RATE,
     MAX_CONNECTIONS,
     MAX_CONNECTIONS_PER_IP,
     MAX_CONNECTIONS_PER_IP_OVERRIDES,
+    PRODUCER_ID_EXPIRATION_MS,
+    TRANSACTION_PARTITION_VERIFICATION_ENABLE,
 ];
+
+/// A BOOLEAN config's value as Kafka's `ConfigDef` reads it: `true` or
+/// `false` in any case, around spaces.
+pub fn parse_boolean(text: &str) -> Option<bool> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("true") {
+        Some(true)
+    } else if text.eq_ignore_ascii_case("false") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// The dynamic value of broker config `name` on node `node`, read by
+/// `parse`: the node's own, else the cluster default's; `None` when
+/// neither is set (the command line's value then holds). Values are
+/// checked when set, so one `parse` cannot read was stored by another
+/// version, and is passed over.
+pub fn dynamic_value<T>(
+    dynamic: &DynamicBrokerConfigs,
+    node: i32,
+    name: &str,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Option<T> {
+    [
+        dynamic.broker_value(node, name),
+        dynamic.default_value(name),
+    ]
+    .into_iter()
+    .flatten()
+    .find_map(parse)
+}
+
+/// Kafka's `ProducerStateManagerConfig` values, `producer.id.expiration.ms`
+/// (an INT of at least 1) and `transaction.partition.verification.enable`,
+/// read from `text` as Kafka's `ConfigDef` reads them.
+///
+/// # Errors
+/// Kafka's message.
+pub fn check_producer_state_config(name: &str, text: &str) -> Result<(), String> {
+    let refusal = |why: &str| format!("Invalid value {text} for configuration {name}: {why}");
+    if name == TRANSACTION_PARTITION_VERIFICATION_ENABLE {
+        return parse_boolean(text)
+            .map(|_| ())
+            .ok_or_else(|| refusal("Expected value to be either true or false"));
+    }
+    match text.trim().parse::<i32>() {
+        Ok(ms) if ms >= 1 => Ok(()),
+        Ok(_) => Err(refusal("Value must be at least 1")),
+        Err(_) => Err(refusal("Not a number of type INT")),
+    }
+}
 
 /// The broker values of topic configs that change here without a restart:
 /// those Kafka changes at runtime (`DynamicLogConfig`) that this broker
@@ -190,6 +253,9 @@ pub fn check_value(name: &str, value: &str) -> Result<(), String> {
     }
     if name == MAX_CONNECTIONS_PER_IP_OVERRIDES {
         return parse_overrides(value).map(|_| ());
+    }
+    if name == PRODUCER_ID_EXPIRATION_MS || name == TRANSACTION_PARTITION_VERIFICATION_ENABLE {
+        return check_producer_state_config(name, value);
     }
     // A listener's own limit is checked as the config it overrides, in
     // that config's words.

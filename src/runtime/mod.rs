@@ -655,6 +655,9 @@ async fn shard_main(
     glommio::spawn_local_into(shard.clone().compaction_loop(), background)
         .map_err(|e| anyhow::anyhow!("cannot start the compaction task: {e}"))?
         .detach();
+    glommio::spawn_local_into(shard.clone().producer_expiry_loop(), background)
+        .map_err(|e| anyhow::anyhow!("cannot start the producer expiry task: {e}"))?
+        .detach();
     glommio::spawn_local_into(shard.clone().retention_loop(), background)
         .map_err(|e| anyhow::anyhow!("cannot start the retention task: {e}"))?
         .detach();

@@ -29,9 +29,6 @@ use crate::storage::{CompactionConfig, CompactionOutcome, Log, LogConfig, Storag
 use crate::txn::service::TxnShard;
 use crate::txn::TXN_STATE_TOPIC;
 
-/// Kafka's `producer.id.expiration.ms`: idempotent producer state idle this
-/// long is forgotten.
-const PRODUCER_ID_EXPIRATION_MS: i64 = 86_400_000;
 /// Producer ids a shard takes from the controller at a time (Kafka's block size).
 const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
 /// Kafka's `log.cleaner.backoff.ms`: pause between compaction rounds.
@@ -1189,6 +1186,59 @@ impl Shard {
         }
     }
 
+    /// `producer.id.expiration.ms` in force: this node's dynamic value, else
+    /// the cluster default's, else the command line's.
+    pub fn producer_id_expiration_ms(&self) -> i32 {
+        let dynamic = self.image().broker_configs.clone();
+        crate::config::dynamic::dynamic_value(
+            &dynamic,
+            self.config.node_id,
+            crate::config::dynamic::PRODUCER_ID_EXPIRATION_MS,
+            |text| text.trim().parse::<i32>().ok().filter(|ms| *ms >= 1),
+        )
+        .unwrap_or(self.config.txns.producer_id_expiration_ms)
+    }
+
+    /// `transaction.partition.verification.enable` in force, as
+    /// [`Shard::producer_id_expiration_ms`] finds it.
+    pub fn transaction_partition_verification_enable(&self) -> bool {
+        let dynamic = self.image().broker_configs.clone();
+        crate::config::dynamic::dynamic_value(
+            &dynamic,
+            self.config.node_id,
+            crate::config::dynamic::TRANSACTION_PARTITION_VERIFICATION_ENABLE,
+            crate::config::dynamic::parse_boolean,
+        )
+        .unwrap_or(self.config.txns.transaction_partition_verification_enable)
+    }
+
+    /// Every `producer.id.expiration.check.interval.ms`, forgets the
+    /// producers of this shard's partitions idle past
+    /// `producer.id.expiration.ms` (as it is then) whose transaction is not
+    /// open, as Kafka's `UnifiedLog` producer-expiry task does. Stops when
+    /// the shard shuts down.
+    pub async fn producer_expiry_loop(self: Rc<Self>) {
+        let interval = u64::try_from(self.config.txns.producer_id_expiration_check_interval_ms)
+            .unwrap_or(1)
+            .max(1);
+        loop {
+            glommio::timer::sleep(Duration::from_millis(interval)).await;
+            if self.closing.get() {
+                return;
+            }
+            let expiration = i64::from(self.producer_id_expiration_ms());
+            let partitions: Vec<Rc<Partition>> =
+                self.partitions.borrow().values().cloned().collect();
+            let now = crate::partition::now_ms();
+            for partition in &partitions {
+                let expired = partition.expire_producers(now, expiration);
+                if expired > 0 {
+                    tracing::debug!(topic = %partition.topic, partition = partition.index, expired, "producer ids expired");
+                }
+            }
+        }
+    }
+
     /// Every `log.cleaner.backoff.ms`, compacts the partitions of compacted
     /// topics this shard owns, one at a time (each compaction yields, so
     /// produce and fetch keep running), and applies `retention.ms` /
@@ -1203,10 +1253,6 @@ impl Shard {
             let image = self.image();
             let partitions: Vec<Rc<Partition>> =
                 self.partitions.borrow().values().cloned().collect();
-            let now = crate::partition::now_ms();
-            for partition in &partitions {
-                partition.expire_producers(now, PRODUCER_ID_EXPIRATION_MS);
-            }
             for partition in partitions {
                 let Some(topic) = image.topic(&partition.topic) else {
                     continue;

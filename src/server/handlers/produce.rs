@@ -687,7 +687,16 @@ pub async fn handle(
             validated.clear();
             Vec::new()
         }
-        Some(id) if has_transactional => verify_transactional(shard, id, &validated, version).await,
+        // Kafka asks the coordinator to add the partitions from v12
+        // (transactions V2) always, to verify them before only while
+        // `transaction.partition.verification.enable` is on.
+        Some(id)
+            if has_transactional
+                && (version >= TRANSACTIONS_V2_SINCE
+                    || shard.transaction_partition_verification_enable()) =>
+        {
+            verify_transactional(shard, id, &validated, version).await
+        }
         Some(_) => Vec::new(),
     };
     let mut groups: ShardGroups<ProduceItem> = ShardGroups::new();

@@ -225,6 +225,11 @@ async fn verify(
         )
         .await;
     }
+    // Kafka asks the coordinator before v5 only while
+    // `transaction.partition.verification.enable` is on.
+    if !shard.transaction_partition_verification_enable() {
+        return Ok(());
+    }
     service::verify(
         shard,
         &call.transactional_id,
