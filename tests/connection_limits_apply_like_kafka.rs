@@ -43,6 +43,15 @@ const SECOND_HOST: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
 
 /// One IncrementalAlterConfigs of one BROKER resource (`""` is the cluster
 /// default): (error code, message).
+/// [`alter`] (not validate-only) that must be taken.
+fn alter_ok(client: &mut RawClient, broker: &str, ops: &[(&str, i8, Option<&str>)]) {
+    assert_eq!(
+        alter(client, broker, ops, false),
+        (0, None),
+        "{broker:?} {ops:?}"
+    );
+}
+
 fn alter(
     client: &mut RawClient,
     broker: &str,
@@ -227,10 +236,7 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_limits_change_at_r
     // (kept even for a listener this broker does not have, which reads
     // nothing), and refused cluster-wide in Kafka's words.
     let keystore = "listener.name.ssl.ssl.keystore.location";
-    assert_eq!(
-        alter(&mut admin, "0", &[(keystore, SET, Some("/x"))], false),
-        (0, None)
-    );
+    alter_ok(&mut admin, "0", &[(keystore, SET, Some("/x"))]);
     assert_eq!(
         alter(&mut admin, "", &[(keystore, SET, Some("/x"))], false),
         (
@@ -238,10 +244,7 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_limits_change_at_r
             some("Cannot update these configs at default cluster level, broker id must be specified: Set(listener.name.ssl.ssl.keystore.location)")
         )
     );
-    assert_eq!(
-        alter(&mut admin, "0", &[(keystore, DELETE, None)], false),
-        (0, None)
-    );
+    alter_ok(&mut admin, "0", &[(keystore, DELETE, None)]);
     // Kafka takes a listener's own value of its other configs; those not
     // read here (all but the keystores and the connection limits) are
     // refused rather than kept unread. Deleting one is taken.
@@ -258,10 +261,7 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_limits_change_at_r
                 ))
             )
         );
-        assert_eq!(
-            alter(&mut admin, "0", &[(name, DELETE, None)], false),
-            (0, None)
-        );
+        alter_ok(&mut admin, "0", &[(name, DELETE, None)]);
     }
     // Checked, not applied.
     assert_eq!(
@@ -280,14 +280,10 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_limits_change_at_r
     assert!(describe(&mut admin, "").is_empty());
 
     // The cluster default raises the limit to 5.
-    assert_eq!(
-        alter(
-            &mut admin,
-            "",
-            &[("max.connections.per.ip", SET, Some("5"))],
-            false
-        ),
-        (0, None)
+    alter_ok(
+        &mut admin,
+        "",
+        &[("max.connections.per.ip", SET, Some("5"))],
     );
     held.extend(hold(&bootstrap, local, 2));
     assert!(
@@ -297,18 +293,14 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_limits_change_at_r
 
     // This broker's own override lets the second host hold just one: the
     // admin connection it has stays served, a new one is closed.
-    assert_eq!(
-        alter(
-            &mut admin,
-            "0",
-            &[(
-                "max.connections.per.ip.overrides",
-                SET,
-                Some(" 127.0.0.2 : 1 ")
-            )],
-            false
-        ),
-        (0, None)
+    alter_ok(
+        &mut admin,
+        "0",
+        &[(
+            "max.connections.per.ip.overrides",
+            SET,
+            Some(" 127.0.0.2 : 1 "),
+        )],
     );
     assert!(refused_from(&bootstrap, SECOND_HOST));
     assert!(
@@ -377,15 +369,7 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_limits_change_at_r
 
     // Deleting the default brings back the command line's 3 for the next
     // connections; deleting the override, the second host's 3.
-    assert_eq!(
-        alter(
-            &mut admin,
-            "",
-            &[("max.connections.per.ip", DELETE, None)],
-            false
-        ),
-        (0, None)
-    );
+    alter_ok(&mut admin, "", &[("max.connections.per.ip", DELETE, None)]);
     held.truncate(2);
     wait_until(Duration::from_secs(10), "freed slots", || {
         served_from(&bootstrap, local)
@@ -396,14 +380,10 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_limits_change_at_r
         refused_from(&bootstrap, local),
         "the command line's 3 is not back"
     );
-    assert_eq!(
-        alter(
-            &mut admin,
-            "0",
-            &[("max.connections.per.ip.overrides", DELETE, None)],
-            false
-        ),
-        (0, None)
+    alter_ok(
+        &mut admin,
+        "0",
+        &[("max.connections.per.ip.overrides", DELETE, None)],
     );
     let _second = hold(&bootstrap, SECOND_HOST, 2);
     assert!(refused_from(&bootstrap, SECOND_HOST));
@@ -446,15 +426,7 @@ fn past_max_connections_a_new_connection_waits_until_a_slot_frees_like_kafka() {
         fifth.outcome_within(Duration::from_secs(2)),
         Outcome::OpenAndSilent
     );
-    assert_eq!(
-        alter(
-            &mut admin,
-            "0",
-            &[("max.connections", SET, Some("5"))],
-            false
-        ),
-        (0, None)
-    );
+    alter_ok(&mut admin, "0", &[("max.connections", SET, Some("5"))]);
     assert!(
         fifth.read_frame().is_ok(),
         "raising max.connections did not serve the waiting connection"
@@ -560,14 +532,10 @@ fn overrides_naming_hosts_apply_to_the_address_they_resolve_to_like_kafka() {
     // A host that does not resolve is taken and shown; the overrides in
     // force stay (localhost's 3 is not applied either).
     let unresolved = "localhost:3,no-such-host.invalid:1";
-    assert_eq!(
-        alter(
-            &mut admin,
-            "0",
-            &[("max.connections.per.ip.overrides", SET, Some(unresolved))],
-            false
-        ),
-        (0, None)
+    alter_ok(
+        &mut admin,
+        "0",
+        &[("max.connections.per.ip.overrides", SET, Some(unresolved))],
     );
     assert_eq!(
         shown(
@@ -588,18 +556,14 @@ fn overrides_naming_hosts_apply_to_the_address_they_resolve_to_like_kafka() {
 
     // localhost (first in Kafka's order) and 127.0.0.1 (later): 127.0.0.1's
     // count applies, smaller or larger, given first or last.
-    assert_eq!(
-        alter(
-            &mut admin,
-            "0",
-            &[(
-                "max.connections.per.ip.overrides",
-                SET,
-                Some("127.0.0.1:2,localhost:9")
-            )],
-            false
-        ),
-        (0, None)
+    alter_ok(
+        &mut admin,
+        "0",
+        &[(
+            "max.connections.per.ip.overrides",
+            SET,
+            Some("127.0.0.1:2,localhost:9"),
+        )],
     );
     assert!(
         refused_from(&bootstrap, local),
@@ -609,14 +573,10 @@ fn overrides_naming_hosts_apply_to_the_address_they_resolve_to_like_kafka() {
         ("127.0.0.1:4,localhost:1", 4),
         ("localhost:3, 127.0.0.1:5", 5),
     ] {
-        assert_eq!(
-            alter(
-                &mut admin,
-                "0",
-                &[("max.connections.per.ip.overrides", SET, Some(value))],
-                false
-            ),
-            (0, None)
+        alter_ok(
+            &mut admin,
+            "0",
+            &[("max.connections.per.ip.overrides", SET, Some(value))],
         );
         held.extend(hold(&bootstrap, local, count - held.len()));
         assert!(
@@ -627,14 +587,10 @@ fn overrides_naming_hosts_apply_to_the_address_they_resolve_to_like_kafka() {
 
     // After a restart the stored overrides that do not resolve leave the
     // command line's in force.
-    assert_eq!(
-        alter(
-            &mut admin,
-            "0",
-            &[("max.connections.per.ip.overrides", SET, Some(unresolved))],
-            false
-        ),
-        (0, None)
+    alter_ok(
+        &mut admin,
+        "0",
+        &[("max.connections.per.ip.overrides", SET, Some(unresolved))],
     );
     drop((held, admin, _second));
     broker.restart();
@@ -679,20 +635,11 @@ fn a_listeners_own_connection_limits_apply_like_kafka() {
     }
     // No listener of this broker is named nosuch: nothing checks its 0.
     let other = "listener.name.nosuch.max.connections";
-    assert_eq!(
-        alter(&mut admin, "0", &[(other, SET, Some("0"))], false),
-        (0, None)
-    );
-    assert_eq!(
-        alter(&mut admin, "0", &[(other, DELETE, None)], false),
-        (0, None)
-    );
+    alter_ok(&mut admin, "0", &[(other, SET, Some("0"))]);
+    alter_ok(&mut admin, "0", &[(other, DELETE, None)]);
 
     // Three on the listener (the admin connection is one): the 4th waits.
-    assert_eq!(
-        alter(&mut admin, "0", &[(own, SET, Some("3"))], false),
-        (0, None)
-    );
+    alter_ok(&mut admin, "0", &[(own, SET, Some("3"))]);
     let mut held = hold(&bootstrap, local, 2);
     let request = common::wire::api_versions_v0_frames(1);
     let mut waiting = RawClient::connect_from(&bootstrap, local);
@@ -719,20 +666,14 @@ fn a_listeners_own_connection_limits_apply_like_kafka() {
         )
     );
     // The cluster default's 4 is under this broker's 3 until that goes.
-    assert_eq!(
-        alter(&mut admin, "", &[(own, SET, Some("4"))], false),
-        (0, None)
-    );
+    alter_ok(&mut admin, "", &[(own, SET, Some("4"))]);
     let mut fifth = RawClient::connect_from(&bootstrap, local);
     fifth.write_raw(&request).expect("send");
     assert_eq!(
         fifth.outcome_within(Duration::from_secs(2)),
         Outcome::OpenAndSilent
     );
-    assert_eq!(
-        alter(&mut admin, "0", &[(own, DELETE, None)], false),
-        (0, None)
-    );
+    alter_ok(&mut admin, "0", &[(own, DELETE, None)]);
     assert!(fifth.read_frame().is_ok(), "the default's 4 did not apply");
     let default = describe(&mut admin, "");
     assert_eq!(
@@ -746,18 +687,12 @@ fn a_listeners_own_connection_limits_apply_like_kafka() {
     let entry = default.iter().find(|c| c.name.as_str() == own).unwrap();
     assert!(entry.read_only && !entry.is_sensitive);
     assert_eq!(entry.config_type, 3, "INT");
-    assert_eq!(
-        alter(&mut admin, "", &[(own, DELETE, None)], false),
-        (0, None)
-    );
+    alter_ok(&mut admin, "", &[(own, DELETE, None)]);
     drop((held, waiting, fifth));
 
     // 2 a second on the listener: about 20 at once, then each held about a
     // second, every one served.
-    assert_eq!(
-        alter(&mut admin, "0", &[(rate, SET, Some("2"))], false),
-        (0, None)
-    );
+    alter_ok(&mut admin, "0", &[(rate, SET, Some("2"))]);
     accepting_waits_past_two_a_second(&bootstrap);
     assert_eq!(
         shown(&describe(&mut admin, "0"), rate).2,

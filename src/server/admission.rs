@@ -69,7 +69,6 @@ pub fn limits_in_force(config: &BrokerConfig, dynamic: &DynamicBrokerConfigs) ->
 }
 
 /// The owner shard's counts.
-#[derive(Default)]
 pub struct ConnectionCounts {
     total: Cell<u64>,
     per_address: RefCell<HashMap<IpAddr, u32>>,
@@ -83,7 +82,10 @@ pub struct ConnectionCounts {
     /// Each listener's connections open and creation rate, by its name in
     /// lower case (as Kafka's config prefix names it).
     listeners: RefCell<HashMap<String, ListenerCounts>>,
-    window: Option<crate::quota::sensors::QuotaWindow>,
+    /// Each listener's own limits, and the metadata offset they were read
+    /// at.
+    listener_limits: RefCell<HashMap<String, (u64, ListenerLimits)>>,
+    window: crate::quota::sensors::QuotaWindow,
 }
 
 /// One listener's share of the counts.
@@ -121,13 +123,21 @@ impl ConnectionCounts {
     /// Counts whose creation rate is measured over `window`.
     pub fn new(window: crate::quota::sensors::QuotaWindow) -> Self {
         ConnectionCounts {
+            total: Cell::default(),
+            per_address: RefCell::default(),
+            waiters: RefCell::default(),
+            limits: RefCell::default(),
             creation_rate: RefCell::new(Rate::new(window)),
-            window: Some(window),
-            ..ConnectionCounts::default()
+            overrides: Default::default(),
+            listeners: RefCell::default(),
+            listener_limits: RefCell::default(),
+            window,
         }
     }
 
-    fn limits(&self, shard: &Shard) -> Rc<ConnectionLimits> {
+    /// The broker's connection limits in force, read again only once the
+    /// metadata moved on.
+    pub fn limits(&self, shard: &Shard) -> Rc<ConnectionLimits> {
         let image = shard.image();
         let mut cached = self.limits.borrow_mut();
         match &*cached {
@@ -138,6 +148,22 @@ impl ConnectionCounts {
                 limits
             }
         }
+    }
+
+    /// Listener `name`'s own limits, read again only once the metadata
+    /// moved on.
+    fn listener_limits(&self, shard: &Shard, name: &str) -> ListenerLimits {
+        let applied = shard.image().applied_records;
+        if let Some((offset, limits)) = self.listener_limits.borrow().get(name) {
+            if *offset == applied {
+                return *limits;
+            }
+        }
+        let limits = listener_limits(shard, name);
+        self.listener_limits
+            .borrow_mut()
+            .insert(name.to_string(), (applied, limits));
+        limits
     }
 
     /// Connections open on the broker.
@@ -184,10 +210,7 @@ impl ConnectionCounts {
             .entry(name.to_string())
             .or_insert_with(|| ListenerCounts {
                 total: 0,
-                creation_rate: Rate::new(
-                    self.window
-                        .unwrap_or(crate::quota::sensors::QuotaWindow::KAFKA),
-                ),
+                creation_rate: Rate::new(self.window),
             });
         f(counts)
     }
@@ -206,7 +229,7 @@ pub fn admit_here(
         let listener = listener_name(&shard.config, index);
         let (limits, own) = loop {
             let limits = counts.limits(&shard);
-            let own = listener_limits(&shard, &listener);
+            let own = counts.listener_limits(&shard, &listener);
             let under = |open: u64, max: i32| open < u64::try_from(max).unwrap_or(0);
             if under(counts.total.get(), limits.max_connections)
                 && under(counts.listener_total(&listener), own.max_connections)

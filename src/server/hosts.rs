@@ -288,14 +288,13 @@ pub async fn refresh_overrides(shard: &Shard) {
         return;
     }
     let overrides = &shard.connection_counts.overrides;
-    let image = shard.image();
-    let limits = crate::server::admission::limits_in_force(&shard.config, &image.broker_configs);
+    let limits = shard.connection_counts.limits(shard);
     let starting = overrides.tried.borrow().is_none();
     if overrides.tried.borrow().as_ref() == Some(&limits.overrides) {
         return;
     }
     *overrides.tried.borrow_mut() = Some(limits.overrides.clone());
-    let mut candidates = vec![limits.overrides];
+    let mut candidates = vec![limits.overrides.clone()];
     let command_line = &shard.config.connection_limits.overrides;
     if starting && candidates[0] != *command_line {
         candidates.push(command_line.clone());

@@ -66,6 +66,17 @@ def round_trip(bootstrap, topic, count=100):
     assert values == [b"v%d" % i for i in range(count)]
 
 
+def alter_overrides(admin, value, operation):
+    """Alters broker 0's max.connections.per.ip.overrides with librdkafka's
+    incremental API and returns broker 0's configs as described after."""
+    resource = ConfigResource(ResourceType.BROKER, "0", incremental_configs=[
+        ConfigEntry("max.connections.per.ip.overrides", value,
+                    incremental_operation=operation)])
+    admin.incremental_alter_configs([resource])[resource].result()
+    described = ConfigResource(ResourceType.BROKER, "0")
+    return admin.describe_configs([described])[described].result()
+
+
 def test_java_admin_sets_connection_limits_that_apply_at_once(classpath, limits_broker, topic):
     seen = run_java(classpath, "connection-limits", limits_broker, topic)
     assert seen == {
@@ -93,12 +104,7 @@ def test_java_admin_sets_connection_limits_that_apply_at_once(classpath, limits_
     round_trip(bootstrap, topic)
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    resource = ConfigResource(ResourceType.BROKER, "0", incremental_configs=[
-        ConfigEntry("max.connections.per.ip.overrides", None,
-                    incremental_operation=AlterConfigOpType.DELETE)])
-    admin.incremental_alter_configs([resource])[resource].result()
-    described = ConfigResource(ResourceType.BROKER, "0")
-    configs = admin.describe_configs([described])[described].result()
+    configs = alter_overrides(admin, None, AlterConfigOpType.DELETE)
     assert configs["max.connections.per.ip.overrides"].value == ""
     assert configs["max.connections.per.ip"].value == "50"
     third, answered = connect_from(bootstrap, "127.0.0.2")
@@ -122,12 +128,7 @@ def test_librdkafka_admin_sets_overrides_naming_hosts(hosts_broker):
     admin = AdminClient({"bootstrap.servers": bootstrap})
 
     def set_overrides(value):
-        resource = ConfigResource(ResourceType.BROKER, "0", incremental_configs=[
-            ConfigEntry("max.connections.per.ip.overrides", value,
-                        incremental_operation=AlterConfigOpType.SET)])
-        admin.incremental_alter_configs([resource])[resource].result()
-        described = ConfigResource(ResourceType.BROKER, "0")
-        configs = admin.describe_configs([described])[described].result()
+        configs = alter_overrides(admin, value, AlterConfigOpType.SET)
         assert configs["max.connections.per.ip.overrides"].value == value
 
     set_overrides("localhost:4")
