@@ -12,7 +12,8 @@ use clap::{Args, Parser, Subcommand};
 use crate::bench::args::{allowed_cpus, parse_cpuset};
 use crate::config::dynamic;
 use crate::config::{
-    BrokerConfig, BrokerDefaults, FlushPolicy, GroupSettings, IoWorkerCpus, Listener, TxnSettings,
+    BrokerConfig, BrokerDefaults, CleanerSettings, FlushPolicy, GroupSettings, IoWorkerCpus,
+    Listener, TxnSettings,
 };
 
 /// ringbroker: a Kafka-compatible broker, one shard per core.
@@ -564,6 +565,18 @@ pub struct ServeArgs {
     /// Whether transactional writes (produce below v12, TxnOffsetCommit below v5) are refused unless the coordinator has their partition in the open transaction; true or false, also set at runtime [transaction.partition.verification.enable].
     #[arg(long, default_value = "true", value_parser = parse_kafka_bool, action = clap::ArgAction::Set)]
     pub transaction_partition_verification_enable: bool,
+    /// Pause between compaction passes; also set at runtime [log.cleaner.backoff.ms].
+    #[arg(long, default_value_t = 15_000, value_parser = clap::value_parser!(i64).range(0..))]
+    pub log_cleaner_backoff_ms: i64,
+    /// Key-map memory of all compactions at once, shared evenly among the shards (each compacts one partition at a time, as one of Kafka's cleaner threads); also set at runtime [log.cleaner.dedupe.buffer.size].
+    #[arg(long, default_value_t = 134_217_728)]
+    pub log_cleaner_dedupe_buffer_size: i64,
+    /// How full a compaction's key map gets before it cleans what it mapped; also set at runtime [log.cleaner.io.buffer.load.factor].
+    #[arg(long, default_value_t = 0.9)]
+    pub log_cleaner_io_buffer_load_factor: f64,
+    /// Bytes a second all compactions read and write at most, shared evenly among the shards; also set at runtime [log.cleaner.io.max.bytes.per.second].
+    #[arg(long, default_value_t = f64::MAX)]
+    pub log_cleaner_io_max_bytes_per_second: f64,
     /// Serve Prometheus metrics over HTTP on this address from shard 0 (GET /metrics); off when not given.
     #[arg(long)]
     pub metrics_listen: Option<SocketAddr>,
@@ -1108,6 +1121,8 @@ impl ServeArgs {
         {
             bail!("transaction expiration and cleanup intervals must be at least 1 ms");
         }
+        dynamic::check_dedupe_buffer_size(self.log_cleaner_dedupe_buffer_size)
+            .map_err(|message| anyhow::anyhow!("--log-cleaner-dedupe-buffer-size: {message}"))?;
         if self.socket_request_max_bytes < 1024 {
             bail!("--socket-request-max-bytes must be at least 1024");
         }
@@ -1329,6 +1344,12 @@ impl ServeArgs {
                 group_consumer_max_size: self.group_consumer_max_size,
                 group_consumer_migration_policy: self.group_consumer_migration_policy.clone(),
                 group_consumer_assignors: self.group_consumer_assignors.clone(),
+            },
+            cleaner: CleanerSettings {
+                log_cleaner_backoff_ms: self.log_cleaner_backoff_ms,
+                log_cleaner_dedupe_buffer_size: self.log_cleaner_dedupe_buffer_size,
+                log_cleaner_io_buffer_load_factor: self.log_cleaner_io_buffer_load_factor,
+                log_cleaner_io_max_bytes_per_second: self.log_cleaner_io_max_bytes_per_second,
             },
             txns: TxnSettings {
                 transaction_state_log_num_partitions: self.transaction_state_log_num_partitions,

@@ -225,6 +225,57 @@ pub struct BrokerConfig {
     pub groups: GroupSettings,
     /// Transaction coordinator settings.
     pub txns: TxnSettings,
+    /// Log cleaner settings as started; dynamic values override them.
+    pub cleaner: CleanerSettings,
+}
+
+/// Settings of the log cleaner (compaction), with Kafka's names. Here each
+/// shard compacts its own partitions, one at a time, so the shards are
+/// Kafka's cleaner threads: the broker-wide memory and I/O bounds are
+/// shared out evenly among them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CleanerSettings {
+    /// `log.cleaner.backoff.ms`: the pause between compaction passes.
+    pub log_cleaner_backoff_ms: i64,
+    /// `log.cleaner.dedupe.buffer.size`: key-map memory of all cleaners.
+    pub log_cleaner_dedupe_buffer_size: i64,
+    /// `log.cleaner.io.buffer.load.factor`: how full a key map gets.
+    pub log_cleaner_io_buffer_load_factor: f64,
+    /// `log.cleaner.io.max.bytes.per.second`: bytes a second all cleaners
+    /// read and write at most.
+    pub log_cleaner_io_max_bytes_per_second: f64,
+}
+
+impl Default for CleanerSettings {
+    fn default() -> Self {
+        CleanerSettings {
+            log_cleaner_backoff_ms: 15_000,
+            log_cleaner_dedupe_buffer_size: 134_217_728,
+            log_cleaner_io_buffer_load_factor: 0.9,
+            log_cleaner_io_max_bytes_per_second: f64::MAX,
+        }
+    }
+}
+
+impl CleanerSettings {
+    /// The value of cleaner config `name` as Kafka prints it.
+    pub fn value_of(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "log.cleaner.backoff.ms" => self.log_cleaner_backoff_ms.to_string(),
+            "log.cleaner.dedupe.buffer.size" => self.log_cleaner_dedupe_buffer_size.to_string(),
+            "log.cleaner.io.buffer.load.factor" => {
+                crate::config::topic_config::java_double_to_string(
+                    self.log_cleaner_io_buffer_load_factor,
+                )
+            }
+            "log.cleaner.io.max.bytes.per.second" => {
+                crate::config::topic_config::java_double_to_string(
+                    self.log_cleaner_io_max_bytes_per_second,
+                )
+            }
+            _ => return None,
+        })
+    }
 }
 
 /// Settings of the transaction coordinator, with Kafka's names.
@@ -446,7 +497,12 @@ impl BrokerConfig {
             _ if self.broker_overridden(name) => self.broker_defaults.value_of(name),
             _ => self
                 .group_static_value(name)
-                .or_else(|| self.txn_static_value(name)),
+                .or_else(|| self.txn_static_value(name))
+                .or_else(|| {
+                    let value = self.cleaner.value_of(name)?;
+                    (Some(&value) != CleanerSettings::default().value_of(name).as_ref())
+                        .then_some(value)
+                }),
         }
     }
 

@@ -18,7 +18,8 @@ use kafka_protocol::messages::describe_configs_response::DescribeConfigsResource
 use kafka_protocol::protocol::StrBytes;
 
 use super::topic_config::{
-    broker_synonym_group, config_source, config_synonyms, config_type, is_requested, ConfigLayer,
+    broker_synonym_group, canonical_value, config_source, config_synonyms, config_type,
+    is_requested, ConfigLayer, Validator,
 };
 
 /// One broker config.
@@ -562,9 +563,14 @@ pub fn describe_broker_configs(
             let source = synonyms
                 .first()
                 .map_or(config_source::DEFAULT_CONFIG, |synonym| synonym.source);
+            // The value as Kafka's parsed config prints it (`+5` is 5,
+            // `TRUE` true); the synonyms keep each layer's text.
             let value = layers
                 .iter()
                 .find_map(|(_, value_of)| value_of(def.name))
+                .map(|raw| {
+                    canonical_value(def.name, &raw, def.config_type, Validator::Any).unwrap_or(raw)
+                })
                 .or_else(|| def.default.map(str::to_string));
             entry(
                 def,

@@ -18,7 +18,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use super::broker_config_table::find_broker_config;
-use super::topic_config::{apply_incremental, config_type};
+use super::topic_config::{apply_incremental, canonical_value, config_type, Validator};
 use super::{BrokerDefaults, ConfigAlteration, ConfigOp};
 
 /// `max.connections`: connections the broker serves at once; past it new
@@ -40,16 +40,63 @@ pub const PRODUCER_ID_EXPIRATION_MS: &str = "producer.id.expiration.ms";
 /// writes are checked against the coordinator's open transaction first.
 pub const TRANSACTION_PARTITION_VERIFICATION_ENABLE: &str =
     "transaction.partition.verification.enable";
+/// `log.cleaner.backoff.ms`: the pause between compaction passes.
+pub const LOG_CLEANER_BACKOFF_MS: &str = "log.cleaner.backoff.ms";
+/// `log.cleaner.dedupe.buffer.size`: key-map memory of all cleaners.
+pub const LOG_CLEANER_DEDUPE_BUFFER_SIZE: &str = "log.cleaner.dedupe.buffer.size";
+/// `log.cleaner.io.buffer.load.factor`: how full a key map gets.
+pub const LOG_CLEANER_IO_BUFFER_LOAD_FACTOR: &str = "log.cleaner.io.buffer.load.factor";
+/// `log.cleaner.io.max.bytes.per.second`: the cleaners' I/O bound.
+pub const LOG_CLEANER_IO_MAX_BYTES_PER_SECOND: &str = "log.cleaner.io.max.bytes.per.second";
 
-/// The broker configs that change here without a restart.
-pub const DYNAMIC_BROKER_CONFIGS: [&str; 6] = [
-    MAX_CONNECTION_CREATION_RATE,
-    MAX_CONNECTIONS,
-    MAX_CONNECTIONS_PER_IP,
-    MAX_CONNECTIONS_PER_IP_OVERRIDES,
-    PRODUCER_ID_EXPIRATION_MS,
-    TRANSACTION_PARTITION_VERIFICATION_ENABLE,
+/// The broker configs that change at runtime here and are read where they
+/// act (neither topics' defaults nor connection limits), each with its
+/// type and Kafka's `ConfigDef` check.
+const DYNAMIC_SETTINGS: [(&str, i8, Validator); 6] = [
+    (
+        LOG_CLEANER_BACKOFF_MS,
+        config_type::LONG,
+        Validator::AtLeast(0),
+    ),
+    (
+        LOG_CLEANER_DEDUPE_BUFFER_SIZE,
+        config_type::LONG,
+        Validator::Any,
+    ),
+    (
+        LOG_CLEANER_IO_BUFFER_LOAD_FACTOR,
+        config_type::DOUBLE,
+        Validator::Any,
+    ),
+    (
+        LOG_CLEANER_IO_MAX_BYTES_PER_SECOND,
+        config_type::DOUBLE,
+        Validator::Any,
+    ),
+    (
+        PRODUCER_ID_EXPIRATION_MS,
+        config_type::INT,
+        Validator::AtLeast(1),
+    ),
+    (
+        TRANSACTION_PARTITION_VERIFICATION_ENABLE,
+        config_type::BOOLEAN,
+        Validator::Any,
+    ),
 ];
+
+/// Whether broker config `name` changes here without a restart.
+pub fn is_dynamic(name: &str) -> bool {
+    [
+        MAX_CONNECTION_CREATION_RATE,
+        MAX_CONNECTIONS,
+        MAX_CONNECTIONS_PER_IP,
+        MAX_CONNECTIONS_PER_IP_OVERRIDES,
+    ]
+    .contains(&name)
+        || DYNAMIC_LOG_CONFIGS.contains(&name)
+        || DYNAMIC_SETTINGS.iter().any(|(n, _, _)| *n == name)
+}
 
 /// A BOOLEAN config's value as Kafka's `ConfigDef` reads it: `true` or
 /// `false` in any case, around spaces.
@@ -62,6 +109,33 @@ pub fn parse_boolean(text: &str) -> Option<bool> {
     } else {
         None
     }
+}
+
+/// Checks a value of one of [`DYNAMIC_SETTINGS`] as Kafka's `ConfigDef`
+/// parses and validates it; `None` for another config.
+fn check_setting(name: &str, text: &str) -> Option<Result<(), String>> {
+    let (_, config_type, validator) = DYNAMIC_SETTINGS.iter().find(|(n, _, _)| *n == name)?;
+    let checked = canonical_value(name, text, *config_type, *validator);
+    Some(checked.and_then(|value| {
+        if name == LOG_CLEANER_DEDUPE_BUFFER_SIZE {
+            check_dedupe_buffer_size(value.parse().unwrap_or(i64::MIN))?;
+        }
+        Ok(())
+    }))
+}
+
+/// Kafka's check of `log.cleaner.dedupe.buffer.size`: more than 1 MiB per
+/// cleaner thread (`log.cleaner.threads`, always 1 here).
+///
+/// # Errors
+/// Kafka's message.
+pub fn check_dedupe_buffer_size(bytes: i64) -> Result<(), String> {
+    if bytes <= 1 << 20 {
+        return Err(format!(
+            "requirement failed: {LOG_CLEANER_DEDUPE_BUFFER_SIZE} must be at least 1MB per cleaner thread."
+        ));
+    }
+    Ok(())
 }
 
 /// The dynamic value of broker config `name` on node `node`, read by
@@ -82,26 +156,6 @@ pub fn dynamic_value<T>(
     .into_iter()
     .flatten()
     .find_map(parse)
-}
-
-/// Kafka's `ProducerStateManagerConfig` values, `producer.id.expiration.ms`
-/// (an INT of at least 1) and `transaction.partition.verification.enable`,
-/// read from `text` as Kafka's `ConfigDef` reads them.
-///
-/// # Errors
-/// Kafka's message.
-pub fn check_producer_state_config(name: &str, text: &str) -> Result<(), String> {
-    let refusal = |why: &str| format!("Invalid value {text} for configuration {name}: {why}");
-    if name == TRANSACTION_PARTITION_VERIFICATION_ENABLE {
-        return parse_boolean(text)
-            .map(|_| ())
-            .ok_or_else(|| refusal("Expected value to be either true or false"));
-    }
-    match text.trim().parse::<i32>() {
-        Ok(ms) if ms >= 1 => Ok(()),
-        Ok(_) => Err(refusal("Value must be at least 1")),
-        Err(_) => Err(refusal("Not a number of type INT")),
-    }
 }
 
 /// The broker values of topic configs that change here without a restart:
@@ -199,11 +253,6 @@ pub fn elr_safety_layers(
     layers
 }
 
-/// Whether broker config `name` changes here without a restart.
-pub fn is_dynamic(name: &str) -> bool {
-    DYNAMIC_BROKER_CONFIGS.contains(&name) || DYNAMIC_LOG_CONFIGS.contains(&name)
-}
-
 /// The dynamic values of topic configs' broker values on node `node` (its
 /// own, else the default's), each with its broker config type.
 fn log_values<'a>(
@@ -254,8 +303,8 @@ pub fn check_value(name: &str, value: &str) -> Result<(), String> {
     if name == MAX_CONNECTIONS_PER_IP_OVERRIDES {
         return parse_overrides(value).map(|_| ());
     }
-    if name == PRODUCER_ID_EXPIRATION_MS || name == TRANSACTION_PARTITION_VERIFICATION_ENABLE {
-        return check_producer_state_config(name, value);
+    if let Some(checked) = check_setting(name, value) {
+        return checked;
     }
     // A listener's own limit is checked as the config it overrides, in
     // that config's words.

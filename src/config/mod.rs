@@ -18,5 +18,7 @@ pub mod group_config;
 pub mod limits;
 pub mod topic_config;
 
-pub use broker::{BrokerConfig, FlushPolicy, GroupSettings, IoWorkerCpus, Listener, TxnSettings};
+pub use broker::{
+    BrokerConfig, CleanerSettings, FlushPolicy, GroupSettings, IoWorkerCpus, Listener, TxnSettings,
+};
 pub use topic_config::{BrokerDefaults, ConfigAlteration, ConfigOp, TopicConfigs};

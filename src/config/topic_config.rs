@@ -581,7 +581,7 @@ fn parse_typed(name: &str, raw: &str, config_type: i8) -> Result<ParsedValue, St
 /// `Double.parseDouble` for the forms a config value plausibly takes: decimal and scientific
 /// notation, an optional `d`/`f` suffix, and the exact words `NaN` and `Infinity`. Java's hex
 /// floating-point literals are not accepted.
-fn parse_java_double(trimmed: &str) -> Option<f64> {
+pub(crate) fn parse_java_double(trimmed: &str) -> Option<f64> {
     let unsigned = trimmed.strip_prefix(['+', '-']).unwrap_or(trimmed);
     if unsigned == "NaN" || unsigned == "Infinity" {
         return trimmed.parse::<f64>().ok();

@@ -31,8 +31,10 @@ use crate::txn::TXN_STATE_TOPIC;
 
 /// Producer ids a shard takes from the controller at a time (Kafka's block size).
 const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
-/// Kafka's `log.cleaner.backoff.ms`: pause between compaction rounds.
-const LOG_CLEANER_BACKOFF_MS: u64 = 15_000;
+/// The least key-map memory a compaction gets (1 MiB, Kafka's least per
+/// cleaner thread, shared among this node's shards, is more than this on
+/// any machine up to 256 cores).
+const MIN_DEDUPE_BUFFER_BYTES: usize = 4096;
 use messages::{
     ControllerReply, ControllerRequest, FetchItem, FetchResult, ListOffsetsItem, ListOffsetsResult,
     ProduceItem, ProduceResult, ShardReply, ShardRequest, TopicPartition, TxnMarkerWrite,
@@ -1186,30 +1188,65 @@ impl Shard {
         }
     }
 
-    /// `producer.id.expiration.ms` in force: this node's dynamic value, else
-    /// the cluster default's, else the command line's.
-    pub fn producer_id_expiration_ms(&self) -> i32 {
+    /// Broker config `name` in force, read by `parse`: this node's dynamic
+    /// value, else the cluster default's, else `started` (the command
+    /// line's).
+    fn broker_setting<T>(&self, name: &str, parse: impl Fn(&str) -> Option<T>, started: T) -> T {
         let dynamic = self.image().broker_configs.clone();
-        crate::config::dynamic::dynamic_value(
-            &dynamic,
-            self.config.node_id,
-            crate::config::dynamic::PRODUCER_ID_EXPIRATION_MS,
-            |text| text.trim().parse::<i32>().ok().filter(|ms| *ms >= 1),
-        )
-        .unwrap_or(self.config.txns.producer_id_expiration_ms)
+        crate::config::dynamic::dynamic_value(&dynamic, self.config.node_id, name, parse)
+            .unwrap_or(started)
     }
 
-    /// `transaction.partition.verification.enable` in force, as
-    /// [`Shard::producer_id_expiration_ms`] finds it.
+    /// `producer.id.expiration.ms` in force.
+    pub fn producer_id_expiration_ms(&self) -> i32 {
+        self.broker_setting(
+            crate::config::dynamic::PRODUCER_ID_EXPIRATION_MS,
+            |text| text.trim().parse::<i32>().ok().filter(|ms| *ms >= 1),
+            self.config.txns.producer_id_expiration_ms,
+        )
+    }
+
+    /// `transaction.partition.verification.enable` in force.
     pub fn transaction_partition_verification_enable(&self) -> bool {
-        let dynamic = self.image().broker_configs.clone();
-        crate::config::dynamic::dynamic_value(
-            &dynamic,
-            self.config.node_id,
+        self.broker_setting(
             crate::config::dynamic::TRANSACTION_PARTITION_VERIFICATION_ENABLE,
             crate::config::dynamic::parse_boolean,
+            self.config.txns.transaction_partition_verification_enable,
         )
-        .unwrap_or(self.config.txns.transaction_partition_verification_enable)
+    }
+
+    /// The log cleaner settings in force, dynamic values over the command
+    /// line's.
+    fn cleaner_settings(&self) -> crate::config::CleanerSettings {
+        use crate::config::dynamic::{
+            LOG_CLEANER_BACKOFF_MS, LOG_CLEANER_DEDUPE_BUFFER_SIZE,
+            LOG_CLEANER_IO_BUFFER_LOAD_FACTOR, LOG_CLEANER_IO_MAX_BYTES_PER_SECOND,
+        };
+        let started = &self.config.cleaner;
+        let long = |text: &str| text.trim().parse::<i64>().ok();
+        let double = |text: &str| crate::config::topic_config::parse_java_double(text.trim());
+        crate::config::CleanerSettings {
+            log_cleaner_backoff_ms: self.broker_setting(
+                LOG_CLEANER_BACKOFF_MS,
+                |text| long(text).filter(|ms| *ms >= 0),
+                started.log_cleaner_backoff_ms,
+            ),
+            log_cleaner_dedupe_buffer_size: self.broker_setting(
+                LOG_CLEANER_DEDUPE_BUFFER_SIZE,
+                |text| long(text).filter(|bytes| *bytes > 1 << 20),
+                started.log_cleaner_dedupe_buffer_size,
+            ),
+            log_cleaner_io_buffer_load_factor: self.broker_setting(
+                LOG_CLEANER_IO_BUFFER_LOAD_FACTOR,
+                double,
+                started.log_cleaner_io_buffer_load_factor,
+            ),
+            log_cleaner_io_max_bytes_per_second: self.broker_setting(
+                LOG_CLEANER_IO_MAX_BYTES_PER_SECOND,
+                double,
+                started.log_cleaner_io_max_bytes_per_second,
+            ),
+        }
     }
 
     /// Every `producer.id.expiration.check.interval.ms`, forgets the
@@ -1246,10 +1283,40 @@ impl Shard {
     /// `compact,delete`. Stops when the shard shuts down.
     pub async fn compaction_loop(self: Rc<Self>) {
         loop {
-            glommio::timer::sleep(Duration::from_millis(LOG_CLEANER_BACKOFF_MS)).await;
+            // A change of the backoff counts from the pass before, as
+            // Kafka's restarted cleaner threads wait it afresh.
+            let started = std::time::Instant::now();
+            loop {
+                let backoff = Duration::from_millis(
+                    u64::try_from(self.cleaner_settings().log_cleaner_backoff_ms).unwrap_or(0),
+                );
+                let Some(left) = backoff
+                    .checked_sub(started.elapsed())
+                    .filter(|d| !d.is_zero())
+                else {
+                    break;
+                };
+                glommio::timer::sleep(left.min(Duration::from_secs(1))).await;
+            }
             if self.closing.get() {
                 return;
             }
+            let cleaner = self.cleaner_settings();
+            // Kafka's throttle of 0 bytes a second stops its cleaners.
+            if cleaner.log_cleaner_io_max_bytes_per_second == 0.0 {
+                glommio::timer::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+            let shards = u64::try_from(self.nr_shards.max(1)).unwrap_or(1);
+            let dedupe_per_shard =
+                u64::try_from(cleaner.log_cleaner_dedupe_buffer_size).unwrap_or(0) / shards;
+            let io = cleaner.log_cleaner_io_max_bytes_per_second;
+            #[allow(clippy::cast_precision_loss)]
+            let io_per_shard = if io > 0.0 && io < f64::MAX {
+                io / shards as f64
+            } else {
+                io
+            };
             let image = self.image();
             let partitions: Vec<Rc<Partition>> =
                 self.partitions.borrow().values().cloned().collect();
@@ -1279,7 +1346,12 @@ impl Shard {
                         .parse()
                         .unwrap_or(0),
                     max_compaction_lag_ms: topic.configs.max_compaction_lag_ms(broker),
-                    ..CompactionConfig::default()
+                    // Kafka's per-thread share, at most `Int.MaxValue`.
+                    dedupe_buffer_bytes: usize::try_from(dedupe_per_shard.min(i32::MAX as u64))
+                        .unwrap_or(usize::MAX)
+                        .max(MIN_DEDUPE_BUFFER_BYTES),
+                    load_factor: cleaner.log_cleaner_io_buffer_load_factor,
+                    io_max_bytes_per_second: io_per_shard,
                 };
                 match partition.compact(&config).await {
                     Ok(stats) if stats.outcome == CompactionOutcome::Cleaned => tracing::info!(

@@ -145,8 +145,14 @@ pub struct CompactionConfig {
     /// Memory of the key -> offset map (Kafka's
     /// `log.cleaner.dedupe.buffer.size`, 128 MiB shared by the broker's
     /// cleaner threads; here it is per running compaction, and callers run
-    /// one compaction per shard at a time). 24 bytes per key, filled to 90 %.
+    /// one compaction per shard at a time). 24 bytes per key.
     pub dedupe_buffer_bytes: usize,
+    /// `log.cleaner.io.buffer.load.factor`: how full the key map gets.
+    pub load_factor: f64,
+    /// `log.cleaner.io.max.bytes.per.second`: bytes a second this
+    /// compaction reads and writes at most (Kafka's cleaner `Throttler`);
+    /// infinite, NaN or `f64::MAX` for no bound.
+    pub io_max_bytes_per_second: f64,
 }
 
 impl Default for CompactionConfig {
@@ -160,6 +166,8 @@ impl Default for CompactionConfig {
             min_compaction_lag_ms: 0,
             max_compaction_lag_ms: i64::MAX,
             dedupe_buffer_bytes: 32 << 20,
+            load_factor: super::offset_map::LOAD_FACTOR_DEFAULT,
+            io_max_bytes_per_second: f64::MAX,
         }
     }
 }
@@ -183,6 +191,75 @@ impl CompactionConfig {
         if self.dedupe_buffer_bytes < 4096 || self.dedupe_buffer_bytes > 1 << 34 {
             return invalid("dedupe_buffer_bytes must be in 4 KiB..=16 GiB");
         }
+        Ok(())
+    }
+}
+
+/// How often the throttle measures the rate (Kafka's cleaner throttler
+/// checks every 300 ms).
+const THROTTLE_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// Kafka's cleaner `Throttler`: counts the bytes a compaction reads and
+/// writes and, each check interval, sleeps long enough to bring the rate
+/// of that interval down to the bound. Kafka looks only once an interval
+/// has passed, so a compaction shorter than one is never slowed; here a
+/// burst past the interval's share is slowed at once too.
+struct Throttle {
+    bytes_per_second: f64,
+    period_start: std::time::Instant,
+    observed: f64,
+}
+
+impl Throttle {
+    fn new(bytes_per_second: f64) -> Self {
+        Throttle {
+            bytes_per_second,
+            period_start: std::time::Instant::now(),
+            observed: 0.0,
+        }
+    }
+
+    /// The pause that brings `observed` bytes over `elapsed` down to
+    /// `bytes_per_second`, if the bound is finite and passed.
+    fn pause(
+        bytes_per_second: f64,
+        observed: f64,
+        elapsed: std::time::Duration,
+    ) -> Option<std::time::Duration> {
+        if bytes_per_second.is_nan() || bytes_per_second <= 0.0 || bytes_per_second >= f64::MAX {
+            return None;
+        }
+        let wanted = std::time::Duration::try_from_secs_f64(observed / bytes_per_second)
+            .unwrap_or(std::time::Duration::MAX);
+        wanted.checked_sub(elapsed).filter(|pause| !pause.is_zero())
+    }
+
+    /// Counts `bytes` moved by the compaction of `log` and, when the
+    /// interval's rate is past the bound, sleeps (a second at a time, so a
+    /// log closing meanwhile stops the compaction).
+    async fn observe(&mut self, log: &Log, bytes: usize) -> Result<(), StorageError> {
+        // No bound: f64::MAX (Kafka's default), infinite or NaN.
+        if self.bytes_per_second.is_nan() || self.bytes_per_second >= f64::MAX {
+            return Ok(());
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let bytes = bytes as f64;
+        self.observed += bytes;
+        let elapsed = self.period_start.elapsed();
+        let interval_share = self.bytes_per_second * THROTTLE_CHECK_INTERVAL.as_secs_f64();
+        if elapsed <= THROTTLE_CHECK_INTERVAL && self.observed <= interval_share {
+            return Ok(());
+        }
+        if let Some(mut left) = Self::pause(self.bytes_per_second, self.observed, elapsed) {
+            while !left.is_zero() {
+                let step = left.min(std::time::Duration::from_secs(1));
+                glommio::timer::sleep(step).await;
+                log.compaction_check_open()?;
+                left -= step;
+            }
+        }
+        self.period_start = std::time::Instant::now();
+        self.observed = 0.0;
         Ok(())
     }
 }
@@ -769,11 +846,19 @@ impl Log {
                 overflowed: false,
             },
         };
-        let mut map = OffsetMap::new(config.dedupe_buffer_bytes);
+        let mut map = OffsetMap::new(config.dedupe_buffer_bytes, config.load_factor);
+        let mut throttle = Throttle::new(config.io_max_bytes_per_second);
         map.set_latest_offset(range.first_dirty_offset - 1);
         let aborted = AbortedRanges::new(request.aborted_transactions);
         stats.map_full = self
-            .compaction_build_offset_map(segments, &range, &mut map, &mut producers, &aborted)
+            .compaction_build_offset_map(
+                segments,
+                &range,
+                &mut map,
+                &mut producers,
+                &aborted,
+                &mut throttle,
+            )
             .await?;
         stats.keys_mapped = map.key_count();
         let end_offset = map.latest_offset() + 1;
@@ -796,7 +881,7 @@ impl Log {
             aborted: &aborted,
         };
         for group in groups {
-            self.compaction_clean_group(&segments[group], &context, &mut stats)
+            self.compaction_clean_group(&segments[group], &context, &mut stats, &mut throttle)
                 .await?;
         }
 
@@ -832,6 +917,7 @@ impl Log {
         map: &mut OffsetMap,
         producers: &mut ProducerLastBatches<'_>,
         aborted: &AbortedRanges,
+        throttle: &mut Throttle,
     ) -> Result<bool, StorageError> {
         let first_dirty_offset = range.first_dirty_offset;
         for (index, segment) in segments.iter().enumerate() {
@@ -905,6 +991,7 @@ impl Log {
                     map.set_latest_offset(map.latest_offset().max(header.last_offset()));
                 }
                 scanner.advance(total_bytes);
+                throttle.observe(self, total_bytes).await?;
                 glommio::yield_if_needed().await;
             }
             if dirty {
@@ -922,11 +1009,14 @@ impl Log {
         group: &[SegmentSnapshot],
         context: &CleanContext<'_>,
         stats: &mut CompactionStats,
+        throttle: &mut Throttle,
     ) -> Result<(), StorageError> {
         let dir = self.dir().to_path_buf();
         let base_offset = group[0].base_offset;
         let cleaned = |extension| cleaned_file_path(&dir, base_offset, extension);
-        let written = self.compaction_write_cleaned(group, context, stats).await;
+        let written = self
+            .compaction_write_cleaned(group, context, stats, throttle)
+            .await;
         let segment = match written {
             Ok(segment) => segment,
             Err(error) => {
@@ -997,6 +1087,7 @@ impl Log {
         group: &[SegmentSnapshot],
         context: &CleanContext<'_>,
         stats: &mut CompactionStats,
+        throttle: &mut Throttle,
     ) -> Result<Segment, StorageError> {
         let dir = self.dir().to_path_buf();
         let config = self.config();
@@ -1073,6 +1164,7 @@ impl Log {
                 };
                 scanner.advance(total_bytes);
                 stats.batches_read += 1;
+                throttle.observe(self, total_bytes).await?;
                 let filtered =
                     filter_batch(&batch, &header, context, &mut counts).map_err(|reason| {
                         StorageError::RecordDecode {
@@ -1098,6 +1190,7 @@ impl Log {
                 assert_eq!(output_header.last_offset(), header.last_offset());
                 let write_position = appender.logical_size();
                 appender.append(&output).await?;
+                throttle.observe(self, output.len()).await?;
                 segment.index_batch(
                     write_position,
                     &output_header,
@@ -1371,6 +1464,30 @@ mod tests {
     /// two-record batches over 7 keys in ~600-byte segments, with and
     /// without a tail cache; compare reads with the model, and the active
     /// segment's file bytes before and after.
+    /// Goal: the throttle sleeps what brings an interval's bytes down to
+    /// the bound, as Kafka's throttler, and never for no bound, NaN, a
+    /// negative or infinite one. Method: the pause for given figures.
+    #[test]
+    fn the_throttle_pauses_to_the_bound() {
+        let second = std::time::Duration::from_secs(1);
+        assert_eq!(
+            Throttle::pause(1000.0, 2000.0, second / 2),
+            Some(std::time::Duration::from_millis(1500))
+        );
+        assert_eq!(Throttle::pause(1000.0, 400.0, second / 2), None);
+        for unbounded in [f64::MAX, f64::INFINITY, f64::NAN, -1.0] {
+            assert_eq!(
+                Throttle::pause(unbounded, 1e12, second),
+                None,
+                "{unbounded}"
+            );
+        }
+        assert_eq!(
+            Throttle::pause(1e-300, 1e300, second),
+            Some(std::time::Duration::MAX - second)
+        );
+    }
+
     #[test]
     fn compaction_keeps_the_latest_value_per_key() {
         run_on_executor(|| async {

@@ -18,26 +18,16 @@ use std::hash::{DefaultHasher, Hasher};
 /// Bytes one slot takes.
 pub const OFFSET_MAP_SLOT_BYTES: usize = std::mem::size_of::<Slot>();
 
-/// Kafka's `log.cleaner.io.buffer.load.factor`: the share of slots the map
-/// fills before it reports itself full (open addressing slows down sharply
-/// past this).
-const LOAD_FACTOR_PERCENT: usize = 90;
+/// One slot: the key hash's two halves and the offset plus one, all zero
+/// for a free slot, so a new table is zeroed memory the system maps only
+/// as slots are used (a large `log.cleaner.dedupe.buffer.size` costs
+/// nothing until keys fill it).
+type Slot = [u64; 3];
 
-#[derive(Debug, Clone, Copy)]
-struct Slot {
-    hash_high: u64,
-    hash_low: u64,
-    /// `EMPTY_OFFSET` for a free slot; real offsets are never negative.
-    offset: i64,
-}
-
-const EMPTY_OFFSET: i64 = -1;
-
-const EMPTY_SLOT: Slot = Slot {
-    hash_high: 0,
-    hash_low: 0,
-    offset: EMPTY_OFFSET,
-};
+/// Kafka's default `log.cleaner.io.buffer.load.factor`: the share of slots
+/// the map fills before it reports itself full (open addressing slows down
+/// sharply past this).
+pub const LOAD_FACTOR_DEFAULT: f64 = 0.9;
 
 /// Fixed-capacity map from record key (by hash) to the latest offset seen
 /// for it, plus the latest offset mapped overall.
@@ -53,11 +43,13 @@ pub struct OffsetMap {
 
 impl OffsetMap {
     /// A map using at most `memory_bytes`: the largest power-of-two number
-    /// of slots that fits, filled to 90 %.
+    /// of slots that fits, filled to `load_factor` of them (Kafka's
+    /// `log.cleaner.io.buffer.load.factor`), but at least two and always
+    /// leaving one slot free, so a probe for a new key ends.
     ///
     /// # Panics
     /// If `memory_bytes` does not hold enough slots to map even two keys.
-    pub fn new(memory_bytes: usize) -> Self {
+    pub fn new(memory_bytes: usize, load_factor: f64) -> Self {
         let fitting = memory_bytes / OFFSET_MAP_SLOT_BYTES;
         assert!(
             fitting >= 4,
@@ -66,10 +58,16 @@ impl OffsetMap {
         let slot_count = 1usize << (usize::BITS - 1 - fitting.leading_zeros());
         assert!(slot_count <= fitting);
         assert!(slot_count.is_power_of_two());
-        let entries_max = slot_count * LOAD_FACTOR_PERCENT / 100;
-        assert!(entries_max >= 2);
+        // Truncated as Kafka's `(slots * loadFactor).toInt`; NaN is 0.
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss
+        )]
+        let wanted = (slot_count as f64 * load_factor) as usize;
+        let entries_max = wanted.clamp(2, slot_count - 1);
         OffsetMap {
-            slots: vec![EMPTY_SLOT; slot_count],
+            slots: vec![[0; 3]; slot_count],
             mask: slot_count - 1,
             entries: 0,
             entries_max,
@@ -123,10 +121,8 @@ impl OffsetMap {
         let mut index = (hash_low as usize) & self.mask;
         let mut step = 0;
         loop {
-            let slot = &self.slots[index];
-            if slot.offset == EMPTY_OFFSET
-                || (slot.hash_high == hash_high && slot.hash_low == hash_low)
-            {
+            let [high, low, stored] = self.slots[index];
+            if stored == 0 || (high == hash_high && low == hash_low) {
                 return index;
             }
             step += 1;
@@ -150,23 +146,21 @@ impl OffsetMap {
         let (hash_high, hash_low) = Self::hash(key);
         let index = self.find_slot(hash_high, hash_low);
         let slot = &mut self.slots[index];
-        if slot.offset == EMPTY_OFFSET {
+        let stored = u64::try_from(offset).expect("offsets are not negative") + 1;
+        if slot[2] == 0 {
             self.entries += 1;
         } else {
-            assert!(offset > slot.offset, "keys are mapped in offset order");
+            assert!(stored > slot[2], "keys are mapped in offset order");
         }
-        *slot = Slot {
-            hash_high,
-            hash_low,
-            offset,
-        };
+        *slot = [hash_high, hash_low, stored];
         self.set_latest_offset(offset);
     }
 
     /// The latest offset mapped for `key`, or -1 when it was not mapped.
     pub fn get(&self, key: &[u8]) -> i64 {
         let (hash_high, hash_low) = Self::hash(key);
-        self.slots[self.find_slot(hash_high, hash_low)].offset
+        let stored = self.slots[self.find_slot(hash_high, hash_low)][2];
+        i64::try_from(stored).map_or(i64::MAX, |stored| stored - 1)
     }
 }
 
@@ -179,7 +173,7 @@ mod tests {
     /// small map to the brim with distinct keys, overwrite some, look all up.
     #[test]
     fn keeps_the_latest_offset_per_key_until_full() {
-        let mut map = OffsetMap::new(64 * OFFSET_MAP_SLOT_BYTES + 5);
+        let mut map = OffsetMap::new(64 * OFFSET_MAP_SLOT_BYTES + 5, LOAD_FACTOR_DEFAULT);
         assert_eq!(map.get(b"missing"), -1);
         let mut offset = 0;
         while !map.is_full() {
@@ -196,11 +190,35 @@ mod tests {
         assert_eq!(map.latest_offset(), 100);
     }
 
+    /// Goal: the load factor sets how full the map gets, as Kafka's
+    /// `(slots * loadFactor).toInt`, but a probe for a new key always finds
+    /// a free slot and two keys always fit. Method: fill 64-slot maps.
+    #[test]
+    fn the_load_factor_sets_how_full_the_map_gets() {
+        for (load_factor, keys) in [
+            (0.5, 32),
+            (0.9, 57),
+            (1.0, 63),
+            (1.5, 63),
+            (0.0, 2),
+            (f64::NAN, 2),
+        ] {
+            let mut map = OffsetMap::new(64 * OFFSET_MAP_SLOT_BYTES, load_factor);
+            let mut offset = 0;
+            while !map.is_full() {
+                map.put(format!("key-{offset}").as_bytes(), offset);
+                offset += 1;
+            }
+            assert_eq!(map.key_count(), keys, "load factor {load_factor}");
+            assert_eq!(map.get(b"absent"), -1);
+        }
+    }
+
     /// Goal: overwriting a key does not use a new slot. Method: put one key
     /// many times.
     #[test]
     fn overwrites_do_not_grow_the_map() {
-        let mut map = OffsetMap::new(1024);
+        let mut map = OffsetMap::new(1024, LOAD_FACTOR_DEFAULT);
         for offset in 0..1000 {
             map.put(b"same", offset);
         }
