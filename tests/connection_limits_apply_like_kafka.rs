@@ -41,8 +41,6 @@ const INT_MAX: &str = "2147483647";
 
 const SECOND_HOST: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
 
-/// One IncrementalAlterConfigs of one BROKER resource (`""` is the cluster
-/// default): (error code, message).
 /// [`alter`] (not validate-only) that must be taken.
 fn alter_ok(client: &mut RawClient, broker: &str, ops: &[(&str, i8, Option<&str>)]) {
     assert_eq!(
@@ -52,6 +50,8 @@ fn alter_ok(client: &mut RawClient, broker: &str, ops: &[(&str, i8, Option<&str>
     );
 }
 
+/// One IncrementalAlterConfigs of one BROKER resource (`""` is the cluster
+/// default): (error code, message).
 fn alter(
     client: &mut RawClient,
     broker: &str,
@@ -335,7 +335,9 @@ fn connections_past_max_connections_per_ip_are_closed_and_the_limits_change_at_r
         assert_eq!(
             shown(&mine, "max.connections.per.ip.overrides"),
             (
-                some(" 127.0.0.2 : 1 "),
+                // Kafka describes the value it parsed (trimmed), each
+                // synonym as it was given.
+                some("127.0.0.2 : 1"),
                 DYNAMIC_BROKER_CONFIG,
                 vec![
                     (DYNAMIC_BROKER_CONFIG, some(" 127.0.0.2 : 1 ")),

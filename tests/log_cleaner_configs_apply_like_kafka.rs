@@ -2,8 +2,10 @@
 //! at runtime (`kafka-configs --entity-type brokers`), as in Kafka:
 //! `log.cleaner.io.max.bytes.per.second` of 0 stops compaction and a
 //! positive one slows it to that many bytes read and written a second,
-//! compaction still keeping each key's latest value; `log.cleaner.backoff.ms`
-//! sets the pause between passes. Bad values get Kafka 4.1.1's messages,
+//! compaction still keeping each key's latest value (Kafka looks at its
+//! rate only after 300 ms, so it lets a short burst through, and measured
+//! well past its bound: 100 MB in 10.8 s at 1 MiB/s; here the bound
+//! holds); `log.cleaner.backoff.ms` sets the pause between passes. Bad values get Kafka 4.1.1's messages,
 //! and DescribeConfigs shows each value as Kafka prints it, with its source.
 //!
 //! Method: an rdkafka producer and consumer on a compacted topic with
@@ -58,7 +60,7 @@ fn segment_bytes(dir: &Path) -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_cleaner_is_throttled_and_paced_like_kafka() {
+async fn compaction_stops_and_slows_at_the_cleaners_byte_rate() {
     let broker = Broker::start(
         BrokerOptions::default()
             .arg("--log-cleaner-backoff-ms", 100)
@@ -172,6 +174,20 @@ async fn the_cleaner_is_throttled_and_paced_like_kafka() {
             read[&0].len() < RECORDS,
             "{} of {RECORDS} records read back after compaction",
             read[&0].len()
+        );
+
+        // No pause between passes: the broker still serves.
+        let answer = incremental_alter_configs(
+            &mut client,
+            BROKER,
+            "0",
+            &[("log.cleaner.backoff.ms", Some("0"))],
+        );
+        assert_eq!(answer, (0, None));
+        std::thread::sleep(Duration::from_millis(500));
+        assert_eq!(
+            described(&bootstrap, "log.cleaner.backoff.ms").await,
+            ("0".into(), "DynamicBroker".into())
         );
     })
     .await;

@@ -166,13 +166,8 @@ async fn idle_producer_ids_expire_and_their_producers_write_on_like_kafka() {
             producers(&mut client, topic).is_empty()
         });
 
-        // It writes on at its next sequence, taken as Kafka takes it from a
-        // producer it no longer knows; nothing is lost or written twice.
-        send(&producer, topic, "d").await;
-        let after = producers(&mut client, topic);
-        assert_eq!(after, vec![(before[0].0, 3)]);
-
-        // Set back for this broker alone, a day again: kept over restarts.
+        // Set back for this broker alone, a day again (over the cluster
+        // default's 1.5 s; kept over restarts).
         let answer = incremental_alter_configs(
             &mut client,
             BROKER,
@@ -180,6 +175,12 @@ async fn idle_producer_ids_expire_and_their_producers_write_on_like_kafka() {
             &[("producer.id.expiration.ms", Some("86400000"))],
         );
         assert_eq!(answer, (0, None));
+
+        // It writes on at its next sequence, taken as Kafka takes it from a
+        // producer it no longer knows; nothing is lost or written twice.
+        send(&producer, topic, "d").await;
+        let after = producers(&mut client, topic);
+        assert_eq!(after, vec![(before[0].0, 3)]);
         drop(producer);
         broker.restart();
         let mut client = RawClient::connect(&bootstrap);

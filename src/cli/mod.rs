@@ -575,7 +575,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 0.9)]
     pub log_cleaner_io_buffer_load_factor: f64,
     /// Bytes a second all compactions read and write at most, shared evenly among the shards; also set at runtime [log.cleaner.io.max.bytes.per.second].
-    #[arg(long, default_value_t = f64::MAX)]
+    #[arg(long, default_value = "1.7976931348623157E308")]
     pub log_cleaner_io_max_bytes_per_second: f64,
     /// Serve Prometheus metrics over HTTP on this address from shard 0 (GET /metrics); off when not given.
     #[arg(long)]

@@ -114,14 +114,27 @@ pub fn parse_boolean(text: &str) -> Option<bool> {
 /// Checks a value of one of [`DYNAMIC_SETTINGS`] as Kafka's `ConfigDef`
 /// parses and validates it; `None` for another config.
 fn check_setting(name: &str, text: &str) -> Option<Result<(), String>> {
+    canonical_setting(name, text).map(|checked| checked.map(|_| ()))
+}
+
+/// A value of one of [`DYNAMIC_SETTINGS`] as Kafka's `ConfigDef` parses
+/// and validates it, printed as Kafka prints it; `None` for another config.
+fn canonical_setting(name: &str, text: &str) -> Option<Result<String, String>> {
     let (_, config_type, validator) = DYNAMIC_SETTINGS.iter().find(|(n, _, _)| *n == name)?;
     let checked = canonical_value(name, text, *config_type, *validator);
     Some(checked.and_then(|value| {
         if name == LOG_CLEANER_DEDUPE_BUFFER_SIZE {
             check_dedupe_buffer_size(value.parse().unwrap_or(i64::MIN))?;
         }
-        Ok(())
+        Ok(value)
     }))
+}
+
+/// The value `text` gives one of [`DYNAMIC_SETTINGS`], read as it was
+/// checked when set; `None` for a value Kafka would refuse (stored by
+/// another version) or another config.
+pub fn setting_value<T: std::str::FromStr>(name: &str, text: &str) -> Option<T> {
+    canonical_setting(name, text)?.ok()?.parse().ok()
 }
 
 /// Kafka's check of `log.cleaner.dedupe.buffer.size`: more than 1 MiB per

@@ -80,6 +80,9 @@ pub struct Shard {
     /// The broker's connection counts (`server::admission`; the owner
     /// shard only).
     pub connection_counts: crate::server::admission::ConnectionCounts,
+    /// This shard's share of `log.cleaner.io.max.bytes.per.second`, which
+    /// a running compaction reads as it goes.
+    pub cleaner_io_rate: Rc<Cell<f64>>,
     /// The TLS each listener serves new connections with, by listener
     /// index (`server::tls::reload`).
     pub listener_tls: RefCell<Vec<Option<crate::security::listener_tls::ListenerTls>>>,
@@ -161,6 +164,7 @@ impl Shard {
             authorizer: Rc::new(config.authorizer.clone()),
             quota_sensors: crate::quota::sensors::SensorTable::new(config.quota_window),
             connection_counts: crate::server::admission::ConnectionCounts::new(config.quota_window),
+            cleaner_io_rate: Rc::new(Cell::new(f64::MAX)),
             listener_tls: RefCell::new(config.listener_tls.clone()),
             ip_rates: crate::server::hosts::IpRates::default(),
             config,
@@ -417,6 +421,8 @@ impl Shard {
                     // Stores configured again (or, by a change of this
                     // node's configs, files modified since they were read)
                     // are read before the change is answered.
+                    // A compaction under way follows a new byte rate.
+                    self.cleaner_io_rate.set(self.cleaner_io_share());
                     let own = *broker == Some(self.config.node_id);
                     let when = crate::server::tls::Reload::Change { reread_files: own };
                     crate::server::tls::reload(self, when).await;
@@ -1188,20 +1194,24 @@ impl Shard {
         }
     }
 
-    /// Broker config `name` in force, read by `parse`: this node's dynamic
-    /// value, else the cluster default's, else `started` (the command
-    /// line's).
-    fn broker_setting<T>(&self, name: &str, parse: impl Fn(&str) -> Option<T>, started: T) -> T {
-        let dynamic = self.image().broker_configs.clone();
-        crate::config::dynamic::dynamic_value(&dynamic, self.config.node_id, name, parse)
-            .unwrap_or(started)
+    /// Broker config `name` (one of those read where they act) in force:
+    /// this node's dynamic value, else the cluster default's, else
+    /// `started` (the command line's).
+    fn broker_setting<T: std::str::FromStr>(&self, name: &str, started: T) -> T {
+        let image = self.image();
+        crate::config::dynamic::dynamic_value(
+            &image.broker_configs,
+            self.config.node_id,
+            name,
+            |text| crate::config::dynamic::setting_value(name, text),
+        )
+        .unwrap_or(started)
     }
 
     /// `producer.id.expiration.ms` in force.
     pub fn producer_id_expiration_ms(&self) -> i32 {
         self.broker_setting(
             crate::config::dynamic::PRODUCER_ID_EXPIRATION_MS,
-            |text| text.trim().parse::<i32>().ok().filter(|ms| *ms >= 1),
             self.config.txns.producer_id_expiration_ms,
         )
     }
@@ -1210,7 +1220,6 @@ impl Shard {
     pub fn transaction_partition_verification_enable(&self) -> bool {
         self.broker_setting(
             crate::config::dynamic::TRANSACTION_PARTITION_VERIFICATION_ENABLE,
-            crate::config::dynamic::parse_boolean,
             self.config.txns.transaction_partition_verification_enable,
         )
     }
@@ -1223,29 +1232,36 @@ impl Shard {
             LOG_CLEANER_IO_BUFFER_LOAD_FACTOR, LOG_CLEANER_IO_MAX_BYTES_PER_SECOND,
         };
         let started = &self.config.cleaner;
-        let long = |text: &str| text.trim().parse::<i64>().ok();
-        let double = |text: &str| crate::config::topic_config::parse_java_double(text.trim());
         crate::config::CleanerSettings {
-            log_cleaner_backoff_ms: self.broker_setting(
-                LOG_CLEANER_BACKOFF_MS,
-                |text| long(text).filter(|ms| *ms >= 0),
-                started.log_cleaner_backoff_ms,
-            ),
+            log_cleaner_backoff_ms: self
+                .broker_setting(LOG_CLEANER_BACKOFF_MS, started.log_cleaner_backoff_ms),
             log_cleaner_dedupe_buffer_size: self.broker_setting(
                 LOG_CLEANER_DEDUPE_BUFFER_SIZE,
-                |text| long(text).filter(|bytes| *bytes > 1 << 20),
                 started.log_cleaner_dedupe_buffer_size,
             ),
             log_cleaner_io_buffer_load_factor: self.broker_setting(
                 LOG_CLEANER_IO_BUFFER_LOAD_FACTOR,
-                double,
                 started.log_cleaner_io_buffer_load_factor,
             ),
             log_cleaner_io_max_bytes_per_second: self.broker_setting(
                 LOG_CLEANER_IO_MAX_BYTES_PER_SECOND,
-                double,
                 started.log_cleaner_io_max_bytes_per_second,
             ),
+        }
+    }
+
+    /// This shard's share of `log.cleaner.io.max.bytes.per.second` in
+    /// force: the shards compact side by side, as Kafka's cleaner threads
+    /// share one throttle. A positive bound stays positive; none, 0 and
+    /// Kafka's values that bound nothing (negative, NaN) are kept.
+    pub fn cleaner_io_share(&self) -> f64 {
+        let io = self.cleaner_settings().log_cleaner_io_max_bytes_per_second;
+        #[allow(clippy::cast_precision_loss)]
+        let shards = self.nr_shards.max(1) as f64;
+        if io > 0.0 && io < f64::MAX {
+            (io / shards).max(f64::MIN_POSITIVE)
+        } else {
+            io
         }
     }
 
@@ -1298,25 +1314,22 @@ impl Shard {
                 };
                 glommio::timer::sleep(left.min(Duration::from_secs(1))).await;
             }
+            // A pass that finds nothing to do never awaits: a backoff of 0
+            // must still leave the executor to the rest of the shard.
+            glommio::timer::sleep(Duration::from_millis(1)).await;
             if self.closing.get() {
                 return;
             }
             let cleaner = self.cleaner_settings();
+            self.cleaner_io_rate.set(self.cleaner_io_share());
             // Kafka's throttle of 0 bytes a second stops its cleaners.
-            if cleaner.log_cleaner_io_max_bytes_per_second == 0.0 {
+            if self.cleaner_io_rate.get() == 0.0 {
                 glommio::timer::sleep(Duration::from_secs(1)).await;
                 continue;
             }
             let shards = u64::try_from(self.nr_shards.max(1)).unwrap_or(1);
             let dedupe_per_shard =
                 u64::try_from(cleaner.log_cleaner_dedupe_buffer_size).unwrap_or(0) / shards;
-            let io = cleaner.log_cleaner_io_max_bytes_per_second;
-            #[allow(clippy::cast_precision_loss)]
-            let io_per_shard = if io > 0.0 && io < f64::MAX {
-                io / shards as f64
-            } else {
-                io
-            };
             let image = self.image();
             let partitions: Vec<Rc<Partition>> =
                 self.partitions.borrow().values().cloned().collect();
@@ -1351,7 +1364,7 @@ impl Shard {
                         .unwrap_or(usize::MAX)
                         .max(MIN_DEDUPE_BUFFER_BYTES),
                     load_factor: cleaner.log_cleaner_io_buffer_load_factor,
-                    io_max_bytes_per_second: io_per_shard,
+                    io_max_bytes_per_second: self.cleaner_io_rate.clone(),
                 };
                 match partition.compact(&config).await {
                     Ok(stats) if stats.outcome == CompactionOutcome::Cleaned => tracing::info!(

@@ -80,7 +80,6 @@
 //!
 //! Runs on the partition's shard; one compaction per log at a time.
 
-#[cfg(test)]
 use std::cell::Cell;
 use std::{collections::HashMap, path::Path, rc::Rc};
 
@@ -151,8 +150,9 @@ pub struct CompactionConfig {
     pub load_factor: f64,
     /// `log.cleaner.io.max.bytes.per.second`: bytes a second this
     /// compaction reads and writes at most (Kafka's cleaner `Throttler`);
-    /// infinite, NaN or `f64::MAX` for no bound.
-    pub io_max_bytes_per_second: f64,
+    /// infinite, NaN or `f64::MAX` for no bound. Read as the compaction
+    /// goes, so a change applies to one under way.
+    pub io_max_bytes_per_second: Rc<Cell<f64>>,
 }
 
 impl Default for CompactionConfig {
@@ -167,7 +167,7 @@ impl Default for CompactionConfig {
             max_compaction_lag_ms: i64::MAX,
             dedupe_buffer_bytes: 32 << 20,
             load_factor: super::offset_map::LOAD_FACTOR_DEFAULT,
-            io_max_bytes_per_second: f64::MAX,
+            io_max_bytes_per_second: Rc::new(Cell::new(f64::MAX)),
         }
     }
 }
@@ -205,13 +205,13 @@ const THROTTLE_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_m
 /// has passed, so a compaction shorter than one is never slowed; here a
 /// burst past the interval's share is slowed at once too.
 struct Throttle {
-    bytes_per_second: f64,
+    bytes_per_second: Rc<Cell<f64>>,
     period_start: std::time::Instant,
     observed: f64,
 }
 
 impl Throttle {
-    fn new(bytes_per_second: f64) -> Self {
+    fn new(bytes_per_second: Rc<Cell<f64>>) -> Self {
         Throttle {
             bytes_per_second,
             period_start: std::time::Instant::now(),
@@ -239,24 +239,25 @@ impl Throttle {
     /// log closing meanwhile stops the compaction).
     async fn observe(&mut self, log: &Log, bytes: usize) -> Result<(), StorageError> {
         // No bound: f64::MAX (Kafka's default), infinite or NaN.
-        if self.bytes_per_second.is_nan() || self.bytes_per_second >= f64::MAX {
+        let bytes_per_second = self.bytes_per_second.get();
+        if bytes_per_second.is_nan() || bytes_per_second >= f64::MAX {
             return Ok(());
         }
         #[allow(clippy::cast_precision_loss)]
         let bytes = bytes as f64;
         self.observed += bytes;
         let elapsed = self.period_start.elapsed();
-        let interval_share = self.bytes_per_second * THROTTLE_CHECK_INTERVAL.as_secs_f64();
+        let interval_share = bytes_per_second * THROTTLE_CHECK_INTERVAL.as_secs_f64();
         if elapsed <= THROTTLE_CHECK_INTERVAL && self.observed <= interval_share {
             return Ok(());
         }
-        if let Some(mut left) = Self::pause(self.bytes_per_second, self.observed, elapsed) {
-            while !left.is_zero() {
-                let step = left.min(std::time::Duration::from_secs(1));
-                glommio::timer::sleep(step).await;
-                log.compaction_check_open()?;
-                left -= step;
-            }
+        // A second at a time, looking again at the bound (it may have
+        // changed) and at the log (it may be closing).
+        let observed = self.observed;
+        let start = self.period_start;
+        while let Some(left) = Self::pause(self.bytes_per_second.get(), observed, start.elapsed()) {
+            glommio::timer::sleep(left.min(std::time::Duration::from_secs(1))).await;
+            log.compaction_check_open()?;
         }
         self.period_start = std::time::Instant::now();
         self.observed = 0.0;
@@ -847,7 +848,7 @@ impl Log {
             },
         };
         let mut map = OffsetMap::new(config.dedupe_buffer_bytes, config.load_factor);
-        let mut throttle = Throttle::new(config.io_max_bytes_per_second);
+        let mut throttle = Throttle::new(config.io_max_bytes_per_second.clone());
         map.set_latest_offset(range.first_dirty_offset - 1);
         let aborted = AbortedRanges::new(request.aborted_transactions);
         stats.map_full = self
@@ -1458,12 +1459,6 @@ mod tests {
         assert_eq!(log.flush(true).await.unwrap(), log_end_offset);
     }
 
-    /// Goal: many updates of few keys over tiny segments compact to the
-    /// latest value per key, offsets unchanged and increasing, the active
-    /// segment untouched, adjacent small segments merged. Method: 120
-    /// two-record batches over 7 keys in ~600-byte segments, with and
-    /// without a tail cache; compare reads with the model, and the active
-    /// segment's file bytes before and after.
     /// Goal: the throttle sleeps what brings an interval's bytes down to
     /// the bound, as Kafka's throttler, and never for no bound, NaN, a
     /// negative or infinite one. Method: the pause for given figures.
@@ -1488,6 +1483,12 @@ mod tests {
         );
     }
 
+    /// Goal: many updates of few keys over tiny segments compact to the
+    /// latest value per key, offsets unchanged and increasing, the active
+    /// segment untouched, adjacent small segments merged. Method: 120
+    /// two-record batches over 7 keys in ~600-byte segments, with and
+    /// without a tail cache; compare reads with the model, and the active
+    /// segment's file bytes before and after.
     #[test]
     fn compaction_keeps_the_latest_value_per_key() {
         run_on_executor(|| async {
