@@ -19,34 +19,18 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rdkafka::admin::{AdminOptions, ResourceSpecifier};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::Message;
 
-use common::kafka::{admin_client, create_topic_with_configs, producer_config, read_partitions};
+use common::kafka::{
+    create_topic_with_configs, described_broker_config, producer_config, read_partitions,
+};
 use common::wire::{incremental_alter_configs, RawClient};
 use common::{wait_until, with_timeout, Broker, BrokerOptions};
 
 const BROKER: i8 = 4;
 const KEYS: usize = 20;
 const RECORDS: usize = 600;
-
-/// (value, source) of broker config `name` on broker 0, as rdkafka's
-/// describeConfigs reports it.
-async fn described(bootstrap: &str, name: &str) -> (String, String) {
-    let results = admin_client(bootstrap)
-        .describe_configs([&ResourceSpecifier::Broker(0)], &AdminOptions::new())
-        .await
-        .expect("DescribeConfigs");
-    let resource = results[0].as_ref().expect("described");
-    let entry = resource
-        .get(name)
-        .unwrap_or_else(|| panic!("{name} not described"));
-    (
-        entry.value.clone().unwrap_or_default(),
-        format!("{:?}", entry.source),
-    )
-}
 
 /// Bytes of the partition's segment files.
 fn segment_bytes(dir: &Path) -> u64 {
@@ -87,7 +71,7 @@ async fn compaction_stops_and_slows_at_the_cleaners_byte_rate() {
             ("log.cleaner.io.buffer.load.factor", ("0.9", "Default")),
         ] {
             assert_eq!(
-                described(&bootstrap, name).await,
+                described_broker_config(&bootstrap, 0, name).await,
                 (expected.0.to_string(), expected.1.to_string()),
                 "{name}"
             );
@@ -153,7 +137,7 @@ async fn compaction_stops_and_slows_at_the_cleaners_byte_rate() {
             "10 MB moved at 2 MiB a second in {took:?}"
         );
         assert_eq!(
-            described(&bootstrap, "log.cleaner.io.max.bytes.per.second").await,
+            described_broker_config(&bootstrap, 0, "log.cleaner.io.max.bytes.per.second").await,
             ("2097152.0".into(), "DynamicDefaultBroker".into())
         );
 
@@ -186,7 +170,7 @@ async fn compaction_stops_and_slows_at_the_cleaners_byte_rate() {
         assert_eq!(answer, (0, None));
         std::thread::sleep(Duration::from_millis(500));
         assert_eq!(
-            described(&bootstrap, "log.cleaner.backoff.ms").await,
+            described_broker_config(&bootstrap, 0, "log.cleaner.backoff.ms").await,
             ("0".into(), "DynamicBroker".into())
         );
     })

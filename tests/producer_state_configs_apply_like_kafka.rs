@@ -26,11 +26,10 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Record, TimestampType};
-use rdkafka::admin::{AdminOptions, ResourceSpecifier};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::Message;
 
-use common::kafka::{admin_client, create_topic, producer_config, read_partitions};
+use common::kafka::{create_topic, described_broker_config, producer_config, read_partitions};
 use common::wire::{encode_batch, incremental_alter_configs, RawClient};
 use common::{wait_until, with_timeout, Broker, BrokerOptions};
 
@@ -51,23 +50,6 @@ fn producers(client: &mut RawClient, topic: &str) -> Vec<(i64, i32)> {
         .iter()
         .map(|p| (p.producer_id.0, p.last_sequence))
         .collect()
-}
-
-/// (value, source) of broker config `name` on broker 0, as rdkafka's
-/// describeConfigs reports it.
-async fn described(bootstrap: &str, name: &str) -> (String, String) {
-    let results = admin_client(bootstrap)
-        .describe_configs([&ResourceSpecifier::Broker(0)], &AdminOptions::new())
-        .await
-        .expect("DescribeConfigs");
-    let resource = results[0].as_ref().expect("described");
-    let entry = resource
-        .get(name)
-        .unwrap_or_else(|| panic!("{name} not described"));
-    (
-        entry.value.clone().unwrap_or_default(),
-        format!("{:?}", entry.source),
-    )
 }
 
 async fn send(producer: &FutureProducer, topic: &str, value: &str) {
@@ -93,13 +75,13 @@ async fn idle_producer_ids_expire_and_their_producers_write_on_like_kafka() {
         let topic = "idle-producers";
         create_topic(&bootstrap, topic, 1).await;
         assert_eq!(
-            described(&bootstrap, "producer.id.expiration.ms").await,
+            described_broker_config(&bootstrap, 0, "producer.id.expiration.ms").await,
             ("86400000".into(), "Default".into())
         );
         // Kafka's internal check interval: described only when set, and
         // static.
         assert_eq!(
-            described(&bootstrap, "producer.id.expiration.check.interval.ms").await,
+            described_broker_config(&bootstrap, 0, "producer.id.expiration.check.interval.ms").await,
             ("200".into(), "StaticBroker".into())
         );
         let mut client = RawClient::connect(&bootstrap);
@@ -159,7 +141,7 @@ async fn idle_producer_ids_expire_and_their_producers_write_on_like_kafka() {
         );
         assert_eq!(answer, (0, None));
         assert_eq!(
-            described(&bootstrap, "producer.id.expiration.ms").await,
+            described_broker_config(&bootstrap, 0, "producer.id.expiration.ms").await,
             ("1500".into(), "DynamicDefaultBroker".into())
         );
         wait_until(Duration::from_secs(30), "the producer to expire", || {
@@ -185,7 +167,7 @@ async fn idle_producer_ids_expire_and_their_producers_write_on_like_kafka() {
         broker.restart();
         let mut client = RawClient::connect(&bootstrap);
         assert_eq!(
-            described(&bootstrap, "producer.id.expiration.ms").await,
+            described_broker_config(&bootstrap, 0, "producer.id.expiration.ms").await,
             ("86400000".into(), "DynamicBroker".into())
         );
         std::thread::sleep(Duration::from_secs(3));
@@ -274,7 +256,7 @@ async fn transactional_writes_go_unverified_only_while_verification_is_off_like_
         create_topic(&bootstrap, topic, 1).await;
         let mut client = RawClient::connect(&bootstrap);
         assert_eq!(
-            described(&bootstrap, "transaction.partition.verification.enable").await,
+            described_broker_config(&bootstrap, 0, "transaction.partition.verification.enable").await,
             ("false".into(), "StaticBroker".into())
         );
         // Off from the command line: the write is taken, though its
@@ -301,7 +283,7 @@ async fn transactional_writes_go_unverified_only_while_verification_is_off_like_
         );
         assert_eq!(answer, (0, None));
         assert_eq!(
-            described(&bootstrap, "transaction.partition.verification.enable").await,
+            described_broker_config(&bootstrap, 0, "transaction.partition.verification.enable").await,
             ("true".into(), "DynamicDefaultBroker".into())
         );
         let second = init_producer_id(&mut client, "unverified-2");

@@ -146,6 +146,27 @@ pub fn admin_client(bootstrap: &str) -> AdminClient<DefaultClientContext> {
         .expect("create AdminClient")
 }
 
+/// (value, source) of broker config `name` on broker `broker`, as
+/// rdkafka's describeConfigs reports them (the source as its `Debug` name:
+/// `Default`, `StaticBroker`, `DynamicBroker`, `DynamicDefaultBroker`).
+pub async fn described_broker_config(bootstrap: &str, broker: i32, name: &str) -> (String, String) {
+    let results = admin_client(bootstrap)
+        .describe_configs(
+            [&rdkafka::admin::ResourceSpecifier::Broker(broker)],
+            &AdminOptions::new(),
+        )
+        .await
+        .expect("DescribeConfigs");
+    let resource = results[0].as_ref().expect("described");
+    let entry = resource
+        .get(name)
+        .unwrap_or_else(|| panic!("{name} not described"));
+    (
+        entry.value.clone().unwrap_or_default(),
+        format!("{:?}", entry.source),
+    )
+}
+
 /// Creates `topic` with `partitions` partitions through CreateTopics and
 /// waits until Metadata shows every partition with a leader.
 pub async fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {
