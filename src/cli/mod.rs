@@ -568,9 +568,15 @@ pub struct ServeArgs {
     /// Pause between compaction passes; also set at runtime [log.cleaner.backoff.ms].
     #[arg(long, default_value_t = 15_000, value_parser = clap::value_parser!(i64).range(0..))]
     pub log_cleaner_backoff_ms: i64,
-    /// Key-map memory of all compactions at once, shared evenly among the shards (each compacts one partition at a time, as one of Kafka's cleaner threads); also set at runtime [log.cleaner.dedupe.buffer.size].
+    /// Key-map memory of all compactions at once, shared evenly among them; more than 1 MiB a cleaner thread; also set at runtime [log.cleaner.dedupe.buffer.size].
     #[arg(long, default_value_t = 134_217_728)]
     pub log_cleaner_dedupe_buffer_size: i64,
+    /// Compactions that run at once, shared evenly among the shards (each shard runs at least one); also set at runtime, to within half and double the value in force [log.cleaner.threads].
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i32).range(0..))]
+    pub log_cleaner_threads: i32,
+    /// Read-buffer memory of all compactions at once: each reads its segments half its share at a time (a batch larger is read whole); also set at runtime [log.cleaner.io.buffer.size].
+    #[arg(long, default_value_t = 524_288, value_parser = clap::value_parser!(i32).range(0..))]
+    pub log_cleaner_io_buffer_size: i32,
     /// How full a compaction's key map gets before it cleans what it mapped; also set at runtime [log.cleaner.io.buffer.load.factor].
     #[arg(long, default_value_t = 0.9)]
     pub log_cleaner_io_buffer_load_factor: f64,
@@ -1121,8 +1127,11 @@ impl ServeArgs {
         {
             bail!("transaction expiration and cleanup intervals must be at least 1 ms");
         }
-        dynamic::check_dedupe_buffer_size(self.log_cleaner_dedupe_buffer_size)
-            .map_err(|message| anyhow::anyhow!("--log-cleaner-dedupe-buffer-size: {message}"))?;
+        dynamic::check_dedupe_buffer_size(
+            self.log_cleaner_dedupe_buffer_size,
+            self.log_cleaner_threads,
+        )
+        .map_err(|message| anyhow::anyhow!("--log-cleaner-dedupe-buffer-size: {message}"))?;
         if self.socket_request_max_bytes < 1024 {
             bail!("--socket-request-max-bytes must be at least 1024");
         }
@@ -1350,6 +1359,8 @@ impl ServeArgs {
                 log_cleaner_dedupe_buffer_size: self.log_cleaner_dedupe_buffer_size,
                 log_cleaner_io_buffer_load_factor: self.log_cleaner_io_buffer_load_factor,
                 log_cleaner_io_max_bytes_per_second: self.log_cleaner_io_max_bytes_per_second,
+                log_cleaner_threads: self.log_cleaner_threads,
+                log_cleaner_io_buffer_size: self.log_cleaner_io_buffer_size,
             },
             txns: TxnSettings {
                 transaction_state_log_num_partitions: self.transaction_state_log_num_partitions,

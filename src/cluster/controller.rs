@@ -984,6 +984,10 @@ async fn alter_broker_configs(
             .and_then(|_| ConnectionLimits::from_values(&value, true))
             .and_then(|_| {
                 crate::config::dynamic::defaults_with(&shard.config.broker_defaults, &trial, node)
+            })
+            .and_then(|_| {
+                let before = |name: &str| shard.config.value_in_force(&layers, name);
+                crate::config::dynamic::check_cleaner_threads(&before, &value)
             });
         if let Err(message) = checked {
             outcomes.push((ErrorCode::InvalidRequest.code(), Some(message)));

@@ -230,9 +230,10 @@ pub struct BrokerConfig {
 }
 
 /// Settings of the log cleaner (compaction), with Kafka's names. Here each
-/// shard compacts its own partitions, one at a time, so the shards are
-/// Kafka's cleaner threads: the broker-wide memory and I/O bounds are
-/// shared out evenly among them.
+/// shard compacts its own partitions, so `log.cleaner.threads` compactions
+/// at once (at least one a shard) are shared out evenly among the shards:
+/// the broker-wide memory is shared among the compactions and the I/O
+/// bound among the shards.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CleanerSettings {
     /// `log.cleaner.backoff.ms`: the pause between compaction passes.
@@ -244,6 +245,11 @@ pub struct CleanerSettings {
     /// `log.cleaner.io.max.bytes.per.second`: bytes a second all cleaners
     /// read and write at most.
     pub log_cleaner_io_max_bytes_per_second: f64,
+    /// `log.cleaner.threads`: compactions that run at once.
+    pub log_cleaner_threads: i32,
+    /// `log.cleaner.io.buffer.size`: read and write buffer memory of all
+    /// cleaners.
+    pub log_cleaner_io_buffer_size: i32,
 }
 
 impl Default for CleanerSettings {
@@ -253,6 +259,8 @@ impl Default for CleanerSettings {
             log_cleaner_dedupe_buffer_size: 134_217_728,
             log_cleaner_io_buffer_load_factor: 0.9,
             log_cleaner_io_max_bytes_per_second: f64::MAX,
+            log_cleaner_threads: 1,
+            log_cleaner_io_buffer_size: 524_288,
         }
     }
 }
@@ -263,6 +271,8 @@ impl CleanerSettings {
         Some(match name {
             "log.cleaner.backoff.ms" => self.log_cleaner_backoff_ms.to_string(),
             "log.cleaner.dedupe.buffer.size" => self.log_cleaner_dedupe_buffer_size.to_string(),
+            "log.cleaner.threads" => self.log_cleaner_threads.to_string(),
+            "log.cleaner.io.buffer.size" => self.log_cleaner_io_buffer_size.to_string(),
             "log.cleaner.io.buffer.load.factor" => {
                 crate::config::topic_config::java_double_to_string(
                     self.log_cleaner_io_buffer_load_factor,

@@ -48,11 +48,15 @@ pub const LOG_CLEANER_DEDUPE_BUFFER_SIZE: &str = "log.cleaner.dedupe.buffer.size
 pub const LOG_CLEANER_IO_BUFFER_LOAD_FACTOR: &str = "log.cleaner.io.buffer.load.factor";
 /// `log.cleaner.io.max.bytes.per.second`: the cleaners' I/O bound.
 pub const LOG_CLEANER_IO_MAX_BYTES_PER_SECOND: &str = "log.cleaner.io.max.bytes.per.second";
+/// `log.cleaner.threads`: compactions that run at once.
+pub const LOG_CLEANER_THREADS: &str = "log.cleaner.threads";
+/// `log.cleaner.io.buffer.size`: read and write buffers of all cleaners.
+pub const LOG_CLEANER_IO_BUFFER_SIZE: &str = "log.cleaner.io.buffer.size";
 
 /// The broker configs that change at runtime here and are read where they
 /// act (neither topics' defaults nor connection limits), each with its
 /// type and Kafka's `ConfigDef` check.
-const DYNAMIC_SETTINGS: [(&str, i8, Validator); 6] = [
+const DYNAMIC_SETTINGS: [(&str, i8, Validator); 8] = [
     (
         LOG_CLEANER_BACKOFF_MS,
         config_type::LONG,
@@ -72,6 +76,12 @@ const DYNAMIC_SETTINGS: [(&str, i8, Validator); 6] = [
         LOG_CLEANER_IO_MAX_BYTES_PER_SECOND,
         config_type::DOUBLE,
         Validator::Any,
+    ),
+    (LOG_CLEANER_THREADS, config_type::INT, Validator::AtLeast(0)),
+    (
+        LOG_CLEANER_IO_BUFFER_SIZE,
+        config_type::INT,
+        Validator::AtLeast(0),
     ),
     (
         PRODUCER_ID_EXPIRATION_MS,
@@ -121,13 +131,7 @@ fn check_setting(name: &str, text: &str) -> Option<Result<(), String>> {
 /// and validates it, printed as Kafka prints it; `None` for another config.
 fn canonical_setting(name: &str, text: &str) -> Option<Result<String, String>> {
     let (_, config_type, validator) = DYNAMIC_SETTINGS.iter().find(|(n, _, _)| *n == name)?;
-    let checked = canonical_value(name, text, *config_type, *validator);
-    Some(checked.and_then(|value| {
-        if name == LOG_CLEANER_DEDUPE_BUFFER_SIZE {
-            check_dedupe_buffer_size(value.parse().unwrap_or(i64::MIN))?;
-        }
-        Ok(value)
-    }))
+    Some(canonical_value(name, text, *config_type, *validator))
 }
 
 /// The value `text` gives one of [`DYNAMIC_SETTINGS`], read as it was
@@ -138,15 +142,56 @@ pub fn setting_value<T: std::str::FromStr>(name: &str, text: &str) -> Option<T> 
 }
 
 /// Kafka's check of `log.cleaner.dedupe.buffer.size`: more than 1 MiB per
-/// cleaner thread (`log.cleaner.threads`, always 1 here).
+/// cleaner thread (`log.cleaner.threads`), in whole bytes.
 ///
 /// # Errors
-/// Kafka's message.
-pub fn check_dedupe_buffer_size(bytes: i64) -> Result<(), String> {
-    if bytes <= 1 << 20 {
+/// Kafka's message (Java's for no threads).
+pub fn check_dedupe_buffer_size(bytes: i64, threads: i32) -> Result<(), String> {
+    if threads == 0 {
+        return Err("/ by zero".into());
+    }
+    if bytes / i64::from(threads) <= 1 << 20 {
         return Err(format!(
             "requirement failed: {LOG_CLEANER_DEDUPE_BUFFER_SIZE} must be at least 1MB per cleaner thread."
         ));
+    }
+    Ok(())
+}
+
+/// Kafka's checks of the log cleaner's memory and threads, over a broker's
+/// configs in force before (`before`) and after (`after`) a runtime change,
+/// each giving a config's value (`None`: Kafka's default): more than 1 MiB
+/// of key map a thread (`KafkaConfig`'s requirement), then threads changed
+/// only to within half and double the value in force, a deletion too
+/// (`LogCleaner.validateReconfiguration`).
+///
+/// # Errors
+/// Kafka's message for the first that fails.
+pub fn check_cleaner_threads(
+    before: &dyn Fn(&str) -> Option<String>,
+    after: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), String> {
+    let defaults = super::CleanerSettings::default();
+    let threads = |value: &dyn Fn(&str) -> Option<String>| {
+        value(LOG_CLEANER_THREADS)
+            .and_then(|text| setting_value::<i32>(LOG_CLEANER_THREADS, &text))
+            .unwrap_or(defaults.log_cleaner_threads)
+    };
+    let dedupe = after(LOG_CLEANER_DEDUPE_BUFFER_SIZE)
+        .and_then(|text| setting_value::<i64>(LOG_CLEANER_DEDUPE_BUFFER_SIZE, &text))
+        .unwrap_or(defaults.log_cleaner_dedupe_buffer_size);
+    let (current, next) = (threads(before), threads(after));
+    check_dedupe_buffer_size(dedupe, next)?;
+    let refusal = |how: &str| {
+        Err(format!(
+            "Invalid value org.apache.kafka.common.config.ConfigException: Log cleaner threads cannot be {how} the current value {current} for configuration Invalid dynamic configuration"
+        ))
+    };
+    if next < current / 2 {
+        return refusal("reduced to less than half");
+    }
+    if i64::from(next) > 2 * i64::from(current) {
+        return refusal("increased to more than double");
     }
     Ok(())
 }

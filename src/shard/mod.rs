@@ -31,10 +31,13 @@ use crate::txn::TXN_STATE_TOPIC;
 
 /// Producer ids a shard takes from the controller at a time (Kafka's block size).
 const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
-/// The least key-map memory a compaction gets (1 MiB, Kafka's least per
-/// cleaner thread, shared among this node's shards, is more than this on
-/// any machine up to 256 cores).
+/// The least key-map memory a compaction gets (Kafka's least, more than 1
+/// MiB a cleaner thread, is more than this whatever the threads).
 const MIN_DEDUPE_BUFFER_BYTES: usize = 4096;
+/// The least a compaction reads of a segment at a time, however small its
+/// share of `log.cleaner.io.buffer.size` (Kafka grows its buffers to fit a
+/// batch; here a batch larger than a read is read whole).
+const MIN_COMPACTION_READ_BYTES: usize = 4096;
 use messages::{
     ControllerReply, ControllerRequest, FetchItem, FetchResult, ListOffsetsItem, ListOffsetsResult,
     ProduceItem, ProduceResult, ShardReply, ShardRequest, TopicPartition, TxnMarkerWrite,
@@ -81,8 +84,11 @@ pub struct Shard {
     /// shard only).
     pub connection_counts: crate::server::admission::ConnectionCounts,
     /// This shard's share of `log.cleaner.io.max.bytes.per.second`, which
-    /// a running compaction reads as it goes.
+    /// the compactions under way read as they go.
     pub cleaner_io_rate: Rc<Cell<f64>>,
+    /// The throttle to `cleaner_io_rate` that this shard's compactions
+    /// share.
+    cleaner_throttle: Rc<crate::storage::Throttle>,
     /// The TLS each listener serves new connections with, by listener
     /// index (`server::tls::reload`).
     pub listener_tls: RefCell<Vec<Option<crate::security::listener_tls::ListenerTls>>>,
@@ -158,13 +164,15 @@ fn partition_settings_for(
 impl Shard {
     /// A shard with an empty image; call [`Shard::load`] before serving.
     pub fn new(id: usize, nr_shards: usize, config: Arc<BrokerConfig>, router: Router) -> Rc<Self> {
+        let cleaner_io_rate = Rc::new(Cell::new(f64::MAX));
         Rc::new(Shard {
             id,
             nr_shards,
             authorizer: Rc::new(config.authorizer.clone()),
             quota_sensors: crate::quota::sensors::SensorTable::new(config.quota_window),
             connection_counts: crate::server::admission::ConnectionCounts::new(config.quota_window),
-            cleaner_io_rate: Rc::new(Cell::new(f64::MAX)),
+            cleaner_io_rate: cleaner_io_rate.clone(),
+            cleaner_throttle: Rc::new(crate::storage::Throttle::new(cleaner_io_rate)),
             listener_tls: RefCell::new(config.listener_tls.clone()),
             ip_rates: crate::server::hosts::IpRates::default(),
             config,
@@ -422,7 +430,8 @@ impl Shard {
                     // node's configs, files modified since they were read)
                     // are read before the change is answered.
                     // A compaction under way follows a new byte rate.
-                    self.cleaner_io_rate.set(self.cleaner_io_share());
+                    self.cleaner_io_rate
+                        .set(self.cleaner_io_share(&self.cleaner_settings()));
                     let own = *broker == Some(self.config.node_id);
                     let when = crate::server::tls::Reload::Change { reread_files: own };
                     crate::server::tls::reload(self, when).await;
@@ -1229,7 +1238,8 @@ impl Shard {
     fn cleaner_settings(&self) -> crate::config::CleanerSettings {
         use crate::config::dynamic::{
             LOG_CLEANER_BACKOFF_MS, LOG_CLEANER_DEDUPE_BUFFER_SIZE,
-            LOG_CLEANER_IO_BUFFER_LOAD_FACTOR, LOG_CLEANER_IO_MAX_BYTES_PER_SECOND,
+            LOG_CLEANER_IO_BUFFER_LOAD_FACTOR, LOG_CLEANER_IO_BUFFER_SIZE,
+            LOG_CLEANER_IO_MAX_BYTES_PER_SECOND, LOG_CLEANER_THREADS,
         };
         let started = &self.config.cleaner;
         crate::config::CleanerSettings {
@@ -1247,15 +1257,22 @@ impl Shard {
                 LOG_CLEANER_IO_MAX_BYTES_PER_SECOND,
                 started.log_cleaner_io_max_bytes_per_second,
             ),
+            log_cleaner_threads: self
+                .broker_setting(LOG_CLEANER_THREADS, started.log_cleaner_threads),
+            log_cleaner_io_buffer_size: self.broker_setting(
+                LOG_CLEANER_IO_BUFFER_SIZE,
+                started.log_cleaner_io_buffer_size,
+            ),
         }
     }
 
-    /// This shard's share of `log.cleaner.io.max.bytes.per.second` in
-    /// force: the shards compact side by side, as Kafka's cleaner threads
-    /// share one throttle. A positive bound stays positive; none, 0 and
-    /// Kafka's values that bound nothing (negative, NaN) are kept.
-    pub fn cleaner_io_share(&self) -> f64 {
-        let io = self.cleaner_settings().log_cleaner_io_max_bytes_per_second;
+    /// This shard's share of `cleaner`'s
+    /// `log.cleaner.io.max.bytes.per.second`: the shards compact side by
+    /// side, as Kafka's cleaner threads share one throttle. A positive bound
+    /// stays positive; none, 0 and Kafka's values that bound nothing
+    /// (negative, NaN) are kept.
+    pub fn cleaner_io_share(&self, cleaner: &crate::config::CleanerSettings) -> f64 {
+        let io = cleaner.log_cleaner_io_max_bytes_per_second;
         #[allow(clippy::cast_precision_loss)]
         let shards = self.nr_shards.max(1) as f64;
         if io > 0.0 && io < f64::MAX {
@@ -1293,20 +1310,23 @@ impl Shard {
     }
 
     /// Every `log.cleaner.backoff.ms`, compacts the partitions of compacted
-    /// topics this shard owns, one at a time (each compaction yields, so
-    /// produce and fetch keep running), and applies `retention.ms` /
-    /// `retention.bytes` to those whose `cleanup.policy` is
-    /// `compact,delete`. Stops when the shard shuts down.
+    /// topics this shard owns, its share of `log.cleaner.threads` at a time
+    /// (each compaction yields, so produce and fetch keep running), and
+    /// applies `retention.ms` / `retention.bytes` to those whose
+    /// `cleanup.policy` is `compact,delete`. Stops when the shard shuts
+    /// down.
     pub async fn compaction_loop(self: Rc<Self>) {
+        use futures::StreamExt;
         loop {
             // A change of the backoff counts from the pass before, as
             // Kafka's restarted cleaner threads wait it afresh.
             let started = std::time::Instant::now();
             loop {
-                let backoff = Duration::from_millis(
-                    u64::try_from(self.cleaner_settings().log_cleaner_backoff_ms).unwrap_or(0),
+                let backoff = self.broker_setting(
+                    crate::config::dynamic::LOG_CLEANER_BACKOFF_MS,
+                    self.config.cleaner.log_cleaner_backoff_ms,
                 );
-                let Some(left) = backoff
+                let Some(left) = Duration::from_millis(u64::try_from(backoff).unwrap_or(0))
                     .checked_sub(started.elapsed())
                     .filter(|d| !d.is_zero())
                 else {
@@ -1321,76 +1341,113 @@ impl Shard {
                 return;
             }
             let cleaner = self.cleaner_settings();
-            self.cleaner_io_rate.set(self.cleaner_io_share());
+            self.cleaner_io_rate.set(self.cleaner_io_share(&cleaner));
             // Kafka's throttle of 0 bytes a second stops its cleaners.
             if self.cleaner_io_rate.get() == 0.0 {
                 glommio::timer::sleep(Duration::from_secs(1)).await;
                 continue;
             }
-            let shards = u64::try_from(self.nr_shards.max(1)).unwrap_or(1);
-            let dedupe_per_shard =
-                u64::try_from(cleaner.log_cleaner_dedupe_buffer_size).unwrap_or(0) / shards;
+            let (here, config) = self.compaction_share(&cleaner);
             let image = self.image();
+            let broker = self.broker_defaults();
             let partitions: Vec<Rc<Partition>> =
                 self.partitions.borrow().values().cloned().collect();
-            for partition in partitions {
-                let Some(topic) = image.topic(&partition.topic) else {
-                    continue;
-                };
-                let broker = &*self.broker_defaults();
-                if !topic.configs.cleanup_policy_compact(broker) {
-                    continue;
-                }
-                let config = CompactionConfig {
-                    compact: true,
-                    delete_retention_ms: topic
-                        .configs
-                        .get("delete.retention.ms", broker)
-                        .parse()
-                        .unwrap_or(86_400_000),
-                    min_cleanable_dirty_ratio: topic
-                        .configs
-                        .get("min.cleanable.dirty.ratio", broker)
-                        .parse()
-                        .unwrap_or(0.5),
-                    min_compaction_lag_ms: topic
-                        .configs
-                        .get("min.compaction.lag.ms", broker)
-                        .parse()
-                        .unwrap_or(0),
-                    max_compaction_lag_ms: topic.configs.max_compaction_lag_ms(broker),
-                    // Kafka's per-thread share, at most `Int.MaxValue`.
-                    dedupe_buffer_bytes: usize::try_from(dedupe_per_shard.min(i32::MAX as u64))
-                        .unwrap_or(usize::MAX)
-                        .max(MIN_DEDUPE_BUFFER_BYTES),
-                    load_factor: cleaner.log_cleaner_io_buffer_load_factor,
-                    io_max_bytes_per_second: self.cleaner_io_rate.clone(),
-                };
-                match partition.compact(&config).await {
-                    Ok(stats) if stats.outcome == CompactionOutcome::Cleaned => tracing::info!(
-                        topic = %partition.topic,
-                        partition = partition.index,
-                        records_read = stats.records_read,
-                        records_retained = stats.records_retained,
-                        bytes_written = stats.bytes_written,
-                        "compacted"
-                    ),
-                    Ok(_) => {}
-                    Err(e) => {
-                        tracing::warn!(topic = %partition.topic, partition = partition.index, error = %e, "compaction failed")
+            let compacted = partitions.into_iter().filter_map(|partition| {
+                let topic = image.topic(&partition.topic)?;
+                topic
+                    .configs
+                    .cleanup_policy_compact(&broker)
+                    .then_some((partition, topic))
+            });
+            futures::stream::iter(compacted)
+                .for_each_concurrent(here, |(partition, topic)| {
+                    let config = config.clone();
+                    let broker = &*broker;
+                    let shard = &self;
+                    async move {
+                        if shard.closing.get() {
+                            return;
+                        }
+                        let config = CompactionConfig {
+                            delete_retention_ms: topic
+                                .configs
+                                .get("delete.retention.ms", broker)
+                                .parse()
+                                .unwrap_or(86_400_000),
+                            min_cleanable_dirty_ratio: topic
+                                .configs
+                                .get("min.cleanable.dirty.ratio", broker)
+                                .parse()
+                                .unwrap_or(0.5),
+                            min_compaction_lag_ms: topic
+                                .configs
+                                .get("min.compaction.lag.ms", broker)
+                                .parse()
+                                .unwrap_or(0),
+                            max_compaction_lag_ms: topic.configs.max_compaction_lag_ms(broker),
+                            ..config
+                        };
+                        match partition.compact(&config).await {
+                            Ok(stats) if stats.outcome == CompactionOutcome::Cleaned => {
+                                tracing::info!(
+                                    topic = %partition.topic,
+                                    partition = partition.index,
+                                    records_read = stats.records_read,
+                                    records_retained = stats.records_retained,
+                                    bytes_written = stats.bytes_written,
+                                    "compacted"
+                                );
+                            }
+                            Ok(_) => {}
+                            Err(e) => {
+                                tracing::warn!(topic = %partition.topic, partition = partition.index, error = %e, "compaction failed");
+                            }
+                        }
+                        // Kafka's cleaner deletes the expired segments of
+                        // `compact,delete` logs at each pass
+                        // (`deletableLogs`), not at the retention check.
+                        if topic.configs.cleanup_policy_delete(broker) {
+                            apply_retention(&partition, &topic.configs, broker).await;
+                        }
                     }
-                }
-                // Kafka's cleaner deletes the expired segments of
-                // `compact,delete` logs at each pass (`deletableLogs`), not
-                // at the retention check.
-                if topic.configs.cleanup_policy_delete(broker) {
-                    apply_retention(&partition, &topic.configs, broker).await;
-                }
-                if self.closing.get() {
-                    return;
-                }
+                })
+                .await;
+            if self.closing.get() {
+                return;
             }
         }
+    }
+
+    /// How many compactions this shard runs at once under `cleaner`, and
+    /// the settings each gets besides its topic's: `log.cleaner.threads`
+    /// compactions over the broker (at least one a shard, so every shard's
+    /// partitions are compacted), shared out evenly among the shards; each
+    /// compaction with its share of the key-map memory (at most
+    /// `Int.MaxValue`, as Kafka's per-thread share) and half its share of
+    /// the I/O buffers for reading; all of this shard's under its throttle.
+    fn compaction_share(
+        &self,
+        cleaner: &crate::config::CleanerSettings,
+    ) -> (usize, CompactionConfig) {
+        let shards = self.nr_shards.max(1);
+        let compactions = usize::try_from(cleaner.log_cleaner_threads)
+            .unwrap_or(1)
+            .max(shards);
+        let here = compactions / shards + usize::from(self.id < compactions % shards);
+        let dedupe = u64::try_from(cleaner.log_cleaner_dedupe_buffer_size).unwrap_or(0)
+            / u64::try_from(compactions).unwrap_or(u64::MAX);
+        let io_buffer = usize::try_from(cleaner.log_cleaner_io_buffer_size).unwrap_or(0);
+        let config = CompactionConfig {
+            compact: true,
+            dedupe_buffer_bytes: usize::try_from(dedupe.min(i32::MAX as u64))
+                .unwrap_or(usize::MAX)
+                .max(MIN_DEDUPE_BUFFER_BYTES),
+            load_factor: cleaner.log_cleaner_io_buffer_load_factor,
+            read_chunk_bytes: (io_buffer / compactions / 2).max(MIN_COMPACTION_READ_BYTES),
+            throttle: self.cleaner_throttle.clone(),
+            ..CompactionConfig::default()
+        };
+        (here, config)
     }
 
     /// On shard 0: every `delegation.token.expiry.check.interval.ms`, removes

@@ -111,9 +111,10 @@ use super::{
 };
 use crate::protocol::record_batch::{parse_header, validate_batch, BatchHeader};
 
-/// Bytes read per DMA read while compacting (Kafka's
-/// `log.cleaner.io.buffer.size` is 512 KiB for reading and writing).
-const COMPACTION_CHUNK_BYTES: usize = 512 << 10;
+/// Bytes read per DMA read while compacting, unless told otherwise: a
+/// compaction's share of Kafka's default `log.cleaner.io.buffer.size` (512
+/// KiB, half for reading, half for writing) with one cleaner thread.
+const COMPACTION_CHUNK_BYTES: usize = 256 << 10;
 
 /// Producer ids tracked when the caller gives no producer state; past this,
 /// every batch of an idempotent producer is treated as its last (kept, at
@@ -143,16 +144,17 @@ pub struct CompactionConfig {
     pub max_compaction_lag_ms: i64,
     /// Memory of the key -> offset map (Kafka's
     /// `log.cleaner.dedupe.buffer.size`, 128 MiB shared by the broker's
-    /// cleaner threads; here it is per running compaction, and callers run
-    /// one compaction per shard at a time). 24 bytes per key.
+    /// cleaner threads; here it is per running compaction, a share of
+    /// that). 24 bytes per key.
     pub dedupe_buffer_bytes: usize,
     /// `log.cleaner.io.buffer.load.factor`: how full the key map gets.
     pub load_factor: f64,
-    /// `log.cleaner.io.max.bytes.per.second`: bytes a second this
-    /// compaction reads and writes at most (Kafka's cleaner `Throttler`);
-    /// infinite, NaN or `f64::MAX` for no bound. Read as the compaction
-    /// goes, so a change applies to one under way.
-    pub io_max_bytes_per_second: Rc<Cell<f64>>,
+    /// Bytes a read of a segment asks for (a batch larger is read whole):
+    /// half of this compaction's share of `log.cleaner.io.buffer.size`.
+    pub read_chunk_bytes: usize,
+    /// The throttle of `log.cleaner.io.max.bytes.per.second` that this
+    /// compaction shares with those running beside it.
+    pub throttle: Rc<Throttle>,
 }
 
 impl Default for CompactionConfig {
@@ -167,7 +169,8 @@ impl Default for CompactionConfig {
             max_compaction_lag_ms: i64::MAX,
             dedupe_buffer_bytes: 32 << 20,
             load_factor: super::offset_map::LOAD_FACTOR_DEFAULT,
-            io_max_bytes_per_second: Rc::new(Cell::new(f64::MAX)),
+            read_chunk_bytes: COMPACTION_CHUNK_BYTES,
+            throttle: Rc::new(Throttle::new(Rc::new(Cell::new(f64::MAX)))),
         }
     }
 }
@@ -199,23 +202,39 @@ impl CompactionConfig {
 /// checks every 300 ms).
 const THROTTLE_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_millis(300);
 
-/// Kafka's cleaner `Throttler`: counts the bytes a compaction reads and
-/// writes and, each check interval, sleeps long enough to bring the rate
-/// of that interval down to the bound. Kafka looks only once an interval
-/// has passed, so a compaction shorter than one is never slowed; here a
-/// burst past the interval's share is slowed at once too.
-struct Throttle {
+/// Kafka's cleaner `Throttler`: counts the bytes the compactions sharing
+/// it read and write and, each check interval, sleeps long enough to bring
+/// the rate of that interval down to the bound; while one sleeps, the
+/// others wait too (Kafka's sleeps holding the throttler's lock). Kafka
+/// looks only once an interval has passed, so a compaction shorter than
+/// one is never slowed; here a burst past the interval's share is slowed
+/// at once too.
+#[derive(Debug)]
+pub struct Throttle {
+    /// The bound, bytes a second: infinite, NaN or `f64::MAX` for none.
+    /// Read as compactions go, so a change applies to those under way.
     bytes_per_second: Rc<Cell<f64>>,
-    period_start: std::time::Instant,
-    observed: f64,
+    period_start: Cell<std::time::Instant>,
+    observed: Cell<f64>,
+    /// Until when one compaction sleeps off the interval.
+    paused_until: Cell<Option<std::time::Instant>>,
+}
+
+impl PartialEq for Throttle {
+    /// The same throttle.
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
 }
 
 impl Throttle {
-    fn new(bytes_per_second: Rc<Cell<f64>>) -> Self {
+    /// A throttle to the bound `bytes_per_second` holds.
+    pub fn new(bytes_per_second: Rc<Cell<f64>>) -> Self {
         Throttle {
             bytes_per_second,
-            period_start: std::time::Instant::now(),
-            observed: 0.0,
+            period_start: Cell::new(std::time::Instant::now()),
+            observed: Cell::new(0.0),
+            paused_until: Cell::new(None),
         }
     }
 
@@ -237,30 +256,41 @@ impl Throttle {
     /// Counts `bytes` moved by the compaction of `log` and, when the
     /// interval's rate is past the bound, sleeps (a second at a time, so a
     /// log closing meanwhile stops the compaction).
-    async fn observe(&mut self, log: &Log, bytes: usize) -> Result<(), StorageError> {
+    async fn observe(&self, log: &Log, bytes: usize) -> Result<(), StorageError> {
+        let second = std::time::Duration::from_secs(1);
+        // Another compaction sleeps off the interval: this one waits with it.
+        while let Some(until) = self.paused_until.get() {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            glommio::timer::sleep(left.clamp(std::time::Duration::from_millis(1), second)).await;
+            log.compaction_check_open()?;
+        }
         // No bound: f64::MAX (Kafka's default), infinite or NaN.
         let bytes_per_second = self.bytes_per_second.get();
         if bytes_per_second.is_nan() || bytes_per_second >= f64::MAX {
             return Ok(());
         }
         #[allow(clippy::cast_precision_loss)]
-        let bytes = bytes as f64;
-        self.observed += bytes;
-        let elapsed = self.period_start.elapsed();
+        let observed = self.observed.get() + bytes as f64;
+        self.observed.set(observed);
+        let start = self.period_start.get();
         let interval_share = bytes_per_second * THROTTLE_CHECK_INTERVAL.as_secs_f64();
-        if elapsed <= THROTTLE_CHECK_INTERVAL && self.observed <= interval_share {
+        if start.elapsed() <= THROTTLE_CHECK_INTERVAL && observed <= interval_share {
             return Ok(());
         }
         // A second at a time, looking again at the bound (it may have
         // changed) and at the log (it may be closing).
-        let observed = self.observed;
-        let start = self.period_start;
         while let Some(left) = Self::pause(self.bytes_per_second.get(), observed, start.elapsed()) {
-            glommio::timer::sleep(left.min(std::time::Duration::from_secs(1))).await;
-            log.compaction_check_open()?;
+            self.paused_until
+                .set(Some(std::time::Instant::now() + left.min(second)));
+            glommio::timer::sleep(left.min(second)).await;
+            if let Err(closed) = log.compaction_check_open() {
+                self.paused_until.set(None);
+                return Err(closed);
+            }
         }
-        self.period_start = std::time::Instant::now();
-        self.observed = 0.0;
+        self.paused_until.set(None);
+        self.period_start.set(std::time::Instant::now());
+        self.observed.set(0.0);
         Ok(())
     }
 }
@@ -848,7 +878,6 @@ impl Log {
             },
         };
         let mut map = OffsetMap::new(config.dedupe_buffer_bytes, config.load_factor);
-        let mut throttle = Throttle::new(config.io_max_bytes_per_second.clone());
         map.set_latest_offset(range.first_dirty_offset - 1);
         let aborted = AbortedRanges::new(request.aborted_transactions);
         stats.map_full = self
@@ -858,7 +887,7 @@ impl Log {
                 &mut map,
                 &mut producers,
                 &aborted,
-                &mut throttle,
+                config,
             )
             .await?;
         stats.keys_mapped = map.key_count();
@@ -882,7 +911,7 @@ impl Log {
             aborted: &aborted,
         };
         for group in groups {
-            self.compaction_clean_group(&segments[group], &context, &mut stats, &mut throttle)
+            self.compaction_clean_group(&segments[group], &context, &mut stats, config)
                 .await?;
         }
 
@@ -918,7 +947,7 @@ impl Log {
         map: &mut OffsetMap,
         producers: &mut ProducerLastBatches<'_>,
         aborted: &AbortedRanges,
-        throttle: &mut Throttle,
+        cleaner: &CompactionConfig,
     ) -> Result<bool, StorageError> {
         let first_dirty_offset = range.first_dirty_offset;
         for (index, segment) in segments.iter().enumerate() {
@@ -939,7 +968,7 @@ impl Log {
                 path.clone(),
                 start_position,
                 segment.size_bytes,
-                COMPACTION_CHUNK_BYTES,
+                cleaner.read_chunk_bytes,
             );
             loop {
                 self.compaction_check_open()?;
@@ -992,7 +1021,7 @@ impl Log {
                     map.set_latest_offset(map.latest_offset().max(header.last_offset()));
                 }
                 scanner.advance(total_bytes);
-                throttle.observe(self, total_bytes).await?;
+                cleaner.throttle.observe(self, total_bytes).await?;
                 glommio::yield_if_needed().await;
             }
             if dirty {
@@ -1010,13 +1039,13 @@ impl Log {
         group: &[SegmentSnapshot],
         context: &CleanContext<'_>,
         stats: &mut CompactionStats,
-        throttle: &mut Throttle,
+        cleaner: &CompactionConfig,
     ) -> Result<(), StorageError> {
         let dir = self.dir().to_path_buf();
         let base_offset = group[0].base_offset;
         let cleaned = |extension| cleaned_file_path(&dir, base_offset, extension);
         let written = self
-            .compaction_write_cleaned(group, context, stats, throttle)
+            .compaction_write_cleaned(group, context, stats, cleaner)
             .await;
         let segment = match written {
             Ok(segment) => segment,
@@ -1088,7 +1117,7 @@ impl Log {
         group: &[SegmentSnapshot],
         context: &CleanContext<'_>,
         stats: &mut CompactionStats,
-        throttle: &mut Throttle,
+        cleaner: &CompactionConfig,
     ) -> Result<Segment, StorageError> {
         let dir = self.dir().to_path_buf();
         let config = self.config();
@@ -1127,7 +1156,7 @@ impl Log {
                 path.clone(),
                 0,
                 source.size_bytes,
-                COMPACTION_CHUNK_BYTES,
+                cleaner.read_chunk_bytes,
             );
             loop {
                 self.compaction_check_open()?;
@@ -1165,7 +1194,7 @@ impl Log {
                 };
                 scanner.advance(total_bytes);
                 stats.batches_read += 1;
-                throttle.observe(self, total_bytes).await?;
+                cleaner.throttle.observe(self, total_bytes).await?;
                 let filtered =
                     filter_batch(&batch, &header, context, &mut counts).map_err(|reason| {
                         StorageError::RecordDecode {
@@ -1191,7 +1220,7 @@ impl Log {
                 assert_eq!(output_header.last_offset(), header.last_offset());
                 let write_position = appender.logical_size();
                 appender.append(&output).await?;
-                throttle.observe(self, output.len()).await?;
+                cleaner.throttle.observe(self, output.len()).await?;
                 segment.index_batch(
                     write_position,
                     &output_header,

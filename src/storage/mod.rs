@@ -43,7 +43,9 @@ pub mod txn_index;
 
 pub use batch_rewrite::recompress_batch;
 pub use checkpoint::{end_offset_for_epoch, EpochEntry};
-pub use compaction::{CompactionConfig, CompactionOutcome, CompactionRequest, CompactionStats};
+pub use compaction::{
+    CompactionConfig, CompactionOutcome, CompactionRequest, CompactionStats, Throttle,
+};
 pub use direct::{append_bytes_copied, append_bytes_in_place, DirectSlot};
 pub use error::StorageError;
 pub use index::{OffsetIndex, OffsetPosition, TimeIndex, TIME_INDEX_ENTRY_BYTES};
