@@ -6,6 +6,9 @@
 //! below the start leave the disk, and an answered start survives kill -9.
 //! Offsets the partition cannot take and topics it must not touch get
 //! Kafka 4.1.1's codes, as measured against it with the same requests.
+//! The deleted segments' files stay, renamed `.deleted`, for the topic's
+//! `file.delete.delay.ms` (or the broker's `log.segment.delete.delay.ms`,
+//! changed at runtime), and a restart meanwhile removes them, as in Kafka.
 //!
 //! Method: rdkafka's AdminClient (librdkafka) for DeleteRecords, an rdkafka
 //! producer with acks=all and a consumer from the beginning for the data,
@@ -39,8 +42,9 @@ use common::kafka::{
     producer_config, received_as_test_message, test_messages, watermarks, AckedMessage,
 };
 use common::segment::segment_files;
+use common::wire::incremental_alter_configs;
 use common::wire::RawClient;
-use common::{with_timeout, Broker, BrokerOptions};
+use common::{wait_until, with_timeout, Broker, BrokerOptions};
 
 const OFFSET_OUT_OF_RANGE: i16 = 1;
 const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
@@ -497,6 +501,103 @@ async fn delete_records_past_an_open_transaction_keeps_the_stable_offset_at_the_
         // The five records and the commit marker.
         assert_eq!(latest(&bootstrap, topic, 1), 16);
         assert_eq!(watermarks(&bootstrap, topic, 0), (12, 16));
+    })
+    .await;
+}
+
+/// Names of partition 0's files renamed `.deleted`.
+fn deleted_files(broker: &Broker, topic: &str) -> Vec<String> {
+    let dir = broker.data_dir().join(format!("{topic}-0"));
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|error| panic!("listing {}: {error}", dir.display()))
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".deleted"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// A topic of small segments holding 400 records, and DeleteRecords to
+/// 150 on it: the segments below go.
+async fn delete_below_150(bootstrap: &str, topic: &str, configs: &[(&str, &str)]) {
+    let mut all = vec![("segment.bytes", "8192")];
+    all.extend_from_slice(configs);
+    create_topic_with_configs(bootstrap, topic, 1, &all).await;
+    let mut config = producer_config(bootstrap);
+    config.set("batch.num.messages", "10");
+    let producer = future_producer(&config);
+    produce_all(&producer, topic, &test_messages(400, 1)).await;
+    assert_eq!(
+        delete_records(bootstrap, topic, Offset::Offset(150)).await,
+        Ok(150)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_segments_stay_for_the_file_delete_delay() {
+    let mut broker = Broker::start(BrokerOptions::default());
+    let bootstrap = broker.bootstrap();
+    // Kafka's default minute: the files are there after the answer...
+    with_timeout(Duration::from_secs(120), async {
+        delete_below_150(&bootstrap, "kept-a-minute", &[]).await;
+        let deleted = deleted_files(&broker, "kept-a-minute");
+        assert!(
+            deleted.iter().any(|name| name.ends_with(".log.deleted")),
+            "no deleted segment file kept: {deleted:?}"
+        );
+        assert!(
+            !segment_bases(&broker, "kept-a-minute").contains(&0),
+            "the deleted segment is still in the log"
+        );
+    })
+    .await;
+    // ...and a restart removes them.
+    broker.terminate();
+    broker.restart();
+    with_timeout(Duration::from_secs(120), async {
+        assert_eq!(watermarks(&bootstrap, "kept-a-minute", 0), (150, 400));
+        assert_eq!(
+            deleted_files(&broker, "kept-a-minute"),
+            Vec::<String>::new()
+        );
+
+        // The broker's value, changed at runtime, for topics without their
+        // own: 0 removes the files before DeleteRecords answers.
+        let mut client = RawClient::connect(&bootstrap);
+        assert_eq!(
+            incremental_alter_configs(
+                &mut client,
+                4,
+                "",
+                &[("log.segment.delete.delay.ms", Some("0"))]
+            ),
+            (0, None)
+        );
+        delete_below_150(&bootstrap, "removed-at-once", &[]).await;
+        assert_eq!(
+            deleted_files(&broker, "removed-at-once"),
+            Vec::<String>::new()
+        );
+
+        // A topic's own value: the files go that long after the deletion.
+        delete_below_150(
+            &bootstrap,
+            "kept-two-seconds",
+            &[("file.delete.delay.ms", "2000")],
+        )
+        .await;
+        let answered = std::time::Instant::now();
+        assert!(!deleted_files(&broker, "kept-two-seconds").is_empty());
+        wait_until(Duration::from_secs(30), "the deleted files to go", || {
+            deleted_files(&broker, "kept-two-seconds").is_empty()
+        });
+        let took = answered.elapsed();
+        assert!(
+            took >= Duration::from_millis(1500),
+            "removed {took:?} after the answer"
+        );
+        assert_eq!(watermarks(&bootstrap, "kept-two-seconds", 0), (150, 400));
     })
     .await;
 }

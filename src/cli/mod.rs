@@ -239,6 +239,9 @@ pub struct ServeArgs {
     /// retention.ms and retention.bytes [log.retention.check.interval.ms].
     #[arg(long, default_value_t = 300_000, value_parser = clap::value_parser!(i64).range(1..))]
     pub log_retention_check_interval_ms: i64,
+    /// How long a deleted segment's files stay on disk, renamed .deleted, before they are removed; topics without their own file.delete.delay.ms follow it; also set at runtime [log.segment.delete.delay.ms].
+    #[arg(long, default_value_t = 60_000, value_parser = clap::value_parser!(i64).range(0..))]
+    pub log_segment_delete_delay_ms: i64,
     /// Default of the topic config flush.messages: once a partition holds
     /// this many messages not yet synced, the append that reached it waits
     /// for a sync, whatever its acks (1: every append) [log.flush.interval.messages].
@@ -1131,7 +1134,14 @@ impl ServeArgs {
             self.log_cleaner_dedupe_buffer_size,
             self.log_cleaner_threads,
         )
-        .map_err(|message| anyhow::anyhow!("--log-cleaner-dedupe-buffer-size: {message}"))?;
+        .map_err(|message| {
+            let flag = if self.log_cleaner_threads == 0 {
+                "--log-cleaner-threads"
+            } else {
+                "--log-cleaner-dedupe-buffer-size"
+            };
+            anyhow::anyhow!("{flag}: {message}")
+        })?;
         if self.socket_request_max_bytes < 1024 {
             bail!("--socket-request-max-bytes must be at least 1024");
         }
@@ -1153,6 +1163,7 @@ impl ServeArgs {
                 .then_some(self.log_retention_ms),
             log_retention_bytes: self.log_retention_bytes,
             log_retention_check_interval_ms: self.log_retention_check_interval_ms,
+            log_segment_delete_delay_ms: self.log_segment_delete_delay_ms,
             log_flush_interval_messages: self.log_flush_interval_messages,
             log_flush_interval_ms: self.log_flush_interval_ms,
             log_flush_scheduler_interval_ms: self.log_flush_scheduler_interval_ms,

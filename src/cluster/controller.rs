@@ -970,6 +970,8 @@ async fn alter_broker_configs(
         let checked = next
             .iter()
             .try_for_each(|(name, value)| crate::config::dynamic::check_value(name, value))
+            // KafkaConfig's requirements, before the reconfigurables'.
+            .and_then(|_| crate::config::dynamic::check_cleaner_memory(&value))
             .and_then(|_| {
                 // A limit of 0 set by this change (a listener this broker
                 // does not have is not checked, as in Kafka).
@@ -984,10 +986,6 @@ async fn alter_broker_configs(
             .and_then(|_| ConnectionLimits::from_values(&value, true))
             .and_then(|_| {
                 crate::config::dynamic::defaults_with(&shard.config.broker_defaults, &trial, node)
-            })
-            .and_then(|_| {
-                let before = |name: &str| shard.config.value_in_force(&layers, name);
-                crate::config::dynamic::check_cleaner_threads(&before, &value)
             });
         if let Err(message) = checked {
             outcomes.push((ErrorCode::InvalidRequest.code(), Some(message)));
@@ -1002,6 +1000,13 @@ async fn alter_broker_configs(
                 ErrorCode::InvalidRequest.code(),
                 Some(format!("Invalid value org.apache.kafka.common.config.ConfigException: Validation of dynamic config update of SSLFactory failed: {why} for configuration Invalid dynamic configuration")),
             ));
+            continue;
+        }
+        // The log cleaner, Kafka's last reconfigurable, against the
+        // threads in force (not an earlier resource's of this request).
+        let in_force = |name: &str| shard.config.value_in_force(&image.broker_configs, name);
+        if let Err(message) = crate::config::dynamic::check_cleaner_threads(&in_force, &value) {
+            outcomes.push((ErrorCode::InvalidRequest.code(), Some(message)));
             continue;
         }
         // After the values' checks (the broker's, in Kafka), as Kafka's

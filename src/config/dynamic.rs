@@ -158,30 +158,38 @@ pub fn check_dedupe_buffer_size(bytes: i64, threads: i32) -> Result<(), String> 
     Ok(())
 }
 
-/// Kafka's checks of the log cleaner's memory and threads, over a broker's
-/// configs in force before (`before`) and after (`after`) a runtime change,
-/// each giving a config's value (`None`: Kafka's default): more than 1 MiB
-/// of key map a thread (`KafkaConfig`'s requirement), then threads changed
-/// only to within half and double the value in force, a deletion too
-/// (`LogCleaner.validateReconfiguration`).
+/// `log.cleaner.threads` as `value` gives it (`None`: Kafka's default).
+fn cleaner_threads(value: &dyn Fn(&str) -> Option<String>) -> i32 {
+    value(LOG_CLEANER_THREADS)
+        .and_then(|text| setting_value(LOG_CLEANER_THREADS, &text))
+        .unwrap_or(super::CleanerSettings::default().log_cleaner_threads)
+}
+
+/// `KafkaConfig`'s requirement of the log cleaner over a broker's configs
+/// after a runtime change, each value as `after` gives it (`None`: Kafka's
+/// default): more than 1 MiB of key map a thread.
 ///
 /// # Errors
-/// Kafka's message for the first that fails.
+/// Kafka's message.
+pub fn check_cleaner_memory(after: &dyn Fn(&str) -> Option<String>) -> Result<(), String> {
+    let dedupe = after(LOG_CLEANER_DEDUPE_BUFFER_SIZE)
+        .and_then(|text| setting_value(LOG_CLEANER_DEDUPE_BUFFER_SIZE, &text))
+        .unwrap_or(super::CleanerSettings::default().log_cleaner_dedupe_buffer_size);
+    check_dedupe_buffer_size(dedupe, cleaner_threads(after))
+}
+
+/// Kafka's `LogCleaner.validateReconfiguration`: a runtime change takes
+/// `log.cleaner.threads` in force (`before`) only to within half and
+/// double of it (`after`), a deletion too. Values as [`check_cleaner_memory`]
+/// reads them.
+///
+/// # Errors
+/// Kafka's message.
 pub fn check_cleaner_threads(
     before: &dyn Fn(&str) -> Option<String>,
     after: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(), String> {
-    let defaults = super::CleanerSettings::default();
-    let threads = |value: &dyn Fn(&str) -> Option<String>| {
-        value(LOG_CLEANER_THREADS)
-            .and_then(|text| setting_value::<i32>(LOG_CLEANER_THREADS, &text))
-            .unwrap_or(defaults.log_cleaner_threads)
-    };
-    let dedupe = after(LOG_CLEANER_DEDUPE_BUFFER_SIZE)
-        .and_then(|text| setting_value::<i64>(LOG_CLEANER_DEDUPE_BUFFER_SIZE, &text))
-        .unwrap_or(defaults.log_cleaner_dedupe_buffer_size);
-    let (current, next) = (threads(before), threads(after));
-    check_dedupe_buffer_size(dedupe, next)?;
+    let (current, next) = (cleaner_threads(before), cleaner_threads(after));
     let refusal = |how: &str| {
         Err(format!(
             "Invalid value org.apache.kafka.common.config.ConfigException: Log cleaner threads cannot be {how} the current value {current} for configuration Invalid dynamic configuration"
@@ -224,9 +232,9 @@ pub fn dynamic_value<T>(
 /// cluster level while ELR is on (see [`elr_refusal`]). Not the
 /// tiered-storage ones and `unclean.leader.election.enable` (nothing to act
 /// on with one node yet), nor those whose topic configs are accepted but
-/// not acted on yet (`log.preallocate`, `log.segment.delete.delay.ms`).
+/// not acted on yet (`log.preallocate`).
 /// Topics without their own value follow a change at once.
-pub const DYNAMIC_LOG_CONFIGS: [&str; 23] = [
+pub const DYNAMIC_LOG_CONFIGS: [&str; 24] = [
     "compression.gzip.level",
     "compression.lz4.level",
     "compression.type",
@@ -248,6 +256,7 @@ pub const DYNAMIC_LOG_CONFIGS: [&str; 23] = [
     "log.roll.jitter.ms",
     "log.roll.ms",
     "log.segment.bytes",
+    "log.segment.delete.delay.ms",
     "message.max.bytes",
     MIN_INSYNC_REPLICAS,
 ];

@@ -1432,6 +1432,12 @@ impl TopicConfigs {
         self.long("retention.bytes", broker)
     }
 
+    /// `file.delete.delay.ms`: how long a deleted segment's files stay on
+    /// disk (renamed `.deleted`).
+    pub fn file_delete_delay_ms(&self, broker: &BrokerDefaults) -> i64 {
+        self.long("file.delete.delay.ms", broker)
+    }
+
     /// Whether `cleanup.policy` includes `compact`.
     pub fn cleanup_policy_compact(&self, broker: &BrokerDefaults) -> bool {
         self.get("cleanup.policy", broker)

@@ -1281,6 +1281,7 @@ impl Partition {
         retention_ms: i64,
         retention_bytes: i64,
         now_ms: i64,
+        file_delete_delay_ms: i64,
     ) -> Result<RetentionOutcome, PartitionError> {
         if self.deleted.get() {
             return Err(self.deleted_error());
@@ -1290,6 +1291,7 @@ impl Partition {
             retention_bytes,
             now_ms,
             upper_bound_offset: self.last_stable_offset(),
+            file_delete_delay_ms,
         };
         let start_before = self.log.log_start_offset();
         let outcome = self.log.apply_retention(&limits).await?;
@@ -1333,7 +1335,11 @@ impl Partition {
     /// # Errors
     /// The partition was deleted; storage failures;
     /// [`StorageError::OffsetOutOfRange`] for an offset it cannot take.
-    pub async fn delete_records(&self, offset: i64) -> Result<i64, PartitionError> {
+    pub async fn delete_records(
+        &self,
+        offset: i64,
+        file_delete_delay_ms: i64,
+    ) -> Result<i64, PartitionError> {
         if self.deleted.get() {
             return Err(self.deleted_error());
         }
@@ -1350,7 +1356,10 @@ impl Partition {
         let start = self.log.advance_start(target).await?;
         if start > start_before {
             self.follow_log_start(start).await;
-            if let Err(error) = self.apply_retention(-1, -1, now_ms()).await {
+            if let Err(error) = self
+                .apply_retention(-1, -1, now_ms(), file_delete_delay_ms)
+                .await
+            {
                 tracing::warn!(topic = %self.topic, partition = self.index, %error, "deleting segments below the log start failed; the next retention pass retries");
             }
         }
@@ -1513,7 +1522,10 @@ mod tests {
             // Segments roll by record age, so the marker (stamped now) starts
             // a segment after the first batch (stamped 1000): only that one
             // is wholly below the open transaction at 2.
-            let held = partition.apply_retention(0, -1, far_future).await.unwrap();
+            let held = partition
+                .apply_retention(0, -1, far_future, 0)
+                .await
+                .unwrap();
             let start = partition.log_start_offset();
             assert!(start <= 2, "{held:?}");
 
@@ -1522,7 +1534,10 @@ mod tests {
             assert_eq!(quiet.aborted_transactions, Some(vec![(2, 0)]));
             let mut fetch = Box::pin(partition.fetch_pieces(start, 1, true, true, false));
             assert!(futures::poll!(fetch.as_mut()).is_pending());
-            let outcome = partition.apply_retention(0, -1, far_future).await.unwrap();
+            let outcome = partition
+                .apply_retention(0, -1, far_future, 0)
+                .await
+                .unwrap();
             assert!(outcome.log_start_offset > 2, "{outcome:?}");
             assert!(matches!(
                 fetch.await,
@@ -1606,7 +1621,7 @@ mod tests {
             // Retention moves the log start past the snapshot, so it takes
             // one at the log end.
             let (partition, _) = reopen(dir.clone()).await;
-            let outcome = partition.apply_retention(-1, 0, now_ms()).await.unwrap();
+            let outcome = partition.apply_retention(-1, 0, now_ms(), 0).await.unwrap();
             assert!(outcome.log_start_offset > snapshot_offset, "{outcome:?}");
             let newest = dir.join(snapshot_file_name(log_end_offset));
             assert!(newest.exists(), "retention took a snapshot");

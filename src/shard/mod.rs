@@ -31,8 +31,9 @@ use crate::txn::TXN_STATE_TOPIC;
 
 /// Producer ids a shard takes from the controller at a time (Kafka's block size).
 const PRODUCER_ID_BLOCK_SIZE: i64 = 1000;
-/// The least key-map memory a compaction gets (Kafka's least, more than 1
-/// MiB a cleaner thread, is more than this whatever the threads).
+/// The least key-map memory a compaction gets (a share of Kafka's least,
+/// more than 1 MiB a cleaner thread, is less only with more shards than
+/// threads, 256 of them).
 const MIN_DEDUPE_BUFFER_BYTES: usize = 4096;
 /// The least a compaction reads of a segment at a time, however small its
 /// share of `log.cleaner.io.buffer.size` (Kafka grows its buffers to fit a
@@ -975,13 +976,23 @@ impl Shard {
         result
     }
 
+    /// `file.delete.delay.ms` of `topic` (Kafka's default for one this
+    /// shard does not know).
+    fn file_delete_delay_ms(&self, topic: &str) -> i64 {
+        let broker = self.broker_defaults();
+        self.image()
+            .topic(topic)
+            .map_or(60_000, |topic| topic.configs.file_delete_delay_ms(&broker))
+    }
+
     /// DeleteRecords on partitions this shard owns, all at once.
     async fn delete_records(&self, items: Vec<(TopicPartition, i64)>) -> Vec<Result<i64, i16>> {
         join_all(items.into_iter().map(|(tp, offset)| async move {
             let Some(partition) = self.partition(&tp) else {
                 return Err(code(ErrorCode::NotLeaderOrFollower));
             };
-            match partition.delete_records(offset).await {
+            let delay = self.file_delete_delay_ms(&tp.topic);
+            match partition.delete_records(offset, delay).await {
                 Ok(low_watermark) => Ok(low_watermark),
                 Err(PartitionError::Storage(StorageError::OffsetOutOfRange { .. })) => {
                     Err(code(ErrorCode::OffsetOutOfRange))
@@ -1362,12 +1373,13 @@ impl Shard {
             futures::stream::iter(compacted)
                 .for_each_concurrent(here, |(partition, topic)| {
                     let config = config.clone();
-                    let broker = &*broker;
                     let shard = &self;
                     async move {
                         if shard.closing.get() {
                             return;
                         }
+                        // As they are now: a pass can be long.
+                        let broker = &*shard.broker_defaults();
                         let config = CompactionConfig {
                             delete_retention_ms: topic
                                 .configs
@@ -1429,11 +1441,8 @@ impl Shard {
         &self,
         cleaner: &crate::config::CleanerSettings,
     ) -> (usize, CompactionConfig) {
-        let shards = self.nr_shards.max(1);
-        let compactions = usize::try_from(cleaner.log_cleaner_threads)
-            .unwrap_or(1)
-            .max(shards);
-        let here = compactions / shards + usize::from(self.id < compactions % shards);
+        let (here, compactions) =
+            compactions_at_once(cleaner.log_cleaner_threads, self.nr_shards, self.id);
         let dedupe = u64::try_from(cleaner.log_cleaner_dedupe_buffer_size).unwrap_or(0)
             / u64::try_from(compactions).unwrap_or(u64::MAX);
         let io_buffer = usize::try_from(cleaner.log_cleaner_io_buffer_size).unwrap_or(0);
@@ -1628,6 +1637,17 @@ impl Shard {
     }
 }
 
+/// How many compactions shard `id` of `shards` runs at once, and how many
+/// run over the broker, under `log.cleaner.threads` of `threads`: as many
+/// as the threads, at least one a shard, shared out evenly (the first
+/// shards run one more when they do not divide).
+fn compactions_at_once(threads: i32, shards: usize, id: usize) -> (usize, usize) {
+    let shards = shards.max(1);
+    let compactions = usize::try_from(threads).unwrap_or(1).max(shards);
+    let here = compactions / shards + usize::from(id < compactions % shards);
+    (here, compactions)
+}
+
 /// Deletes `partition`'s segments past its topic's `retention.ms` /
 /// `retention.bytes` (Kafka's `deleteOldSegments`); a failure is logged.
 async fn apply_retention(
@@ -1638,10 +1658,34 @@ async fn apply_retention(
     let retention_ms = configs.retention_ms(broker);
     let retention_bytes = configs.retention_bytes(broker);
     let now = crate::partition::now_ms();
+    let delay = configs.file_delete_delay_ms(broker);
     if let Err(e) = partition
-        .apply_retention(retention_ms, retention_bytes, now)
+        .apply_retention(retention_ms, retention_bytes, now, delay)
         .await
     {
         tracing::warn!(topic = %partition.topic, partition = partition.index, error = %e, "retention failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compactions_at_once;
+
+    /// Goal: `log.cleaner.threads` compactions run at once over the broker,
+    /// shared out evenly among the shards, at least one each, whatever the
+    /// threads (Kafka allows up to `Int.MaxValue` with enough memory).
+    #[test]
+    fn cleaner_threads_are_shared_out_among_the_shards() {
+        assert_eq!(compactions_at_once(1, 2, 0), (1, 2));
+        assert_eq!(compactions_at_once(1, 2, 1), (1, 2));
+        assert_eq!(compactions_at_once(4, 2, 0), (2, 4));
+        assert_eq!(compactions_at_once(4, 2, 1), (2, 4));
+        assert_eq!(compactions_at_once(3, 2, 0), (2, 3));
+        assert_eq!(compactions_at_once(3, 2, 1), (1, 3));
+        assert_eq!(compactions_at_once(8, 1, 0), (8, 8));
+        assert_eq!(compactions_at_once(0, 0, 0), (1, 1));
+        let most = usize::try_from(i32::MAX).unwrap();
+        assert_eq!(compactions_at_once(i32::MAX, 2, 0), (most / 2 + 1, most));
+        assert_eq!(compactions_at_once(i32::MAX, 2, 1), (most / 2, most));
     }
 }

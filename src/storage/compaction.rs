@@ -78,7 +78,8 @@
 //! buffer, one batch and its decompressed records, and a capped producer
 //! table.
 //!
-//! Runs on the partition's shard; one compaction per log at a time.
+//! Runs on the partition's shard; one compaction per log at a time (a shard
+//! may compact several logs at once, each within its own bounds).
 
 use std::cell::Cell;
 use std::{collections::HashMap, path::Path, rc::Rc};
@@ -194,6 +195,9 @@ impl CompactionConfig {
         if self.dedupe_buffer_bytes < 4096 || self.dedupe_buffer_bytes > 1 << 34 {
             return invalid("dedupe_buffer_bytes must be in 4 KiB..=16 GiB");
         }
+        if self.read_chunk_bytes < 4096 {
+            return invalid("read_chunk_bytes must be at least 4 KiB");
+        }
         Ok(())
     }
 }
@@ -278,17 +282,31 @@ impl Throttle {
             return Ok(());
         }
         // A second at a time, looking again at the bound (it may have
-        // changed) and at the log (it may be closing).
-        while let Some(left) = Self::pause(self.bytes_per_second.get(), observed, start.elapsed()) {
-            self.paused_until
-                .set(Some(std::time::Instant::now() + left.min(second)));
-            glommio::timer::sleep(left.min(second)).await;
-            if let Err(closed) = log.compaction_check_open() {
-                self.paused_until.set(None);
-                return Err(closed);
+        // changed; 0 stops the compactions, as it stops Kafka's cleaner)
+        // and at the log (it may be closing). The others wait until this
+        // one is done, or dropped.
+        struct Pausing<'a>(&'a Cell<Option<std::time::Instant>>);
+        impl Drop for Pausing<'_> {
+            fn drop(&mut self) {
+                self.0.set(None);
             }
         }
-        self.paused_until.set(None);
+        let _pausing = Pausing(&self.paused_until);
+        loop {
+            let bytes_per_second = self.bytes_per_second.get();
+            let left = if bytes_per_second == 0.0 {
+                second
+            } else {
+                match Self::pause(bytes_per_second, observed, start.elapsed()) {
+                    Some(left) => left.min(second),
+                    None => break,
+                }
+            };
+            self.paused_until
+                .set(Some(std::time::Instant::now() + left));
+            glommio::timer::sleep(left).await;
+            log.compaction_check_open()?;
+        }
         self.period_start.set(std::time::Instant::now());
         self.observed.set(0.0);
         Ok(())

@@ -41,7 +41,7 @@ use std::{
 };
 
 use glommio::io::{DmaFile, OpenOptions};
-use tracing::warn;
+use tracing::{info, warn};
 use uuid::Uuid;
 
 use super::{
@@ -312,7 +312,7 @@ async fn finish_interrupted_swaps(dir: &Path) -> Result<(), StorageError> {
     let mut index_swaps = Vec::new();
     for name in &names {
         if is_deleted_txn_index_file_name(name) {
-            warn!(dir = %dir.display(), file = %name, "deleting a file left by an interrupted segment deletion");
+            info!(dir = %dir.display(), file = %name, "removing a deleted segment's file (its file.delete.delay.ms had not passed, or its deletion was interrupted)");
             remove_file_if_exists(dir.join(name)).await?;
             changed = true;
             continue;
@@ -321,8 +321,13 @@ async fn finish_interrupted_swaps(dir: &Path) -> Result<(), StorageError> {
             continue;
         };
         match suffix {
-            Some(CLEANED_FILE_SUFFIX) | Some(DELETED_FILE_SUFFIX) => {
-                warn!(dir = %dir.display(), file = %name, "deleting a file left by an interrupted compaction or segment deletion");
+            Some(DELETED_FILE_SUFFIX) => {
+                info!(dir = %dir.display(), file = %name, "removing a deleted segment's file (its file.delete.delay.ms had not passed, or its deletion was interrupted)");
+                remove_file_if_exists(dir.join(name)).await?;
+                changed = true;
+            }
+            Some(CLEANED_FILE_SUFFIX) => {
+                warn!(dir = %dir.display(), file = %name, "deleting a file left by an interrupted compaction");
                 remove_file_if_exists(dir.join(name)).await?;
                 changed = true;
             }

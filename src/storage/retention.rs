@@ -28,15 +28,17 @@
 //!
 //! Deletion renames a segment's files to `.deleted` (the `.log` is the
 //! commit point: recovery lists segments by their `.log` files and removes
-//! `.deleted` ones), syncs the directory and removes them; only then are the
-//! leader epochs cut at the new start. A deletion that fails is retried by
-//! the next pass. Reads planned before keep their open descriptors, so they
-//! finish on the unlinked files; a read that would go on past what it read
-//! into the removed segments stops there (or, with nothing read yet, is out
-//! of range), and a read_committed fetch that overlapped a deletion is
-//! answered out of range, since the aborted transactions of the removed
-//! segments may be gone from its answer (Kafka keeps deleted files for
-//! `file.delete.delay.ms` instead).
+//! `.deleted` ones) and syncs the directory; only then are the leader
+//! epochs cut at the new start. The renamed files are removed
+//! `file.delete.delay.ms` later, as Kafka removes them (at once for 0; a
+//! restart meanwhile removes them when the log loads). A deletion that
+//! fails is retried by the next pass. Reads planned before keep their open
+//! descriptors, so they finish on the renamed or unlinked files; a read
+//! that would go on past what it read into the removed segments stops
+//! there (or, with nothing read yet, is out of range), and a read_committed
+//! fetch that overlapped a deletion is answered out of range, since the
+//! aborted transactions of the removed segments may be gone from its
+//! answer.
 
 use std::path::Path;
 
@@ -64,6 +66,9 @@ pub struct RetentionLimits {
     pub now_ms: i64,
     /// Only segments whose every offset is below this may go.
     pub upper_bound_offset: i64,
+    /// `file.delete.delay.ms`: how long the files of a deleted segment
+    /// stay, renamed `.deleted`, before they are removed.
+    pub file_delete_delay_ms: i64,
 }
 
 impl RetentionLimits {
@@ -195,7 +200,7 @@ impl Log {
         // Segments an earlier pass took out but could not delete.
         let pending = self.take_pending_deletions();
         if !pending.is_empty() {
-            self.delete_removed(pending).await?;
+            self.delete_removed(pending, limits).await?;
         }
         // A second pass deletes the active segment rolled by the first.
         for _ in 0..2 {
@@ -212,7 +217,7 @@ impl Log {
                     outcome.deleted_base_offsets.push(base_offset);
                     outcome.deleted_bytes += size_bytes;
                 }
-                self.delete_removed(removed).await?;
+                self.delete_removed(removed, limits).await?;
             }
             outcome.log_start_offset = self.log_start_offset();
             if !plan.roll_active || outcome.rolled {
@@ -243,8 +248,15 @@ impl Log {
     /// Deletes the files of segments taken out of the log, then cuts the
     /// leader epochs at the new start; on failure keeps the segments for
     /// the next pass to delete.
-    async fn delete_removed(&self, removed: Vec<(i64, u64)>) -> Result<(), StorageError> {
-        if let Err(error) = delete_segment_files(self.dir(), &removed).await {
+    async fn delete_removed(
+        &self,
+        removed: Vec<(i64, u64)>,
+        limits: &RetentionLimits,
+    ) -> Result<(), StorageError> {
+        let delay = std::time::Duration::from_millis(
+            u64::try_from(limits.file_delete_delay_ms).unwrap_or(0),
+        );
+        if let Err(error) = delete_segment_files(self.dir(), &removed, delay).await {
             self.keep_pending_deletions(removed);
             return Err(error);
         }
@@ -254,8 +266,12 @@ impl Log {
 }
 
 /// Renames the files of each removed segment to `.deleted`, syncs the
-/// directory, then removes them.
-async fn delete_segment_files(dir: &Path, removed: &[(i64, u64)]) -> Result<(), StorageError> {
+/// directory, then removes them after `delay` (at once for none).
+async fn delete_segment_files(
+    dir: &Path,
+    removed: &[(i64, u64)],
+    delay: std::time::Duration,
+) -> Result<(), StorageError> {
     // The `.log` is the commit point, so it goes after the indexes (which
     // recovery rebuilds if the deletion stops before it) and before the
     // txnindex (whose entries an unfinished deletion still needs; a stray
@@ -281,11 +297,40 @@ async fn delete_segment_files(dir: &Path, removed: &[(i64, u64)]) -> Result<(), 
         }
     }
     sync_directory(dir).await?;
-    for &(base_offset, _) in removed {
-        for extension in EXTENSIONS {
-            remove_file_if_exists(deleted_file_path(dir, base_offset, extension)).await?;
+    let deleted = removed.iter().flat_map(|&(base_offset, _)| {
+        EXTENSIONS
+            .iter()
+            .map(move |extension| deleted_file_path(dir, base_offset, extension))
+    });
+    remove_after(deleted.collect(), delay).await
+}
+
+/// Removes `paths` (those that exist) at once when `delay` is zero, else
+/// `delay` from now on a task of its own, as Kafka's scheduler removes
+/// deleted segments: a failure then is logged, and what a restart finds
+/// is removed when the log loads.
+///
+/// # Errors
+/// Removing at once failed.
+pub(crate) async fn remove_after(
+    paths: Vec<std::path::PathBuf>,
+    delay: std::time::Duration,
+) -> Result<(), StorageError> {
+    if delay.is_zero() {
+        for path in paths {
+            remove_file_if_exists(path).await?;
         }
+        return Ok(());
     }
+    glommio::spawn_local(async move {
+        glommio::timer::sleep(delay).await;
+        for path in paths {
+            if let Err(error) = remove_file_if_exists(path).await {
+                tracing::warn!(%error, "removing a deleted segment's file failed");
+            }
+        }
+    })
+    .detach();
     Ok(())
 }
 
@@ -378,6 +423,7 @@ mod tests {
                 retention_bytes: i64::try_from(total / 2).unwrap(),
                 now_ms: 0,
                 upper_bound_offset: log.log_end_offset(),
+                file_delete_delay_ms: 0,
             };
             let expected = plan_retention(&facts, &limits);
             assert!(expected.delete > 0 && !expected.roll_active);
@@ -453,6 +499,7 @@ mod tests {
                 retention_bytes: -1,
                 now_ms: 2000,
                 upper_bound_offset: end,
+                file_delete_delay_ms: 0,
             };
             let outcome = log.apply_retention(&limits).await.unwrap();
             assert!(outcome.rolled);
@@ -544,6 +591,7 @@ mod tests {
                 retention_bytes: -1,
                 now_ms: 1_000_000,
                 upper_bound_offset: facts[3].base_offset,
+                file_delete_delay_ms: 0,
             };
             let outcome = log.apply_retention(&limits).await.unwrap();
             assert_eq!(outcome.log_start_offset, facts[3].base_offset);
@@ -578,6 +626,7 @@ mod tests {
                 retention_bytes: -1,
                 now_ms: 1_000_000,
                 upper_bound_offset: bound,
+                file_delete_delay_ms: 0,
             };
             let outcome = log.apply_retention(&limits).await.unwrap();
             assert_eq!(outcome.deleted_base_offsets.len(), 2);
@@ -616,6 +665,7 @@ mod tests {
             retention_bytes,
             now_ms,
             upper_bound_offset: i64::MAX,
+            file_delete_delay_ms: 0,
         }
     }
 
