@@ -63,6 +63,21 @@ fn segments_on_disk(dir: &Path) -> Vec<(i64, u64)> {
     segments
 }
 
+/// How many of the partition's segments were deleted but still have their
+/// `.log` on disk, renamed `.log.deleted` for `file.delete.delay.ms`.
+fn deleted_segments_on_disk(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap_or_else(|error| panic!("listing {}: {error}", dir.display()))
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".log.deleted")
+        })
+        .count()
+}
+
 fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -191,9 +206,20 @@ async fn retention_bytes_keeps_the_newest_segments_across_kill_9() {
         start,
         &read_from_zero(&bootstrap, TOPIC, end),
     );
+    // Their files stay for file.delete.delay.ms (Kafka's minute)...
+    assert!(
+        deleted_segments_on_disk(&dir) > 0,
+        "no deleted segment kept"
+    );
 
+    // ...and a restart removes them.
     broker.kill9();
     broker.restart();
+    assert_eq!(
+        deleted_segments_on_disk(&dir),
+        0,
+        "deleted segments after a restart"
+    );
     assert_eq!(
         watermarks(&bootstrap, TOPIC, 0),
         (start, end),

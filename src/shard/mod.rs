@@ -976,13 +976,15 @@ impl Shard {
         result
     }
 
-    /// `file.delete.delay.ms` of `topic` (Kafka's default for one this
-    /// shard does not know).
+    /// `file.delete.delay.ms` of `topic` (the broker's for one this shard
+    /// does not know).
     fn file_delete_delay_ms(&self, topic: &str) -> i64 {
         let broker = self.broker_defaults();
         self.image()
             .topic(topic)
-            .map_or(60_000, |topic| topic.configs.file_delete_delay_ms(&broker))
+            .map_or(broker.log_segment_delete_delay_ms, |topic| {
+                topic.configs.file_delete_delay_ms(&broker)
+            })
     }
 
     /// DeleteRecords on partitions this shard owns, all at once.

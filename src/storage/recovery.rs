@@ -4,7 +4,11 @@
 //!
 //! The rules, in order:
 //!
-//! - First an interrupted compaction is finished or discarded, as Kafka's
+//! - First the files of deleted segments (`.deleted`: retention renamed
+//!   them, and their `file.delete.delay.ms` had not passed or their
+//!   removal was interrupted) are removed, as Kafka's `LogLoader` removes
+//!   them.
+//! - Then an interrupted compaction is finished or discarded, as Kafka's
 //!   `LogLoader` does: `.cleaned` files were never committed and are
 //!   deleted; a `NNN.log.swap` was committed (it is fully written and synced
 //!   before it gets that name), so every segment file whose base offset lies
@@ -289,7 +293,9 @@ fn is_deleted_txn_index_file_name(name: &str) -> bool {
     })
 }
 
-/// Finishes or discards a compaction interrupted by a crash; see the module
+/// Removes the files of deleted segments (`.deleted`, left before their
+/// `file.delete.delay.ms` passed or by an interrupted deletion), then
+/// finishes or discards a compaction interrupted by a crash; see the module
 /// comment. Kafka's `LogLoader.removeTempFilesAndCollectSwapFiles` and the
 /// swap passes of `LogLoader.load`.
 async fn finish_interrupted_swaps(dir: &Path) -> Result<(), StorageError> {
