@@ -29,7 +29,8 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::Message;
 
 use common::kafka::{
-    create_topic_with_configs, described_broker_config, producer_config, read_partitions,
+    assert_broker_configs, create_compacted_topic, described_broker_config, producer_config,
+    read_partitions,
 };
 use common::wire::{incremental_alter_configs, RawClient};
 use common::{wait_until, with_timeout, Broker, BrokerOptions};
@@ -134,29 +135,17 @@ async fn compaction_stops_and_slows_at_the_cleaners_byte_rate() {
     let bootstrap = broker.bootstrap();
     with_timeout(Duration::from_secs(180), async {
         let topic = "cleaned";
-        create_topic_with_configs(
+        create_compacted_topic(&bootstrap, topic, 1).await;
+        assert_broker_configs(
             &bootstrap,
-            topic,
-            1,
             &[
-                ("cleanup.policy", "compact"),
-                ("segment.bytes", "1048576"),
-                ("min.cleanable.dirty.ratio", "0.01"),
+                ("log.cleaner.backoff.ms", "100", "StaticBroker"),
+                ("log.cleaner.io.max.bytes.per.second", "0.0", "StaticBroker"),
+                ("log.cleaner.dedupe.buffer.size", "134217728", "Default"),
+                ("log.cleaner.io.buffer.load.factor", "0.9", "Default"),
             ],
         )
         .await;
-        for (name, expected) in [
-            ("log.cleaner.backoff.ms", ("100", "StaticBroker")),
-            ("log.cleaner.io.max.bytes.per.second", ("0.0", "StaticBroker")),
-            ("log.cleaner.dedupe.buffer.size", ("134217728", "Default")),
-            ("log.cleaner.io.buffer.load.factor", ("0.9", "Default")),
-        ] {
-            assert_eq!(
-                described_broker_config(&bootstrap, 0, name).await,
-                (expected.0.to_string(), expected.1.to_string()),
-                "{name}"
-            );
-        }
 
         // About 6 MiB: 600 records of 10 KB over 20 keys.
         let latest = produce_keyed(&bootstrap, topic, 1, RECORDS).await;
@@ -241,27 +230,15 @@ async fn cleaner_threads_compact_at_once_under_one_byte_bound() {
     with_timeout(Duration::from_secs(240), async {
         let topic = "cleaned-at-once";
         let partitions = 4;
-        create_topic_with_configs(
+        create_compacted_topic(&bootstrap, topic, partitions).await;
+        assert_broker_configs(
             &bootstrap,
-            topic,
-            partitions,
             &[
-                ("cleanup.policy", "compact"),
-                ("segment.bytes", "1048576"),
-                ("min.cleanable.dirty.ratio", "0.01"),
+                ("log.cleaner.threads", "4", "StaticBroker"),
+                ("log.cleaner.io.buffer.size", "0", "StaticBroker"),
             ],
         )
         .await;
-        for (name, expected) in [
-            ("log.cleaner.threads", ("4", "StaticBroker")),
-            ("log.cleaner.io.buffer.size", ("0", "StaticBroker")),
-        ] {
-            assert_eq!(
-                described_broker_config(&bootstrap, 0, name).await,
-                (expected.0.to_string(), expected.1.to_string()),
-                "{name}"
-            );
-        }
 
         // Kafka's rules for a change at runtime, in its words: within half
         // and double the value in force (4), more than 1 MiB of key map a

@@ -124,7 +124,7 @@ const PRODUCERS_TRACKED_MAX: usize = 1 << 16;
 
 /// Kafka's topic-level compaction settings, read at every compaction (topic
 /// configs can change while the log is open).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct CompactionConfig {
     /// `cleanup.policy` includes `compact`. When false, `compact` does
     /// nothing: records without keys and superseded values are data in a
@@ -222,13 +222,6 @@ pub struct Throttle {
     observed: Cell<f64>,
     /// Until when one compaction sleeps off the interval.
     paused_until: Cell<Option<std::time::Instant>>,
-}
-
-impl PartialEq for Throttle {
-    /// The same throttle.
-    fn eq(&self, other: &Self) -> bool {
-        std::ptr::eq(self, other)
-    }
 }
 
 impl Throttle {

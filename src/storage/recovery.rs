@@ -64,7 +64,6 @@ use super::{
         ScanStep, Segment, SegmentScanner, INDEX_FILE_EXTENSION, LOG_FILE_EXTENSION, NO_TIMESTAMP,
         TIME_INDEX_FILE_EXTENSION,
     },
-    txn_index::TXN_INDEX_FILE_EXTENSION,
 };
 use crate::protocol::record_batch::{validate_batch, BatchHeader};
 
@@ -285,12 +284,11 @@ fn split_any_segment_file_name(name: &str) -> Option<(i64, &str, Option<&str>)> 
     Some((base_offset, extension, suffix))
 }
 
-/// `NNNNNNNNNNNNNNNNNNNN.txnindex.deleted`: the aborted-transaction index
-/// of a segment retention was deleting.
-fn is_deleted_txn_index_file_name(name: &str) -> bool {
-    split_any_segment_file_name(name).is_some_and(|(_, extension, suffix)| {
-        extension == TXN_INDEX_FILE_EXTENSION && suffix == Some(DELETED_FILE_SUFFIX)
-    })
+/// `NNNNNNNNNNNNNNNNNNNN.<any extension>.deleted`: a file of a segment that
+/// retention or compaction was deleting.
+fn is_deleted_segment_file_name(name: &str) -> bool {
+    split_any_segment_file_name(name)
+        .is_some_and(|(_, _, suffix)| suffix == Some(DELETED_FILE_SUFFIX))
 }
 
 /// Removes the files of deleted segments (`.deleted`, left before their
@@ -317,7 +315,7 @@ async fn finish_interrupted_swaps(dir: &Path) -> Result<(), StorageError> {
     let mut log_swaps = Vec::new();
     let mut index_swaps = Vec::new();
     for name in &names {
-        if is_deleted_txn_index_file_name(name) {
+        if is_deleted_segment_file_name(name) {
             info!(dir = %dir.display(), file = %name, "removing a deleted segment's file (its file.delete.delay.ms had not passed, or its deletion was interrupted)");
             remove_file_if_exists(dir.join(name)).await?;
             changed = true;
@@ -327,11 +325,6 @@ async fn finish_interrupted_swaps(dir: &Path) -> Result<(), StorageError> {
             continue;
         };
         match suffix {
-            Some(DELETED_FILE_SUFFIX) => {
-                info!(dir = %dir.display(), file = %name, "removing a deleted segment's file (its file.delete.delay.ms had not passed, or its deletion was interrupted)");
-                remove_file_if_exists(dir.join(name)).await?;
-                changed = true;
-            }
             Some(CLEANED_FILE_SUFFIX) => {
                 warn!(dir = %dir.display(), file = %name, "deleting a file left by an interrupted compaction");
                 remove_file_if_exists(dir.join(name)).await?;

@@ -167,6 +167,18 @@ pub async fn described_broker_config(bootstrap: &str, broker: i32, name: &str) -
     )
 }
 
+/// Asserts broker 0's described (value, source) of each `(name, value,
+/// source)`, sources named as in [`described_broker_config`].
+pub async fn assert_broker_configs(bootstrap: &str, expected: &[(&str, &str, &str)]) {
+    for &(name, value, source) in expected {
+        assert_eq!(
+            described_broker_config(bootstrap, 0, name).await,
+            (value.to_string(), source.to_string()),
+            "{name}"
+        );
+    }
+}
+
 /// Creates `topic` with `partitions` partitions through CreateTopics and
 /// waits until Metadata shows every partition with a leader.
 pub async fn create_topic(bootstrap: &str, topic: &str, partitions: i32) {
@@ -195,6 +207,23 @@ pub async fn create_topic_with_configs(
         panic!("CreateTopics {name}: {code:?}");
     }
     wait_for_topic(bootstrap, topic, partitions, Duration::from_secs(30));
+}
+
+/// Creates a compacted `topic` of 1 MiB segments (Kafka 4.1's least) whose
+/// logs are compacted at any dirty share (`min.cleanable.dirty.ratio`
+/// 0.01).
+pub async fn create_compacted_topic(bootstrap: &str, topic: &str, partitions: i32) {
+    create_topic_with_configs(
+        bootstrap,
+        topic,
+        partitions,
+        &[
+            ("cleanup.policy", "compact"),
+            ("segment.bytes", "1048576"),
+            ("min.cleanable.dirty.ratio", "0.01"),
+        ],
+    )
+    .await;
 }
 
 /// Waits until Metadata lists `topic` with `partitions` partitions, each with
