@@ -25,18 +25,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::Message;
-
 use common::kafka::{
-    assert_broker_configs, create_compacted_topic, described_broker_config, producer_config,
-    read_partitions,
+    assert_broker_configs, create_compacted_topic, described_broker_config, kept_by_key,
+    produce_keyed,
 };
 use common::wire::{incremental_alter_configs, RawClient};
 use common::{wait_until, with_timeout, Broker, BrokerOptions};
 
 const BROKER: i8 = 4;
-const KEYS: usize = 20;
 const RECORDS: usize = 600;
 
 /// Bytes of the partition's segment files, by file name.
@@ -62,67 +58,6 @@ fn segment_bytes(dir: &Path) -> u64 {
 fn closed_segment_bytes(dir: &Path) -> u64 {
     let segments = segments(dir);
     segments.values().rev().skip(1).sum()
-}
-
-/// Produces `records` values of 10 KB over [`KEYS`] keys to each of
-/// `partitions` of `topic`; returns each partition's latest value by key.
-async fn produce_keyed(
-    bootstrap: &str,
-    topic: &str,
-    partitions: i32,
-    records: usize,
-) -> BTreeMap<i32, BTreeMap<String, Vec<u8>>> {
-    let producer: FutureProducer = producer_config(bootstrap)
-        .set("batch.size", "100000")
-        .create()
-        .expect("producer");
-    let mut latest: BTreeMap<i32, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
-    for index in 0..records {
-        for partition in 0..partitions {
-            let key = format!("key-{}", index % KEYS);
-            let mut value = format!("value-{partition}-{index}-").into_bytes();
-            value.resize(10_000, b'x');
-            producer
-                .send(
-                    FutureRecord::to(topic)
-                        .partition(partition)
-                        .key(&key)
-                        .payload(&value),
-                    Duration::from_secs(30),
-                )
-                .await
-                .unwrap_or_else(|(error, _)| panic!("produce {index} to {partition}: {error}"));
-            latest.entry(partition).or_default().insert(key, value);
-        }
-    }
-    latest
-}
-
-/// Each partition's values read back from `topic`, the last by key, after
-/// checking that fewer than `produced` records a partition are left.
-fn kept_by_key(
-    bootstrap: &str,
-    topic: &str,
-    partitions: i32,
-    produced: usize,
-) -> BTreeMap<i32, BTreeMap<String, Vec<u8>>> {
-    let ends = (0..partitions).map(|p| (p, produced as i64)).collect();
-    let read = read_partitions(bootstrap, topic, &ends, Duration::from_secs(30));
-    let mut kept: BTreeMap<i32, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
-    for (partition, messages) in &read {
-        assert!(
-            messages.len() < produced,
-            "{} of {produced} records of partition {partition} read back after compaction",
-            messages.len()
-        );
-        for message in messages {
-            let key = String::from_utf8_lossy(message.key().expect("keyed")).into_owned();
-            kept.entry(*partition)
-                .or_default()
-                .insert(key, message.payload().expect("a value").to_vec());
-        }
-    }
-    kept
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1376,11 +1376,13 @@ impl Partition {
         self.write_producer_snapshot().await
     }
 
-    /// Marks the partition deleted, wakes its waiters and removes its files.
+    /// Marks the partition deleted, wakes its waiters and renames its
+    /// directory for deletion ([`crate::storage::Log::delete`]), returning
+    /// the new path.
     ///
     /// # Errors
     /// Storage failures.
-    pub async fn delete(&self) -> Result<(), PartitionError> {
+    pub async fn delete(&self) -> Result<PathBuf, PartitionError> {
         self.deleted.set(true);
         self.wake_waiters();
         Ok(self.log.clone().delete().await?)

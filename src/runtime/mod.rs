@@ -5,7 +5,7 @@
 //! table, start-up and shutdown counters) are shared.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -402,6 +402,24 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
     signals.add(nix::sys::signal::Signal::SIGINT);
     signals.thread_block().context("cannot block signals")?;
 
+    // Before any partition opens: stray partition directories set aside,
+    // deleted logs' directories found, to be removed after the delay.
+    let deleted_log_dirs = {
+        let mut image = crate::cluster::MetadataImage::default();
+        for record in &records {
+            image.apply(record);
+        }
+        let known = |topic: &str, partition: i32| {
+            image.topic(topic).is_some_and(|topic| {
+                usize::try_from(partition).is_ok_and(|p| p < topic.partition_shards.len())
+            })
+        };
+        match crate::storage::settle_log_dirs_blocking(&config.data_dir, known) {
+            Ok(deleted) => deleted,
+            Err(e) => fatal(exit_status::DATA_DIR, &format!("{e:#}")),
+        }
+    };
+    let deleted_log_dirs = Arc::new(deleted_log_dirs);
     let config = Arc::new(config);
     let records = Arc::new(records);
     let peers = PeerTable::new(nr_shards);
@@ -435,6 +453,7 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
     for (shard_id, &cpu) in config.cpus.iter().enumerate() {
         let config = config.clone();
         let records = records.clone();
+        let deleted_log_dirs = deleted_log_dirs.clone();
         let peers = peers.clone();
         let coordination = coordination.clone();
         let mesh = mesh.clone();
@@ -459,6 +478,7 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
                     config,
                     records,
                     clean_shutdown,
+                    &deleted_log_dirs,
                     peers,
                     mesh,
                     &coordination,
@@ -578,6 +598,7 @@ async fn shard_main(
     config: Arc<BrokerConfig>,
     records: Arc<Vec<MetadataRecord>>,
     clean_shutdown: bool,
+    deleted_log_dirs: &[PathBuf],
     peers: Arc<PeerTable>,
     mesh: Option<
         glommio::channels::channel_mesh::MeshBuilder<
@@ -642,6 +663,12 @@ async fn shard_main(
         }
     }
     shard.load(&records, clean_shutdown).await?;
+    if shard_id == 0 {
+        // Those the last run left, removed the delay after this start.
+        for dir in deleted_log_dirs {
+            shard.remove_deleted_log_later(dir.clone());
+        }
+    }
     let mut bound = Vec::with_capacity(config.listeners.len());
     for (index, listener) in config.listeners.iter().enumerate() {
         bound.push(

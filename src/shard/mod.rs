@@ -286,6 +286,22 @@ impl Shard {
         let broker = self.broker_defaults();
         let log_config = log_config_for(topic, &self.config, &broker);
         let settings = partition_settings_for(topic, &broker);
+        // A directory of another topic of this name (one deleted while its
+        // directory could not be renamed), or of none, is set aside as
+        // Kafka sets aside a stray log, never served as this topic's.
+        if dir.exists() {
+            let found = crate::storage::read_partition_metadata(&dir).await?;
+            if found != Some(topic.topic_id) {
+                let reason = match found {
+                    Some(other) => format!(
+                        "partition.metadata names topic id {other}, the metadata's is {}",
+                        topic.topic_id
+                    ),
+                    None => "no partition.metadata".to_string(),
+                };
+                crate::storage::set_stray_log_dir_aside(dir.clone(), reason).await?;
+            }
+        }
         let p = if dir.exists() {
             Partition::open(
                 topic.name.clone(),
@@ -417,8 +433,11 @@ impl Shard {
                         keys.iter().filter_map(|k| partitions.remove(k)).collect()
                     };
                     for partition in doomed {
-                        if let Err(e) = partition.delete().await {
-                            tracing::error!(topic = %name, partition = partition.index, error = %e, "cannot delete partition log");
+                        match partition.delete().await {
+                            Ok(renamed) => self.remove_deleted_log_later(renamed),
+                            Err(e) => {
+                                tracing::error!(topic = %name, partition = partition.index, error = %e, "cannot delete partition log");
+                            }
                         }
                     }
                 }
@@ -987,6 +1006,36 @@ impl Shard {
             })
     }
 
+    /// Removes a deleted log's directory (renamed `-delete`) once the
+    /// broker's `log.segment.delete.delay.ms` has passed since now, as
+    /// Kafka's `LogManager.deleteLogs` does: the delay is read as it is
+    /// when checked, so a change at runtime applies to the deletions
+    /// waiting. One still waiting at shutdown is removed after the next
+    /// start.
+    pub fn remove_deleted_log_later(self: &Rc<Self>, dir: PathBuf) {
+        let shard = self.clone();
+        let scheduled = std::time::Instant::now();
+        glommio::spawn_local(async move {
+            loop {
+                if shard.closing.get() {
+                    return;
+                }
+                let delay_ms = shard.broker_defaults().log_segment_delete_delay_ms;
+                let due = scheduled + Duration::from_millis(u64::try_from(delay_ms).unwrap_or(0));
+                let now = std::time::Instant::now();
+                if now >= due {
+                    break;
+                }
+                // Looked at again at least every second, for a change.
+                glommio::timer::sleep((due - now).min(Duration::from_secs(1))).await;
+            }
+            if let Err(error) = crate::storage::remove_deleted_log_dir(dir).await {
+                tracing::error!(%error, "cannot remove a deleted log's directory");
+            }
+        })
+        .detach();
+    }
+
     /// DeleteRecords on partitions this shard owns, all at once.
     async fn delete_records(&self, items: Vec<(TopicPartition, i64)>) -> Vec<Result<i64, i16>> {
         join_all(items.into_iter().map(|(tp, offset)| async move {
@@ -1399,6 +1448,7 @@ impl Shard {
                                 .parse()
                                 .unwrap_or(0),
                             max_compaction_lag_ms: topic.configs.max_compaction_lag_ms(broker),
+                            file_delete_delay_ms: topic.configs.file_delete_delay_ms(broker),
                             ..config
                         };
                         match partition.compact(&config).await {

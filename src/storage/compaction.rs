@@ -62,12 +62,13 @@
 //! The indexes are renamed to `.swap`, then the log file, and the directory
 //! is synced: the `.log.swap` name is the commit point. Only then does the
 //! in-memory segment list take the new segment (in one step, under the state
-//! borrow), the files of the other replaced segments are deleted, the
-//! `.swap` files are renamed over the final names and the directory is
-//! synced again before the next group starts. Recovery deletes `.cleaned`
-//! files and index `.swap` files without a `.log.swap` (uncommitted), and
-//! for a `.log.swap` deletes the segment files it replaces and renames it
-//! into place (see `recovery.rs`).
+//! borrow), the files of every replaced segment are renamed `.deleted`,
+//! the `.swap` files are renamed over the final names and the directory is
+//! synced again before the next group starts; the `.deleted` files are
+//! removed `file.delete.delay.ms` later. Recovery deletes `.cleaned` and
+//! `.deleted` files and index `.swap` files without a `.log.swap`
+//! (uncommitted), and for a `.log.swap` deletes the segment files it
+//! replaces and renames it into place (see `recovery.rs`).
 //!
 //! Reads keep working throughout: they plan against the segment list and
 //! hold their own handle on the file they read, so a read planned before a
@@ -104,7 +105,8 @@ use super::{
     log::{Log, SegmentSnapshot},
     notify::Signal,
     offset_map::OffsetMap,
-    recovery::{cleaned_file_path, rename_file, swap_file_path},
+    recovery::{cleaned_file_path, deleted_file_path, rename_file, swap_file_path},
+    retention::remove_after,
     segment::{
         ensure_iopoll_probed, segment_file_path, ScanStep, Segment, SegmentScanner,
         INDEX_FILE_EXTENSION, LOG_FILE_EXTENSION, TIME_INDEX_FILE_EXTENSION,
@@ -156,6 +158,9 @@ pub struct CompactionConfig {
     /// The throttle of `log.cleaner.io.max.bytes.per.second` that this
     /// compaction shares with those running beside it.
     pub throttle: Rc<Throttle>,
+    /// `file.delete.delay.ms`: how long the replaced segments' files stay,
+    /// renamed `.deleted`, after the swap.
+    pub file_delete_delay_ms: i64,
 }
 
 impl Default for CompactionConfig {
@@ -172,6 +177,7 @@ impl Default for CompactionConfig {
             load_factor: super::offset_map::LOAD_FACTOR_DEFAULT,
             read_chunk_bytes: COMPACTION_CHUNK_BYTES,
             throttle: Rc::new(Throttle::new(Rc::new(Cell::new(f64::MAX)))),
+            file_delete_delay_ms: 60_000,
         }
     }
 }
@@ -197,6 +203,9 @@ impl CompactionConfig {
         }
         if self.read_chunk_bytes < 4096 {
             return invalid("read_chunk_bytes must be at least 4 KiB");
+        }
+        if self.file_delete_delay_ms < 0 {
+            return invalid("file_delete_delay_ms must not be negative");
         }
         Ok(())
     }
@@ -1097,13 +1106,29 @@ impl Log {
         stats.bytes_written += segment.size_bytes;
         self.compaction_swap(&replaced, segment);
 
-        for &old_base_offset in &replaced[1..] {
+        // Kafka's `LocalLog.replaceSegments`: every replaced segment's
+        // files, the first's too (the cleaned one takes its name), are
+        // renamed `.deleted`, then removed `file.delete.delay.ms` later.
+        let mut deleted = Vec::with_capacity(replaced.len() * 3);
+        for &old_base_offset in &replaced {
             for extension in [
-                LOG_FILE_EXTENSION,
                 INDEX_FILE_EXTENSION,
                 TIME_INDEX_FILE_EXTENSION,
+                LOG_FILE_EXTENSION,
             ] {
-                remove_file_if_exists(segment_file_path(&dir, old_base_offset, extension)).await?;
+                let to = deleted_file_path(&dir, old_base_offset, extension);
+                match rename_file(
+                    segment_file_path(&dir, old_base_offset, extension),
+                    to.clone(),
+                )
+                .await
+                {
+                    Ok(()) => deleted.push(to),
+                    // An index recovery had not rebuilt yet.
+                    Err(StorageError::Io { source, .. })
+                        if source.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(error) => return Err(error),
+                }
             }
         }
         crash_at(CrashPoint::AfterOldFilesDeleted, &dir)?;
@@ -1118,7 +1143,9 @@ impl Log {
             )
             .await?;
         }
-        sync_directory(&dir).await
+        sync_directory(&dir).await?;
+        let delay = u64::try_from(cleaner.file_delete_delay_ms).unwrap_or(0);
+        remove_after(deleted, std::time::Duration::from_millis(delay)).await
     }
 
     /// Writes the cleaned `.log`, `.index` and `.timeindex` of `group`,

@@ -1916,53 +1916,23 @@ impl Log {
         }
     }
 
-    /// Closes the log and deletes its directory: renamed to
-    /// `<dir>.<uuid>-delete` first, like Kafka, then removed on the blocking
-    /// thread pool.
+    /// Closes the log and renames its directory `<dir>.<uuid>-delete`, as
+    /// Kafka's `LogManager.asyncDelete` does; the caller removes it later
+    /// ([`super::remove_deleted_log_dir`]) and gets its new path.
     ///
     /// # Errors
-    /// Rename and removal failures. A close failure is logged, not returned:
-    /// the data is being deleted anyway.
-    pub async fn delete(self) -> Result<(), StorageError> {
+    /// Rename failures. A close failure is logged, not returned: the data
+    /// is being deleted anyway.
+    pub async fn delete(self) -> Result<PathBuf, StorageError> {
         if let Err(close_error) = self.close().await {
             warn!(dir = %self.shared.dir.display(), %close_error, "deleting a log whose close failed");
         }
         // Closed or failed, the writer exits; wait for it so no write is in
         // flight while the directory goes away.
         self.shared.writer_exited.wait().await;
-        let dir = self.shared.dir.clone();
-        let Some(name) = dir
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-        else {
-            return Err(StorageError::io(
-                "deleting",
-                &dir,
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    "log directory has no name",
-                ),
-            ));
-        };
-        let renamed = dir.with_file_name(format!("{name}.{}-delete", Uuid::new_v4().simple()));
-        let rename_target = renamed.clone();
-        run_blocking(move || {
-            std::fs::rename(&dir, &rename_target)
-                .map_err(|error| StorageError::io("renaming", &dir, error))
-        })
-        .await?;
-        if let Some(parent) = renamed
-            .parent()
-            .filter(|parent| !parent.as_os_str().is_empty())
-        {
-            sync_directory(parent).await?;
-        }
-        info!(dir = %self.shared.dir.display(), renamed = %renamed.display(), "deleting log");
-        run_blocking(move || {
-            std::fs::remove_dir_all(&renamed)
-                .map_err(|error| StorageError::io("removing", &renamed, error))
-        })
-        .await
+        let renamed = super::rename_deleted_log_dir(self.shared.dir.clone()).await?;
+        info!(dir = %self.shared.dir.display(), renamed = %renamed.display(), "log renamed for deletion");
+        Ok(renamed)
     }
 }
 
@@ -4323,18 +4293,29 @@ mod tests {
         });
     }
 
-    /// Goal: delete removes the directory after renaming it Kafka's way.
-    /// Method: delete a log with data and look at the parent directory.
+    /// Goal: delete renames the directory Kafka's way, with every file, and
+    /// the removal takes it all. Method: delete a log with data, look at
+    /// the parent directory, then remove the renamed one.
     #[test]
-    fn delete_removes_the_directory() {
+    fn delete_renames_the_directory_for_removal() {
         run_on_executor(|| async {
             let (root, dir) = temporary_log_dir();
             let log = Log::create(&dir, small_config(0), Uuid::new_v4())
                 .await
                 .unwrap();
             append_batches(&log, 10).await;
-            log.delete().await.unwrap();
+            let renamed = log.delete().await.unwrap();
             assert!(!dir.exists());
+            let name = renamed.file_name().unwrap().to_str().unwrap().to_string();
+            let prefix = format!("{}.", dir.file_name().unwrap().to_str().unwrap());
+            assert!(
+                name.starts_with(&prefix) && name.ends_with("-delete"),
+                "{name}"
+            );
+            assert_eq!(name.len(), prefix.len() + 32 + "-delete".len(), "{name}");
+            assert!(renamed.join("partition.metadata").exists());
+            assert!(renamed.join("00000000000000000000.log").exists());
+            super::super::remove_deleted_log_dir(renamed).await.unwrap();
             assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
         });
     }

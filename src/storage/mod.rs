@@ -17,7 +17,8 @@
 //! `notify.rs` (wake-up primitives), `shard_sync.rs` (one `syncfs` per
 //! shard for every log's group commit), `error.rs`; compaction in
 //! `compaction.rs` (the rounds and segment swaps), `retention.rs`
-//! (deleting segments past retention.ms / retention.bytes), `txn_index.rs` (the
+//! (deleting segments past retention.ms / retention.bytes), `log_dirs.rs`
+//! (deleted and stray partition directories), `txn_index.rs` (the
 //! aborted-transaction index files), `offset_map.rs` (the
 //! bounded key -> offset map) and `batch_rewrite.rs` (records of one batch,
 //! decoded and rebuilt).
@@ -30,6 +31,7 @@ mod direct;
 mod error;
 mod index;
 mod log;
+mod log_dirs;
 mod notify;
 mod offset_map;
 mod reader;
@@ -54,11 +56,15 @@ pub use log::{
     DEFAULT_WRITE_BUFFER_BYTES, DEFAULT_WRITE_BUFFER_BYTES_MAX, DEFAULT_WRITE_DELAY_US,
     WRITE_DELAY_US_MAX,
 };
+pub use log_dirs::{
+    parse_partition_dir_name, remove_deleted_log_dir, rename_deleted_log_dir,
+    set_stray_log_dir_aside, settle_log_dirs_blocking,
+};
 pub use reader::{
     cold_read_bytes_copied, cold_read_turn, cold_reads_in_flight, configure_cold_reads,
     next_offset_after_pieces, splice_reads, ColdReadPath,
 };
-pub use recovery::ScanReplay;
+pub use recovery::{read_partition_metadata, ScanReplay};
 pub use retention::{RetentionLimits, RetentionOutcome};
 pub use segment::{ensure_iopoll_probed, segment_bytes_read};
 pub use send::{FileRange, Piece};

@@ -4,10 +4,10 @@
 //!
 //! The rules, in order:
 //!
-//! - First the files of deleted segments (`.deleted`: retention renamed
-//!   them, and their `file.delete.delay.ms` had not passed or their
-//!   removal was interrupted) are removed, as Kafka's `LogLoader` removes
-//!   them.
+//! - First the files of deleted segments (`.deleted`: retention,
+//!   DeleteRecords or compaction renamed them, and their
+//!   `file.delete.delay.ms` had not passed or their removal was
+//!   interrupted) are removed, as Kafka's `LogLoader` removes them.
 //! - Then an interrupted compaction is finished or discarded, as Kafka's
 //!   `LogLoader` does: `.cleaned` files were never committed and are
 //!   deleted; a `NNN.log.swap` was committed (it is fully written and synced
@@ -405,8 +405,9 @@ pub fn cleaned_file_path(dir: &Path, base_offset: i64, extension: &str) -> PathB
     PathBuf::from(path)
 }
 
-/// `<dir>/<base offset>.<extension>.deleted` (retention's rename before
-/// removal; recovery removes such files).
+/// `<dir>/<base offset>.<extension>.deleted` (the rename of retention,
+/// DeleteRecords and compaction before removal; recovery removes such
+/// files).
 pub fn deleted_file_path(dir: &Path, base_offset: i64, extension: &str) -> PathBuf {
     let mut path = segment_file_path(dir, base_offset, extension).into_os_string();
     path.push(".");
@@ -619,7 +620,12 @@ async fn list_segment_base_offsets(dir: &Path) -> Result<Vec<i64>, StorageError>
     .await
 }
 
-async fn read_partition_metadata(dir: &Path) -> Result<Option<Uuid>, StorageError> {
+/// The topic id `dir`'s `partition.metadata` names; `None` when there is
+/// no such file.
+///
+/// # Errors
+/// The file cannot be read or does not parse.
+pub async fn read_partition_metadata(dir: &Path) -> Result<Option<Uuid>, StorageError> {
     let path = dir.join(PARTITION_METADATA_FILE);
     let Some(bytes) = read_file_if_exists(path.clone()).await? else {
         return Ok(None);

@@ -312,7 +312,7 @@ async fn delete_segment_files(
 ///
 /// # Errors
 /// Removing at once failed.
-async fn remove_after(
+pub(super) async fn remove_after(
     paths: Vec<std::path::PathBuf>,
     delay: std::time::Duration,
 ) -> Result<(), StorageError> {

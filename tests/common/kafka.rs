@@ -226,6 +226,70 @@ pub async fn create_compacted_topic(bootstrap: &str, topic: &str, partitions: i3
     .await;
 }
 
+/// Keys of [`produce_keyed`].
+pub const KEYED_KEYS: usize = 20;
+
+/// Produces `records` values of 10 KB over [`KEYED_KEYS`] keys to each of
+/// `partitions` of `topic`; returns each partition's latest value by key.
+pub async fn produce_keyed(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    records: usize,
+) -> BTreeMap<i32, BTreeMap<String, Vec<u8>>> {
+    let producer: FutureProducer = producer_config(bootstrap)
+        .set("batch.size", "100000")
+        .create()
+        .expect("producer");
+    let mut latest: BTreeMap<i32, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
+    for index in 0..records {
+        for partition in 0..partitions {
+            let key = format!("key-{}", index % KEYED_KEYS);
+            let mut value = format!("value-{partition}-{index}-").into_bytes();
+            value.resize(10_000, b'x');
+            producer
+                .send(
+                    FutureRecord::to(topic)
+                        .partition(partition)
+                        .key(&key)
+                        .payload(&value),
+                    Duration::from_secs(30),
+                )
+                .await
+                .unwrap_or_else(|(error, _)| panic!("produce {index} to {partition}: {error}"));
+            latest.entry(partition).or_default().insert(key, value);
+        }
+    }
+    latest
+}
+
+/// Each partition's values read back from `topic`, the last by key, after
+/// checking that fewer than `produced` records a partition are left.
+pub fn kept_by_key(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    produced: usize,
+) -> BTreeMap<i32, BTreeMap<String, Vec<u8>>> {
+    let ends = (0..partitions).map(|p| (p, produced as i64)).collect();
+    let read = read_partitions(bootstrap, topic, &ends, Duration::from_secs(30));
+    let mut kept: BTreeMap<i32, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
+    for (partition, messages) in &read {
+        assert!(
+            messages.len() < produced,
+            "{} of {produced} records of partition {partition} read back after compaction",
+            messages.len()
+        );
+        for message in messages {
+            let key = String::from_utf8_lossy(message.key().expect("keyed")).into_owned();
+            kept.entry(*partition)
+                .or_default()
+                .insert(key, message.payload().expect("a value").to_vec());
+        }
+    }
+    kept
+}
+
 /// Waits until Metadata lists `topic` with `partitions` partitions, each with
 /// a leader. Uses a consumer client, which never asks for auto-creation.
 pub fn wait_for_topic(bootstrap: &str, topic: &str, partitions: i32, timeout: Duration) {
