@@ -70,7 +70,7 @@ async fn compaction_stops_and_slows_at_the_cleaners_byte_rate() {
     let bootstrap = broker.bootstrap();
     with_timeout(Duration::from_secs(180), async {
         let topic = "cleaned";
-        create_compacted_topic(&bootstrap, topic, 1).await;
+        create_compacted_topic(&bootstrap, topic, 1, &[]).await;
         assert_broker_configs(
             &bootstrap,
             &[
@@ -165,7 +165,7 @@ async fn cleaner_threads_compact_at_once_under_one_byte_bound() {
     with_timeout(Duration::from_secs(240), async {
         let topic = "cleaned-at-once";
         let partitions = 4;
-        create_compacted_topic(&bootstrap, topic, partitions).await;
+        create_compacted_topic(&bootstrap, topic, partitions, &[]).await;
         assert_broker_configs(
             &bootstrap,
             &[

@@ -242,6 +242,9 @@ pub struct ServeArgs {
     /// How long a deleted segment's files stay on disk, renamed .deleted, before they are removed; topics without their own file.delete.delay.ms follow it; also set at runtime [log.segment.delete.delay.ms].
     #[arg(long, default_value_t = 60_000, value_parser = clap::value_parser!(i64).range(0..))]
     pub log_segment_delete_delay_ms: i64,
+    /// Create each new segment file at its topic's segment.bytes long (sparse, as Kafka does on Linux; cut to its data when it rolls or closes, or by recovery); topics without their own preallocate follow it; also set at runtime [log.preallocate].
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    pub log_preallocate: bool,
     /// Default of the topic config flush.messages: once a partition holds
     /// this many messages not yet synced, the append that reached it waits
     /// for a sync, whatever its acks (1: every append) [log.flush.interval.messages].
@@ -1164,6 +1167,7 @@ impl ServeArgs {
             log_retention_bytes: self.log_retention_bytes,
             log_retention_check_interval_ms: self.log_retention_check_interval_ms,
             log_segment_delete_delay_ms: self.log_segment_delete_delay_ms,
+            log_preallocate: self.log_preallocate,
             log_flush_interval_messages: self.log_flush_interval_messages,
             log_flush_interval_ms: self.log_flush_interval_ms,
             log_flush_scheduler_interval_ms: self.log_flush_scheduler_interval_ms,

@@ -268,6 +268,15 @@ pub struct MetadataImage {
 }
 
 impl MetadataImage {
+    /// The image `records` make, applied in order from an empty one.
+    pub fn from_records(records: &[MetadataRecord]) -> Self {
+        let mut image = MetadataImage::default();
+        for record in records {
+            image.apply(record);
+        }
+        image
+    }
+
     /// Applies one record, in log order.
     pub fn apply(&mut self, record: &MetadataRecord) {
         self.applied_records += 1;

@@ -231,10 +231,9 @@ pub fn dynamic_value<T>(
 /// minimum is capped at the replica count), but which Kafka 4.1 keeps at the
 /// cluster level while ELR is on (see [`elr_refusal`]). Not the
 /// tiered-storage ones and `unclean.leader.election.enable` (nothing to act
-/// on with one node yet), nor those whose topic configs are accepted but
-/// not acted on yet (`log.preallocate`).
+/// on with one node yet).
 /// Topics without their own value follow a change at once.
-pub const DYNAMIC_LOG_CONFIGS: [&str; 24] = [
+pub const DYNAMIC_LOG_CONFIGS: [&str; 25] = [
     "compression.gzip.level",
     "compression.lz4.level",
     "compression.type",
@@ -251,6 +250,7 @@ pub const DYNAMIC_LOG_CONFIGS: [&str; 24] = [
     "log.message.timestamp.after.max.ms",
     "log.message.timestamp.before.max.ms",
     "log.message.timestamp.type",
+    "log.preallocate",
     "log.retention.bytes",
     "log.retention.ms",
     "log.roll.jitter.ms",

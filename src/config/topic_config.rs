@@ -1355,6 +1355,11 @@ impl TopicConfigs {
             .unwrap_or_else(|| def.default.to_string())
     }
 
+    /// `preallocate`.
+    pub fn preallocate(&self, broker: &BrokerDefaults) -> bool {
+        self.get("preallocate", broker) == "true"
+    }
+
     /// `segment.bytes`.
     pub fn segment_bytes(&self, broker: &BrokerDefaults) -> u64 {
         self.unsigned("segment.bytes", broker)

@@ -405,10 +405,7 @@ pub fn run(config: BrokerConfig) -> anyhow::Result<()> {
     // Before any partition opens: stray partition directories set aside,
     // deleted logs' directories found, to be removed after the delay.
     let deleted_log_dirs = {
-        let mut image = crate::cluster::MetadataImage::default();
-        for record in &records {
-            image.apply(record);
-        }
+        let image = crate::cluster::MetadataImage::from_records(&records);
         let known = |topic: &str, partition: i32| {
             image.topic(topic).is_some_and(|topic| {
                 usize::try_from(partition).is_ok_and(|p| p < topic.partition_shards.len())
@@ -687,6 +684,9 @@ async fn shard_main(
         .detach();
     glommio::spawn_local_into(shard.clone().retention_loop(), background)
         .map_err(|e| anyhow::anyhow!("cannot start the retention task: {e}"))?
+        .detach();
+    glommio::spawn_local_into(shard.clone().deleted_logs_loop(), background)
+        .map_err(|e| anyhow::anyhow!("cannot start the deleted logs task: {e}"))?
         .detach();
     glommio::spawn_local_into(shard.clone().token_sweep_loop(), background)
         .map_err(|e| anyhow::anyhow!("cannot start the delegation token sweep: {e}"))?

@@ -9,7 +9,7 @@ pub mod messages;
 pub mod router;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -72,6 +72,9 @@ pub struct Shard {
     /// Task queue the fetches this shard serves run in (None: the caller's).
     fetch_queue: Cell<Option<glommio::TaskQueueHandle>>,
     closing: Cell<bool>,
+    /// Deleted logs' directories waiting for removal, with when each was
+    /// queued, oldest first ([`Shard::deleted_logs_loop`]).
+    deleted_logs: RefCell<VecDeque<(std::time::Instant, PathBuf)>>,
     /// Producer ids this shard may hand out: [next, end).
     producer_ids: Cell<(i64, i64)>,
     /// Group coordinators of the offsets partitions this shard owns.
@@ -145,6 +148,7 @@ pub fn log_config_for(
         write_delay_us: config.write_delay_us,
         writes_during_sync: config.writes_during_sync,
         preallocate_bytes: config.preallocate_bytes,
+        preallocate: topic.configs.preallocate(broker),
         cache_bytes: config.partition_cache_bytes,
         pending_bytes_max: config.partition_pending_bytes_max,
     }
@@ -184,6 +188,7 @@ impl Shard {
             fetch_waiters: Cell::new(0),
             fetch_queue: Cell::new(None),
             closing: Cell::new(false),
+            deleted_logs: RefCell::new(VecDeque::new()),
             producer_ids: Cell::new((0, 0)),
             groups: GroupShard::default(),
             txns: TxnShard::default(),
@@ -230,11 +235,7 @@ impl Shard {
         records: &[MetadataRecord],
         clean_shutdown: bool,
     ) -> anyhow::Result<()> {
-        let mut image = MetadataImage::default();
-        for record in records {
-            image.apply(record);
-        }
-        *self.image.borrow_mut() = Rc::new(image);
+        *self.image.borrow_mut() = Rc::new(MetadataImage::from_records(records));
         // Listeners serve the stores their dynamic configs name.
         crate::server::tls::reload(self, crate::server::tls::Reload::Start).await;
         // Host names in IP limits are resolved as Kafka resolves them at
@@ -1006,34 +1007,52 @@ impl Shard {
             })
     }
 
-    /// Removes a deleted log's directory (renamed `-delete`) once the
-    /// broker's `log.segment.delete.delay.ms` has passed since now, as
-    /// Kafka's `LogManager.deleteLogs` does: the delay is read as it is
-    /// when checked, so a change at runtime applies to the deletions
-    /// waiting. One still waiting at shutdown is removed after the next
-    /// start.
-    pub fn remove_deleted_log_later(self: &Rc<Self>, dir: PathBuf) {
-        let shard = self.clone();
-        let scheduled = std::time::Instant::now();
-        glommio::spawn_local(async move {
-            loop {
-                if shard.closing.get() {
-                    return;
-                }
-                let delay_ms = shard.broker_defaults().log_segment_delete_delay_ms;
-                let due = scheduled + Duration::from_millis(u64::try_from(delay_ms).unwrap_or(0));
-                let now = std::time::Instant::now();
-                if now >= due {
-                    break;
-                }
-                // Looked at again at least every second, for a change.
-                glommio::timer::sleep((due - now).min(Duration::from_secs(1))).await;
+    /// Queues a deleted log's directory (renamed `-delete`) for removal
+    /// once the broker's `log.segment.delete.delay.ms` has passed since now
+    /// ([`Shard::deleted_logs_loop`]).
+    pub fn remove_deleted_log_later(&self, dir: PathBuf) {
+        self.deleted_logs
+            .borrow_mut()
+            .push_back((std::time::Instant::now(), dir));
+    }
+
+    /// Kafka's `LogManager.deleteLogs`: removes each queued deleted log's
+    /// directory, one at a time, once the broker's
+    /// `log.segment.delete.delay.ms` has passed since it was queued. The
+    /// delay is read as it is at each look, at least every second, so a
+    /// change at runtime applies to the deletions waiting within a second
+    /// (Kafka applies it when its task next wakes, which the old value
+    /// scheduled). Those still waiting at shutdown are removed after the
+    /// next start. Stops when the shard shuts down.
+    pub async fn deleted_logs_loop(self: Rc<Self>) {
+        loop {
+            if self.closing.get() {
+                return;
             }
-            if let Err(error) = crate::storage::remove_deleted_log_dir(dir).await {
-                tracing::error!(%error, "cannot remove a deleted log's directory");
+            let delay_ms = self.broker_defaults().log_segment_delete_delay_ms;
+            let delay = Duration::from_millis(u64::try_from(delay_ms).unwrap_or(0));
+            // Queued in time order, so the front is due first.
+            let next_due = self
+                .deleted_logs
+                .borrow()
+                .front()
+                .map(|(at, _)| *at + delay);
+            let now = std::time::Instant::now();
+            match next_due {
+                Some(due) if due <= now => {
+                    let Some((_, dir)) = self.deleted_logs.borrow_mut().pop_front() else {
+                        continue;
+                    };
+                    if let Err(error) = crate::storage::remove_deleted_log_dir(dir).await {
+                        tracing::error!(%error, "cannot remove a deleted log's directory");
+                    }
+                }
+                Some(due) => {
+                    glommio::timer::sleep((due - now).min(Duration::from_secs(1))).await;
+                }
+                None => glommio::timer::sleep(Duration::from_secs(1)).await,
             }
-        })
-        .detach();
+        }
     }
 
     /// DeleteRecords on partitions this shard owns, all at once.

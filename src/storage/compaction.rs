@@ -105,8 +105,8 @@ use super::{
     log::{Log, SegmentSnapshot},
     notify::Signal,
     offset_map::OffsetMap,
-    recovery::{cleaned_file_path, deleted_file_path, rename_file, swap_file_path},
-    retention::remove_after,
+    recovery::{cleaned_file_path, rename_file, swap_file_path},
+    retention::{remove_after, rename_segment_files_deleted},
     segment::{
         ensure_iopoll_probed, segment_file_path, ScanStep, Segment, SegmentScanner,
         INDEX_FILE_EXTENSION, LOG_FILE_EXTENSION, TIME_INDEX_FILE_EXTENSION,
@@ -765,8 +765,9 @@ pub(crate) enum CrashPoint {
     BeforeCommit,
     /// The `.swap` files are committed; old files still in place.
     AfterCommit,
-    /// The replaced segments' other files are deleted; `.swap` not renamed.
-    AfterOldFilesDeleted,
+    /// Every replaced segment's files (the first's too) are renamed
+    /// `.deleted`; `.swap` not renamed.
+    AfterOldFilesRenamed,
 }
 
 #[cfg(test)]
@@ -1106,46 +1107,46 @@ impl Log {
         stats.bytes_written += segment.size_bytes;
         self.compaction_swap(&replaced, segment);
 
-        // Kafka's `LocalLog.replaceSegments`: every replaced segment's
-        // files, the first's too (the cleaned one takes its name), are
-        // renamed `.deleted`, then removed `file.delete.delay.ms` later.
-        let mut deleted = Vec::with_capacity(replaced.len() * 3);
-        for &old_base_offset in &replaced {
+        // The memory holds the swap now: a failure from here on leaves the
+        // files behind it, so the log fails (as Kafka takes the directory
+        // offline) until a restart's recovery finishes the swap.
+        let finished = async {
+            // Kafka's `LocalLog.replaceSegments`: every replaced segment's
+            // files, the first's too (the cleaned one takes its name), are
+            // renamed `.deleted` (made durable before the swap's names, so
+            // no old segment outlives the swap that replaced it), then
+            // removed `file.delete.delay.ms` later.
+            let deleted = rename_segment_files_deleted(
+                &dir,
+                replaced.iter().copied(),
+                &[
+                    INDEX_FILE_EXTENSION,
+                    TIME_INDEX_FILE_EXTENSION,
+                    LOG_FILE_EXTENSION,
+                ],
+            )
+            .await?;
+            crash_at(CrashPoint::AfterOldFilesRenamed, &dir)?;
             for extension in [
                 INDEX_FILE_EXTENSION,
                 TIME_INDEX_FILE_EXTENSION,
                 LOG_FILE_EXTENSION,
             ] {
-                let to = deleted_file_path(&dir, old_base_offset, extension);
-                match rename_file(
-                    segment_file_path(&dir, old_base_offset, extension),
-                    to.clone(),
+                rename_file(
+                    swap_file_path(&dir, base_offset, extension),
+                    segment_file_path(&dir, base_offset, extension),
                 )
-                .await
-                {
-                    Ok(()) => deleted.push(to),
-                    // An index recovery had not rebuilt yet.
-                    Err(StorageError::Io { source, .. })
-                        if source.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(error) => return Err(error),
-                }
+                .await?;
             }
+            sync_directory(&dir).await?;
+            let delay = u64::try_from(cleaner.file_delete_delay_ms).unwrap_or(0);
+            remove_after(deleted, std::time::Duration::from_millis(delay)).await
+        };
+        if let Err(error) = finished.await {
+            self.compaction_fail(error.clone());
+            return Err(error);
         }
-        crash_at(CrashPoint::AfterOldFilesDeleted, &dir)?;
-        for extension in [
-            INDEX_FILE_EXTENSION,
-            TIME_INDEX_FILE_EXTENSION,
-            LOG_FILE_EXTENSION,
-        ] {
-            rename_file(
-                swap_file_path(&dir, base_offset, extension),
-                segment_file_path(&dir, base_offset, extension),
-            )
-            .await?;
-        }
-        sync_directory(&dir).await?;
-        let delay = u64::try_from(cleaner.file_delete_delay_ms).unwrap_or(0);
-        remove_after(deleted, std::time::Duration::from_millis(delay)).await
+        Ok(())
     }
 
     /// Writes the cleaned `.log`, `.index` and `.timeindex` of `group`,
@@ -1803,7 +1804,7 @@ mod tests {
             for point in [
                 CrashPoint::BeforeCommit,
                 CrashPoint::AfterCommit,
-                CrashPoint::AfterOldFilesDeleted,
+                CrashPoint::AfterOldFilesRenamed,
             ] {
                 let (_root, dir) = temporary_log_dir();
                 let config = small_config(0);

@@ -151,6 +151,8 @@ pub struct LogConfig {
     pub writes_during_sync: WritesDuringSync,
     /// Largest zero-fill written ahead of the active segment's tail (0: none).
     pub preallocate_bytes: u64,
+    /// `preallocate`: see [`SegmentSettings::preallocate`].
+    pub preallocate: bool,
     /// In-memory tail of recent batches kept per log.
     pub cache_bytes: usize,
     /// Appended-but-unwritten bytes above which `append` waits.
@@ -171,6 +173,7 @@ impl Default for LogConfig {
             write_delay_us: DEFAULT_WRITE_DELAY_US,
             writes_during_sync: WritesDuringSync::Auto,
             preallocate_bytes: 0,
+            preallocate: false,
             cache_bytes: 1 << 20,
             pending_bytes_max: 8 << 20,
         }
@@ -192,6 +195,22 @@ pub struct SegmentSettings {
     pub index_interval_bytes: u32,
     /// `segment.index.bytes` (segments started after a change use it).
     pub segment_index_bytes: u32,
+    /// `preallocate`: a new segment's file is `segment.bytes` long (sparse,
+    /// as Kafka's on Linux) from its creation until it rolls or closes
+    /// (segments started after a change follow it).
+    pub preallocate: bool,
+}
+
+impl SegmentSettings {
+    /// Length a new segment's file starts at: `segment.bytes` with
+    /// `preallocate`, else 0.
+    pub fn preallocate_bytes(&self) -> u64 {
+        if self.preallocate {
+            self.segment_bytes
+        } else {
+            0
+        }
+    }
 }
 
 impl SegmentSettings {
@@ -234,6 +253,7 @@ impl LogConfig {
             segment_jitter_ms: self.segment_jitter_ms,
             index_interval_bytes: self.index_interval_bytes,
             segment_index_bytes: self.segment_index_bytes,
+            preallocate: self.preallocate,
         }
     }
 
@@ -1015,7 +1035,8 @@ impl Log {
         )
         .await?;
         let mut segment = Segment::new(0, now_ms(), config.segment_index_bytes);
-        segment.file = Some(create_segment_file(dir, 0).await?);
+        let preallocate = config.segment_settings().preallocate_bytes();
+        segment.file = Some(create_segment_file(dir, 0, preallocate).await?);
         if let Some(parent) = dir.parent().filter(|parent| !parent.as_os_str().is_empty()) {
             sync_directory(parent).await?;
         }
@@ -2327,7 +2348,8 @@ async fn writer_roll(
         )
     };
 
-    let file = create_segment_file(&shared.dir, new_base_offset).await?;
+    let preallocate = shared.segment.get().preallocate_bytes();
+    let file = create_segment_file(&shared.dir, new_base_offset, preallocate).await?;
     {
         let mut state = shared.state.borrow_mut();
         let position = state
@@ -2607,6 +2629,12 @@ impl Log {
         assert!(segment.next_offset <= group_end_offset);
         state.segments.splice(start..end, std::iter::once(segment));
         state.drop_cached_below(group_end_offset);
+    }
+
+    /// A compaction failed after its swap was in memory: the log takes no
+    /// more appends (the files no longer match it until recovery).
+    pub(super) fn compaction_fail(&self, failure: StorageError) {
+        self.shared.fail(failure);
     }
 
     /// Records how far compaction has cleaned the log.
@@ -3820,6 +3848,71 @@ mod tests {
         });
     }
 
+    /// Goal: Kafka's `preallocate`: a new segment's file is `segment.bytes`
+    /// long from its creation, cut to its data when it rolls or closes;
+    /// after a crash recovery cuts the zeros without losing a batch; a
+    /// reconfigure applies from the next segment. Method: 16 KiB segments
+    /// of small batches, file lengths after create and after appends past
+    /// several rolls (the active one's O_DIRECT blocks stay inside its
+    /// length), a crash, an unclean reopen, appends without preallocation
+    /// up to the next roll, a close.
+    #[test]
+    fn preallocated_segments_are_segment_bytes_long_until_cut() {
+        run_on_executor(|| async {
+            let (_root, dir) = temporary_log_dir();
+            let mut config = small_config(0);
+            config.segment_bytes = 16 << 10;
+            config.preallocate_bytes = 0;
+            config.preallocate = true;
+            let lengths = || -> Vec<u64> {
+                let mut names: Vec<String> = std::fs::read_dir(&dir)
+                    .unwrap()
+                    .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+                    .filter(|name| name.ends_with(".log"))
+                    .collect();
+                names.sort();
+                names
+                    .iter()
+                    .map(|name| std::fs::metadata(dir.join(name)).unwrap().len())
+                    .collect()
+            };
+            let log = Log::create(&dir, config.clone(), Uuid::new_v4())
+                .await
+                .unwrap();
+            assert_eq!(lengths(), vec![16 << 10]);
+            let mut stored = append_batches(&log, 400).await;
+            log.flush(true).await.unwrap();
+            let listed = lengths();
+            assert!(listed.len() >= 3, "{listed:?}");
+            assert_eq!(listed.last(), Some(&(16 << 10)), "the active segment");
+            let closed = usize::try_from(listed[..listed.len() - 1].iter().sum::<u64>()).unwrap();
+            let (_, on_disk) = segment_files_concatenated(&dir);
+            assert_eq!(
+                on_disk[..closed],
+                stored.concat()[..closed],
+                "rolled segments cut"
+            );
+            log.crash_for_tests().await;
+
+            let log = Log::open(&dir, config.clone(), false).await.unwrap();
+            assert_eq!(log.log_end_offset(), 1200);
+            let all = log.read(0, i64::MAX, usize::MAX, true).await.unwrap();
+            assert_eq!(joined(&all), stored.concat());
+            let mut settings = config.segment_settings();
+            settings.preallocate = false;
+            log.reconfigure(settings).unwrap();
+            let segments = lengths().len();
+            while lengths().len() == segments {
+                stored.extend(append_batches(&log, 1).await);
+                log.flush(true).await.unwrap();
+            }
+            let newest = *lengths().last().unwrap();
+            assert!(newest <= 4096, "the next segment is {newest} bytes long");
+            log.close().await.unwrap();
+            assert_eq!(segment_files_concatenated(&dir).1, stored.concat());
+        });
+    }
+
     /// Goal: close leaves exact files behind and a clean reopen trusts them.
     /// Method: close twice (idempotent), check appends fail after close,
     /// check sizes and indexes on disk, reopen with clean=true and continue.
@@ -4222,6 +4315,7 @@ mod tests {
             segment_jitter_ms,
             index_interval_bytes: 4096,
             segment_index_bytes: 1 << 16,
+            preallocate: false,
         };
         for seed in 0..200u64 {
             for base in [0i64, 1, 1 << 40] {

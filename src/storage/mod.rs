@@ -57,8 +57,8 @@ pub use log::{
     WRITE_DELAY_US_MAX,
 };
 pub use log_dirs::{
-    parse_partition_dir_name, remove_deleted_log_dir, rename_deleted_log_dir,
-    set_stray_log_dir_aside, settle_log_dirs_blocking,
+    remove_deleted_log_dir, rename_deleted_log_dir, set_stray_log_dir_aside,
+    settle_log_dirs_blocking,
 };
 pub use reader::{
     cold_read_bytes_copied, cold_read_turn, cold_reads_in_flight, configure_cold_reads,
@@ -150,6 +150,7 @@ pub(crate) mod test_support {
             write_delay_us: super::DEFAULT_WRITE_DELAY_US,
             writes_during_sync: super::WritesDuringSync::Auto,
             preallocate_bytes: 8192,
+            preallocate: false,
             cache_bytes,
             pending_bytes_max: 1 << 20,
         }

@@ -282,14 +282,31 @@ async fn delete_segment_files(
         LOG_FILE_EXTENSION,
         TXN_INDEX_FILE_EXTENSION,
     ];
-    for &(base_offset, _) in removed {
-        for extension in EXTENSIONS {
+    let bases = removed.iter().map(|&(base_offset, _)| base_offset);
+    let deleted = rename_segment_files_deleted(dir, bases, &EXTENSIONS).await?;
+    remove_after(deleted, delay).await
+}
+
+/// Renames the `extensions` files of the segments at `base_offsets`, in
+/// that order, to `.deleted` and syncs the directory; returns the renamed
+/// paths. A file not there is skipped: no txnindex (no aborted
+/// transaction in the segment), no index yet, or renamed by an earlier
+/// attempt of the same deletion.
+///
+/// # Errors
+/// A rename or the sync failed.
+pub(super) async fn rename_segment_files_deleted(
+    dir: &Path,
+    base_offsets: impl Iterator<Item = i64>,
+    extensions: &[&str],
+) -> Result<Vec<std::path::PathBuf>, StorageError> {
+    let mut deleted = Vec::new();
+    for base_offset in base_offsets {
+        for &extension in extensions {
             let from = segment_file_path(dir, base_offset, extension);
             let to = deleted_file_path(dir, base_offset, extension);
-            match rename_file(from, to).await {
-                Ok(()) => {}
-                // No txnindex (no aborted transaction in the segment), or
-                // renamed by an earlier attempt of this deletion.
+            match rename_file(from, to.clone()).await {
+                Ok(()) => deleted.push(to),
                 Err(StorageError::Io { source, .. })
                     if source.kind() == std::io::ErrorKind::NotFound => {}
                 Err(error) => return Err(error),
@@ -297,12 +314,7 @@ async fn delete_segment_files(
         }
     }
     sync_directory(dir).await?;
-    let deleted = removed.iter().flat_map(|&(base_offset, _)| {
-        EXTENSIONS
-            .iter()
-            .map(move |extension| deleted_file_path(dir, base_offset, extension))
-    });
-    remove_after(deleted.collect(), delay).await
+    Ok(deleted)
 }
 
 /// Removes `paths` (those that exist) at once when `delay` is zero, else

@@ -115,15 +115,17 @@ async fn remove_probe_file(path: PathBuf) -> Result<(), StorageError> {
     .await
 }
 
-/// Creates the empty `.log` (opened for DMA reads and writes), `.index` and
-/// `.timeindex` files of the segment at `base_offset` and fsyncs the
-/// directory, so the new segment survives a crash once data is synced in it.
+/// Creates the empty `.log` (opened for DMA reads and writes; its length
+/// set to `preallocate_bytes` when not 0), `.index` and `.timeindex` files of
+/// the segment at `base_offset` and fsyncs the directory, so the new
+/// segment survives a crash once data is synced in it.
 ///
 /// # Errors
 /// Any failed create or fsync.
 pub async fn create_segment_file(
     dir: &Path,
     base_offset: i64,
+    preallocate_bytes: u64,
 ) -> Result<Rc<DmaFile>, StorageError> {
     ensure_iopoll_probed(dir).await?;
     let path = segment_file_path(dir, base_offset, LOG_FILE_EXTENSION);
@@ -135,6 +137,15 @@ pub async fn create_segment_file(
         .dma_open(&path)
         .await
         .map_err(|error| StorageError::glommio("creating", &path, error))?;
+    if preallocate_bytes > 0 {
+        // Kafka's `preallocate` on Linux: the file's length is set
+        // (`RandomAccessFile.setLength`), sparse, no block allocated (so a
+        // Kafka configuration that sets it reserves no disk here either).
+        // Recovery cuts the zeros past the data, a roll or close the length.
+        file.truncate(preallocate_bytes)
+            .await
+            .map_err(|error| StorageError::glommio("preallocating", &path, error))?;
+    }
     write_file_synced(
         segment_file_path(dir, base_offset, INDEX_FILE_EXTENSION),
         Vec::new(),

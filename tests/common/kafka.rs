@@ -211,19 +211,20 @@ pub async fn create_topic_with_configs(
 
 /// Creates a compacted `topic` of 1 MiB segments (Kafka 4.1's least) whose
 /// logs are compacted at any dirty share (`min.cleanable.dirty.ratio`
-/// 0.01).
-pub async fn create_compacted_topic(bootstrap: &str, topic: &str, partitions: i32) {
-    create_topic_with_configs(
-        bootstrap,
-        topic,
-        partitions,
-        &[
-            ("cleanup.policy", "compact"),
-            ("segment.bytes", "1048576"),
-            ("min.cleanable.dirty.ratio", "0.01"),
-        ],
-    )
-    .await;
+/// 0.01), with the `extra` topic configs too.
+pub async fn create_compacted_topic(
+    bootstrap: &str,
+    topic: &str,
+    partitions: i32,
+    extra: &[(&str, &str)],
+) {
+    let mut configs = vec![
+        ("cleanup.policy", "compact"),
+        ("segment.bytes", "1048576"),
+        ("min.cleanable.dirty.ratio", "0.01"),
+    ];
+    configs.extend_from_slice(extra);
+    create_topic_with_configs(bootstrap, topic, partitions, &configs).await;
 }
 
 /// Keys of [`produce_keyed`].
