@@ -36,7 +36,9 @@
 //! (an extending or unwritten-extent write goes to io_uring's worker
 //! threads, one file at a time), and an fdatasync after them has no inode
 //! to write. `finish` cuts the zeros off; after a crash, recovery cuts them
-//! as it cuts any invalid tail.
+//! as it cuts any invalid tail. A segment Kafka's `preallocate` made
+//! `segment.bytes` long from its creation (sparse) is filled the same way,
+//! from its data's end.
 //!
 //! Group commit: `start_sync` runs an fdatasync in the background while
 //! later writes go on; the log collects it with `take_finished_sync`. Where
@@ -259,10 +261,6 @@ impl SegmentAppender {
             }
             buffer.as_bytes_mut()[..fill_bytes].copy_from_slice(&block[..fill_bytes]);
         }
-        let file_size = file
-            .file_size()
-            .await
-            .map_err(|error| StorageError::glommio("reading the size of", &path, error))?;
         let shard_sync = shard_sync_for(file.as_ref());
         Ok(SegmentAppender {
             file,
@@ -276,7 +274,10 @@ impl SegmentAppender {
             in_flight: VecDeque::new(),
             partial_in_flight: false,
             sync_in_flight: None,
-            covered_end: file_size,
+            // From the data's end, not the file's: a segment preallocated
+            // (`preallocate`) is longer than its data, and its blocks are
+            // still to be zero-filled ahead of the writes.
+            covered_end: logical_size,
             zero_fill: None,
             prealloc_step: PREALLOC_FIRST_STEP.min(prealloc_max),
             prealloc_max,

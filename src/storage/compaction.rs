@@ -62,10 +62,13 @@
 //! The indexes are renamed to `.swap`, then the log file, and the directory
 //! is synced: the `.log.swap` name is the commit point. Only then does the
 //! in-memory segment list take the new segment (in one step, under the state
-//! borrow), the files of every replaced segment are renamed `.deleted`,
-//! the `.swap` files are renamed over the final names and the directory is
-//! synced again before the next group starts; the `.deleted` files are
-//! removed `file.delete.delay.ms` later. Recovery deletes `.cleaned` and
+//! borrow), the files of every replaced segment are renamed `.deleted` and
+//! the directory synced, the `.swap` files are renamed over the final
+//! names and the directory is synced again before the next group starts;
+//! the `.deleted` files are removed `file.delete.delay.ms` later. A failure
+//! after the in-memory swap fails the log (no more appends, its writer
+//! stops) until a restart's recovery finishes the swap, as Kafka takes the
+//! directory offline. Recovery deletes `.cleaned` and
 //! `.deleted` files and index `.swap` files without a `.log.swap`
 //! (uncommitted), and for a `.log.swap` deletes the segment files it
 //! replaces and renames it into place (see `recovery.rs`).
@@ -1139,12 +1142,20 @@ impl Log {
                 .await?;
             }
             sync_directory(&dir).await?;
-            let delay = u64::try_from(cleaner.file_delete_delay_ms).unwrap_or(0);
-            remove_after(deleted, std::time::Duration::from_millis(delay)).await
+            Ok::<_, StorageError>(deleted)
         };
-        if let Err(error) = finished.await {
-            self.compaction_fail(error.clone());
-            return Err(error);
+        let deleted = match finished.await {
+            Ok(deleted) => deleted,
+            Err(error) => {
+                self.compaction_fail(error.clone());
+                return Err(error);
+            }
+        };
+        // The files match the memory again: a failure to remove is only
+        // logged (a restart removes what is left).
+        let delay = u64::try_from(cleaner.file_delete_delay_ms).unwrap_or(0);
+        if let Err(error) = remove_after(deleted, std::time::Duration::from_millis(delay)).await {
+            warn!(%error, "cannot remove a compacted segment's files");
         }
         Ok(())
     }
@@ -1853,6 +1864,55 @@ mod tests {
                 assert!(leftover_compaction_files(&dir).is_empty());
                 check_against_model(&read_all(&log).await, &model, active);
             }
+        });
+    }
+
+    /// Goal: a compaction failing after its swap is in memory fails the log
+    /// (appends refused) without holding its close or its deletion, and a
+    /// restart's recovery finishes the swap. Method: a compaction stopped
+    /// after the old files' renames, then an append, a close, a reopen and
+    /// a delete.
+    #[test]
+    fn a_failure_after_the_swap_fails_the_log_and_close_and_delete_still_end() {
+        run_on_executor(|| async {
+            let (root, dir) = temporary_log_dir();
+            let config = small_config(0);
+            let log = Log::create(&dir, config.clone(), Uuid::new_v4())
+                .await
+                .unwrap();
+            let mut model = Model::new();
+            append_updates(&log, &mut model, 100, 6, Compression::None).await;
+            let active = active_base_offset(&log);
+            log.compact(&compacting(), 10_000).await.unwrap();
+            log.flush(true).await.unwrap();
+
+            CRASH_POINT.with(|crash_point| crash_point.set(Some(CrashPoint::AfterOldFilesRenamed)));
+            let failed = log.compact_with(&compacting(), &forced(10_000)).await;
+            CRASH_POINT.with(|crash_point| crash_point.set(None));
+            assert!(failed.is_err());
+            let (bytes, header) = crate::storage::test_support::batch(1, 1);
+            assert!(log.append(bytes, &header, 0, 0).await.is_err());
+            assert!(log.close().await.is_err());
+            drop(log);
+
+            let log = Log::open(&dir, config.clone(), false).await.unwrap();
+            assert!(leftover_compaction_files(&dir).is_empty());
+            check_against_model(&read_all(&log).await, &model, active);
+            let (bytes, header) = crate::storage::test_support::batch(1, 1);
+            log.append(bytes, &header, 0, 0).await.unwrap();
+
+            // And a failed log is deleted too.
+            CRASH_POINT.with(|crash_point| crash_point.set(Some(CrashPoint::AfterOldFilesRenamed)));
+            append_updates(&log, &mut model, 100, 6, Compression::None).await;
+            log.flush(true).await.unwrap();
+            let failed = log.compact_with(&compacting(), &forced(10_000)).await;
+            CRASH_POINT.with(|crash_point| crash_point.set(None));
+            assert!(failed.is_err());
+            let renamed = log.delete().await.unwrap();
+            crate::storage::remove_deleted_log_dir(renamed)
+                .await
+                .unwrap();
+            assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
         });
     }
 

@@ -204,7 +204,7 @@ pub struct SegmentSettings {
 impl SegmentSettings {
     /// Length a new segment's file starts at: `segment.bytes` with
     /// `preallocate`, else 0.
-    pub fn preallocate_bytes(&self) -> u64 {
+    pub fn initial_file_bytes(&self) -> u64 {
         if self.preallocate {
             self.segment_bytes
         } else {
@@ -1035,7 +1035,7 @@ impl Log {
         )
         .await?;
         let mut segment = Segment::new(0, now_ms(), config.segment_index_bytes);
-        let preallocate = config.segment_settings().preallocate_bytes();
+        let preallocate = config.segment_settings().initial_file_bytes();
         segment.file = Some(create_segment_file(dir, 0, preallocate).await?);
         if let Some(parent) = dir.parent().filter(|parent| !parent.as_os_str().is_empty()) {
             sync_directory(parent).await?;
@@ -2186,6 +2186,11 @@ async fn writer_step(
     roll_finish: &mut Option<RollFinish>,
     delayed: &mut DelayedWrite,
 ) -> Result<WriterNext, StorageError> {
+    // Failed from outside the writer (a compaction): nothing more is
+    // written.
+    if shared.state.borrow().failure.is_some() {
+        return Ok(WriterNext::Stop);
+    }
     // Drain the queue in append order.
     loop {
         let command = shared.state.borrow_mut().queue.pop_front();
@@ -2348,7 +2353,7 @@ async fn writer_roll(
         )
     };
 
-    let preallocate = shared.segment.get().preallocate_bytes();
+    let preallocate = shared.segment.get().initial_file_bytes();
     let file = create_segment_file(&shared.dir, new_base_offset, preallocate).await?;
     {
         let mut state = shared.state.borrow_mut();
@@ -2632,9 +2637,11 @@ impl Log {
     }
 
     /// A compaction failed after its swap was in memory: the log takes no
-    /// more appends (the files no longer match it until recovery).
+    /// more appends (the files no longer match it until recovery) and its
+    /// writer stops, so a close or delete still ends.
     pub(super) fn compaction_fail(&self, failure: StorageError) {
         self.shared.fail(failure);
+        self.shared.writer_signal.notify();
     }
 
     /// Records how far compaction has cleaned the log.
@@ -3908,6 +3915,33 @@ mod tests {
             }
             let newest = *lengths().last().unwrap();
             assert!(newest <= 4096, "the next segment is {newest} bytes long");
+            log.close().await.unwrap();
+            assert_eq!(segment_files_concatenated(&dir).1, stored.concat());
+        });
+    }
+
+    /// Goal: zero-fill ahead of the tail (`preallocate_bytes`) still fills
+    /// a segment preallocated to its length (`preallocate`), from the data
+    /// on. Method: both on, a few appends, wait for a fill.
+    #[test]
+    fn zero_fill_runs_inside_a_preallocated_segment() {
+        run_on_executor(|| async {
+            let (_root, dir) = temporary_log_dir();
+            let mut config = small_config(0);
+            config.segment_bytes = 1 << 20;
+            config.preallocate_bytes = 64 << 10;
+            config.preallocate = true;
+            let log = Log::create(&dir, config.clone(), Uuid::new_v4())
+                .await
+                .unwrap();
+            let stored = append_batches(&log, 40).await;
+            log.flush(true).await.unwrap();
+            let mut waited = 0;
+            while log.stats().zero_fill_bytes == 0 {
+                assert!(waited < 500, "no zero-fill inside the preallocated segment");
+                glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
+                waited += 1;
+            }
             log.close().await.unwrap();
             assert_eq!(segment_files_concatenated(&dir).1, stored.concat());
         });

@@ -143,7 +143,7 @@ pub async fn recover_log(
     if base_offsets.is_empty() {
         warn!(dir = %dir.display(), "no segment files; starting an empty log at offset 0");
         let mut segment = Segment::new(0, now_ms, config.segment_index_bytes);
-        let preallocate = config.segment_settings().preallocate_bytes();
+        let preallocate = config.segment_settings().initial_file_bytes();
         segment.file = Some(create_segment_file(dir, 0, preallocate).await?);
         segments.push(segment);
     } else {

@@ -288,10 +288,11 @@ async fn delete_segment_files(
 }
 
 /// Renames the `extensions` files of the segments at `base_offsets`, in
-/// that order, to `.deleted` and syncs the directory; returns the renamed
-/// paths. A file not there is skipped: no txnindex (no aborted
-/// transaction in the segment), no index yet, or renamed by an earlier
-/// attempt of the same deletion.
+/// that order, to `.deleted` and syncs the directory; returns every
+/// `.deleted` path, for removal. A file not there is skipped (no txnindex:
+/// no aborted transaction in the segment; no index yet; or renamed by an
+/// earlier attempt of the same deletion, whose `.deleted` path is still
+/// returned).
 ///
 /// # Errors
 /// A rename or the sync failed.
@@ -307,8 +308,12 @@ pub(super) async fn rename_segment_files_deleted(
             let to = deleted_file_path(dir, base_offset, extension);
             match rename_file(from, to.clone()).await {
                 Ok(()) => deleted.push(to),
+                // Renamed by an earlier attempt: still to be removed.
                 Err(StorageError::Io { source, .. })
-                    if source.kind() == std::io::ErrorKind::NotFound => {}
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    deleted.push(to);
+                }
                 Err(error) => return Err(error),
             }
         }
