@@ -239,11 +239,11 @@ pub struct ServeArgs {
     /// retention.ms and retention.bytes [log.retention.check.interval.ms].
     #[arg(long, default_value_t = 300_000, value_parser = clap::value_parser!(i64).range(1..))]
     pub log_retention_check_interval_ms: i64,
-    /// How long a deleted segment's files stay on disk, renamed .deleted, before they are removed; topics without their own file.delete.delay.ms follow it; also set at runtime [log.segment.delete.delay.ms].
+    /// How long a deleted segment's files stay on disk, renamed .deleted, before they are removed (topics without their own file.delete.delay.ms follow it), and how long a deleted topic's partition directories stay, renamed -delete (whatever the topic's own value); also set at runtime [log.segment.delete.delay.ms].
     #[arg(long, default_value_t = 60_000, value_parser = clap::value_parser!(i64).range(0..))]
     pub log_segment_delete_delay_ms: i64,
-    /// Create each new segment file at its topic's segment.bytes long (sparse, as Kafka does on Linux; cut to its data when it rolls or closes, or by recovery); topics without their own preallocate follow it; also set at runtime [log.preallocate].
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    /// Make each new segment file its topic's segment.bytes long from its creation (sparse, as Kafka does on Linux; cut to its data when it rolls or closes, or by recovery; not --preallocate-bytes's zero-fill); true or false, topics without their own preallocate follow it, also set at runtime [log.preallocate].
+    #[arg(long, default_value = "false", value_parser = parse_kafka_bool, action = clap::ArgAction::Set)]
     pub log_preallocate: bool,
     /// Default of the topic config flush.messages: once a partition holds
     /// this many messages not yet synced, the append that reached it waits
@@ -356,7 +356,7 @@ pub struct ServeArgs {
     /// zero writes compete with fdatasyncs for io_uring's worker threads
     /// (higher p99) and every block is written twice. Leaves up to this
     /// much unused space per active segment until it is closed or
-    /// recovered.
+    /// recovered. (Not Kafka's log.preallocate: see --log-preallocate.)
     #[arg(long, default_value_t = 0)]
     pub preallocate_bytes: u64,
     /// In-memory tail of recent batches per partition, bytes.

@@ -278,7 +278,7 @@ static BROKER_CONFIG_DEFS: &[BrokerConfigDef] = &[
     broker_config("log.segment.bytes", INT, Some("1073741824"), DYNAMIC,
         "Default size at which the active segment is rolled."),
     broker_config("log.segment.delete.delay.ms", LONG, Some("60000"), DYNAMIC,
-        "Default delay before a deleted segment's files are removed."),
+        "Default delay before a deleted segment's files are removed, and the delay before a deleted topic's directories are."),
     broker_config("max.connection.creation.rate", INT, Some(INT_MAX), DYNAMIC,
         "Most new connections per second the broker accepts."),
     broker_config("max.connections", INT, Some(INT_MAX), DYNAMIC,

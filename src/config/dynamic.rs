@@ -232,7 +232,8 @@ pub fn dynamic_value<T>(
 /// cluster level while ELR is on (see [`elr_refusal`]). Not the
 /// tiered-storage ones and `unclean.leader.election.enable` (nothing to act
 /// on with one node yet).
-/// Topics without their own value follow a change at once.
+/// Topics without their own value follow a change at once (`log.preallocate`
+/// from their next segment).
 pub const DYNAMIC_LOG_CONFIGS: [&str; 25] = [
     "compression.gzip.level",
     "compression.lz4.level",

@@ -1022,8 +1022,8 @@ impl Shard {
     /// delay is read as it is at each look, at least every second, so a
     /// change at runtime applies to the deletions waiting within a second
     /// (Kafka applies it when its task next wakes, which the old value
-    /// scheduled). Those still waiting at shutdown are removed after the
-    /// next start. Stops when the shard shuts down.
+    /// scheduled). Those still waiting at shutdown are removed the delay
+    /// after the next start. Stops when the shard shuts down.
     pub async fn deleted_logs_loop(self: Rc<Self>) {
         loop {
             if self.closing.get() {

@@ -69,7 +69,7 @@
 //! after the in-memory swap fails the log (no more appends, its writer
 //! stops) until a restart's recovery finishes the swap, as Kafka takes the
 //! directory offline. Recovery deletes `.cleaned` and
-//! `.deleted` files and index `.swap` files without a `.log.swap`
+//! `.deleted` files, and index `.swap` files without a `.log.swap`
 //! (uncommitted), and for a `.log.swap` deletes the segment files it
 //! replaces and renames it into place (see `recovery.rs`).
 //!

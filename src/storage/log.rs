@@ -211,9 +211,7 @@ impl SegmentSettings {
             0
         }
     }
-}
 
-impl SegmentSettings {
     /// Checks every field against its bound.
     ///
     /// # Errors
@@ -1035,8 +1033,8 @@ impl Log {
         )
         .await?;
         let mut segment = Segment::new(0, now_ms(), config.segment_index_bytes);
-        let preallocate = config.segment_settings().initial_file_bytes();
-        segment.file = Some(create_segment_file(dir, 0, preallocate).await?);
+        let initial_bytes = config.segment_settings().initial_file_bytes();
+        segment.file = Some(create_segment_file(dir, 0, initial_bytes).await?);
         if let Some(parent) = dir.parent().filter(|parent| !parent.as_os_str().is_empty()) {
             sync_directory(parent).await?;
         }
@@ -1951,7 +1949,7 @@ impl Log {
         // Closed or failed, the writer exits; wait for it so no write is in
         // flight while the directory goes away.
         self.shared.writer_exited.wait().await;
-        let renamed = super::rename_deleted_log_dir(self.shared.dir.clone()).await?;
+        let renamed = super::log_dirs::rename_deleted_log_dir(self.shared.dir.clone()).await?;
         info!(dir = %self.shared.dir.display(), renamed = %renamed.display(), "log renamed for deletion");
         Ok(renamed)
     }
@@ -2353,8 +2351,8 @@ async fn writer_roll(
         )
     };
 
-    let preallocate = shared.segment.get().initial_file_bytes();
-    let file = create_segment_file(&shared.dir, new_base_offset, preallocate).await?;
+    let initial_bytes = shared.segment.get().initial_file_bytes();
+    let file = create_segment_file(&shared.dir, new_base_offset, initial_bytes).await?;
     {
         let mut state = shared.state.borrow_mut();
         let position = state

@@ -22,9 +22,9 @@ use super::checkpoint::run_blocking;
 use super::error::StorageError;
 
 /// Kafka's `UnifiedLog.DeleteDirSuffix`.
-pub const DELETE_DIR_SUFFIX: &str = "-delete";
+const DELETE_DIR_SUFFIX: &str = "-delete";
 /// Kafka's `UnifiedLog.StrayDirSuffix`.
-pub const STRAY_DIR_SUFFIX: &str = "-stray";
+const STRAY_DIR_SUFFIX: &str = "-stray";
 
 /// Longest file name (Linux's `NAME_MAX`, Kafka's cap).
 const FILE_NAME_MAX: usize = 255;
@@ -148,7 +148,7 @@ pub async fn remove_deleted_log_dir(dir: PathBuf) -> Result<(), StorageError> {
 /// alone.
 ///
 /// # Errors
-/// `data_dir` cannot be listed, or a stray directory cannot be renamed.
+/// `data_dir` cannot be listed.
 pub fn settle_log_dirs_blocking(
     data_dir: &Path,
     known: impl Fn(&str, i32) -> bool,

@@ -56,10 +56,7 @@ pub use log::{
     DEFAULT_WRITE_BUFFER_BYTES, DEFAULT_WRITE_BUFFER_BYTES_MAX, DEFAULT_WRITE_DELAY_US,
     WRITE_DELAY_US_MAX,
 };
-pub use log_dirs::{
-    remove_deleted_log_dir, rename_deleted_log_dir, set_stray_log_dir_aside,
-    settle_log_dirs_blocking,
-};
+pub use log_dirs::{remove_deleted_log_dir, set_stray_log_dir_aside, settle_log_dirs_blocking};
 pub use reader::{
     cold_read_bytes_copied, cold_read_turn, cold_reads_in_flight, configure_cold_reads,
     next_offset_after_pieces, splice_reads, ColdReadPath,

@@ -143,8 +143,8 @@ pub async fn recover_log(
     if base_offsets.is_empty() {
         warn!(dir = %dir.display(), "no segment files; starting an empty log at offset 0");
         let mut segment = Segment::new(0, now_ms, config.segment_index_bytes);
-        let preallocate = config.segment_settings().initial_file_bytes();
-        segment.file = Some(create_segment_file(dir, 0, preallocate).await?);
+        let initial_bytes = config.segment_settings().initial_file_bytes();
+        segment.file = Some(create_segment_file(dir, 0, initial_bytes).await?);
         segments.push(segment);
     } else {
         let garbage_from;
@@ -286,7 +286,7 @@ fn split_any_segment_file_name(name: &str) -> Option<(i64, &str, Option<&str>)> 
 }
 
 /// `NNNNNNNNNNNNNNNNNNNN.<any extension>.deleted`: a file of a segment that
-/// retention or compaction was deleting.
+/// retention, DeleteRecords or compaction was deleting.
 fn is_deleted_segment_file_name(name: &str) -> bool {
     split_any_segment_file_name(name)
         .is_some_and(|(_, _, suffix)| suffix == Some(DELETED_FILE_SUFFIX))

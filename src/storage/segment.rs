@@ -116,7 +116,7 @@ async fn remove_probe_file(path: PathBuf) -> Result<(), StorageError> {
 }
 
 /// Creates the empty `.log` (opened for DMA reads and writes; its length
-/// set to `preallocate_bytes` when not 0), `.index` and `.timeindex` files of
+/// set to `initial_bytes` when not 0), `.index` and `.timeindex` files of
 /// the segment at `base_offset` and fsyncs the directory, so the new
 /// segment survives a crash once data is synced in it.
 ///
@@ -125,7 +125,7 @@ async fn remove_probe_file(path: PathBuf) -> Result<(), StorageError> {
 pub async fn create_segment_file(
     dir: &Path,
     base_offset: i64,
-    preallocate_bytes: u64,
+    initial_bytes: u64,
 ) -> Result<Rc<DmaFile>, StorageError> {
     ensure_iopoll_probed(dir).await?;
     let path = segment_file_path(dir, base_offset, LOG_FILE_EXTENSION);
@@ -137,12 +137,12 @@ pub async fn create_segment_file(
         .dma_open(&path)
         .await
         .map_err(|error| StorageError::glommio("creating", &path, error))?;
-    if preallocate_bytes > 0 {
+    if initial_bytes > 0 {
         // Kafka's `preallocate` on Linux: the file's length is set
         // (`RandomAccessFile.setLength`), sparse, no block allocated (so a
         // Kafka configuration that sets it reserves no disk here either).
         // Recovery cuts the zeros past the data, a roll or close the length.
-        file.truncate(preallocate_bytes)
+        file.truncate(initial_bytes)
             .await
             .map_err(|error| StorageError::glommio("preallocating", &path, error))?;
     }
