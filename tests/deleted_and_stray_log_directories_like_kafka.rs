@@ -220,12 +220,8 @@ async fn deleted_topics_wait_the_broker_delay_and_strays_are_set_aside() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compacted_segments_stay_deleted_for_the_topic_delay() {
-    // Compaction held (0 bytes a second) until the segments are written.
-    let broker = Broker::start(
-        BrokerOptions::default()
-            .arg("--log-cleaner-backoff-ms", 100)
-            .arg("--log-cleaner-io-max-bytes-per-second", 0),
-    );
+    // Compaction held until the segments are written.
+    let broker = Broker::start(BrokerOptions::default().compaction_held());
     let bootstrap = broker.bootstrap();
     with_timeout(Duration::from_secs(180), async {
         let topic = "compacted-later-deleted";

@@ -62,11 +62,7 @@ fn closed_segment_bytes(dir: &Path) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compaction_stops_and_slows_at_the_cleaners_byte_rate() {
-    let broker = Broker::start(
-        BrokerOptions::default()
-            .arg("--log-cleaner-backoff-ms", 100)
-            .arg("--log-cleaner-io-max-bytes-per-second", 0),
-    );
+    let broker = Broker::start(BrokerOptions::default().compaction_held());
     let bootstrap = broker.bootstrap();
     with_timeout(Duration::from_secs(180), async {
         let topic = "cleaned";
@@ -158,8 +154,7 @@ async fn cleaner_threads_compact_at_once_under_one_byte_bound() {
             .cores(2)
             .arg("--log-cleaner-threads", 4)
             .arg("--log-cleaner-io-buffer-size", 0)
-            .arg("--log-cleaner-backoff-ms", 100)
-            .arg("--log-cleaner-io-max-bytes-per-second", 0),
+            .compaction_held(),
     );
     let bootstrap = broker.bootstrap();
     with_timeout(Duration::from_secs(240), async {

@@ -649,7 +649,8 @@ impl Partition {
     /// [`Self::load_producer_state`] reads the log instead.
     ///
     /// # Errors
-    /// Opening or reading the log failed.
+    /// Opening or reading the log failed; [`StorageError::ForeignLogDir`]
+    /// when the directory is not `topic_id`'s.
     #[allow(clippy::too_many_arguments)]
     pub async fn open(
         topic: String,
@@ -664,7 +665,8 @@ impl Partition {
         let snapshots = list_snapshots(dir.to_path_buf()).await;
         if clean_shutdown {
             // The clean close wrote a snapshot at the log end.
-            let log = Log::open(dir, config, clean_shutdown).await?;
+            let (log, _) =
+                Log::open_replaying(dir, config, clean_shutdown, None, Some(topic_id)).await?;
             let partition = Partition::new(topic, index, topic_id, leader_epoch, log, settings);
             partition.load_producer_state_after(snapshots, None).await?;
             return Ok(partition);
@@ -688,6 +690,7 @@ impl Partition {
                 from_offset,
                 visit: &mut visit,
             }),
+            Some(topic_id),
         )
         .await?;
         scanned.covered = replayed_from == Some(from_offset);

@@ -287,34 +287,34 @@ impl Shard {
         let broker = self.broker_defaults();
         let log_config = log_config_for(topic, &self.config, &broker);
         let settings = partition_settings_for(topic, &broker);
-        // A directory of another topic of this name (one deleted while its
-        // directory could not be renamed), or of none, is set aside as
-        // Kafka sets aside a stray log, never served as this topic's.
-        if dir.exists() {
-            let found = crate::storage::read_partition_metadata(&dir).await?;
-            if found != Some(topic.topic_id) {
-                let reason = match found {
-                    Some(other) => format!(
-                        "partition.metadata names topic id {other}, the metadata's is {}",
-                        topic.topic_id
-                    ),
-                    None => "no partition.metadata".to_string(),
-                };
-                crate::storage::set_stray_log_dir_aside(dir.clone(), reason).await?;
-            }
-        }
-        let p = if dir.exists() {
-            Partition::open(
+        let opened = if dir.exists() {
+            let opened = Partition::open(
                 topic.name.clone(),
                 partition,
                 topic.topic_id,
                 topic.leader_epoch(partition),
                 &dir,
-                log_config,
+                log_config.clone(),
                 clean_shutdown,
                 settings,
             )
-            .await?
+            .await;
+            match opened {
+                // A directory of another topic of this name (one deleted
+                // while its directory could not be renamed), or of none, is
+                // set aside as Kafka sets aside a stray log, never served as
+                // this topic's; the partition starts empty.
+                Err(PartitionError::Storage(StorageError::ForeignLogDir { dir, reason })) => {
+                    crate::storage::set_stray_log_dir_aside(dir, reason).await?;
+                    None
+                }
+                opened => Some(opened?),
+            }
+        } else {
+            None
+        };
+        let p = if let Some(p) = opened {
+            p
         } else {
             let log = Log::create(&dir, log_config, topic.topic_id).await?;
             let p = Partition::new(

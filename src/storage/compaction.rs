@@ -1803,6 +1803,33 @@ mod tests {
         });
     }
 
+    /// A log of 100 updates to 6 keys, compacted once and flushed, so that
+    /// a forced round merges every closed segment into one; with its model
+    /// and the active segment's base offset.
+    async fn log_ready_for_a_forced_round(
+        dir: &Path,
+        config: &crate::storage::LogConfig,
+    ) -> (Log, Model, i64) {
+        let log = Log::create(dir, config.clone(), Uuid::new_v4())
+            .await
+            .unwrap();
+        let mut model = Model::new();
+        append_updates(&log, &mut model, 100, 6, Compression::None).await;
+        let active = active_base_offset(&log);
+        log.compact(&compacting(), 10_000).await.unwrap();
+        log.flush(true).await.unwrap();
+        (log, model, active)
+    }
+
+    /// A forced compaction round of `log` that stops at `point`, which
+    /// fails it.
+    async fn forced_round_stopping_at(log: &Log, point: CrashPoint) {
+        CRASH_POINT.with(|crash_point| crash_point.set(Some(point)));
+        let stopped = log.compact_with(&compacting(), &forced(10_000)).await;
+        CRASH_POINT.with(|crash_point| crash_point.set(None));
+        assert!(stopped.is_err(), "{point:?}");
+    }
+
     /// Goal: a crash at any step of a segment swap recovers to a consistent
     /// log: before the commit the old segments stay, after it the swap is
     /// completed; a later compaction finishes the job. Method: a compacted
@@ -1819,21 +1846,10 @@ mod tests {
             ] {
                 let (_root, dir) = temporary_log_dir();
                 let config = small_config(0);
-                let log = Log::create(&dir, config.clone(), Uuid::new_v4())
-                    .await
-                    .unwrap();
-                let mut model = Model::new();
-                append_updates(&log, &mut model, 100, 6, Compression::None).await;
-                let active = active_base_offset(&log);
-                log.compact(&compacting(), 10_000).await.unwrap();
+                let (log, model, active) = log_ready_for_a_forced_round(&dir, &config).await;
                 let segments_before = log.stats().segment_count;
                 assert!(segments_before > 3);
-                log.flush(true).await.unwrap();
-
-                CRASH_POINT.with(|crash_point| crash_point.set(Some(point)));
-                let crashed = log.compact_with(&compacting(), &forced(10_000)).await;
-                CRASH_POINT.with(|crash_point| crash_point.set(None));
-                assert!(crashed.is_err(), "{point:?}");
+                forced_round_stopping_at(&log, point).await;
                 log.crash_for_tests().await;
                 assert!(!leftover_compaction_files(&dir).is_empty(), "{point:?}");
 
@@ -1877,19 +1893,8 @@ mod tests {
         run_on_executor(|| async {
             let (root, dir) = temporary_log_dir();
             let config = small_config(0);
-            let log = Log::create(&dir, config.clone(), Uuid::new_v4())
-                .await
-                .unwrap();
-            let mut model = Model::new();
-            append_updates(&log, &mut model, 100, 6, Compression::None).await;
-            let active = active_base_offset(&log);
-            log.compact(&compacting(), 10_000).await.unwrap();
-            log.flush(true).await.unwrap();
-
-            CRASH_POINT.with(|crash_point| crash_point.set(Some(CrashPoint::AfterOldFilesRenamed)));
-            let failed = log.compact_with(&compacting(), &forced(10_000)).await;
-            CRASH_POINT.with(|crash_point| crash_point.set(None));
-            assert!(failed.is_err());
+            let (log, mut model, active) = log_ready_for_a_forced_round(&dir, &config).await;
+            forced_round_stopping_at(&log, CrashPoint::AfterOldFilesRenamed).await;
             let (bytes, header) = crate::storage::test_support::batch(1, 1);
             assert!(log.append(bytes, &header, 0, 0).await.is_err());
             assert!(log.close().await.is_err());
@@ -1902,12 +1907,9 @@ mod tests {
             log.append(bytes, &header, 0, 0).await.unwrap();
 
             // And a failed log is deleted too.
-            CRASH_POINT.with(|crash_point| crash_point.set(Some(CrashPoint::AfterOldFilesRenamed)));
             append_updates(&log, &mut model, 100, 6, Compression::None).await;
             log.flush(true).await.unwrap();
-            let failed = log.compact_with(&compacting(), &forced(10_000)).await;
-            CRASH_POINT.with(|crash_point| crash_point.set(None));
-            assert!(failed.is_err());
+            forced_round_stopping_at(&log, CrashPoint::AfterOldFilesRenamed).await;
             let renamed = log.delete().await.unwrap();
             crate::storage::remove_deleted_log_dir(renamed)
                 .await

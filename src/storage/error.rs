@@ -90,6 +90,16 @@ pub enum StorageError {
         /// What was wrong.
         reason: String,
     },
+    /// The directory opened as a topic's partition belongs to another
+    /// topic of that name, or to none: its `partition.metadata` names
+    /// another topic id, or is missing. Nothing in it was touched.
+    #[error("{dir} is not this topic's log: {reason}")]
+    ForeignLogDir {
+        /// The partition directory.
+        dir: PathBuf,
+        /// What its `partition.metadata` says.
+        reason: String,
+    },
 }
 
 impl StorageError {

@@ -1062,7 +1062,7 @@ impl Log {
         config: LogConfig,
         clean_shutdown: bool,
     ) -> Result<Log, StorageError> {
-        Ok(Log::open_replaying(dir, config, clean_shutdown, None)
+        Ok(Log::open_replaying(dir, config, clean_shutdown, None, None)
             .await?
             .0)
     }
@@ -1080,9 +1080,18 @@ impl Log {
         config: LogConfig,
         clean_shutdown: bool,
         replay: Option<ScanReplay<'_>>,
+        expected_topic_id: Option<Uuid>,
     ) -> Result<(Log, Option<i64>), StorageError> {
         config.validate()?;
-        let recovered = recover_log(dir, &config, clean_shutdown, now_ms(), replay).await?;
+        let recovered = recover_log(
+            dir,
+            &config,
+            clean_shutdown,
+            now_ms(),
+            replay,
+            expected_topic_id,
+        )
+        .await?;
         let replayed_from = recovered.replayed_from;
         let log = Log::start(
             dir.to_path_buf(),
@@ -4443,6 +4452,59 @@ mod tests {
             assert!(renamed.join("00000000000000000000.log").exists());
             super::super::remove_deleted_log_dir(renamed).await.unwrap();
             assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+        });
+    }
+
+    /// Goal: a directory opened as another topic's log is refused before
+    /// recovery changes anything in it, and opens as its own topic's.
+    /// Method: open a crashed log's directory expecting another topic id,
+    /// and with its `partition.metadata` removed; compare the files.
+    #[test]
+    fn a_log_of_another_topic_is_refused_untouched() {
+        run_on_executor(|| async {
+            let (_root, dir) = temporary_log_dir();
+            let topic_id = Uuid::new_v4();
+            let log = Log::create(&dir, small_config(0), topic_id).await.unwrap();
+            append_batches(&log, 10).await;
+            assert_eq!(log.flush(true).await.unwrap(), 30);
+            log.crash_for_tests().await;
+            let listing = || {
+                let mut files: Vec<(String, u64)> = std::fs::read_dir(&dir)
+                    .unwrap()
+                    .map(|entry| {
+                        let entry = entry.unwrap();
+                        let name = entry.file_name().into_string().unwrap();
+                        (name, entry.metadata().unwrap().len())
+                    })
+                    .collect();
+                files.sort();
+                files
+            };
+            let before = listing();
+            let other = Uuid::new_v4();
+            let refused =
+                Log::open_replaying(&dir, small_config(0), false, None, Some(other)).await;
+            match refused {
+                Err(StorageError::ForeignLogDir { reason, .. }) => {
+                    assert!(reason.contains(&other.to_string()), "{reason}")
+                }
+                other => panic!("expected ForeignLogDir, got {:?}", other.map(|_| ())),
+            }
+            assert_eq!(listing(), before);
+            std::fs::rename(dir.join("partition.metadata"), dir.join("kept")).unwrap();
+            let refused =
+                Log::open_replaying(&dir, small_config(0), false, None, Some(topic_id)).await;
+            assert!(
+                matches!(&refused, Err(StorageError::ForeignLogDir { reason, .. }) if reason == "no partition.metadata"),
+                "{:?}",
+                refused.map(|_| ())
+            );
+            std::fs::rename(dir.join("kept"), dir.join("partition.metadata")).unwrap();
+            let (log, _) = Log::open_replaying(&dir, small_config(0), false, None, Some(topic_id))
+                .await
+                .unwrap();
+            assert_eq!(log.log_end_offset(), 30);
+            log.close().await.unwrap();
         });
     }
 

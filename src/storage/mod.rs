@@ -61,7 +61,7 @@ pub use reader::{
     cold_read_bytes_copied, cold_read_turn, cold_reads_in_flight, configure_cold_reads,
     next_offset_after_pieces, splice_reads, ColdReadPath,
 };
-pub use recovery::{read_partition_metadata, ScanReplay};
+pub use recovery::ScanReplay;
 pub use retention::{RetentionLimits, RetentionOutcome};
 pub use segment::{ensure_iopoll_probed, segment_bytes_read};
 pub use send::{FileRange, Piece};

@@ -122,21 +122,39 @@ struct SegmentScan {
 }
 
 /// Opens and recovers the log in `dir`; see the module comment for the rules.
+/// With `expected_topic_id`, a directory whose `partition.metadata` names
+/// another topic id or none is refused before anything in it is changed.
 ///
 /// # Errors
-/// I/O errors, and [`StorageError::MalformedMetadata`] for unreadable
-/// `partition.metadata` or `leader-epoch-checkpoint` files.
+/// I/O errors, [`StorageError::MalformedMetadata`] for unreadable
+/// `partition.metadata` or `leader-epoch-checkpoint` files, and
+/// [`StorageError::ForeignLogDir`].
 pub async fn recover_log(
     dir: &Path,
     config: &LogConfig,
     clean_shutdown: bool,
     now_ms: i64,
     replay: Option<ScanReplay<'_>>,
+    expected_topic_id: Option<Uuid>,
 ) -> Result<RecoveredLog, StorageError> {
+    let topic_id = read_partition_metadata(dir).await?;
+    if let Some(expected) = expected_topic_id {
+        if topic_id != Some(expected) {
+            let reason = match topic_id {
+                Some(other) => format!(
+                    "partition.metadata names topic id {other}, the metadata's is {expected}"
+                ),
+                None => "no partition.metadata".to_string(),
+            };
+            return Err(StorageError::ForeignLogDir {
+                dir: dir.to_path_buf(),
+                reason,
+            });
+        }
+    }
     ensure_iopoll_probed(dir).await?;
     finish_interrupted_swaps(dir).await?;
     let base_offsets = list_segment_base_offsets(dir).await?;
-    let topic_id = read_partition_metadata(dir).await?;
     let mut leader_epochs = read_leader_epochs(dir).await?;
     let mut segments: Vec<Segment> = Vec::new();
     let mut replayed_from = None;
@@ -626,7 +644,7 @@ async fn list_segment_base_offsets(dir: &Path) -> Result<Vec<i64>, StorageError>
 ///
 /// # Errors
 /// The file cannot be read or does not parse.
-pub async fn read_partition_metadata(dir: &Path) -> Result<Option<Uuid>, StorageError> {
+async fn read_partition_metadata(dir: &Path) -> Result<Option<Uuid>, StorageError> {
     let path = dir.join(PARTITION_METADATA_FILE);
     let Some(bytes) = read_file_if_exists(path.clone()).await? else {
         return Ok(None);

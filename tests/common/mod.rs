@@ -130,6 +130,13 @@ impl BrokerOptions {
         self.extra_args.push(value.to_string());
         self
     }
+    /// Compaction held: the cleaner looks every 100 ms but reads nothing
+    /// (0 bytes a second) until the test raises
+    /// `log.cleaner.io.max.bytes.per.second`.
+    pub fn compaction_held(self) -> Self {
+        self.arg("--log-cleaner-backoff-ms", 100)
+            .arg("--log-cleaner-io-max-bytes-per-second", 0)
+    }
 }
 
 /// One running (or stopped) broker process. Dropping it SIGKILLs the process,
