@@ -4,7 +4,8 @@
 //! Today: record bytes sent by reference and copied in user space on the
 //! fetch path (so zero copies is shown, not claimed), bytes copied out of
 //! DMA buffers by cold segment reads, segment reads running and waiting,
-//! record bytes appended in place and by copy, partitions per shard.
+//! record bytes appended in place and by copy, partitions per shard,
+//! uncleanable partitions per shard.
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -47,6 +48,9 @@ pub struct ShardMetrics {
     pub append_bytes_copied: u64,
     /// Partitions the shard owns.
     pub partitions: u64,
+    /// Partitions of the shard whose compaction failed (Kafka's
+    /// uncleanable partitions).
+    pub uncleanable_partitions: u64,
 }
 
 /// This shard's counters, read on the shard.
@@ -65,6 +69,7 @@ pub fn collect(shard: &Shard) -> ShardMetrics {
         append_bytes_in_place: crate::storage::append_bytes_in_place(),
         append_bytes_copied: crate::storage::append_bytes_copied(),
         partitions: shard.partition_count() as u64,
+        uncleanable_partitions: shard.uncleanable_partition_count() as u64,
     }
 }
 
@@ -149,6 +154,12 @@ pub fn render(per_shard: &[ShardMetrics]) -> String {
         "gauge",
         &|m| m.partitions,
     );
+    family(
+        "ringbroker_log_cleaner_uncleanable_partitions",
+        "Partitions of the shard whose compaction failed, which the cleaner leaves alone until the broker restarts (Kafka's uncleanable-partitions-count).",
+        "gauge",
+        &|m| m.uncleanable_partitions,
+    );
     out
 }
 
@@ -223,6 +234,7 @@ mod tests {
                 append_bytes_in_place: 65536,
                 append_bytes_copied: 100,
                 partitions: 3,
+                uncleanable_partitions: 1,
             },
             ShardMetrics::default(),
         ]);
@@ -234,5 +246,6 @@ mod tests {
         assert!(text.contains("ringbroker_log_append_bytes_in_place_total{shard=\"0\"} 65536\n"));
         assert!(text.contains("ringbroker_log_append_bytes_copied_total{shard=\"0\"} 100\n"));
         assert!(text.contains("# TYPE ringbroker_partitions gauge\n"));
+        assert!(text.contains("ringbroker_log_cleaner_uncleanable_partitions{shard=\"0\"} 1\n"));
     }
 }

@@ -28,10 +28,8 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rdkafka::admin::AdminOptions;
-
 use common::kafka::{
-    admin_client, create_compacted_topic, create_topic, create_topic_with_configs, future_producer,
+    create_compacted_topic, create_topic, create_topic_with_configs, delete_topic, future_producer,
     kept_by_key, produce_all, produce_keyed, producer_config, test_messages, watermarks,
 };
 use common::wire::{incremental_alter_configs, RawClient};
@@ -72,15 +70,6 @@ fn renamed_dirs(data_dir: &Path, topic: &str, partition: i32, suffix: &str) -> V
         .into_iter()
         .filter(|name| renamed_with(name, &dir_name, suffix))
         .collect()
-}
-
-async fn delete_topic(bootstrap: &str, topic: &str) {
-    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
-    let results = admin_client(bootstrap)
-        .delete_topics(&[topic], &options)
-        .await
-        .expect("DeleteTopics");
-    assert_eq!(results, vec![Ok(topic.to_string())], "DeleteTopics");
 }
 
 async fn produce(bootstrap: &str, topic: &str, count: u64, partitions: i32) {

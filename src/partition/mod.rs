@@ -318,6 +318,9 @@ pub struct Partition {
     /// Held while a snapshot file is written (a roll's and a clean
     /// close's may overlap).
     snapshot_write_lock: glommio::sync::Semaphore,
+    /// A compaction of this partition failed: the cleaner leaves it alone
+    /// until the broker restarts (Kafka's uncleanable partitions).
+    uncleanable: Cell<bool>,
 }
 
 /// Wall-clock milliseconds since the epoch.
@@ -365,6 +368,7 @@ impl Partition {
             snapshot_segment_base: Cell::new(i64::MAX),
             snapshot_offset: Cell::new(i64::MIN),
             snapshot_write_lock: glommio::sync::Semaphore::new(1),
+            uncleanable: Cell::new(false),
         })
     }
 
@@ -1396,6 +1400,30 @@ impl Partition {
         self.deleted.get()
     }
 
+    /// Whether a compaction of this partition failed since it was opened
+    /// (Kafka's uncleanable partitions): the cleaner skips it.
+    pub fn is_uncleanable(&self) -> bool {
+        self.uncleanable.get()
+    }
+
+    /// Marks the partition uncleanable after `error` failed its
+    /// compaction, as Kafka's cleaner marks a partition whose cleaning
+    /// threw; returns false, and marks nothing, for the errors that only
+    /// say the partition went away (deleted, closed at shutdown).
+    pub fn mark_uncleanable_after(&self, error: &PartitionError) -> bool {
+        let gone = matches!(
+            error,
+            PartitionError::Deleted { .. }
+                | PartitionError::Storage(
+                    StorageError::Closed { .. } | StorageError::CompactionInProgress { .. }
+                )
+        );
+        if !gone && !self.deleted.get() {
+            self.uncleanable.set(true);
+        }
+        self.uncleanable.get()
+    }
+
     fn deleted_error(&self) -> PartitionError {
         PartitionError::Deleted {
             topic: self.topic.clone(),
@@ -1498,6 +1526,34 @@ mod tests {
     /// an aborted transaction at 0-1, an open one at 2, plain data after;
     /// retention of everything old, before and after the commit, with a
     /// read_committed fetch from 0 pending during the second.
+    /// Goal: a compaction that fails on the log marks the partition
+    /// uncleanable; one that stops because the partition went away does
+    /// not. Method: each kind of error in turn.
+    #[test]
+    fn only_a_failed_compaction_marks_the_partition_uncleanable() {
+        run_on_executor(|| async {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("t-0");
+            let p = open_partition(&dir, true, true).await;
+            let gone = [
+                p.deleted_error(),
+                PartitionError::Storage(StorageError::Closed { dir: dir.clone() }),
+                PartitionError::Storage(StorageError::CompactionInProgress { dir: dir.clone() }),
+            ];
+            for error in &gone {
+                assert!(!p.mark_uncleanable_after(error), "{error}");
+            }
+            assert!(!p.is_uncleanable());
+            let damaged = PartitionError::Storage(StorageError::Corrupt {
+                path: dir.join("00000000000000000000.log"),
+                position: 0,
+                reason: "bad CRC".to_string(),
+            });
+            assert!(p.mark_uncleanable_after(&damaged));
+            assert!(p.is_uncleanable());
+        });
+    }
+
     #[test]
     fn retention_stops_at_the_lso_and_overlapping_read_committed_fetches_fail() {
         run_on_executor(|| async {

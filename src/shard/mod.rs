@@ -220,6 +220,15 @@ impl Shard {
         self.partitions.borrow().len()
     }
 
+    /// Partitions of this shard whose compaction failed.
+    pub fn uncleanable_partition_count(&self) -> usize {
+        self.partitions
+            .borrow()
+            .values()
+            .filter(|p| p.is_uncleanable())
+            .count()
+    }
+
     /// A partition this shard owns.
     pub fn partition(&self, topic_partition: &TopicPartition) -> Option<Rc<Partition>> {
         self.partitions.borrow().get(topic_partition).cloned()
@@ -1394,8 +1403,10 @@ impl Shard {
     /// topics this shard owns, its share of `log.cleaner.threads` at a time
     /// (each compaction yields, so produce and fetch keep running), and
     /// applies `retention.ms` / `retention.bytes` to those whose
-    /// `cleanup.policy` is `compact,delete`. Stops when the shard shuts
-    /// down.
+    /// `cleanup.policy` is `compact,delete`. A partition whose compaction
+    /// failed is left alone from then on, by both, until the broker
+    /// restarts, as Kafka's cleaner leaves its uncleanable partitions.
+    /// Stops when the shard shuts down.
     pub async fn compaction_loop(self: Rc<Self>) {
         use futures::StreamExt;
         loop {
@@ -1434,6 +1445,9 @@ impl Shard {
             let partitions: Vec<Rc<Partition>> =
                 self.partitions.borrow().values().cloned().collect();
             let compacted = partitions.into_iter().filter_map(|partition| {
+                if partition.is_uncleanable() {
+                    return None;
+                }
                 let topic = image.topic(&partition.topic)?;
                 topic
                     .configs
@@ -1483,7 +1497,16 @@ impl Shard {
                             }
                             Ok(_) => {}
                             Err(e) => {
-                                tracing::warn!(topic = %partition.topic, partition = partition.index, error = %e, "compaction failed");
+                                if partition.mark_uncleanable_after(&e) {
+                                    tracing::warn!(
+                                        topic = %partition.topic,
+                                        partition = partition.index,
+                                        error = %e,
+                                        "compaction failed; marking the partition uncleanable: the cleaner leaves it alone until the broker restarts"
+                                    );
+                                    return;
+                                }
+                                tracing::info!(topic = %partition.topic, partition = partition.index, error = %e, "compaction stopped");
                             }
                         }
                         // Kafka's cleaner deletes the expired segments of

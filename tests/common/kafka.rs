@@ -227,6 +227,16 @@ pub async fn create_compacted_topic(
     create_topic_with_configs(bootstrap, topic, partitions, &configs).await;
 }
 
+/// Deletes `topic` with rdkafka's admin client.
+pub async fn delete_topic(bootstrap: &str, topic: &str) {
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    let results = admin_client(bootstrap)
+        .delete_topics(&[topic], &options)
+        .await
+        .expect("DeleteTopics");
+    assert_eq!(results, vec![Ok(topic.to_string())], "DeleteTopics");
+}
+
 /// Keys of [`produce_keyed`].
 pub const KEYED_KEYS: usize = 20;
 
