@@ -1,17 +1,19 @@
-//! Goal: a partition whose compaction fails (here on a damaged batch in a
-//! closed segment) is left alone by the cleaner from then on, as Kafka's
-//! cleaner marks such a partition uncleanable: it is not tried again at
-//! every pass, its files stay as they were, the other compacted topics
-//! are still compacted, and the partition still takes and serves new
-//! records. A restart tries it once more; deleting the topic forgets it.
-//! The count shows as `ringbroker_log_cleaner_uncleanable_partitions`
-//! (Kafka's `uncleanable-partitions-count`).
+//! Goal: a partition whose compaction fails on its data (here a damaged
+//! record in a closed segment) is left alone by the cleaner from then on,
+//! as Kafka's cleaner marks such a partition uncleanable (measured on
+//! Kafka 4.1.1 with the same damage): it is not tried again at every pass,
+//! the damaged segment stays as it was, the other compacted topics are
+//! still compacted, and the partition still takes and serves new records.
+//! A restart tries it once more; deleting the topic forgets it. The count
+//! shows as `ringbroker_log_cleaner_uncleanable_partitions` (Kafka's
+//! `uncleanable-partitions-count`).
 //!
 //! Method: two compacted topics of 1 MiB segments filled with the cleaner
-//! held; with the broker stopped, one byte inside the records of a closed
-//! segment of one of them is flipped (its CRC no longer matches); the
-//! broker restarts and the cleaner is let go at runtime; the segment files,
-//! the broker's log and its metrics show what the cleaner did.
+//! held; with the broker stopped, the key length of the first record of a
+//! closed segment of one of them is changed (the batch's lengths and
+//! header are left whole); the broker restarts and the cleaner is let go
+//! at runtime; the segment files, the broker's log and its metrics show
+//! what the cleaner did.
 
 mod common;
 
@@ -89,13 +91,23 @@ async fn a_partition_whose_compaction_fails_is_left_alone_until_a_restart() {
             segments(&damaged_dir)
         );
 
-        // One byte inside the records of the first batch of the second
-        // segment (61 bytes of batch header), with the broker stopped.
+        // The key length of the first record of the second segment (after
+        // the 61 bytes of batch header, the record's length, attributes,
+        // timestamp delta and offset delta), with the broker stopped: 63
+        // bytes instead of 5 or 6, as in the case measured on Kafka.
         broker.terminate();
         let second = segments(&damaged_dir).into_keys().nth(1).unwrap();
         let path = damaged_dir.join(&second);
         let mut bytes = std::fs::read(&path).unwrap();
-        bytes[61 + 200] ^= 0xff;
+        let skip_varint =
+            |at: usize| at + bytes[at..].iter().position(|b| b & 0x80 == 0).unwrap() + 1;
+        let key_length_at = skip_varint(skip_varint(skip_varint(61) + 1));
+        assert!(
+            matches!(bytes[key_length_at], 10 | 12),
+            "{}",
+            bytes[key_length_at]
+        );
+        bytes[key_length_at] = 0x7e;
         std::fs::write(&path, &bytes).unwrap();
         let damaged_bytes = bytes.len() as u64;
         broker.restart();

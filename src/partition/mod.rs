@@ -113,30 +113,39 @@ struct ScannedReplay {
     covered: bool,
 }
 
-/// The `.snapshot` files in `dir` as (offset, path), in offset order;
-/// leftover temporary ones (a crash while one was written) are removed.
+/// A partition directory's producer snapshot files, as listed.
+#[derive(Debug, Default)]
+struct SnapshotFiles {
+    /// The `.snapshot` files as (offset, path), in offset order.
+    snapshots: Vec<(i64, PathBuf)>,
+    /// Leftover temporary ones (a crash while one was written), for the
+    /// caller to remove.
+    temporaries: Vec<PathBuf>,
+}
+
+/// The snapshot files in `dir`; nothing is removed.
 ///
 /// # Errors
 /// The directory cannot be listed.
-fn list_snapshots_blocking(dir: &Path) -> std::io::Result<Vec<(i64, PathBuf)>> {
-    let mut found = Vec::new();
+fn list_snapshots_blocking(dir: &Path) -> std::io::Result<SnapshotFiles> {
+    let mut found = SnapshotFiles::default();
     for entry in std::fs::read_dir(dir)?.flatten() {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         if let Some(offset) = parse_snapshot_file_name(name) {
-            found.push((offset, entry.path()));
+            found.snapshots.push((offset, entry.path()));
         } else if name.ends_with(SNAPSHOT_TEMPORARY_SUFFIX) {
-            let _ = std::fs::remove_file(entry.path());
+            found.temporaries.push(entry.path());
         }
     }
-    found.sort();
+    found.snapshots.sort();
     Ok(found)
 }
 
 /// [`list_snapshots_blocking`] off the executor, for a start: a directory
 /// that cannot be listed has no usable snapshot (opening the log reports
 /// the error).
-async fn list_snapshots(dir: PathBuf) -> Vec<(i64, PathBuf)> {
+async fn list_snapshots(dir: PathBuf) -> SnapshotFiles {
     glommio::executor()
         .spawn_blocking(move || list_snapshots_blocking(&dir).unwrap_or_default())
         .await
@@ -675,7 +684,7 @@ impl Partition {
             partition.load_producer_state_after(snapshots, None).await?;
             return Ok(partition);
         }
-        let newest = read_newest_snapshot(&snapshots, i64::MIN, i64::MAX).await;
+        let newest = read_newest_snapshot(&snapshots.snapshots, i64::MIN, i64::MAX).await;
         let mut scanned = ScannedReplay {
             snapshot_offset: newest.as_ref().map(|(offset, _)| *offset),
             replay: ProducerReplay::new(newest.map(|(_, state)| state).unwrap_or_default()),
@@ -724,12 +733,18 @@ impl Partition {
     }
 
     /// [`Self::load_producer_state`] with the snapshots listed, taking the
-    /// replay recovery's scan did when it is usable.
+    /// replay recovery's scan did when it is usable. The listing's
+    /// temporary files are removed only here, once the log opened: a
+    /// directory found to be another topic's is left as it was.
     async fn load_producer_state_after(
         &self,
-        snapshots: Vec<(i64, PathBuf)>,
+        listing: SnapshotFiles,
         scanned: Option<ScannedReplay>,
     ) -> Result<(), PartitionError> {
+        let SnapshotFiles {
+            snapshots,
+            temporaries,
+        } = listing;
         let log_start_offset = self.log.log_start_offset();
         let log_end_offset = self.log.log_end_offset();
         let usable = scanned.filter(|scanned| {
@@ -765,6 +780,7 @@ impl Partition {
             .into_iter()
             .filter(|(o, _)| *o > log_end_offset)
             .map(|(_, p)| p)
+            .chain(temporaries)
             .collect();
         if !stale.is_empty() {
             glommio::executor()
@@ -1022,7 +1038,7 @@ impl Partition {
                 std::fs::write(&temporary, &bytes)?;
                 std::fs::File::open(&temporary)?.sync_all()?;
                 std::fs::rename(&temporary, &write_path)?;
-                let mut others = list_snapshots_blocking(&dir)?;
+                let mut others = list_snapshots_blocking(&dir)?.snapshots;
                 others.retain(|(other, _)| *other != offset);
                 // Newer ones stay too (a clean close may have written one
                 // while this was syncing).
@@ -1406,22 +1422,34 @@ impl Partition {
         self.uncleanable.get()
     }
 
+    /// Whether the partition's log failed: the cleaner skips it too, as
+    /// Kafka's skips a log whose directory went offline.
+    pub fn log_failed(&self) -> bool {
+        self.log.is_failed()
+    }
+
     /// Marks the partition uncleanable after `error` failed its
     /// compaction, as Kafka's cleaner marks a partition whose cleaning
-    /// threw; returns false, and marks nothing, for the errors that only
-    /// say the partition went away (deleted, closed at shutdown).
+    /// threw on its data, and says whether it did. Not marked: a
+    /// partition that went away (deleted, closed at shutdown), a second
+    /// compaction refused, a failed log (Kafka takes its directory
+    /// offline instead), and an I/O error, which the next pass tries
+    /// again (a full disk may have room by then).
     pub fn mark_uncleanable_after(&self, error: &PartitionError) -> bool {
-        let gone = matches!(
+        let not_the_data = matches!(
             error,
             PartitionError::Deleted { .. }
                 | PartitionError::Storage(
-                    StorageError::Closed { .. } | StorageError::CompactionInProgress { .. }
+                    StorageError::Closed { .. }
+                        | StorageError::CompactionInProgress { .. }
+                        | StorageError::Io { .. }
                 )
         );
-        if !gone && !self.deleted.get() {
+        let marked = !not_the_data && !self.deleted.get() && !self.log.is_failed();
+        if marked {
             self.uncleanable.set(true);
         }
-        self.uncleanable.get()
+        marked
     }
 
     fn deleted_error(&self) -> PartitionError {
@@ -1519,16 +1547,52 @@ mod tests {
         partition
     }
 
-    /// Goal: retention never deletes at or past the last stable offset, and
-    /// a read_committed fetch that overlapped a deletion is answered out of
-    /// range rather than without the aborted transactions of the deleted
-    /// segments. Method: no tail cache (fetches read the files and wait);
-    /// an aborted transaction at 0-1, an open one at 2, plain data after;
-    /// retention of everything old, before and after the commit, with a
-    /// read_committed fetch from 0 pending during the second.
-    /// Goal: a compaction that fails on the log marks the partition
-    /// uncleanable; one that stops because the partition went away does
-    /// not. Method: each kind of error in turn.
+    /// Goal: a directory of another topic is refused with nothing in it
+    /// changed, even a leftover temporary snapshot, which its own topic's
+    /// open removes. Method: a crashed partition with a `.snapshot.tmp`
+    /// opened under another topic id, then under its own.
+    #[test]
+    fn another_topics_directory_is_refused_untouched() {
+        run_on_executor(|| async {
+            let root = tempfile::tempdir().unwrap();
+            let dir = root.path().join("t-0");
+            let p = open_partition(&dir, true, true).await;
+            append(&p, keyed("a", "1", None)).await;
+            p.log.flush(true).await.unwrap();
+            p.crash_for_tests().await;
+            let temporary = dir.join(format!("00000000000000000001{SNAPSHOT_TEMPORARY_SUFFIX}"));
+            std::fs::write(&temporary, b"torn").unwrap();
+            for clean in [true, false] {
+                let refused = Partition::open(
+                    "t".into(),
+                    0,
+                    Uuid::new_v4(),
+                    0,
+                    &dir,
+                    small_config(1 << 20),
+                    clean,
+                    SETTINGS,
+                )
+                .await;
+                assert!(
+                    matches!(
+                        refused,
+                        Err(PartitionError::Storage(StorageError::ForeignLogDir { .. }))
+                    ),
+                    "{:?}",
+                    refused.err()
+                );
+                assert!(temporary.exists());
+            }
+            let p = open_partition(&dir, false, false).await;
+            assert_eq!(p.log.log_end_offset(), 1);
+            assert!(!temporary.exists());
+        });
+    }
+
+    /// Goal: a compaction that fails on the log's data marks the partition
+    /// uncleanable; one that stops because the partition went away, or on
+    /// an I/O error, does not. Method: each kind of error in turn.
     #[test]
     fn only_a_failed_compaction_marks_the_partition_uncleanable() {
         run_on_executor(|| async {
@@ -1539,6 +1603,11 @@ mod tests {
                 p.deleted_error(),
                 PartitionError::Storage(StorageError::Closed { dir: dir.clone() }),
                 PartitionError::Storage(StorageError::CompactionInProgress { dir: dir.clone() }),
+                PartitionError::Storage(StorageError::io(
+                    "writing",
+                    dir.join("00000000000000000000.log.cleaned"),
+                    std::io::Error::from_raw_os_error(28),
+                )),
             ];
             for error in &gone {
                 assert!(!p.mark_uncleanable_after(error), "{error}");
@@ -1551,9 +1620,19 @@ mod tests {
             });
             assert!(p.mark_uncleanable_after(&damaged));
             assert!(p.is_uncleanable());
+            // Already marked: an error that marks nothing says so.
+            assert!(!p.mark_uncleanable_after(&p.deleted_error()));
+            assert!(p.is_uncleanable());
         });
     }
 
+    /// Goal: retention never deletes at or past the last stable offset, and
+    /// a read_committed fetch that overlapped a deletion is answered out of
+    /// range rather than without the aborted transactions of the deleted
+    /// segments. Method: no tail cache (fetches read the files and wait);
+    /// an aborted transaction at 0-1, an open one at 2, plain data after;
+    /// retention of everything old, before and after the commit, with a
+    /// read_committed fetch from 0 pending during the second.
     #[test]
     fn retention_stops_at_the_lso_and_overlapping_read_committed_fetches_fail() {
         run_on_executor(|| async {
@@ -1861,7 +1940,7 @@ mod tests {
                     .unwrap();
                 file.write_all_at(&torn, data_bytes).unwrap();
             }
-            assert!(list_snapshots_blocking(&dir).unwrap().is_empty());
+            assert!(list_snapshots_blocking(&dir).unwrap().snapshots.is_empty());
 
             let before = crate::storage::segment_bytes_read();
             let partition = open_partition_with(&dir, config.clone(), false, false).await;

@@ -1404,8 +1404,10 @@ impl Shard {
     /// (each compaction yields, so produce and fetch keep running), and
     /// applies `retention.ms` / `retention.bytes` to those whose
     /// `cleanup.policy` is `compact,delete`. A partition whose compaction
-    /// failed is left alone from then on, by both, until the broker
-    /// restarts, as Kafka's cleaner leaves its uncleanable partitions.
+    /// failed on its data is left alone from then on, by both, until the
+    /// broker restarts, as Kafka's cleaner leaves its uncleanable
+    /// partitions ([`Partition::mark_uncleanable_after`]); so is a failed
+    /// log.
     /// Stops when the shard shuts down.
     pub async fn compaction_loop(self: Rc<Self>) {
         use futures::StreamExt;
@@ -1445,7 +1447,7 @@ impl Shard {
             let partitions: Vec<Rc<Partition>> =
                 self.partitions.borrow().values().cloned().collect();
             let compacted = partitions.into_iter().filter_map(|partition| {
-                if partition.is_uncleanable() {
+                if partition.is_uncleanable() || partition.log_failed() {
                     return None;
                 }
                 let topic = image.topic(&partition.topic)?;
@@ -1506,7 +1508,7 @@ impl Shard {
                                     );
                                     return;
                                 }
-                                tracing::info!(topic = %partition.topic, partition = partition.index, error = %e, "compaction stopped");
+                                tracing::warn!(topic = %partition.topic, partition = partition.index, error = %e, "compaction failed");
                             }
                         }
                         // Kafka's cleaner deletes the expired segments of

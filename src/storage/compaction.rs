@@ -1827,7 +1827,13 @@ mod tests {
         CRASH_POINT.with(|crash_point| crash_point.set(Some(point)));
         let stopped = log.compact_with(&compacting(), &forced(10_000)).await;
         CRASH_POINT.with(|crash_point| crash_point.set(None));
-        assert!(stopped.is_err(), "{point:?}");
+        match stopped {
+            Err(error) => assert!(
+                error.to_string().contains(&format!("{point:?}")),
+                "stopped by {error}, not at {point:?}"
+            ),
+            Ok(stats) => panic!("not stopped at {point:?}: {stats:?}"),
+        }
     }
 
     /// Goal: a crash at any step of a segment swap recovers to a consistent

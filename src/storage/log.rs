@@ -1270,6 +1270,12 @@ impl Log {
         Ok(())
     }
 
+    /// Whether the log failed (a write, sync or compaction swap could not
+    /// be completed): it takes no more appends until a restart.
+    pub fn is_failed(&self) -> bool {
+        self.shared.state.borrow().failure.is_some()
+    }
+
     /// Next offset to assign (the log end offset, LEO).
     pub fn log_end_offset(&self) -> i64 {
         self.shared.state.borrow().log_end_offset
