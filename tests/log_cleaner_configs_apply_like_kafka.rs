@@ -21,7 +21,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -30,23 +29,10 @@ use common::kafka::{
     produce_keyed,
 };
 use common::wire::{incremental_alter_configs, RawClient};
-use common::{wait_until, with_timeout, Broker, BrokerOptions};
+use common::{segments, wait_until, with_timeout, Broker, BrokerOptions};
 
 const BROKER: i8 = 4;
 const RECORDS: usize = 600;
-
-/// Bytes of the partition's segment files, by file name.
-fn segments(dir: &Path) -> BTreeMap<String, u64> {
-    std::fs::read_dir(dir)
-        .unwrap_or_else(|error| panic!("listing {}: {error}", dir.display()))
-        .filter_map(Result::ok)
-        .filter(|entry| entry.file_name().to_string_lossy().ends_with(".log"))
-        .filter_map(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            Some((name, entry.metadata().ok()?.len()))
-        })
-        .collect()
-}
 
 /// Bytes of the partition's segment files.
 fn segment_bytes(dir: &Path) -> u64 {

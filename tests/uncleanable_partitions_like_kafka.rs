@@ -18,7 +18,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 use rdkafka::Message;
@@ -28,25 +27,13 @@ use common::kafka::{
 };
 use common::wire::{incremental_alter_configs, RawClient};
 use common::{
-    free_port, metric_sum, scrape_metrics, wait_until, with_timeout, Broker, BrokerOptions,
+    free_port, metric_sum, scrape_metrics, segments, wait_until, with_timeout, Broker,
+    BrokerOptions,
 };
 
 const RECORDS: usize = 600;
 const MARKED: &str = "marking the partition uncleanable";
 const UNCLEANABLE: &str = "ringbroker_log_cleaner_uncleanable_partitions";
-
-/// The partition's `.log` files and their lengths, by name.
-fn segments(dir: &Path) -> BTreeMap<String, u64> {
-    std::fs::read_dir(dir)
-        .unwrap_or_else(|error| panic!("listing {}: {error}", dir.display()))
-        .filter_map(Result::ok)
-        .filter(|entry| entry.file_name().to_string_lossy().ends_with(".log"))
-        .filter_map(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            Some((name, entry.metadata().ok()?.len()))
-        })
-        .collect()
-}
 
 /// Lines of the broker's log that mark `topic`'s partition uncleanable.
 fn marked(broker: &Broker, topic: &str) -> usize {

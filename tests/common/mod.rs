@@ -502,6 +502,20 @@ pub async fn with_timeout<T>(timeout: Duration, body: impl std::future::Future<O
     }
 }
 
+/// A partition directory's `.log` files and their lengths, by name (so in
+/// offset order).
+pub fn segments(dir: &Path) -> std::collections::BTreeMap<String, u64> {
+    std::fs::read_dir(dir)
+        .unwrap_or_else(|error| panic!("listing {}: {error}", dir.display()))
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_string_lossy().ends_with(".log"))
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            Some((name, entry.metadata().ok()?.len()))
+        })
+        .collect()
+}
+
 /// The body of `GET /metrics`.
 pub fn scrape_metrics(port: u16) -> String {
     use std::io::{Read, Write};
