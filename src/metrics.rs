@@ -5,7 +5,7 @@
 //! fetch path (so zero copies is shown, not claimed), bytes copied out of
 //! DMA buffers by cold segment reads, segment reads running and waiting,
 //! record bytes appended in place and by copy, partitions per shard,
-//! uncleanable partitions per shard.
+//! uncleanable partitions and their bytes per shard.
 
 use std::rc::Rc;
 use std::time::Duration;
@@ -51,11 +51,14 @@ pub struct ShardMetrics {
     /// Partitions of the shard whose compaction failed (Kafka's
     /// uncleanable partitions).
     pub uncleanable_partitions: u64,
+    /// Bytes of their closed segments past the cleaner checkpoint.
+    pub uncleanable_bytes: u64,
 }
 
 /// This shard's counters, read on the shard.
 pub fn collect(shard: &Shard) -> ShardMetrics {
     let (cold_reads_in_flight, cold_reads_waiting) = crate::storage::cold_reads_in_flight();
+    let (uncleanable_partitions, uncleanable_bytes) = shard.uncleanable_partitions();
     ShardMetrics {
         fetch_record_bytes_by_reference: crate::server::pieces::fetch_bytes_by_reference(),
         fetch_record_bytes_copied: crate::server::pieces::fetch_bytes_copied(),
@@ -69,7 +72,8 @@ pub fn collect(shard: &Shard) -> ShardMetrics {
         append_bytes_in_place: crate::storage::append_bytes_in_place(),
         append_bytes_copied: crate::storage::append_bytes_copied(),
         partitions: shard.partition_count() as u64,
-        uncleanable_partitions: shard.uncleanable_partition_count() as u64,
+        uncleanable_partitions: uncleanable_partitions as u64,
+        uncleanable_bytes,
     }
 }
 
@@ -160,6 +164,12 @@ pub fn render(per_shard: &[ShardMetrics]) -> String {
         "gauge",
         &|m| m.uncleanable_partitions,
     );
+    family(
+        "ringbroker_log_cleaner_uncleanable_bytes",
+        "Bytes of the uncleanable partitions' closed segments past their cleaner checkpoints, what a compaction of them would read (Kafka's uncleanable-bytes).",
+        "gauge",
+        &|m| m.uncleanable_bytes,
+    );
     out
 }
 
@@ -235,6 +245,7 @@ mod tests {
                 append_bytes_copied: 100,
                 partitions: 3,
                 uncleanable_partitions: 1,
+                uncleanable_bytes: 4096,
             },
             ShardMetrics::default(),
         ]);
@@ -247,5 +258,6 @@ mod tests {
         assert!(text.contains("ringbroker_log_append_bytes_copied_total{shard=\"0\"} 100\n"));
         assert!(text.contains("# TYPE ringbroker_partitions gauge\n"));
         assert!(text.contains("ringbroker_log_cleaner_uncleanable_partitions{shard=\"0\"} 1\n"));
+        assert!(text.contains("ringbroker_log_cleaner_uncleanable_bytes{shard=\"0\"} 4096\n"));
     }
 }

@@ -5,8 +5,9 @@
 //! the damaged segment stays as it was, the other compacted topics are
 //! still compacted, and the partition still takes and serves new records.
 //! A restart tries it once more; deleting the topic forgets it. The count
-//! shows as `ringbroker_log_cleaner_uncleanable_partitions` (Kafka's
-//! `uncleanable-partitions-count`).
+//! shows as `ringbroker_log_cleaner_uncleanable_partitions` and their bytes
+//! as `ringbroker_log_cleaner_uncleanable_bytes` (Kafka's
+//! `uncleanable-partitions-count` and `uncleanable-bytes`).
 //!
 //! Method: two compacted topics of 1 MiB segments filled with the cleaner
 //! held; with the broker stopped, the key length of the first record of a
@@ -34,6 +35,7 @@ use common::{
 const RECORDS: usize = 600;
 const MARKED: &str = "marking the partition uncleanable";
 const UNCLEANABLE: &str = "ringbroker_log_cleaner_uncleanable_partitions";
+const UNCLEANABLE_BYTES: &str = "ringbroker_log_cleaner_uncleanable_bytes";
 
 /// Lines of the broker's log that mark `topic`'s partition uncleanable.
 fn marked(broker: &Broker, topic: &str) -> usize {
@@ -115,6 +117,14 @@ async fn a_partition_whose_compaction_fails_is_left_alone_until_a_restart() {
         // partition is not tried again.
         let when_marked = segments(&damaged_dir);
         assert_eq!(when_marked.get(&second), Some(&damaged_bytes));
+        // What a compaction would read: at least the damaged segment, at
+        // most every closed one.
+        let bytes = metric_sum(&scrape_metrics(metrics_port), UNCLEANABLE_BYTES);
+        let closed: u64 = when_marked.values().rev().skip(1).sum();
+        assert!(
+            (damaged_bytes..=closed).contains(&bytes),
+            "{bytes} uncleanable bytes, {damaged_bytes} damaged, {closed} closed"
+        );
         std::thread::sleep(Duration::from_secs(2));
         assert_eq!(marked(&broker, "damaged"), 1, "{}", broker.log_contents());
         assert_eq!(segments(&damaged_dir), when_marked);
@@ -145,6 +155,10 @@ async fn a_partition_whose_compaction_fails_is_left_alone_until_a_restart() {
         wait_until(Duration::from_secs(10), "no uncleanable partition", || {
             uncleanable() == 0
         });
+        assert_eq!(
+            metric_sum(&scrape_metrics(metrics_port), UNCLEANABLE_BYTES),
+            0
+        );
     })
     .await;
 }

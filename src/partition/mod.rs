@@ -1422,6 +1422,12 @@ impl Partition {
         self.uncleanable.get()
     }
 
+    /// Bytes a compaction of the partition would read
+    /// ([`Log::dirty_closed_bytes`]).
+    pub fn dirty_closed_bytes(&self) -> u64 {
+        self.log.dirty_closed_bytes()
+    }
+
     /// Whether the partition's log failed: the cleaner skips it too, as
     /// Kafka's skips a log whose directory went offline.
     pub fn log_failed(&self) -> bool {

@@ -220,13 +220,17 @@ impl Shard {
         self.partitions.borrow().len()
     }
 
-    /// Partitions of this shard whose compaction failed.
-    pub fn uncleanable_partition_count(&self) -> usize {
+    /// Partitions of this shard whose compaction failed, and the bytes a
+    /// compaction of them would read (Kafka's `uncleanable-partitions-count`
+    /// and `uncleanable-bytes`).
+    pub fn uncleanable_partitions(&self) -> (usize, u64) {
         self.partitions
             .borrow()
             .values()
             .filter(|p| p.is_uncleanable())
-            .count()
+            .fold((0, 0), |(count, bytes), p| {
+                (count + 1, bytes + p.dirty_closed_bytes())
+            })
     }
 
     /// A partition this shard owns.

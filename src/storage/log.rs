@@ -2566,6 +2566,25 @@ impl Log {
             .check_appendable(&self.shared.dir)
     }
 
+    /// Bytes of the closed segments that hold records past the cleaner
+    /// checkpoint (the log start when there is none): the part of the log
+    /// a compaction would read, as Kafka counts a partition's
+    /// `uncleanable-bytes`.
+    pub fn dirty_closed_bytes(&self) -> u64 {
+        let state = self.shared.state.borrow();
+        let first_dirty = state
+            .cleaner_checkpoint
+            .unwrap_or(i64::MIN)
+            .max(state.log_start_offset());
+        let closed = &state.segments[..state.segments.len() - 1];
+        closed
+            .iter()
+            .zip(&state.segments[1..])
+            .filter(|(_, next)| next.base_offset > first_dirty)
+            .map(|(segment, _)| segment.size_bytes)
+            .sum()
+    }
+
     pub(super) fn compaction_snapshot(&self) -> CompactionSnapshot {
         let state = self.shared.state.borrow();
         assert!(state.compaction_running);
@@ -2923,6 +2942,35 @@ mod tests {
     /// The active segment's logical size.
     fn active_segment_bytes(log: &Log) -> u64 {
         log.shared.state.borrow().active_segment().size_bytes
+    }
+
+    /// Goal: the bytes a compaction would read are the closed segments
+    /// holding records past the cleaner checkpoint. Method: several
+    /// segments, the checkpoint moved to a segment's base and inside one.
+    #[test]
+    fn dirty_closed_bytes_count_the_closed_segments_past_the_checkpoint() {
+        run_on_executor(|| async {
+            let (_root, dir) = temporary_log_dir();
+            let (log, _) = log_of_batches(&dir, 64 << 10, 200, |index| 1 + index as i32 * 2).await;
+            let bases = log.segment_base_offsets();
+            assert!(bases.len() > 3, "{bases:?}");
+            let size = |base: i64| {
+                std::fs::metadata(segment_file_path(&dir, base, LOG_FILE_EXTENSION))
+                    .unwrap()
+                    .len()
+            };
+            let closed = &bases[..bases.len() - 1];
+            let all: u64 = closed.iter().map(|&base| size(base)).sum();
+            assert_eq!(log.dirty_closed_bytes(), all);
+            log.set_cleaner_checkpoint(bases[2]);
+            let past_two: u64 = closed[2..].iter().map(|&base| size(base)).sum();
+            assert_eq!(log.dirty_closed_bytes(), past_two);
+            log.set_cleaner_checkpoint(bases[2] + 1);
+            assert_eq!(log.dirty_closed_bytes(), past_two);
+            log.set_cleaner_checkpoint(*bases.last().unwrap());
+            assert_eq!(log.dirty_closed_bytes(), 0);
+            log.close().await.unwrap();
+        });
     }
 
     /// Goal: splice reads send exactly the bytes DMA reads return, and never
