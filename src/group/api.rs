@@ -8,8 +8,11 @@
 //! JoinGroup and SyncGroup are answered when the rebalance gets there, and
 //! OffsetCommit, TxnOffsetCommit, SyncGroup (the leader's assignment), DeleteGroups,
 //! OffsetDelete and a static member's rejoin are answered only once the
-//! records they wrote are durable. Heartbeat, LeaveGroup and the reads are
-//! always answered at once. So each call that may wait takes
+//! records they wrote are durable. ConsumerGroupHeartbeat, a classic
+//! member's JoinGroup to a consumer group and an OffsetFetch with
+//! `require_stable` wait, as Kafka's write operations do, until every
+//! append before them is durable. Heartbeat, LeaveGroup and the other reads
+//! are answered at once. So each call that may wait takes
 //! a caller-chosen [`RequestId`] (unique among the caller's outstanding
 //! requests) and returns an [`Outcome`] whose `reply` is either
 //! [`Reply::Ready`] (answer now) or [`Reply::Pending`]. A pending request is
@@ -95,6 +98,11 @@ pub enum Response {
     OffsetDelete(OffsetDeleteResponse),
     /// TxnOffsetCommit.
     TxnOffsetCommit(TxnOffsetCommitResponse),
+    /// ConsumerGroupHeartbeat, answered once its records are durable.
+    ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse),
+    /// OffsetFetch with `require_stable`, answered once the appends before
+    /// it are durable.
+    OffsetFetch(OffsetFetchResponse),
 }
 
 /// What a call asks the caller to do besides answering its own request.

@@ -179,6 +179,10 @@ pub struct ConsumerGroup {
     metadata_version: Option<u64>,
     /// Resolved regular expressions: regex to (topics version, names).
     regexes: HashMap<String, (u64, BTreeSet<String>)>,
+    /// Each member's epoch as its last durable assignment record has it:
+    /// the group as Kafka's reads at the last committed offset see it.
+    /// `members` runs ahead of it while appends are in flight.
+    pub durable_epochs: HashMap<String, i32>,
 }
 
 /// Most compiled subscription regexes a shard keeps (each up to 1 MiB of
@@ -638,24 +642,57 @@ impl ConsumerGroup {
     /// Kafka's `ConsumerGroup.validateOffsetFetch`: a member fetching its
     /// offsets (OffsetFetch v9+) must exist at that epoch (STALE_MEMBER_EPOCH;
     /// ILLEGAL_GENERATION for a classic member).
+    ///
+    /// `durable` checks against the epochs the log holds (Kafka's read at
+    /// the last committed offset, for OffsetFetch without
+    /// `require_stable`), else against the newest ones.
     pub fn validate_offset_fetch(
         &self,
         member_id: &str,
         member_epoch: i32,
+        durable: bool,
     ) -> Result<(), crate::protocol::ErrorCode> {
         use crate::protocol::ErrorCode;
-        let member = self
-            .members
-            .get(member_id)
-            .ok_or(ErrorCode::UnknownMemberId)?;
-        if member_epoch != member.member_epoch {
-            return Err(if member.classic.is_some() {
+        let member = self.members.get(member_id);
+        let epoch = if durable {
+            self.durable_epochs.get(member_id).copied()
+        } else {
+            member.map(|m| m.member_epoch)
+        };
+        let epoch = epoch.ok_or(ErrorCode::UnknownMemberId)?;
+        if member_epoch != epoch {
+            return Err(if member.is_some_and(|m| m.classic.is_some()) {
                 ErrorCode::IllegalGeneration
             } else {
                 ErrorCode::StaleMemberEpoch
             });
         }
         Ok(())
+    }
+
+    /// Notes a durable record of the group: an assignment record sets its
+    /// member's durable epoch, its tombstone removes it.
+    pub fn record_durable(
+        &mut self,
+        key: &super::records::ConsumerGroupKey,
+        value: Option<&super::records::ConsumerGroupValue>,
+    ) {
+        use super::records::{ConsumerGroupValue, CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY_TYPE};
+        if key.record_type != CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY_TYPE {
+            return;
+        }
+        let Some(member_id) = &key.member_id else {
+            return;
+        };
+        match value {
+            Some(ConsumerGroupValue::CurrentAssignment(assignment)) => {
+                self.durable_epochs
+                    .insert(member_id.clone(), assignment.member_epoch);
+            }
+            _ => {
+                self.durable_epochs.remove(member_id);
+            }
+        }
     }
 
     /// Kafka's `CurrentAssignmentBuilder.build`: the member's next state

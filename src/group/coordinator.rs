@@ -128,6 +128,23 @@ enum AfterAppend {
         request_id: RequestId,
         response: TxnOffsetCommitResponse,
     },
+    /// Answer a ConsumerGroupHeartbeat whose records (this append and the
+    /// ones before it) are durable.
+    ConsumerGroupHeartbeat {
+        request_id: RequestId,
+        response: Box<ConsumerGroupHeartbeatResponse>,
+    },
+    /// Answer a classic member's JoinGroup to a consumer group.
+    ClassicJoin {
+        request_id: RequestId,
+        response: Box<JoinGroupResponse>,
+    },
+    /// Answer an OffsetFetch with `require_stable` that read the newest
+    /// state, once the appends before it are durable.
+    OffsetFetch {
+        request_id: RequestId,
+        response: OffsetFetchResponse,
+    },
 }
 
 /// What a static member's rejoin during Stable needs when its record is
@@ -1122,6 +1139,36 @@ impl GroupCoordinator {
     /// a partition with pending transactional offsets answers
     /// UNSTABLE_OFFSET_COMMIT and offset -1 (Kafka's `fetchOffsets` and
     /// `fetchAllOffsets`; the latter lists only committed partitions).
+    /// OffsetFetch as the service runs it (Kafka's `fetchOffsets`): without
+    /// `require_stable` it reads the durable state, answered at once; with
+    /// it, it reads the newest state and is answered once the appends in
+    /// flight are durable (or with their error).
+    pub fn offset_fetch_call(
+        &mut self,
+        request_id: RequestId,
+        request: &OffsetFetchRequest,
+    ) -> Outcome<OffsetFetchResponse> {
+        let response = self.offset_fetch(request);
+        let mut effects = Effects::default();
+        if !request.require_stable || self.core.in_flight.is_empty() {
+            return Outcome {
+                reply: Reply::Ready(response),
+                effects,
+            };
+        }
+        self.core.after_appends_in_flight(
+            AfterAppend::OffsetFetch {
+                request_id,
+                response,
+            },
+            &mut effects,
+        );
+        Outcome {
+            reply: Reply::Pending,
+            effects,
+        }
+    }
+
     pub fn offset_fetch(&self, request: &OffsetFetchRequest) -> OffsetFetchResponse {
         let unstable = |group_id: &str, topic: &str, partition_index: i32| {
             request.require_stable
@@ -1162,7 +1209,11 @@ impl GroupCoordinator {
                 if let (Some(consumer), Some((member_id, member_epoch))) =
                     (consumer, &wanted.member)
                 {
-                    if let Err(error) = consumer.validate_offset_fetch(member_id, *member_epoch) {
+                    if let Err(error) = consumer.validate_offset_fetch(
+                        member_id,
+                        *member_epoch,
+                        !request.require_stable,
+                    ) {
                         return OffsetFetchGroupResponse {
                             group_id: wanted.group_id.clone(),
                             error: Some(error),
@@ -1758,7 +1809,10 @@ impl GroupCoordinator {
                 then @ (AfterAppend::OffsetCommit { .. }
                 | AfterAppend::TxnOffsetCommit { .. }
                 | AfterAppend::DeleteGroups { .. }
-                | AfterAppend::OffsetDelete { .. }) => {
+                | AfterAppend::OffsetDelete { .. }
+                | AfterAppend::ConsumerGroupHeartbeat { .. }
+                | AfterAppend::ClassicJoin { .. }
+                | AfterAppend::OffsetFetch { .. }) => {
                     self.after_append_failed(0, then, not_coordinator, &mut out);
                 }
                 AfterAppend::Nothing
@@ -1979,6 +2033,13 @@ impl GroupCoordinator {
                 if loading {
                     self.replay_consumer_record(now_ms, key, value.as_ref());
                 }
+                if let Some(consumer) = self
+                    .groups
+                    .get_mut(&key.group)
+                    .and_then(|g| g.consumer.as_mut())
+                {
+                    consumer.record_durable(key, value.as_ref());
+                }
             }
             CoordinatorRecord::GroupMetadata { key, value } => match value {
                 Some(value) => {
@@ -2021,6 +2082,18 @@ impl GroupCoordinator {
     fn after_append_succeeded(&mut self, now_ms: i64, then: AfterAppend, out: &mut Effects) {
         match then {
             AfterAppend::Nothing => {}
+            AfterAppend::ConsumerGroupHeartbeat {
+                request_id,
+                response,
+            } => complete(out, request_id, Response::ConsumerGroupHeartbeat(*response)),
+            AfterAppend::ClassicJoin {
+                request_id,
+                response,
+            } => complete_join(out, request_id, *response),
+            AfterAppend::OffsetFetch {
+                request_id,
+                response,
+            } => complete(out, request_id, Response::OffsetFetch(response)),
             AfterAppend::OffsetCommit {
                 request_id,
                 response,
@@ -2110,6 +2183,40 @@ impl GroupCoordinator {
     ) {
         match then {
             AfterAppend::Nothing => {}
+            // Kafka fails the heartbeat with the write's error (mapped as
+            // `handleOperationException` does).
+            AfterAppend::ConsumerGroupHeartbeat { request_id, .. } => complete(
+                out,
+                request_id,
+                Response::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse::error(
+                    error,
+                    error.to_string(),
+                )),
+            ),
+            AfterAppend::ClassicJoin {
+                request_id,
+                response,
+            } => complete_join(
+                out,
+                request_id,
+                JoinGroupResponse::error(error, &response.member_id),
+            ),
+            AfterAppend::OffsetFetch {
+                request_id,
+                mut response,
+            } => {
+                // Kafka's `handleOffsetFetchException`: what the write path
+                // maps to COORDINATOR_NOT_AVAILABLE is NOT_COORDINATOR here.
+                let error = match error {
+                    ErrorCode::CoordinatorNotAvailable => ErrorCode::NotCoordinator,
+                    other => other,
+                };
+                for group in &mut response.groups {
+                    group.error = Some(error);
+                    group.topics.clear();
+                }
+                complete(out, request_id, Response::OffsetFetch(response));
+            }
             AfterAppend::OffsetCommit {
                 request_id,
                 mut response,
@@ -2252,6 +2359,36 @@ impl Core {
 
     fn append(&mut self, records: Vec<CoordinatorRecord>, then: AfterAppend, out: &mut Effects) {
         self.append_with_producer(records, None, then, out);
+    }
+
+    /// Runs `then` once every append queued so far is acknowledged (Kafka
+    /// completes a write operation when the log's high watermark passes
+    /// its records, and one without records when the writes before it are
+    /// committed): it rides on the last append when that one has nothing
+    /// to do, else on an empty append queued after it. Whether an append
+    /// is in flight is for the caller to check.
+    fn after_appends_in_flight(&mut self, then: AfterAppend, out: &mut Effects) {
+        if let Some(last) = self
+            .in_flight
+            .back_mut()
+            .filter(|last| matches!(last.then, AfterAppend::Nothing))
+        {
+            last.then = then;
+            return;
+        }
+        let id = AppendId(self.next_append_id);
+        self.next_append_id += 1;
+        out.appends.push(Append {
+            id,
+            records: Vec::new(),
+            producer: None,
+        });
+        self.in_flight.push_back(InFlightAppend {
+            id,
+            records: Vec::new(),
+            producer: None,
+            then,
+        });
     }
 
     fn append_with_producer(

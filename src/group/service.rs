@@ -260,6 +260,8 @@ fn reply_of(response: Response) -> GroupReply {
         Response::DeleteGroups(r) => GroupReply::DeleteGroups(r),
         Response::OffsetDelete(r) => GroupReply::OffsetDelete(r),
         Response::TxnOffsetCommit(r) => GroupReply::TxnOffsetCommit(r),
+        Response::ConsumerGroupHeartbeat(r) => GroupReply::ConsumerGroupHeartbeat(r),
+        Response::OffsetFetch(r) => GroupReply::OffsetFetch(r),
     }
 }
 
@@ -410,7 +412,8 @@ impl GroupShard {
                 finish(&mut s, id, outcome, GroupReply::OffsetCommit)
             }
             GroupCall::OffsetFetch(r) => {
-                ready(GroupReply::OffsetFetch(s.coordinator.offset_fetch(&r)))
+                let outcome = s.coordinator.offset_fetch_call(id, &r);
+                finish(&mut s, id, outcome, GroupReply::OffsetFetch)
             }
             GroupCall::DescribeGroups {
                 group_ids,
@@ -431,9 +434,10 @@ impl GroupShard {
                 finish(&mut s, id, outcome, GroupReply::TxnOffsetCommit)
             }
             GroupCall::ConsumerGroupHeartbeat { request: r, .. } => {
-                let (response, effects) = s.coordinator.consumer_group_heartbeat(now, *r, topics);
-                absorb(&mut s, effects);
-                ready(GroupReply::ConsumerGroupHeartbeat(response))
+                let outcome = s
+                    .coordinator
+                    .consumer_group_heartbeat_call(now, id, *r, topics);
+                finish(&mut s, id, outcome, GroupReply::ConsumerGroupHeartbeat)
             }
             GroupCall::ConsumerGroupDescribe { group_ids } => {
                 ready(GroupReply::ConsumerGroupDescribe(

@@ -30,7 +30,9 @@
 //! consumer-protocol static member turns the group classic too (a
 //! rebalance follows only if its subscription differs).
 //!
-//! Not done: answers do not wait for their records to be durable.
+//! JoinGroup is answered once its records, and the appends before them,
+//! are durable; SyncGroup and Heartbeat, which write nothing, at once
+//! (Kafka waits for the appends in flight for those too).
 
 use super::consumer_groups::{
     assignment_record, classic_join_key, classic_sync_key, epoch_record, group_tombstones,
@@ -147,10 +149,21 @@ impl GroupCoordinator {
         topics: &dyn TopicsView,
         out: &mut Effects,
     ) {
-        let response = self
-            .classic_join(now_ms, request, topics, out)
-            .unwrap_or_else(|error| JoinGroupResponse::error(error, ""));
-        complete_join(out, request_id, response);
+        match self.classic_join(now_ms, request, topics, out) {
+            // As a write operation of Kafka's: answered once its records,
+            // and the appends before them, are durable.
+            Ok(response) if !self.core.in_flight.is_empty() => {
+                self.core.after_appends_in_flight(
+                    AfterAppend::ClassicJoin {
+                        request_id,
+                        response: Box::new(response),
+                    },
+                    out,
+                );
+            }
+            Ok(response) => complete_join(out, request_id, response),
+            Err(error) => complete_join(out, request_id, JoinGroupResponse::error(error, "")),
+        }
     }
 
     fn classic_join(
@@ -688,11 +701,23 @@ mod tests {
         }
     }
 
+    /// A classic member's JoinGroup, answered at once or, when appends are
+    /// in flight, once they are all acknowledged.
     fn classic(c: &mut GroupCoordinator, request: JoinGroupRequest) -> JoinGroupResponse {
         let outcome = c.join_group(0, RequestId(1), request, &topics(4));
-        match outcome.reply {
-            Reply::Ready(response) => response,
-            Reply::Pending => panic!("a classic member of a consumer group waits for nothing"),
+        if let Reply::Ready(response) = outcome.reply {
+            return response;
+        }
+        let mut answers = Vec::new();
+        while let Some(id) = c.core.in_flight.front().map(|a| a.id) {
+            answers.extend(c.append_completed(0, id, Ok(())).completions);
+        }
+        match answers.into_iter().find(|a| a.request_id == RequestId(1)) {
+            Some(Completion {
+                response: Response::JoinGroup(response),
+                ..
+            }) => response,
+            other => panic!("JoinGroup not answered once its records were durable: {other:?}"),
         }
     }
 

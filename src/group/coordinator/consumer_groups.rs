@@ -417,7 +417,38 @@ impl Core {
 }
 
 impl GroupCoordinator {
-    /// ConsumerGroupHeartbeat: always answered at once. Effects carry the
+    /// ConsumerGroupHeartbeat as the service runs it. Kafka runs it as a
+    /// write operation: answered once its records, and every append before
+    /// them, are durable (with the write's error if that fails); a refusal
+    /// is answered at once, as is a heartbeat when nothing is in flight.
+    pub fn consumer_group_heartbeat_call(
+        &mut self,
+        now_ms: i64,
+        request_id: RequestId,
+        request: ConsumerGroupHeartbeatRequest,
+        topics: &dyn TopicsView,
+    ) -> Outcome<ConsumerGroupHeartbeatResponse> {
+        let (response, mut effects) = self.consumer_group_heartbeat(now_ms, request, topics);
+        if response.error.is_some() || self.core.in_flight.is_empty() {
+            return Outcome {
+                reply: Reply::Ready(response),
+                effects,
+            };
+        }
+        self.core.after_appends_in_flight(
+            AfterAppend::ConsumerGroupHeartbeat {
+                request_id,
+                response: Box::new(response),
+            },
+            &mut effects,
+        );
+        Outcome {
+            reply: Reply::Pending,
+            effects,
+        }
+    }
+
+    /// ConsumerGroupHeartbeat, its answer computed at once. Effects carry the
     /// group-epoch records to append.
     pub fn consumer_group_heartbeat(
         &mut self,
@@ -1707,6 +1738,224 @@ mod review_tests {
         assert_eq!(
             c.consumer_group_describe(&[G.into()], &t)[0].members.len(),
             0
+        );
+    }
+}
+
+/// Kafka answers a consumer group's writes once they are committed and
+/// reads a plain OffsetFetch at the last committed state.
+#[cfg(test)]
+mod durability_tests {
+    use super::tests_support::*;
+    use super::*;
+
+    /// Acknowledges every append of `effects` with `result`, in order, and
+    /// returns the answers that came out.
+    fn acknowledge(
+        c: &mut GroupCoordinator,
+        effects: Effects,
+        result: Result<(), ErrorCode>,
+    ) -> Vec<Completion> {
+        let mut completions = Vec::new();
+        for append in effects.appends {
+            completions.extend(c.append_completed(0, append.id, result).completions);
+        }
+        completions
+    }
+
+    fn heartbeat_answer(completions: &[Completion], id: u64) -> ConsumerGroupHeartbeatResponse {
+        match completions.iter().find(|c| c.request_id == RequestId(id)) {
+            Some(Completion {
+                response: Response::ConsumerGroupHeartbeat(r),
+                ..
+            }) => r.clone(),
+            other => panic!("no heartbeat answer {id}: {other:?}"),
+        }
+    }
+
+    fn fetch(member: &str, epoch: i32, require_stable: bool) -> OffsetFetchRequest {
+        OffsetFetchRequest {
+            groups: vec![OffsetFetchGroup {
+                group_id: G.into(),
+                member: Some((member.into(), epoch)),
+                topics: None,
+            }],
+            require_stable,
+        }
+    }
+
+    fn fetch_error(outcome: &Outcome<OffsetFetchResponse>) -> Option<ErrorCode> {
+        match &outcome.reply {
+            Reply::Ready(r) => r.groups[0].error,
+            Reply::Pending => panic!("answered later"),
+        }
+    }
+
+    #[test]
+    fn a_heartbeat_that_writes_is_answered_once_its_records_are_durable() {
+        let mut c = coordinator();
+        let t = topics(2);
+        let joined = c.consumer_group_heartbeat_call(0, RequestId(1), join("a"), &t);
+        assert_eq!(joined.reply, Reply::Pending);
+        assert!(!joined.effects.appends.is_empty());
+        let answers = acknowledge(&mut c, joined.effects, Ok(()));
+        let a = heartbeat_answer(&answers, 1);
+        assert_eq!(
+            (a.error, a.member_epoch, count(&a.assignment)),
+            (None, 1, 2)
+        );
+        // A heartbeat that changes nothing writes nothing: answered at once.
+        let owned = a.assignment.unwrap();
+        let same = c.consumer_group_heartbeat_call(0, RequestId(2), beat("a", 1, &owned), &t);
+        match same.reply {
+            Reply::Ready(r) => assert_eq!((r.error, r.member_epoch), (None, 1)),
+            Reply::Pending => panic!("nothing to wait for"),
+        }
+        assert!(same.effects.appends.is_empty());
+        // While another group's records are in flight, the same heartbeat
+        // waits for them, as Kafka's write operation without records does.
+        let other = ConsumerGroupHeartbeatRequest {
+            group_id: "other".into(),
+            ..join("x")
+        };
+        let in_flight = c.consumer_group_heartbeat_call(0, RequestId(3), other, &t);
+        let waits = c.consumer_group_heartbeat_call(0, RequestId(4), beat("a", 1, &owned), &t);
+        assert_eq!(waits.reply, Reply::Pending);
+        // A refusal is answered at once all the same.
+        let fenced = c.consumer_group_heartbeat_call(0, RequestId(5), beat("a", 7, &owned), &t);
+        assert!(
+            matches!(fenced.reply, Reply::Ready(ref r) if r.error == Some(ErrorCode::FencedMemberEpoch))
+        );
+        let mut answers = acknowledge(&mut c, in_flight.effects, Ok(()));
+        answers.extend(acknowledge(&mut c, waits.effects, Ok(())));
+        let a = heartbeat_answer(&answers, 4);
+        assert_eq!((a.error, a.member_epoch, a.assignment), (None, 1, None));
+        assert_eq!(heartbeat_answer(&answers, 3).member_epoch, 1);
+    }
+
+    #[test]
+    fn a_heartbeat_whose_write_fails_gets_the_write_error_as_kafka_maps_it() {
+        let mut c = coordinator();
+        let t = topics(2);
+        let joined = c.consumer_group_heartbeat_call(0, RequestId(1), join("a"), &t);
+        let answers = acknowledge(&mut c, joined.effects, Err(ErrorCode::KafkaStorageError));
+        let a = heartbeat_answer(&answers, 1);
+        assert_eq!(
+            (a.error, a.member_id, a.member_epoch),
+            (Some(ErrorCode::NotCoordinator), None, 0)
+        );
+        let joined = c.consumer_group_heartbeat_call(0, RequestId(2), join("b"), &t);
+        let answers = acknowledge(&mut c, joined.effects, Err(ErrorCode::NotEnoughReplicas));
+        assert_eq!(
+            heartbeat_answer(&answers, 2).error,
+            Some(ErrorCode::CoordinatorNotAvailable)
+        );
+    }
+
+    #[test]
+    fn offset_fetch_checks_the_durable_epoch_unless_it_requires_stable_offsets() {
+        let mut c = coordinator();
+        let t = topics(2);
+        let joined = c.consumer_group_heartbeat_call(0, RequestId(1), join("a"), &t);
+        // Not durable yet: Kafka's committed state has no member a.
+        assert_eq!(
+            fetch_error(&c.offset_fetch_call(RequestId(2), &fetch("a", 1, false))),
+            Some(ErrorCode::UnknownMemberId)
+        );
+        let answers = acknowledge(&mut c, joined.effects, Ok(()));
+        let owned = heartbeat_answer(&answers, 1).assignment.unwrap();
+        assert_eq!(
+            fetch_error(&c.offset_fetch_call(RequestId(3), &fetch("a", 1, false))),
+            None
+        );
+        // b joins; a's next heartbeat moves it on, its write in flight.
+        let b = c.consumer_group_heartbeat_call(0, RequestId(4), join("b"), &t);
+        acknowledge(&mut c, b.effects, Ok(()));
+        let moving = c.consumer_group_heartbeat_call(0, RequestId(5), beat("a", 1, &owned), &t);
+        assert_eq!(moving.reply, Reply::Pending);
+        let newest = c.groups[G].consumer.as_ref().unwrap().members["a"].member_epoch;
+        // A plain fetch still sees epoch 1, as Kafka's read at the last
+        // committed offset does ...
+        assert_eq!(
+            fetch_error(&c.offset_fetch_call(RequestId(6), &fetch("a", 1, false))),
+            None
+        );
+        assert_eq!(
+            fetch_error(&c.offset_fetch_call(RequestId(7), &fetch("a", 2, false))),
+            Some(ErrorCode::StaleMemberEpoch)
+        );
+        // ... one requiring stable offsets reads the newest state and waits
+        // for the writes before it.
+        let stable = c.offset_fetch_call(RequestId(8), &fetch("a", newest, true));
+        assert_eq!(stable.reply, Reply::Pending);
+        let answers = acknowledge(&mut c, moving.effects, Ok(()));
+        let answers: Vec<_> = answers
+            .into_iter()
+            .chain(acknowledge(&mut c, stable.effects, Ok(())))
+            .collect();
+        match answers.iter().find(|a| a.request_id == RequestId(8)) {
+            Some(Completion {
+                response: Response::OffsetFetch(r),
+                ..
+            }) => assert_eq!(r.groups[0].error, None),
+            other => panic!("no fetch answer: {other:?}"),
+        }
+        assert_eq!(heartbeat_answer(&answers, 5).member_epoch, newest);
+        // Durable now.
+        assert_eq!(
+            fetch_error(&c.offset_fetch_call(RequestId(9), &fetch("a", newest, false))),
+            None
+        );
+        // With nothing in flight, a stable fetch is answered at once.
+        assert_eq!(
+            fetch_error(&c.offset_fetch_call(RequestId(10), &fetch("a", newest, true))),
+            None
+        );
+    }
+
+    #[test]
+    fn a_stable_offset_fetch_fails_with_the_writes_before_it() {
+        let mut c = coordinator();
+        let t = topics(2);
+        let joined = c.consumer_group_heartbeat_call(0, RequestId(1), join("a"), &t);
+        let stable = c.offset_fetch_call(RequestId(2), &fetch("a", 1, true));
+        assert_eq!(stable.reply, Reply::Pending);
+        let mut answers = acknowledge(&mut c, joined.effects, Err(ErrorCode::RequestTimedOut));
+        answers.extend(acknowledge(
+            &mut c,
+            stable.effects,
+            Err(ErrorCode::RequestTimedOut),
+        ));
+        match answers.iter().find(|a| a.request_id == RequestId(2)) {
+            Some(Completion {
+                response: Response::OffsetFetch(r),
+                ..
+            }) => assert_eq!(
+                (r.groups[0].error, r.groups[0].topics.len()),
+                (Some(ErrorCode::NotCoordinator), 0)
+            ),
+            other => panic!("no fetch answer: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_reloaded_group_knows_its_durable_epochs() {
+        let mut c = coordinator();
+        let t = topics(2);
+        let joined = c.consumer_group_heartbeat_call(0, RequestId(1), join("a"), &t);
+        let mut reloaded = coordinator();
+        for append in &joined.effects.appends {
+            for r in &append.records {
+                let (key, value) = (r.key_bytes(), r.value_bytes());
+                reloaded
+                    .replay_bytes(0, &key, value.as_deref())
+                    .expect("replays");
+            }
+        }
+        reloaded.loaded(0);
+        assert_eq!(
+            fetch_error(&reloaded.offset_fetch_call(RequestId(2), &fetch("a", 1, false))),
+            None
         );
     }
 }

@@ -1,4 +1,5 @@
-//! OffsetFetch (key 9), v1-v9: committed offsets, answered at once.
+//! OffsetFetch (key 9), v1-v9: committed offsets, answered at once (with
+//! `require_stable`, once the coordinator's appends in flight are durable).
 //!
 //! v1-v7 ask about one group (`topics` null = every committed offset, v2+);
 //! v8+ about several groups, each coordinated by its own `__consumer_offsets`
@@ -11,8 +12,10 @@
 //! Kafka does (`OffsetFetchResponse.groupError`). With `require_stable`
 //! (v7+, KIP-447) a partition that has pending transactional offsets answers
 //! UNSTABLE_OFFSET_COMMIT at partition level (offset -1), and the client
-//! retries. The v9 member id and epoch (checked only for KIP-848 groups) are
-//! ignored.
+//! retries. The v9 member id and epoch are checked for KIP-848 groups: the
+//! member must be at that epoch in what is durable (in the newest state
+//! with `require_stable`), as Kafka's `validateOffsetFetch` at the last
+//! committed offset.
 //!
 //! Authorization, as in Kafka: DESCRIBE on each group, else that group is
 //! answered GROUP_AUTHORIZATION_FAILED (as a coordinator's group error) and
