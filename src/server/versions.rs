@@ -405,6 +405,81 @@ pub const API_RANGES: &[ApiRange] = &[
         max: 2,
         served_min: 0,
     },
+    // Share groups (KIP-932), listed as Kafka 4.1.1 lists them with
+    // `share.version` 0 and answered as it answers them then: off
+    // (`handlers::share_groups`).
+    ApiRange {
+        key: ApiKey::ShareGroupHeartbeat,
+        advertised_min: 1,
+        max: 1,
+        served_min: 1,
+    },
+    ApiRange {
+        key: ApiKey::ShareGroupDescribe,
+        advertised_min: 1,
+        max: 1,
+        served_min: 1,
+    },
+    ApiRange {
+        key: ApiKey::ShareFetch,
+        advertised_min: 1,
+        max: 1,
+        served_min: 1,
+    },
+    ApiRange {
+        key: ApiKey::ShareAcknowledge,
+        advertised_min: 1,
+        max: 1,
+        served_min: 1,
+    },
+    ApiRange {
+        key: ApiKey::InitializeShareGroupState,
+        advertised_min: 0,
+        max: 0,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::ReadShareGroupState,
+        advertised_min: 0,
+        max: 0,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::WriteShareGroupState,
+        advertised_min: 0,
+        max: 0,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::DeleteShareGroupState,
+        advertised_min: 0,
+        max: 0,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::ReadShareGroupStateSummary,
+        advertised_min: 0,
+        max: 0,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::DescribeShareGroupOffsets,
+        advertised_min: 0,
+        max: 0,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::AlterShareGroupOffsets,
+        advertised_min: 0,
+        max: 0,
+        served_min: 0,
+    },
+    ApiRange {
+        key: ApiKey::DeleteShareGroupOffsets,
+        advertised_min: 0,
+        max: 0,
+        served_min: 0,
+    },
 ];
 
 /// The range of `key`, if served.

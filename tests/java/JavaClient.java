@@ -71,6 +71,7 @@ public class JavaClient {
             case "transactions" -> transactions(bootstrap, topic);
             case "transaction-version" -> transactionVersion(bootstrap, topic);
             case "group-version" -> groupVersion(bootstrap, topic);
+            case "share-groups-off" -> shareGroupsOff(bootstrap, topic);
             case "broker-loggers" -> brokerLoggers(bootstrap);
             case "client-metrics" -> clientMetrics(bootstrap, topic);
             case "list-transactions-pattern" -> listTransactionsPattern(bootstrap, topic);
@@ -1776,6 +1777,51 @@ public class JavaClient {
             configs.forEach((k, v) -> out.append(", ").append(quote(k)).append(": ").append(quote(v)));
             return out.append("}").toString();
         }
+    }
+
+    /** Share groups (KIP-932) with share groups off, as Kafka 4.1.1 has
+     * them by default: a share consumer's poll, and the admin client's
+     * share-group calls, each fail with what the cluster answered. */
+    static void shareGroupsOff(String bootstrap, String topic) throws Exception {
+        String group = topic + "-share";
+        Properties props = new Properties();
+        props.put("bootstrap.servers", bootstrap);
+        props.put("group.id", group);
+        StringBuilder json = new StringBuilder("{");
+        try (var consumer = new org.apache.kafka.clients.consumer.KafkaShareConsumer<>(
+                props, new StringDeserializer(), new StringDeserializer())) {
+            consumer.subscribe(List.of(topic));
+            String seen = "no error";
+            for (int i = 0; i < 10 && seen.equals("no error"); i++) {
+                try {
+                    consumer.poll(Duration.ofSeconds(1));
+                } catch (org.apache.kafka.common.KafkaException e) {
+                    seen = e.getClass().getSimpleName() + ": " + e.getMessage();
+                }
+            }
+            json.append("\"poll\": ").append(quote(seen));
+        }
+        try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            java.util.function.Function<org.apache.kafka.common.KafkaFuture<?>, String> outcome = future -> {
+                try {
+                    return "ok " + future.get();
+                } catch (java.util.concurrent.ExecutionException e) {
+                    return e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage();
+                } catch (InterruptedException e) {
+                    throw new RuntimeException(e);
+                }
+            };
+            json.append(", \"describe\": ").append(quote(outcome.apply(
+                    admin.describeShareGroups(List.of(group)).all())));
+            json.append(", \"offsets\": ").append(quote(outcome.apply(
+                    admin.listShareGroupOffsets(Map.of(group,
+                            new org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec())).all())));
+            json.append(", \"delete_offsets\": ").append(quote(outcome.apply(
+                    admin.deleteShareGroupOffsets(group, Set.of(topic)).all())));
+            json.append(", \"listed\": ").append(quote(outcome.apply(
+                    admin.listGroups(org.apache.kafka.clients.admin.ListGroupsOptions.forShareGroups()).all())));
+        }
+        System.out.println(json.append("}"));
     }
 
     static String quote(String s) {

@@ -112,6 +112,21 @@ def test_java_admin_turns_the_consumer_group_protocol_off_and_on_again(classpath
     }
 
 
+def test_java_share_consumer_and_admin_see_share_groups_off_like_kafka(classpath, broker, topic):
+    """Share groups (KIP-932) are off here, as on Kafka 4.1.1 with its
+    default `share.version` 0: a KafkaShareConsumer's poll fails, and so do
+    the admin client's share-group calls, with the very exceptions and
+    messages Kafka 4.1.1 gave them; no share group is listed."""
+    seen = run_java(classpath, "share-groups-off", broker, topic)
+    unsupported = "UnsupportedVersionException: The version of API is not supported."
+    assert seen == {
+        "poll": "UnsupportedVersionException: The cluster does not support the share group protocol. "
+                "To use share groups, the cluster must have the share group protocol enabled.",
+        "describe": unsupported, "offsets": unsupported, "delete_offsets": unsupported,
+        "listed": "ok []",
+    }
+
+
 def test_java_admin_asks_for_delegation_tokens_on_plaintext_and_is_refused(classpath, broker, topic):
     """`kafka-delegation-tokens` on a PLAINTEXT listener: every request is
     refused as Kafka 4.1.1 refuses it there (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED)."""

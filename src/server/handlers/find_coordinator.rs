@@ -9,6 +9,14 @@
 //! TRANSACTIONAL_ID_AUTHORIZATION_FAILED for that key with no node (v0-v3
 //! with the error's message); a refused key does not create the internal
 //! topic.
+//!
+//! Share-group keys (`SHARE`, v6+, `group:topicId:partition`) are answered
+//! as Kafka 4.1.1 answers them with share groups off (its default): without
+//! CLUSTER_ACTION CLUSTER_AUTHORIZATION_FAILED, else a well-formed key
+//! COORDINATOR_NOT_AVAILABLE and a malformed one INVALID_REQUEST, with an
+//! empty message; the key type in v4-v5 is
+//! INVALID_REQUEST with an empty message, and an unknown key type (or the
+//! share type before v4) INVALID_REQUEST with Kafka's standard message.
 
 use std::rc::Rc;
 
@@ -29,6 +37,28 @@ use crate::shard::Shard;
 /// FindCoordinator key types.
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
+const KEY_TYPE_SHARE: i8 = 2;
+
+/// Kafka's message for INVALID_REQUEST.
+const INVALID_REQUEST_MESSAGE: &str = "This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.";
+
+/// Whether `key` is a share-partition key as Kafka's `SharePartitionKey`
+/// validates it: `group:topicId:partition`, the group not empty, the topic
+/// id a base64 UUID and the partition an int.
+fn is_share_partition_key(key: &str) -> bool {
+    use base64::Engine;
+    let parts: Vec<&str> = key.split(':').collect();
+    let [group, topic_id, partition] = parts[..] else {
+        return false;
+    };
+    let topic_id = topic_id.trim_end_matches('=');
+    !group.is_empty()
+        && topic_id.len() <= 24
+        && base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(topic_id)
+            .is_ok_and(|bytes| bytes.len() == 16)
+        && partition.parse::<i32>().is_ok()
+}
 
 /// The error for a key the caller may not DESCRIBE, if refused.
 fn refusal(access: &Access, key_type: i8, key: &str) -> Option<ErrorCode> {
@@ -67,6 +97,7 @@ pub async fn handle(
     // Kafka creates the internal topic only when looking up a key the
     // caller may describe.
     let all_refused = !refusals.is_empty() && refusals.iter().all(Option::is_some);
+    let cluster_action = access.cluster(AclOperation::ClusterAction);
     Box::pin(async move {
         let (error, message): (Option<ErrorCode>, Option<String>) = match request.key_type {
             _ if all_refused => (None, None),
@@ -84,11 +115,19 @@ pub async fn handle(
                     Some(e.to_string()),
                 ),
             },
-            other => (
+            // Share keys are answered one by one below.
+            KEY_TYPE_SHARE if version >= 6 => (None, None),
+            KEY_TYPE_SHARE if version >= 4 => {
+                (Some(ErrorCode::InvalidRequest), Some(String::new()))
+            }
+            _ => (
                 Some(ErrorCode::InvalidRequest),
-                Some(format!("Unknown coordinator key type {other}")),
+                Some(INVALID_REQUEST_MESSAGE.to_string()),
             ),
         };
+        let share_keys = request.key_type == KEY_TYPE_SHARE && version >= 6;
+        // Kafka asks CLUSTER_ACTION of a share key first.
+        let share_refused = share_keys && !cluster_action;
         let config = &shard.config;
         let coordinators: Vec<Coordinator> = keys
             .into_iter()
@@ -109,6 +148,25 @@ pub async fn handle(
                     }
                     return c;
                 }
+                let error = if share_refused {
+                    Some(ErrorCode::ClusterAuthorizationFailed)
+                } else if share_keys {
+                    // No share coordinator runs: share groups are off.
+                    Some(if is_share_partition_key(&c.key) {
+                        ErrorCode::CoordinatorNotAvailable
+                    } else {
+                        ErrorCode::InvalidRequest
+                    })
+                } else {
+                    error
+                };
+                let message = if share_refused {
+                    Some("Cluster authorization failed.".to_string())
+                } else if share_keys {
+                    Some(String::new())
+                } else {
+                    message.clone()
+                };
                 c.error_code = error.map_or(0, |e| e.code());
                 if error.is_none() {
                     c.node_id = BrokerId(config.node_id);

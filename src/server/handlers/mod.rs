@@ -52,6 +52,7 @@ pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod raft_voters;
 pub mod sasl;
+pub mod share_groups;
 pub mod sync_group;
 pub mod txn_common;
 pub mod txn_offset_commit;
@@ -348,6 +349,23 @@ pub async fn dispatch(
     let version = header.request_api_version;
     let correlation_id = header.correlation_id;
     let shard = &state.shard;
+    let share_off = |decoded| {
+        ready(share_groups::share_groups_off(
+            api_key,
+            decoded,
+            version,
+            correlation_id,
+        ))
+    };
+    let share_state = |call| {
+        ready(share_groups::state_call(
+            access,
+            api_key,
+            call,
+            version,
+            correlation_id,
+        ))
+    };
     Ok(match api_key {
         ApiKey::ApiVersions => ready(api_versions::handle(
             decode(&mut body, version)?,
@@ -858,6 +876,50 @@ pub async fn dispatch(
             )
             .await
         }
+        ApiKey::ShareGroupHeartbeat => {
+            let _: kafka_protocol::messages::ShareGroupHeartbeatRequest =
+                decode(&mut body, version)?;
+            share_off(share_groups::Decoded::Heartbeat)
+        }
+        ApiKey::ShareGroupDescribe => {
+            share_off(share_groups::Decoded::Describe(decode(&mut body, version)?))
+        }
+        ApiKey::ShareFetch => {
+            let _: kafka_protocol::messages::ShareFetchRequest = decode(&mut body, version)?;
+            share_off(share_groups::Decoded::Fetch)
+        }
+        ApiKey::ShareAcknowledge => {
+            let _: kafka_protocol::messages::ShareAcknowledgeRequest = decode(&mut body, version)?;
+            share_off(share_groups::Decoded::Acknowledge)
+        }
+        ApiKey::DescribeShareGroupOffsets => share_off(share_groups::Decoded::DescribeOffsets(
+            decode(&mut body, version)?,
+        )),
+        ApiKey::AlterShareGroupOffsets => {
+            let _: kafka_protocol::messages::AlterShareGroupOffsetsRequest =
+                decode(&mut body, version)?;
+            share_off(share_groups::Decoded::AlterOffsets)
+        }
+        ApiKey::DeleteShareGroupOffsets => {
+            let _: kafka_protocol::messages::DeleteShareGroupOffsetsRequest =
+                decode(&mut body, version)?;
+            share_off(share_groups::Decoded::DeleteOffsets)
+        }
+        ApiKey::InitializeShareGroupState => share_state(share_groups::StateCall::Initialize(
+            decode(&mut body, version)?,
+        )),
+        ApiKey::ReadShareGroupState => {
+            share_state(share_groups::StateCall::Read(decode(&mut body, version)?))
+        }
+        ApiKey::WriteShareGroupState => {
+            share_state(share_groups::StateCall::Write(decode(&mut body, version)?))
+        }
+        ApiKey::DeleteShareGroupState => {
+            share_state(share_groups::StateCall::Delete(decode(&mut body, version)?))
+        }
+        ApiKey::ReadShareGroupStateSummary => share_state(share_groups::StateCall::ReadSummary(
+            decode(&mut body, version)?,
+        )),
         _ => return Err("API not served"),
     })
 }
