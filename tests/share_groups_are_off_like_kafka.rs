@@ -30,6 +30,7 @@ use common::wire::{api_range, api_versions, frame, RawClient};
 use common::{Broker, BrokerOptions};
 
 /// One request as sent to Kafka 4.1.1, and its answer there.
+#[derive(Clone, Copy)]
 struct Case {
     label: &'static str,
     api_key: i16,
@@ -151,8 +152,18 @@ fn without_cluster_action_share_state_and_coordinator_lookups_are_refused_like_k
         kafka: "00000007000000000003000001000000010000",
     };
     answers_as_kafka(&mut admin, &[create_acls]);
+    let refused: Vec<Case> = WITHOUT_CLUSTER_ACTION
+        .iter()
+        .map(|&(label, kafka)| {
+            let request = SHARE_GROUPS_OFF
+                .iter()
+                .find(|case| case.label == label)
+                .unwrap_or_else(|| panic!("no request {label}"));
+            Case { kafka, ..*request }
+        })
+        .collect();
     let mut client = RawClient::connect_from(&bootstrap, std::net::Ipv4Addr::new(127, 0, 0, 2));
-    answers_as_kafka(&mut client, WITHOUT_CLUSTER_ACTION);
+    answers_as_kafka(&mut client, &refused);
 }
 
 const CREATE_ACLS: &str = "03040e6b61666b612d636c7573746572030f557365723a414e4f4e594d4f55530a3132372e302e302e3209020003036731030f557365723a414e4f4e594d4f55530a3132372e302e302e3202020000";
@@ -287,6 +298,14 @@ const SHARE_GROUPS_OFF: &[Case] = &[
         kafka: "000000070000000000031c67313a414141414141414141414141414141414141414141413a30ffffffff01ffffffff000f01000278ffffffff01ffffffff002a010000",
     },
     Case {
+        label: "FindCoordinator v6, bad share key",
+        api_key: 10,
+        version: 6,
+        flexible: true,
+        body: "020203673100",
+        kafka: "00000007000000000002036731ffffffff01ffffffff002a010000",
+    },
+    Case {
         label: "FindCoordinator v6, share key without partition number",
         api_key: 10,
         version: 6,
@@ -360,85 +379,47 @@ const SHARE_GROUPS_OFF: &[Case] = &[
     },
 ];
 
-const WITHOUT_CLUSTER_ACTION: &[Case] = &[
-    Case {
-        label: "InitializeShareGroupState v0",
-        api_key: 83,
-        version: 0,
-        flexible: true,
-        body: "03673102000000000000000000000000000000000200000000000000000000000000000000000000",
-        kafka: "000000070002000000000000000000000000000000000200000000001f1e436c757374657220617574686f72697a6174696f6e206661696c65642e000000",
-    },
-    Case {
-        label: "InitializeShareGroupState v0, empty group",
-        api_key: 83,
-        version: 0,
-        flexible: true,
-        body: "0102000000000000000000000000000000000200000000000000000000000000000000000000",
-        kafka: "000000070002000000000000000000000000000000000200000000001f1e436c757374657220617574686f72697a6174696f6e206661696c65642e000000",
-    },
-    Case {
-        label: "ReadShareGroupStateSummary v0",
-        api_key: 87,
-        version: 0,
-        flexible: true,
-        body: "0367310200000000000000000000000000000000020000000000000000000000",
-        kafka: "000000070002000000000000000000000000000000000200000000001f1e436c757374657220617574686f72697a6174696f6e206661696c65642e00000000000000000000000000000000000000",
-    },
-    Case {
-        label: "ShareGroupHeartbeat v1",
-        api_key: 76,
-        version: 1,
-        flexible: true,
-        body: "036731196d656d2d6161616161616161616161616161616161616161000000000002027400",
-        kafka: "000000070000000000002300000000000000000000ff00",
-    },
-    Case {
-        label: "ShareGroupDescribe v1",
-        api_key: 77,
-        version: 1,
-        flexible: true,
-        body: "020367310000",
-        kafka: "000000070000000000020023000367310100000000000000000101800000000000",
-    },
-    Case {
-        label: "DeleteShareGroupOffsets v0",
-        api_key: 92,
-        version: 0,
-        flexible: true,
-        body: "0367310100",
-        kafka: "0000000700000000000023255468652076657273696f6e206f6620415049206973206e6f7420737570706f727465642e0100",
-    },
-    Case {
-        label: "FindCoordinator v6, share key",
-        api_key: 10,
-        version: 6,
-        flexible: true,
-        body: "02021c67313a414141414141414141414141414141414141414141413a3000",
-        kafka: "000000070000000000021c67313a414141414141414141414141414141414141414141413a30ffffffff01ffffffff001f1e436c757374657220617574686f72697a6174696f6e206661696c65642e0000",
-    },
-    Case {
-        label: "FindCoordinator v6, bad share key",
-        api_key: 10,
-        version: 6,
-        flexible: true,
-        body: "020203673100",
-        kafka: "00000007000000000002036731ffffffff01ffffffff001f1e436c757374657220617574686f72697a6174696f6e206661696c65642e0000",
-    },
-    Case {
-        label: "FindCoordinator v6, share keys good and bad",
-        api_key: 10,
-        version: 6,
-        flexible: true,
-        body: "02031c67313a414141414141414141414141414141414141414141413a30027800",
-        kafka: "000000070000000000031c67313a414141414141414141414141414141414141414141413a30ffffffff01ffffffff001f1e436c757374657220617574686f72697a6174696f6e206661696c65642e000278ffffffff01ffffffff001f1e436c757374657220617574686f72697a6174696f6e206661696c65642e0000",
-    },
-    Case {
-        label: "FindCoordinator v5, share key",
-        api_key: 10,
-        version: 5,
-        flexible: true,
-        body: "02021c67313a414141414141414141414141414141414141414141413a3000",
-        kafka: "000000070000000000021c67313a414141414141414141414141414141414141414141413a30ffffffff01ffffffff002a010000",
-    },
+/// Requests of [`SHARE_GROUPS_OFF`], by label, and Kafka 4.1.1's answers
+/// to a client without CLUSTER_ACTION.
+const WITHOUT_CLUSTER_ACTION: &[(&str, &str)] = &[
+    (
+        "InitializeShareGroupState v0",
+        "000000070002000000000000000000000000000000000200000000001f1e436c757374657220617574686f72697a6174696f6e206661696c65642e000000",
+    ),
+    (
+        "InitializeShareGroupState v0, empty group",
+        "000000070002000000000000000000000000000000000200000000001f1e436c757374657220617574686f72697a6174696f6e206661696c65642e000000",
+    ),
+    (
+        "ReadShareGroupStateSummary v0",
+        "000000070002000000000000000000000000000000000200000000001f1e436c757374657220617574686f72697a6174696f6e206661696c65642e00000000000000000000000000000000000000",
+    ),
+    (
+        "ShareGroupHeartbeat v1",
+        "000000070000000000002300000000000000000000ff00",
+    ),
+    (
+        "ShareGroupDescribe v1",
+        "000000070000000000020023000367310100000000000000000101800000000000",
+    ),
+    (
+        "DeleteShareGroupOffsets v0",
+        "0000000700000000000023255468652076657273696f6e206f6620415049206973206e6f7420737570706f727465642e0100",
+    ),
+    (
+        "FindCoordinator v6, share key",
+        "000000070000000000021c67313a414141414141414141414141414141414141414141413a30ffffffff01ffffffff001f1e436c757374657220617574686f72697a6174696f6e206661696c65642e0000",
+    ),
+    (
+        "FindCoordinator v6, bad share key",
+        "00000007000000000002036731ffffffff01ffffffff001f1e436c757374657220617574686f72697a6174696f6e206661696c65642e0000",
+    ),
+    (
+        "FindCoordinator v6, share keys good and bad",
+        "000000070000000000031c67313a414141414141414141414141414141414141414141413a30ffffffff01ffffffff001f1e436c757374657220617574686f72697a6174696f6e206661696c65642e000278ffffffff01ffffffff001f1e436c757374657220617574686f72697a6174696f6e206661696c65642e0000",
+    ),
+    (
+        "FindCoordinator v5, share key",
+        "000000070000000000021c67313a414141414141414141414141414141414141414141413a30ffffffff01ffffffff002a010000",
+    ),
 ];
