@@ -18,7 +18,7 @@
 //! Pure state: the coordinator ([`super::coordinator`]) drives it, with
 //! timers and records.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use uuid::Uuid;
 
@@ -183,6 +183,12 @@ pub struct ConsumerGroup {
     /// the group as Kafka's reads at the last committed offset see it.
     /// `members` runs ahead of it while appends are in flight.
     pub durable_epochs: HashMap<String, i32>,
+    /// Whether the group's metadata record is durable: until it is, Kafka's
+    /// reads at the last committed offset do not see a consumer group.
+    pub durable: bool,
+    /// Members whose assignment record failed to be written: the next
+    /// heartbeat writes it again (Kafka would have rolled the member back).
+    pub unwritten: HashSet<String>,
 }
 
 /// Most compiled subscription regexes a shard keeps (each up to 1 MiB of
@@ -653,6 +659,11 @@ impl ConsumerGroup {
         durable: bool,
     ) -> Result<(), crate::protocol::ErrorCode> {
         use crate::protocol::ErrorCode;
+        if durable && !self.durable {
+            // Not a consumer group yet in what is durable: Kafka's read
+            // there finds no group (or a classic one) and checks nothing.
+            return Ok(());
+        }
         let member = self.members.get(member_id);
         let epoch = if durable {
             self.durable_epochs.get(member_id).copied()
@@ -670,14 +681,22 @@ impl ConsumerGroup {
         Ok(())
     }
 
-    /// Notes a durable record of the group: an assignment record sets its
-    /// member's durable epoch, its tombstone removes it.
+    /// Notes a durable record of the group: its metadata record makes the
+    /// group durable, an assignment record sets its member's durable epoch,
+    /// its tombstone removes it.
     pub fn record_durable(
         &mut self,
         key: &super::records::ConsumerGroupKey,
         value: Option<&super::records::ConsumerGroupValue>,
     ) {
-        use super::records::{ConsumerGroupValue, CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY_TYPE};
+        use super::records::{
+            ConsumerGroupValue, CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY_TYPE,
+            CONSUMER_GROUP_METADATA_KEY_TYPE,
+        };
+        if key.record_type == CONSUMER_GROUP_METADATA_KEY_TYPE {
+            self.durable = value.is_some();
+            return;
+        }
         if key.record_type != CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY_TYPE {
             return;
         }

@@ -92,6 +92,10 @@ struct InFlightAppend {
     /// records become pending offsets of that producer, not committed ones.
     producer: Option<TxnProducer>,
     then: AfterAppend,
+    /// Requests answered once this append and those before it are
+    /// acknowledged (Kafka's write operations without records of their
+    /// own, and those whose records came before): answers only.
+    waiters: Vec<AfterAppend>,
 }
 
 /// What to do once an append is acknowledged. Its offset records and group
@@ -1133,12 +1137,6 @@ impl GroupCoordinator {
     // ------------------------------------------------------------------
     // Reads
 
-    /// OffsetFetch for one or more groups. Partitions never committed (and
-    /// every partition of an unknown group) answer offset -1. `topics: None`
-    /// lists every committed offset of the group. With `require_stable`,
-    /// a partition with pending transactional offsets answers
-    /// UNSTABLE_OFFSET_COMMIT and offset -1 (Kafka's `fetchOffsets` and
-    /// `fetchAllOffsets`; the latter lists only committed partitions).
     /// OffsetFetch as the service runs it (Kafka's `fetchOffsets`): without
     /// `require_stable` it reads the durable state, answered at once; with
     /// it, it reads the newest state and is answered once the appends in
@@ -1149,26 +1147,29 @@ impl GroupCoordinator {
         request: &OffsetFetchRequest,
     ) -> Outcome<OffsetFetchResponse> {
         let response = self.offset_fetch(request);
-        let mut effects = Effects::default();
+        let effects = Effects::default();
         if !request.require_stable || self.core.in_flight.is_empty() {
             return Outcome {
                 reply: Reply::Ready(response),
                 effects,
             };
         }
-        self.core.after_appends_in_flight(
-            AfterAppend::OffsetFetch {
-                request_id,
-                response,
-            },
-            &mut effects,
-        );
+        self.core.after_appends_in_flight(AfterAppend::OffsetFetch {
+            request_id,
+            response,
+        });
         Outcome {
             reply: Reply::Pending,
             effects,
         }
     }
 
+    /// OffsetFetch for one or more groups. Partitions never committed (and
+    /// every partition of an unknown group) answer offset -1. `topics: None`
+    /// lists every committed offset of the group. With `require_stable`,
+    /// a partition with pending transactional offsets answers
+    /// UNSTABLE_OFFSET_COMMIT and offset -1 (Kafka's `fetchOffsets` and
+    /// `fetchAllOffsets`; the latter lists only committed partitions).
     pub fn offset_fetch(&self, request: &OffsetFetchRequest) -> OffsetFetchResponse {
         let unstable = |group_id: &str, topic: &str, partition_index: i32| {
             request.require_stable
@@ -1549,6 +1550,9 @@ impl GroupCoordinator {
                     }
                 }
                 self.after_append_succeeded(now_ms, append.then, &mut out);
+                for waiter in append.waiters {
+                    self.after_append_succeeded(now_ms, waiter, &mut out);
+                }
             }
             Err(error) => {
                 let error = append_error_to_response_error(error);
@@ -1561,13 +1565,40 @@ impl GroupCoordinator {
                     tracing::warn!(?append_id, %error, "group coordinator append failed");
                 }
                 for record in &append.records {
-                    if let CoordinatorRecord::GroupMetadata { key, value: None } = record {
-                        if let Some(group) = self.groups.get_mut(&key.group) {
-                            group.deleting = false;
+                    match record {
+                        CoordinatorRecord::GroupMetadata { key, value: None } => {
+                            if let Some(group) = self.groups.get_mut(&key.group) {
+                                group.deleting = false;
+                            }
                         }
+                        CoordinatorRecord::ConsumerGroup {
+                            key,
+                            value: Some(_),
+                        } if key.record_type
+                            == super::records::CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY_TYPE =>
+                        {
+                            if let (Some(consumer), Some(member_id)) = (
+                                self.groups
+                                    .get_mut(&key.group)
+                                    .and_then(|g| g.consumer.as_mut()),
+                                &key.member_id,
+                            ) {
+                                consumer.unwritten.insert(member_id.clone());
+                            }
+                        }
+                        _ => {}
                     }
                 }
                 self.after_append_failed(now_ms, append.then, error, &mut out);
+                // A transactional append refused for its producer fails
+                // alone; everything before the waiters is settled.
+                for waiter in append.waiters {
+                    if is_client_producer_error(error) {
+                        self.after_append_succeeded(now_ms, waiter, &mut out);
+                    } else {
+                        self.after_append_failed(now_ms, waiter, error, &mut out);
+                    }
+                }
             }
         }
         if append.producer.is_some() {
@@ -1805,6 +1836,9 @@ impl GroupCoordinator {
         // that wait only for an append are answered here, without running
         // any state transition.
         while let Some(append) = self.core.in_flight.pop_front() {
+            for waiter in append.waiters {
+                self.after_append_failed(0, waiter, not_coordinator, &mut out);
+            }
             match append.then {
                 then @ (AfterAppend::OffsetCommit { .. }
                 | AfterAppend::TxnOffsetCommit { .. }
@@ -2184,23 +2218,19 @@ impl GroupCoordinator {
         match then {
             AfterAppend::Nothing => {}
             // Kafka fails the heartbeat with the write's error (mapped as
-            // `handleOperationException` does).
+            // `handleOperationException` does), without a message.
             AfterAppend::ConsumerGroupHeartbeat { request_id, .. } => complete(
                 out,
                 request_id,
-                Response::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse::error(
-                    error,
-                    error.to_string(),
-                )),
+                Response::ConsumerGroupHeartbeat(ConsumerGroupHeartbeatResponse {
+                    error_message: None,
+                    ..ConsumerGroupHeartbeatResponse::error(error, "")
+                }),
             ),
-            AfterAppend::ClassicJoin {
-                request_id,
-                response,
-            } => complete_join(
-                out,
-                request_id,
-                JoinGroupResponse::error(error, &response.member_id),
-            ),
+            // Kafka answers the failed join with no member id.
+            AfterAppend::ClassicJoin { request_id, .. } => {
+                complete_join(out, request_id, JoinGroupResponse::error(error, ""));
+            }
             AfterAppend::OffsetFetch {
                 request_id,
                 mut response,
@@ -2361,34 +2391,19 @@ impl Core {
         self.append_with_producer(records, None, then, out);
     }
 
-    /// Runs `then` once every append queued so far is acknowledged (Kafka
-    /// completes a write operation when the log's high watermark passes
-    /// its records, and one without records when the writes before it are
-    /// committed): it rides on the last append when that one has nothing
-    /// to do, else on an empty append queued after it. Whether an append
-    /// is in flight is for the caller to check.
-    fn after_appends_in_flight(&mut self, then: AfterAppend, out: &mut Effects) {
-        if let Some(last) = self
-            .in_flight
+    /// Gives the answer `then` once every append queued so far is
+    /// acknowledged (Kafka completes a write operation when the log's high
+    /// watermark passes its records, and one without records when the
+    /// writes before it are committed): it waits on the last append.
+    ///
+    /// # Panics
+    /// If no append is in flight: the caller answers at once then.
+    fn after_appends_in_flight(&mut self, then: AfterAppend) {
+        self.in_flight
             .back_mut()
-            .filter(|last| matches!(last.then, AfterAppend::Nothing))
-        {
-            last.then = then;
-            return;
-        }
-        let id = AppendId(self.next_append_id);
-        self.next_append_id += 1;
-        out.appends.push(Append {
-            id,
-            records: Vec::new(),
-            producer: None,
-        });
-        self.in_flight.push_back(InFlightAppend {
-            id,
-            records: Vec::new(),
-            producer: None,
-            then,
-        });
+            .expect("an append is in flight")
+            .waiters
+            .push(then);
     }
 
     fn append_with_producer(
@@ -2411,6 +2426,7 @@ impl Core {
             records,
             producer,
             then,
+            waiters: Vec::new(),
         });
     }
 

@@ -380,6 +380,10 @@ impl GroupShard {
             ));
         };
         let mut s = slot.borrow_mut();
+        if s.stopped {
+            // Stopped: nothing would answer a request that waits.
+            return ready(GroupReply::Unavailable(ErrorCode::NotCoordinator));
+        }
         if !s.loaded {
             return ready(GroupReply::Unavailable(
                 ErrorCode::CoordinatorLoadInProgress,

@@ -10,8 +10,9 @@
 //! group of consumers turns it into a consumer group whose members keep
 //! their generation (as member epoch) and their partitions; the classic
 //! members that remain go on with JoinGroup, SyncGroup and Heartbeat:
-//! - JoinGroup is answered at once with the member's assignment as
-//!   reconciled (no leader, no waiting for the others);
+//! - JoinGroup is answered with the member's assignment as reconciled (no
+//!   leader, no waiting for the others) once the group's appends are
+//!   durable;
 //! - SyncGroup returns that assignment in the consumer protocol;
 //! - Heartbeat answers REBALANCE_IN_PROGRESS when the member must rejoin
 //!   (the group epoch moved on, it must revoke partitions, or partitions
@@ -140,7 +141,8 @@ fn classic_member<'a>(
 
 impl GroupCoordinator {
     /// JoinGroup from a classic member to a consumer group with members
-    /// (Kafka's `classicGroupJoinToConsumerGroup`): answered at once.
+    /// (Kafka's `classicGroupJoinToConsumerGroup`): answered once the
+    /// appends in flight are durable; a refusal at once.
     pub(super) fn classic_join_consumer_group(
         &mut self,
         now_ms: i64,
@@ -152,14 +154,11 @@ impl GroupCoordinator {
         match self.classic_join(now_ms, request, topics, out) {
             // As a write operation of Kafka's: answered once its records,
             // and the appends before them, are durable.
-            Ok(response) if !self.core.in_flight.is_empty() => {
-                self.core.after_appends_in_flight(
-                    AfterAppend::ClassicJoin {
-                        request_id,
-                        response: Box::new(response),
-                    },
-                    out,
-                );
+            Ok(response) if response.error.is_none() && !self.core.in_flight.is_empty() => {
+                self.core.after_appends_in_flight(AfterAppend::ClassicJoin {
+                    request_id,
+                    response: Box::new(response),
+                });
             }
             Ok(response) => complete_join(out, request_id, response),
             Err(error) => complete_join(out, request_id, JoinGroupResponse::error(error, "")),

@@ -428,20 +428,18 @@ impl GroupCoordinator {
         request: ConsumerGroupHeartbeatRequest,
         topics: &dyn TopicsView,
     ) -> Outcome<ConsumerGroupHeartbeatResponse> {
-        let (response, mut effects) = self.consumer_group_heartbeat(now_ms, request, topics);
+        let (response, effects) = self.consumer_group_heartbeat(now_ms, request, topics);
         if response.error.is_some() || self.core.in_flight.is_empty() {
             return Outcome {
                 reply: Reply::Ready(response),
                 effects,
             };
         }
-        self.core.after_appends_in_flight(
-            AfterAppend::ConsumerGroupHeartbeat {
+        self.core
+            .after_appends_in_flight(AfterAppend::ConsumerGroupHeartbeat {
                 request_id,
                 response: Box::new(response),
-            },
-            &mut effects,
-        );
+            });
         Outcome {
             reply: Reply::Pending,
             effects,
@@ -744,6 +742,12 @@ impl GroupCoordinator {
             now_ms,
             &mut records,
         );
+        // Its assignment record failed to be written: write it again.
+        if consumer.unwritten.remove(&member_id)
+            && !records.iter().any(|r| is_assignment_of(r, &member_id))
+        {
+            records.push(assignment_record(&group_id, &reconciled));
+        }
         let assignment_changed = reconciled.assigned != member.assigned;
         let member_epoch = reconciled.member_epoch;
         let full_request = request.rebalance_timeout_ms != -1
@@ -1226,6 +1230,13 @@ pub(super) fn target_record(
         Some(member_id),
         Some(ConsumerGroupValue::TargetMember(target.clone())),
     )
+}
+
+/// Whether `record` is the current assignment record of `member_id`.
+fn is_assignment_of(record: &CoordinatorRecord, member_id: &str) -> bool {
+    matches!(record, CoordinatorRecord::ConsumerGroup { key, value: Some(_) }
+        if key.record_type == CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY_TYPE
+            && key.member_id.as_deref() == Some(member_id))
 }
 
 pub(super) fn assignment_record(group_id: &str, member: &ConsumerMember) -> CoordinatorRecord {
@@ -1821,6 +1832,7 @@ mod durability_tests {
         let in_flight = c.consumer_group_heartbeat_call(0, RequestId(3), other, &t);
         let waits = c.consumer_group_heartbeat_call(0, RequestId(4), beat("a", 1, &owned), &t);
         assert_eq!(waits.reply, Reply::Pending);
+        assert!(waits.effects.appends.is_empty(), "it writes nothing");
         // A refusal is answered at once all the same.
         let fenced = c.consumer_group_heartbeat_call(0, RequestId(5), beat("a", 7, &owned), &t);
         assert!(
@@ -1857,10 +1869,11 @@ mod durability_tests {
         let mut c = coordinator();
         let t = topics(2);
         let joined = c.consumer_group_heartbeat_call(0, RequestId(1), join("a"), &t);
-        // Not durable yet: Kafka's committed state has no member a.
+        // Not durable yet: Kafka's committed state has no such group, and
+        // nothing is checked.
         assert_eq!(
-            fetch_error(&c.offset_fetch_call(RequestId(2), &fetch("a", 1, false))),
-            Some(ErrorCode::UnknownMemberId)
+            fetch_error(&c.offset_fetch_call(RequestId(2), &fetch("x", 9, false))),
+            None
         );
         let answers = acknowledge(&mut c, joined.effects, Ok(()));
         let owned = heartbeat_answer(&answers, 1).assignment.unwrap();
@@ -1868,9 +1881,14 @@ mod durability_tests {
             fetch_error(&c.offset_fetch_call(RequestId(3), &fetch("a", 1, false))),
             None
         );
-        // b joins; a's next heartbeat moves it on, its write in flight.
+        // b joins; not durable yet, it is no member there.
         let b = c.consumer_group_heartbeat_call(0, RequestId(4), join("b"), &t);
+        assert_eq!(
+            fetch_error(&c.offset_fetch_call(RequestId(40), &fetch("b", 2, false))),
+            Some(ErrorCode::UnknownMemberId)
+        );
         acknowledge(&mut c, b.effects, Ok(()));
+        // a's next heartbeat moves it on, its write in flight.
         let moving = c.consumer_group_heartbeat_call(0, RequestId(5), beat("a", 1, &owned), &t);
         assert_eq!(moving.reply, Reply::Pending);
         let newest = c.groups[G].consumer.as_ref().unwrap().members["a"].member_epoch;
@@ -1936,6 +1954,64 @@ mod durability_tests {
             ),
             other => panic!("no fetch answer: {other:?}"),
         }
+    }
+
+    /// Kafka rolls a member back when its write fails; here the member's
+    /// assignment record is written again at its next heartbeat, so the
+    /// log (and the durable epoch) catch up.
+    #[test]
+    fn an_assignment_whose_write_failed_is_written_again() {
+        let mut c = coordinator();
+        let t = topics(2);
+        let a = c.consumer_group_heartbeat_call(0, RequestId(1), join("a"), &t);
+        let answers = acknowledge(&mut c, a.effects, Ok(()));
+        let owned = heartbeat_answer(&answers, 1).assignment.unwrap();
+        let b = c.consumer_group_heartbeat_call(0, RequestId(2), join("b"), &t);
+        acknowledge(&mut c, b.effects, Ok(()));
+        // a is told to revoke one partition; having revoked it, it moves
+        // to epoch 2, and that write fails.
+        let revoking = c.consumer_group_heartbeat_call(0, RequestId(3), beat("a", 1, &owned), &t);
+        let answers = acknowledge(&mut c, revoking.effects, Ok(()));
+        let kept = heartbeat_answer(&answers, 3).assignment.unwrap();
+        let moving = c.consumer_group_heartbeat_call(0, RequestId(30), beat("a", 1, &kept), &t);
+        let answers = acknowledge(&mut c, moving.effects, Err(ErrorCode::KafkaStorageError));
+        assert_eq!(
+            heartbeat_answer(&answers, 30).error,
+            Some(ErrorCode::NotCoordinator)
+        );
+        let newest = c.groups[G].consumer.as_ref().unwrap().members["a"].clone();
+        assert_ne!(newest.member_epoch, 1);
+        let kept = newest.assigned.clone();
+        // The retry changes nothing in memory, yet writes a's assignment.
+        let retry = c.consumer_group_heartbeat_call(
+            0,
+            RequestId(4),
+            beat("a", newest.member_epoch, &kept),
+            &t,
+        );
+        let written: Vec<_> = retry
+            .effects
+            .appends
+            .iter()
+            .flat_map(|a| a.records.iter())
+            .filter(|r| is_assignment_of(r, "a"))
+            .collect();
+        assert_eq!(written.len(), 1, "{:?}", retry.effects.appends);
+        acknowledge(&mut c, retry.effects, Ok(()));
+        assert_eq!(
+            fetch_error(
+                &c.offset_fetch_call(RequestId(5), &fetch("a", newest.member_epoch, false))
+            ),
+            None
+        );
+        // Written once: the next heartbeat writes nothing.
+        let again = c.consumer_group_heartbeat_call(
+            0,
+            RequestId(6),
+            beat("a", newest.member_epoch, &kept),
+            &t,
+        );
+        assert!(again.effects.appends.is_empty());
     }
 
     #[test]

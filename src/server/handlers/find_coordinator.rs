@@ -43,21 +43,76 @@ const KEY_TYPE_SHARE: i8 = 2;
 const INVALID_REQUEST_MESSAGE: &str = "This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.";
 
 /// Whether `key` is a share-partition key as Kafka's `SharePartitionKey`
-/// validates it: `group:topicId:partition`, the group not empty, the topic
-/// id a base64 UUID and the partition an int.
+/// validates it: `group:topicId:partition` split as Java's
+/// `String.split(":")` does (trailing empty parts dropped), the group not
+/// blank (Java's `trim`), the topic id as `Uuid.fromString` reads it (at
+/// most 24 characters of URL-safe base64, padding optional but correct,
+/// trailing bits allowed, 16 bytes) and the partition an int.
 fn is_share_partition_key(key: &str) -> bool {
+    use base64::alphabet::URL_SAFE;
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
     use base64::Engine;
-    let parts: Vec<&str> = key.split(':').collect();
+    const UUID_BASE64: GeneralPurpose = GeneralPurpose::new(
+        &URL_SAFE,
+        GeneralPurposeConfig::new()
+            .with_decode_allow_trailing_bits(true)
+            .with_decode_padding_mode(DecodePaddingMode::RequireNone),
+    );
+    let mut parts: Vec<&str> = key.split(':').collect();
+    while parts.len() > 1 && parts.last() == Some(&"") {
+        parts.pop();
+    }
     let [group, topic_id, partition] = parts[..] else {
         return false;
     };
-    let topic_id = topic_id.trim_end_matches('=');
-    !group.is_empty()
+    // Padding, when there is any, must fill the last group of four.
+    let unpadded = topic_id.trim_end_matches('=');
+    let padding_ok = unpadded.len() == topic_id.len() || topic_id.len() % 4 == 0;
+    !group.trim_matches(|c: char| c <= ' ').is_empty()
         && topic_id.len() <= 24
-        && base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(topic_id)
+        && padding_ok
+        && UUID_BASE64
+            .decode(unpadded)
             .is_ok_and(|bytes| bytes.len() == 16)
         && partition.parse::<i32>().is_ok()
+}
+
+#[cfg(test)]
+mod share_key_tests {
+    use super::is_share_partition_key;
+
+    /// As Kafka 4.1.1's `SharePartitionKey.validate` and `Uuid.fromString`
+    /// judge them.
+    #[test]
+    fn share_partition_keys_are_read_as_kafka_reads_them() {
+        let id = "AAAAAAAAAAAAAAAAAAAAAA";
+        for valid in [
+            format!("g:{id}:0"),
+            format!("g:{id}:-1"),
+            format!("g:{id}:+3"),
+            format!("g:{id}:0:"),
+            format!("g:{id}:0::"),
+            format!("\u{a0}:{id}:0"),
+            format!("g:{id}==:0"),
+            "g:AAAAAAAAAAAAAAAAAAAAAB:0".to_string(),
+        ] {
+            assert!(is_share_partition_key(&valid), "{valid}");
+        }
+        for invalid in [
+            "g1".to_string(),
+            format!(":{id}:0"),
+            format!(" \t:{id}:0"),
+            format!("g:{id}:x"),
+            format!("g:{id}:0:1"),
+            format!("g:{id}:0::x"),
+            format!("g:{id}=:0"),
+            format!("g:{id}===:0"),
+            "g:zz:0".to_string(),
+            format!("g:{id}AAAA:0"),
+        ] {
+            assert!(!is_share_partition_key(&invalid), "{invalid}");
+        }
+    }
 }
 
 /// The error for a key the caller may not DESCRIBE, if refused.
