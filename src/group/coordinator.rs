@@ -1565,28 +1565,21 @@ impl GroupCoordinator {
                     tracing::warn!(?append_id, %error, "group coordinator append failed");
                 }
                 for record in &append.records {
-                    match record {
-                        CoordinatorRecord::GroupMetadata { key, value: None } => {
-                            if let Some(group) = self.groups.get_mut(&key.group) {
-                                group.deleting = false;
-                            }
+                    if let CoordinatorRecord::GroupMetadata { key, value: None } = record {
+                        if let Some(group) = self.groups.get_mut(&key.group) {
+                            group.deleting = false;
                         }
-                        CoordinatorRecord::ConsumerGroup {
-                            key,
-                            value: Some(_),
-                        } if key.record_type
-                            == super::records::CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY_TYPE =>
+                    }
+                    // Its next heartbeat writes the member's assignment again.
+                    if let Some((group_id, member_id)) = consumer_groups::assignment_member(record)
+                    {
+                        if let Some(consumer) = self
+                            .groups
+                            .get_mut(group_id)
+                            .and_then(|g| g.consumer.as_mut())
                         {
-                            if let (Some(consumer), Some(member_id)) = (
-                                self.groups
-                                    .get_mut(&key.group)
-                                    .and_then(|g| g.consumer.as_mut()),
-                                &key.member_id,
-                            ) {
-                                consumer.unwritten.insert(member_id.clone());
-                            }
+                            consumer.unwritten.insert(member_id.to_string());
                         }
-                        _ => {}
                     }
                 }
                 self.after_append_failed(now_ms, append.then, error, &mut out);

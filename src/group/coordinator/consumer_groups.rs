@@ -1232,11 +1232,23 @@ pub(super) fn target_record(
     )
 }
 
+/// The group and member of a current assignment record (not a
+/// tombstone).
+pub(super) fn assignment_member(record: &CoordinatorRecord) -> Option<(&str, &str)> {
+    match record {
+        CoordinatorRecord::ConsumerGroup {
+            key,
+            value: Some(_),
+        } if key.record_type == CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY_TYPE => {
+            Some((&key.group, key.member_id.as_deref()?))
+        }
+        _ => None,
+    }
+}
+
 /// Whether `record` is the current assignment record of `member_id`.
 fn is_assignment_of(record: &CoordinatorRecord, member_id: &str) -> bool {
-    matches!(record, CoordinatorRecord::ConsumerGroup { key, value: Some(_) }
-        if key.record_type == CONSUMER_GROUP_CURRENT_ASSIGNMENT_KEY_TYPE
-            && key.member_id.as_deref() == Some(member_id))
+    assignment_member(record).is_some_and(|(_, member)| member == member_id)
 }
 
 pub(super) fn assignment_record(group_id: &str, member: &ConsumerMember) -> CoordinatorRecord {

@@ -42,6 +42,19 @@ const KEY_TYPE_SHARE: i8 = 2;
 /// Kafka's message for INVALID_REQUEST.
 const INVALID_REQUEST_MESSAGE: &str = "This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.";
 
+/// Kafka 4.1.1's answer to share key `key` (v6) while share groups are
+/// off: CLUSTER_ACTION is asked first; no share coordinator runs.
+fn share_key_answer(key: &str, cluster_action: bool) -> (ErrorCode, &'static str) {
+    if !cluster_action {
+        let refused = ErrorCode::ClusterAuthorizationFailed;
+        (refused, refusal_message(refused))
+    } else if is_share_partition_key(key) {
+        (ErrorCode::CoordinatorNotAvailable, "")
+    } else {
+        (ErrorCode::InvalidRequest, "")
+    }
+}
+
 /// Whether `key` is a share-partition key as Kafka's `SharePartitionKey`
 /// validates it: `group:topicId:partition` split as Java's
 /// `String.split(":")` does (trailing empty parts dropped), the group not
@@ -181,8 +194,6 @@ pub async fn handle(
             ),
         };
         let share_keys = request.key_type == KEY_TYPE_SHARE && version >= 6;
-        // Kafka asks CLUSTER_ACTION of a share key first.
-        let share_refused = share_keys && !cluster_action;
         let config = &shard.config;
         let coordinators: Vec<Coordinator> = keys
             .into_iter()
@@ -203,24 +214,11 @@ pub async fn handle(
                     }
                     return c;
                 }
-                let error = if share_refused {
-                    Some(ErrorCode::ClusterAuthorizationFailed)
-                } else if share_keys {
-                    // No share coordinator runs: share groups are off.
-                    Some(if is_share_partition_key(&c.key) {
-                        ErrorCode::CoordinatorNotAvailable
-                    } else {
-                        ErrorCode::InvalidRequest
-                    })
+                let (error, message) = if share_keys {
+                    let (error, message) = share_key_answer(&c.key, cluster_action);
+                    (Some(error), Some(message.to_string()))
                 } else {
-                    error
-                };
-                let message = if share_refused {
-                    Some("Cluster authorization failed.".to_string())
-                } else if share_keys {
-                    Some(String::new())
-                } else {
-                    message.clone()
+                    (error, message.clone())
                 };
                 c.error_code = error.map_or(0, |e| e.code());
                 if error.is_none() {

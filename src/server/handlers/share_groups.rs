@@ -35,7 +35,7 @@ use kafka_protocol::ResponseError as ErrorCode;
 
 use super::{encode_response, Response};
 use crate::security::acl::AclOperation;
-use crate::server::access::Access;
+use crate::server::access::{refusal_message, Access};
 
 const UNSUPPORTED: i16 = 35;
 
@@ -168,7 +168,7 @@ pub fn state_call(
         Some(StrBytes::from_string(if authorized {
             format!("Unable to {action}: This is not the correct coordinator.")
         } else {
-            "Cluster authorization failed.".to_string()
+            refusal_message(ErrorCode::ClusterAuthorizationFailed).to_string()
         }))
     };
     // Every partition asked about gets the error; the response's other
